@@ -1,0 +1,45 @@
+/*
+ * The classifier: parses one L2 frame (Ethernet, stacked 802.1Q/802.1ad,
+ * PPPoE session, IPv4, IPv6 with extension headers, TCP/UDP/ICMP) and fills
+ * the sh_pkt metadata the scheduler needs. It never touches queues or time
+ * and never fails: a frame it cannot parse is classified as non-IP (DSCP 0,
+ * host hashes 0) and still passes.
+ */
+#ifndef SHAPER_CLASSIFY_H
+#define SHAPER_CLASSIFY_H
+
+#include <stdint.h>
+
+#include "shaper/pkt.h"
+
+/* A random key per scheduler instance keeps the flow hash unpredictable. */
+struct classify_key {
+	uint64_t k0, k1;
+};
+
+void classify_key_init(struct classify_key *key, uint64_t seed);
+
+/*
+ * Fill p->flow_hash, src_hash, dst_hash, dscp, ecn, l3_off, l4_off,
+ * l4_proto, flags and net_off from p->data[0 .. p->len). The flow hash is
+ * direction-symmetric. Reads only within the frame.
+ */
+void classify_pkt(struct sh_pkt *p, const struct classify_key *key);
+
+/* Burst form: prefetch-friendly loop over n packets. */
+void classify_burst(struct sh_pkt **pkts, unsigned int n,
+		    const struct classify_key *key);
+
+/*
+ * Rewrite the DSCP of the IP header at p->l3_off, keeping the ECN bits;
+ * fixes the IPv4 header checksum incrementally. No-op for non-IP.
+ */
+void classify_set_dscp(struct sh_pkt *p, uint8_t dscp);
+
+/*
+ * Set ECN to CE if the packet is ECT(0) or ECT(1). Returns 1 if it is now
+ * CE (changed, or already CE), 0 if Not-ECT or non-IP. IPv4 checksum fixed.
+ */
+int classify_set_ce(struct sh_pkt *p);
+
+#endif

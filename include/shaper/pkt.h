@@ -1,0 +1,91 @@
+/*
+ * The packet adapter: the per-packet record the classifier fills and the
+ * scheduler queues. In shaperd it lives in the mbuf's private area, so
+ * queues are intrusive lists and the fast path allocates nothing; in the
+ * simulator it is a plain array element. Nothing here depends on DPDK.
+ */
+#ifndef SHAPER_PKT_H
+#define SHAPER_PKT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SH_OFF_NONE 0xffffu
+
+/* Facts the classifier found (sh_pkt.flags). */
+enum sh_pkt_flag {
+	SH_PKT_IPV4 = 1u << 0,
+	SH_PKT_IPV6 = 1u << 1,
+	SH_PKT_TCP = 1u << 2,
+	SH_PKT_UDP = 1u << 3,
+	SH_PKT_ARP = 1u << 4,
+	SH_PKT_TCP_ACK = 1u << 5, /* TCP with ACK set and SYN clear */
+	SH_PKT_FRAG = 1u << 6,    /* IP fragment: no L4 ports */
+};
+
+struct sh_pkt {
+	struct sh_pkt *next; /* queue link, owned by whoever holds the packet */
+	uint8_t *data;       /* first byte of the L2 frame (contiguous headers) */
+	uint64_t enq_ns;     /* set by the scheduler at enqueue */
+	uint32_t len;        /* L2 frame length, FCS excluded */
+	uint32_t adj_len;    /* overhead-adjusted length, set by the scheduler */
+	uint32_t mem;        /* buffer memory this packet pins (truesize) */
+	uint32_t flow_hash;  /* direction-symmetric 5-tuple hash */
+	uint32_t src_hash;   /* hash of the source address only (0 if non-IP) */
+	uint32_t dst_hash;   /* hash of the destination address only */
+	uint16_t l3_off;     /* offset of the IP header, SH_OFF_NONE if none */
+	uint16_t l4_off;     /* offset of the L4 header, SH_OFF_NONE if none */
+	uint16_t queue;      /* flow queue index, set by the scheduler */
+	uint8_t dscp;        /* DSCP of the outermost IP header (ARP: 56) */
+	uint8_t ecn;         /* the two ECN bits as received */
+	uint8_t l4_proto;    /* IP protocol number, 0 if none */
+	uint8_t flags;       /* enum sh_pkt_flag */
+	uint8_t tin;         /* set by the scheduler */
+	uint8_t net_off;     /* MAC header length incl. VLAN/PPPoE tags */
+	uint8_t drop_reason; /* enum shaper_drop_reason, set when dropped */
+};
+
+/* A singly linked list with a tail pointer, used for drop lists. */
+struct sh_pkt_list {
+	struct sh_pkt *head;
+	struct sh_pkt *tail;
+	uint32_t count;
+};
+
+static inline void
+sh_pkt_list_init(struct sh_pkt_list *l)
+{
+	l->head = NULL;
+	l->tail = NULL;
+	l->count = 0;
+}
+
+static inline void
+sh_pkt_list_push(struct sh_pkt_list *l, struct sh_pkt *p)
+{
+	p->next = NULL;
+	if (l->tail != NULL)
+		l->tail->next = p;
+	else
+		l->head = p;
+	l->tail = p;
+	l->count++;
+}
+
+static inline struct sh_pkt *
+sh_pkt_list_pop(struct sh_pkt_list *l)
+{
+	struct sh_pkt *p = l->head;
+
+	if (p == NULL)
+		return NULL;
+	l->head = p->next;
+	if (l->head == NULL)
+		l->tail = NULL;
+	l->count--;
+	p->next = NULL;
+	return p;
+}
+
+#endif

@@ -1,0 +1,216 @@
+/*
+ * One direction's scheduler: the seam between the data plane and the
+ * queueing discipline (fifo, fq_codel or cake). Plain C, no DPDK, no clock:
+ * every entry point takes the current time in nanoseconds, so the same code
+ * runs in the daemon and in the simulated-time tests.
+ *
+ * Packets the scheduler decides to drop are appended to a caller-supplied
+ * list (never freed here), so the caller frees them in bulk and counts them.
+ */
+#ifndef SHAPER_SCHED_H
+#define SHAPER_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "shaper/pkt.h"
+
+#define SCHED_MAX_TINS 8
+#define SCHED_NAME_LEN 24
+
+enum sched_discipline {
+	SCHED_FIFO = 0,
+	SCHED_FQ_CODEL,
+	SCHED_CAKE,
+};
+
+/* Values follow TCA_CAKE_DIFFSERV_MODE. */
+enum sched_diffserv {
+	SCHED_DIFFSERV3 = 0,
+	SCHED_DIFFSERV4 = 1,
+	SCHED_DIFFSERV8 = 2,
+	SCHED_BESTEFFORT = 3,
+	SCHED_PRECEDENCE = 4,
+};
+
+/* Values follow TCA_CAKE_FLOW_MODE: bit 1 src host, bit 2 dst host, bit 4 flows. */
+enum sched_isolation {
+	SCHED_FLOWBLIND = 0,
+	SCHED_SRCHOST = 1,
+	SCHED_DSTHOST = 2,
+	SCHED_HOSTS = 3,
+	SCHED_FLOWS = 4,
+	SCHED_DUAL_SRCHOST = 5,
+	SCHED_DUAL_DSTHOST = 6,
+	SCHED_TRIPLE_ISOLATE = 7,
+};
+
+enum sched_framing {
+	SCHED_FRAMING_NONE = 0, /* noatm */
+	SCHED_FRAMING_ATM = 1,  /* 48 bytes of payload per 53-byte cell */
+	SCHED_FRAMING_PTM = 2,  /* 64b/65b: one byte per started 64 */
+};
+
+enum sched_ack_filter {
+	SCHED_ACK_FILTER_OFF = 0,
+	SCHED_ACK_FILTER_ON = 1,
+	SCHED_ACK_FILTER_AGGRESSIVE = 2,
+};
+
+/*
+ * Drop reasons, as an X-macro so every counter has a name and help text.
+ * The scheduler uses the first three; the data plane adds the rest.
+ */
+#define SHAPER_DROP_REASONS(X)                                                 \
+	X(AQM, "aqm", "dropped by CoDel/COBALT (or BLUE) at dequeue")          \
+	X(OVERFLOW, "overflow", "dropped because the buffer limit was exceeded") \
+	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter") \
+	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator") \
+	X(TX_FAILED, "tx_failed", "refused by the output port and given up")   \
+	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
+
+enum shaper_drop_reason {
+#define SHAPER_DROP_ENUM(id, name, help) SHAPER_DROP_##id,
+	SHAPER_DROP_REASONS(SHAPER_DROP_ENUM)
+#undef SHAPER_DROP_ENUM
+	SHAPER_DROP_MAX
+};
+
+/* Name ("aqm") and help string of a drop reason. */
+const char *shaper_drop_name(enum shaper_drop_reason r);
+const char *shaper_drop_help(enum shaper_drop_reason r);
+
+/* Everything that configures one direction. Units: bytes, bytes/s, µs. */
+struct sched_params {
+	enum sched_discipline discipline;
+	uint64_t rate;        /* shaper rate in bytes/s; 0 = unlimited */
+	uint32_t mtu;         /* largest L2 frame, for mtu_time (default 1514) */
+	bool upstream;        /* LAN->WAN: the internal host is the source */
+	uint64_t seed;        /* seeds hash key, quantum dither and BLUE draws */
+
+	/* cake */
+	enum sched_diffserv diffserv;
+	enum sched_isolation isolation;
+	uint32_t rtt_us;      /* CoDel interval (default 100000) */
+	uint32_t target_us;   /* CoDel target (default 5000) */
+	bool overhead_mode;   /* false = raw: charge the L2 length as is */
+	int32_t overhead;     /* bytes added per packet, -64..256 */
+	uint32_t mpu;         /* minimum packet unit, 0..256 */
+	enum sched_framing framing;
+	bool wash;            /* clear DSCP on the way out */
+	bool ingress;         /* drops count against the rate */
+	bool ecn;             /* CE-mark ECT packets instead of dropping */
+	enum sched_ack_filter ack_filter;
+	uint64_t memlimit;    /* bytes of buffer memory; 0 = derive from rate */
+
+	/* fifo */
+	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
+	uint64_t fifo_limit_bytes; /* 0 = no byte limit */
+
+	/* fq_codel */
+	uint32_t fqc_flows;        /* 1..65536, default 1024 */
+	uint32_t fqc_quantum;      /* default 1514 */
+	uint32_t fqc_limit;        /* packets, default 10240 */
+	uint64_t fqc_memory_limit; /* bytes, default 32 MiB */
+	uint32_t fqc_target_us;    /* default 5000 */
+	uint32_t fqc_interval_us;  /* default 100000 */
+	uint32_t fqc_ce_threshold_us; /* 0 = off */
+	uint32_t fqc_drop_batch;   /* default 64 */
+};
+
+/* Fill p with tc's defaults for the given discipline. */
+void sched_params_default(struct sched_params *p, enum sched_discipline d);
+
+/* Per-tin statistics, named after tc -s -j qdisc show. Times in µs. */
+struct sched_tin_stats {
+	char name[SCHED_NAME_LEN];
+	uint64_t threshold_rate; /* bytes/s */
+	uint32_t target_us;
+	uint32_t interval_us;
+	uint32_t peak_delay_us;
+	uint32_t avg_delay_us;
+	uint32_t base_delay_us;
+	uint64_t sent_packets; /* accepted at enqueue (CAKE's quirk) */
+	uint64_t sent_bytes;
+	uint64_t backlog_bytes;
+	uint64_t way_indirect_hits;
+	uint64_t way_misses;
+	uint64_t way_collisions;
+	uint64_t drops;
+	uint64_t ecn_mark;
+	uint64_t ack_drops;
+	uint32_t sparse_flows;
+	uint32_t bulk_flows;
+	uint32_t unresponsive_flows;
+	uint32_t max_pkt_len;
+	uint32_t flow_quantum;
+};
+
+/* Direction-wide statistics. */
+struct sched_stats {
+	uint64_t enqueued_pkts;   /* handed to sched_enqueue */
+	uint64_t enqueued_bytes;
+	uint64_t dequeued_pkts;   /* returned by sched_dequeue */
+	uint64_t dequeued_bytes;
+	uint64_t dropped[SHAPER_DROP_MAX]; /* by reason, scheduler's own drops */
+	uint64_t backlog_pkts;
+	uint64_t backlog_bytes;
+	uint64_t overlimits;
+	uint64_t ecn_marked;
+	uint64_t memory_used;     /* peak buffer memory (CAKE's quirk) */
+	uint64_t memory_limit;
+	uint64_t capacity_estimate; /* bytes/s */
+	uint32_t min_network_size, max_network_size;
+	uint32_t min_adj_size, max_adj_size;
+	uint32_t avg_hdr_offset;
+	uint32_t tin_count;
+	struct sched_tin_stats tins[SCHED_MAX_TINS]; /* in tc's display order */
+};
+
+struct sched;
+
+/*
+ * Create a scheduler. Validates p; on error returns NULL and, if err is not
+ * NULL, writes a human-readable reason (errlen bytes at most).
+ */
+struct sched *sched_create(const struct sched_params *p, char *err, size_t errlen);
+void sched_free(struct sched *s);
+
+/*
+ * Queue one packet at time now. Packets that must be dropped (this one or
+ * others, e.g. overflow from the fattest flow or a filtered ACK) are
+ * appended to dropped. Returns 0 if pkt was queued, 1 if pkt itself was
+ * dropped (it is then on the dropped list).
+ */
+int sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now,
+		  struct sh_pkt_list *dropped);
+
+/*
+ * Release the next packet allowed at time now, or NULL if none is due
+ * (queue empty or the shaper is holding back). AQM drops made on the way
+ * are appended to dropped.
+ */
+struct sh_pkt *sched_dequeue(struct sched *s, uint64_t now,
+			     struct sh_pkt_list *dropped);
+
+/* Earliest time a dequeue could return a packet; UINT64_MAX if empty. */
+uint64_t sched_next_time(const struct sched *s, uint64_t now);
+
+/*
+ * Apply new parameters between bursts: queued packets are kept in order,
+ * the new rate holds from the next packet. Returns 0 or -EINVAL (with err).
+ * Changing the discipline is done by the caller (drain, create, refill).
+ */
+int sched_update(struct sched *s, const struct sched_params *p, char *err,
+		 size_t errlen);
+
+/* Remove every queued packet, in order, onto out (shutdown, discipline swap). */
+void sched_flush(struct sched *s, struct sh_pkt_list *out);
+
+/* Copy the statistics. Cheap enough to call between bursts. */
+void sched_get_stats(const struct sched *s, struct sched_stats *st);
+void sched_reset_stats(struct sched *s);
+
+const struct sched_params *sched_get_params(const struct sched *s);
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * fifo: one tail-drop queue with a packet and/or byte limit, optionally
+ * paced at a rate. With a large limit it is the "bloated" baseline (a cable
+ * modem's buffer) the CAKE results are compared against.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sched/rate.h"
+#include "sched/sched_impl.h"
+
+struct fifo {
+	struct sched_params p;
+	struct sched_rate rate;
+	struct sh_pkt_list q;
+	uint64_t bytes;
+	uint64_t mem, mem_max;
+	uint64_t time_next; /* shaper clock */
+	uint64_t overlimits;
+};
+
+static int
+fifo_check(const struct sched_params *p, char *err, size_t errlen)
+{
+	if (p->mtu < 64 || p->mtu > 65535) {
+		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void *
+fifo_create(const struct sched_params *p, char *err, size_t errlen)
+{
+	struct fifo *f;
+
+	if (fifo_check(p, err, errlen) != 0)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
+		SCHED_ERR(err, errlen, "out of memory");
+		return NULL;
+	}
+	f->p = *p;
+	sched_rate_set(&f->rate, p->rate);
+	sh_pkt_list_init(&f->q);
+	return f;
+}
+
+static void
+fifo_destroy(void *impl)
+{
+	free(impl);
+}
+
+static int
+fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct fifo *f = impl;
+
+	if ((f->p.fifo_limit_pkts != 0 && f->q.count >= f->p.fifo_limit_pkts) ||
+	    (f->p.fifo_limit_bytes != 0 && f->bytes + pkt->len > f->p.fifo_limit_bytes)) {
+		pkt->drop_reason = SHAPER_DROP_OVERFLOW;
+		sh_pkt_list_push(dropped, pkt);
+		return 1;
+	}
+	if (f->q.count == 0 && f->time_next < now)
+		f->time_next = now; /* no credit accrues while idle */
+	pkt->enq_ns = now;
+	pkt->adj_len = sched_adjust_len(&f->p, pkt->len, pkt->net_off, NULL);
+	sh_pkt_list_push(&f->q, pkt);
+	f->bytes += pkt->len;
+	f->mem += pkt->mem;
+	if (f->mem > f->mem_max)
+		f->mem_max = f->mem;
+	return 0;
+}
+
+static struct sh_pkt *
+fifo_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct fifo *f = impl;
+	struct sh_pkt *pkt;
+
+	(void)dropped;
+	if (f->q.count == 0)
+		return NULL;
+	if (f->rate.rate != 0 && f->time_next > now) {
+		f->overlimits++;
+		return NULL;
+	}
+	pkt = sh_pkt_list_pop(&f->q);
+	f->bytes -= pkt->len;
+	f->mem -= pkt->mem;
+	if (f->rate.rate != 0)
+		f->time_next += sched_rate_ns(&f->rate, pkt->adj_len);
+	return pkt;
+}
+
+static uint64_t
+fifo_next_time(const void *impl, uint64_t now)
+{
+	const struct fifo *f = impl;
+
+	if (f->q.count == 0)
+		return UINT64_MAX;
+	if (f->rate.rate == 0 || f->time_next <= now)
+		return now;
+	return f->time_next;
+}
+
+static int
+fifo_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
+{
+	struct fifo *f = impl;
+
+	if (fifo_check(p, err, errlen) != 0)
+		return -EINVAL;
+	f->p = *p;
+	sched_rate_set(&f->rate, p->rate);
+	return 0;
+}
+
+static void
+fifo_flush(void *impl, struct sh_pkt_list *out)
+{
+	struct fifo *f = impl;
+	struct sh_pkt *pkt;
+
+	while ((pkt = sh_pkt_list_pop(&f->q)) != NULL)
+		sh_pkt_list_push(out, pkt);
+	f->bytes = 0;
+	f->mem = 0;
+}
+
+static void
+fifo_get_stats(const void *impl, struct sched_stats *st)
+{
+	const struct fifo *f = impl;
+
+	st->backlog_pkts = f->q.count;
+	st->backlog_bytes = f->bytes;
+	st->overlimits = f->overlimits;
+	st->memory_used = f->mem_max;
+	st->memory_limit = f->p.fifo_limit_bytes;
+	st->capacity_estimate = f->p.rate;
+	st->tin_count = 0;
+}
+
+static void
+fifo_reset_stats(void *impl)
+{
+	struct fifo *f = impl;
+
+	f->overlimits = 0;
+	f->mem_max = f->mem;
+}
+
+const struct sched_ops sched_fifo_ops = {
+	.name = "fifo",
+	.create = fifo_create,
+	.destroy = fifo_destroy,
+	.enqueue = fifo_enqueue,
+	.dequeue = fifo_dequeue,
+	.next_time = fifo_next_time,
+	.update = fifo_update,
+	.flush = fifo_flush,
+	.get_stats = fifo_get_stats,
+	.reset_stats = fifo_reset_stats,
+};

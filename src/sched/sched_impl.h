@@ -1,0 +1,40 @@
+/*
+ * Private to src/sched: the operations every discipline provides. The
+ * wrapper in sched.c does what all share (counting, drop reasons, stats
+ * assembly) so a discipline only queues, releases and reports its state.
+ */
+#ifndef SHAPER_SCHED_IMPL_H
+#define SHAPER_SCHED_IMPL_H
+
+#include <stddef.h>
+
+#include "shaper/sched.h"
+
+struct sched_ops {
+	const char *name;
+	/* Validate p and allocate the discipline's state. */
+	void *(*create)(const struct sched_params *p, char *err, size_t errlen);
+	void (*destroy)(void *impl);
+	/* As sched_enqueue; every dropped packet has drop_reason set. */
+	int (*enqueue)(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped);
+	struct sh_pkt *(*dequeue)(void *impl, uint64_t now, struct sh_pkt_list *dropped);
+	uint64_t (*next_time)(const void *impl, uint64_t now);
+	int (*update)(void *impl, const struct sched_params *p, char *err, size_t errlen);
+	void (*flush)(void *impl, struct sh_pkt_list *out);
+	/* Fill the discipline's fields of st (backlog, tins, memory...). */
+	void (*get_stats)(const void *impl, struct sched_stats *st);
+	void (*reset_stats)(void *impl);
+};
+
+extern const struct sched_ops sched_fifo_ops;
+extern const struct sched_ops sched_fq_codel_ops;
+extern const struct sched_ops sched_cake_ops;
+
+/* Helper for validation messages. */
+#define SCHED_ERR(err, errlen, ...)                                            \
+	do {                                                                   \
+		if ((err) != NULL && (errlen) > 0)                             \
+			snprintf((err), (errlen), __VA_ARGS__);                \
+	} while (0)
+
+#endif
