@@ -1,41 +1,601 @@
-/* Placeholder until the classifier lands: every frame is non-IP. */
+/*
+ * The classifier: parses an L2 frame into the sh_pkt metadata the
+ * schedulers use (flow and host hashes, DSCP/ECN, header offsets, TCP-ACK
+ * facts) and rewrites the IP DS field (DSCP wash, ECN CE marking).
+ *
+ * What the fields mean for unusual frames:
+ * - l3_off, dscp, ecn and the IPV4/IPV6 flag describe the OUTERMOST IP
+ *   header (the one CAKE washes and marks).
+ * - One level of IP-in-IP (IPv4 proto 4, 6in4 proto 41, and the same inside
+ *   IPv6) is looked through: l4_proto/l4_off, the TCP/UDP/ACK/FRAG flags and
+ *   all three hashes describe the inner packet, like the kernel's flow
+ *   dissector, so tunnelled flows and hosts stay apart.
+ * - Every IP fragment (MF set or offset != 0) is hashed without ports, so
+ *   all pieces of a datagram share one queue and cannot be reordered; the
+ *   first fragment still gets l4_off and TCP/UDP flags.
+ * - IPv6 flow labels are ignored: ports keep the hash direction-symmetric.
+ * - Non-IP frames: flow_hash is a keyed hash of the ethertype and the sorted
+ *   MAC pair (symmetric too), host hashes are 0, DSCP 0 (ARP: 56).
+ * - Frames too short for their headers degrade to the deepest layer fully
+ *   present; nothing outside data[0 .. len) is ever read.
+ *
+ * Plain C, no DPDK: the simulator and unit tests link it without EAL.
+ */
+#include <stdbool.h>
 #include <string.h>
+
 #include "shaper/classify.h"
 
-void
-classify_key_init(struct classify_key *key, uint64_t seed)
+/* ECN codepoints (RFC 3168), the low two bits of the DS field. */
+#define ECN_MASK 0x03u
+#define ECN_CE 0x03u
+
+/* True if [off, off + n) lies inside the frame. */
+static inline int
+cls_in_frame(const struct sh_pkt *p, uint32_t off, uint32_t n)
 {
-	key->k0 = seed;
-	key->k1 = ~seed;
+	return off <= p->len && n <= p->len - off;
 }
 
-void
-classify_pkt(struct sh_pkt *p, const struct classify_key *key)
+/*
+ * RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), on the 16-bit word that
+ * holds version/IHL and TOS. Only this word changes, so the update is exact.
+ */
+static void
+cls_ipv4_set_tos(uint8_t *ip, uint8_t tos)
 {
-	(void)key;
-	p->flow_hash = p->src_hash = p->dst_hash = 0;
-	p->l3_off = p->l4_off = SH_OFF_NONE;
-	p->dscp = p->ecn = p->l4_proto = p->flags = 0;
-	p->net_off = 14;
+	uint16_t old_w = (uint16_t)((ip[0] << 8) | ip[1]);
+	uint16_t new_w = (uint16_t)((ip[0] << 8) | tos);
+	uint32_t sum = (uint16_t)~((ip[10] << 8) | ip[11]);
+
+	sum += (uint16_t)~old_w;
+	sum += new_w;
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (uint16_t)~sum;
+	ip[1] = tos;
+	ip[10] = (uint8_t)(sum >> 8);
+	ip[11] = (uint8_t)sum;
 }
 
-void
-classify_burst(struct sh_pkt **pkts, unsigned int n, const struct classify_key *key)
+/* IPv6 traffic class straddles bytes 0 and 1 (4 bits each). */
+static inline uint8_t
+cls_ipv6_get_tc(const uint8_t *ip)
 {
-	for (unsigned int i = 0; i < n; i++)
-		classify_pkt(pkts[i], key);
+	return (uint8_t)(((ip[0] & 0x0f) << 4) | (ip[1] >> 4));
+}
+
+static inline void
+cls_ipv6_set_tc(uint8_t *ip, uint8_t tc)
+{
+	ip[0] = (uint8_t)((ip[0] & 0xf0) | (tc >> 4));
+	ip[1] = (uint8_t)((ip[1] & 0x0f) | ((tc & 0x0f) << 4));
+}
+
+/* The IP header at l3_off if the frame is IP and long enough, else NULL. */
+static uint8_t *
+cls_l3(const struct sh_pkt *p, int *is_v4)
+{
+	if (p->l3_off == SH_OFF_NONE || p->data == NULL)
+		return NULL;
+	if (p->flags & SH_PKT_IPV4) {
+		if (!cls_in_frame(p, p->l3_off, 20))
+			return NULL;
+		*is_v4 = 1;
+		return p->data + p->l3_off;
+	}
+	if (p->flags & SH_PKT_IPV6) {
+		if (!cls_in_frame(p, p->l3_off, 40))
+			return NULL;
+		*is_v4 = 0;
+		return p->data + p->l3_off;
+	}
+	return NULL;
 }
 
 void
 classify_set_dscp(struct sh_pkt *p, uint8_t dscp)
 {
-	(void)p;
-	(void)dscp;
+	int is_v4 = 0;
+	uint8_t *ip = cls_l3(p, &is_v4);
+	uint8_t ds;
+
+	if (ip == NULL)
+		return;
+	if (is_v4) {
+		ds = (uint8_t)((dscp << 2) | (ip[1] & ECN_MASK));
+		if (ds != ip[1])
+			cls_ipv4_set_tos(ip, ds);
+	} else {
+		ds = (uint8_t)((dscp << 2) | (cls_ipv6_get_tc(ip) & ECN_MASK));
+		cls_ipv6_set_tc(ip, ds);
+	}
 }
 
 int
 classify_set_ce(struct sh_pkt *p)
 {
-	(void)p;
-	return 0;
+	int is_v4 = 0;
+	uint8_t *ip = cls_l3(p, &is_v4);
+	uint8_t ds;
+
+	if (ip == NULL)
+		return 0;
+	ds = is_v4 ? ip[1] : cls_ipv6_get_tc(ip);
+	if ((ds & ECN_MASK) == 0)
+		return 0; /* Not-ECT: the sender cannot understand CE */
+	if ((ds & ECN_MASK) == ECN_CE)
+		return 1;
+	ds |= ECN_CE;
+	if (is_v4)
+		cls_ipv4_set_tos(ip, ds);
+	else
+		cls_ipv6_set_tc(ip, ds);
+	return 1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Keyed hash                                                              */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A wyhash-style multiply-fold over 64-bit words: each pair of words is
+ * mixed with the key through one 64x64->128 multiply. Cheap (a 5-tuple is
+ * a handful of multiplies) and, with a secret per-instance key, an outsider
+ * cannot aim many flows at one queue.
+ */
+#define CLS_P0 0xa0761d6478bd642fULL
+#define CLS_P1 0xe7037ed1a0b428dbULL
+#define CLS_P2 0x8ebc6af09c88c6e3ULL
+
+/* Domain tags keep flow, host and non-IP hashes of equal bytes apart. */
+#define CLS_TAG_FLOW 0x1ULL
+#define CLS_TAG_HOST 0x2ULL
+#define CLS_TAG_L2 0x3ULL
+
+static inline uint64_t
+cls_mum(uint64_t a, uint64_t b)
+{
+	__uint128_t r = (__uint128_t)a * b;
+
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static uint32_t
+cls_hash_words(const struct classify_key *key, const uint64_t *w,
+	       unsigned int n, uint64_t tag)
+{
+	uint64_t h = key->k0 ^ cls_mum(tag ^ CLS_P0, key->k1 ^ n);
+	unsigned int i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		h = cls_mum(w[i] ^ key->k0 ^ CLS_P1, w[i + 1] ^ h ^ CLS_P2);
+	if (i < n)
+		h = cls_mum(w[i] ^ key->k1 ^ CLS_P1, h ^ CLS_P2);
+	h = cls_mum(h ^ key->k1, CLS_P0 ^ key->k0);
+	return (uint32_t)(h ^ (h >> 32));
+}
+
+/* splitmix64: spreads a small seed over both key words. */
+static uint64_t
+cls_splitmix(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+void
+classify_key_init(struct classify_key *key, uint64_t seed)
+{
+	uint64_t x = seed;
+
+	key->k0 = cls_splitmix(&x);
+	key->k1 = cls_splitmix(&x);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parser                                                                  */
+/* ---------------------------------------------------------------------- */
+
+#define ETH_HLEN 14
+#define ETH_P_IPV4 0x0800
+#define ETH_P_ARP 0x0806
+#define ETH_P_8021Q 0x8100
+#define ETH_P_8021AD 0x88a8
+#define ETH_P_QINQ_OLD 0x9100
+#define ETH_P_IPV6 0x86dd
+#define ETH_P_PPPOE_SES 0x8864
+#define PPP_IPV4 0x0021
+#define PPP_IPV6 0x0057
+
+#define IPPROTO_V_ICMP 1
+#define IPPROTO_V_IPIP 4
+#define IPPROTO_V_TCP 6
+#define IPPROTO_V_UDP 17
+#define IPPROTO_V_IPV6 41
+#define IPPROTO_V_ICMPV6 58
+
+#define CLS_MAX_VLAN 8     /* bounds the tag loop (and net_off <= 54) */
+#define CLS_MAX_V6_EXT 8   /* bounds the extension-header walk */
+
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_ACK 0x10
+
+/* What the flow key is built from; addresses in network byte order. */
+struct cls_flow {
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint8_t proto;
+	uint8_t alen; /* 4 or 16; 0 = no IP found */
+};
+
+static inline uint16_t
+cls_be16(const uint8_t *b)
+{
+	return (uint16_t)((b[0] << 8) | b[1]);
+}
+
+static inline uint64_t
+cls_load64(const uint8_t *b)
+{
+	uint64_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+static inline uint64_t
+cls_load32(const uint8_t *b)
+{
+	uint32_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+/*
+ * Transport header at off of protocol proto. frag_nofirst: a non-first
+ * fragment, whose payload is not a header. Fills ports (unless the packet
+ * is a fragment at all), flags and l4_off.
+ */
+static void
+cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off,
+	     uint8_t proto, bool is_frag, bool frag_nofirst)
+{
+	const uint8_t *d = p->data;
+	uint32_t need;
+
+	p->l4_proto = proto;
+	f->proto = proto;
+	if (is_frag)
+		p->flags |= SH_PKT_FRAG;
+	if (frag_nofirst)
+		return;
+	switch (proto) {
+	case IPPROTO_V_TCP:
+		need = 20;
+		break;
+	case IPPROTO_V_UDP:
+		need = 8;
+		break;
+	case IPPROTO_V_ICMP:
+	case IPPROTO_V_ICMPV6:
+		need = 4;
+		break;
+	default:
+		need = 0;
+		break;
+	}
+	if (!cls_in_frame(p, off, need))
+		return;
+	p->l4_off = (uint16_t)off;
+	if (proto == IPPROTO_V_TCP) {
+		uint8_t fl = d[off + 13];
+
+		p->flags |= SH_PKT_TCP;
+		if ((fl & TCP_FLAG_ACK) && !(fl & TCP_FLAG_SYN))
+			p->flags |= SH_PKT_TCP_ACK;
+	} else if (proto == IPPROTO_V_UDP) {
+		p->flags |= SH_PKT_UDP;
+	}
+	if ((proto == IPPROTO_V_TCP || proto == IPPROTO_V_UDP) && !is_frag) {
+		f->sport = cls_be16(d + off);
+		f->dport = cls_be16(d + off + 2);
+	}
+}
+
+static void cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f,
+			   uint32_t off, bool outer);
+
+/*
+ * IPv4 at off. outer: this is the outermost IP header (sets l3_off, dscp,
+ * ecn); an inner one only replaces the flow key and the L4 facts.
+ */
+static void
+cls_parse_ipv4(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
+{
+	const uint8_t *ip = p->data + off;
+	uint32_t ihl;
+	uint16_t frag;
+	bool is_frag, nofirst;
+
+	if (!cls_in_frame(p, off, 20) || (ip[0] >> 4) != 4)
+		return;
+	ihl = (uint32_t)(ip[0] & 0x0f) * 4;
+	if (ihl < 20 || !cls_in_frame(p, off, ihl))
+		return;
+	if (outer) {
+		p->flags |= SH_PKT_IPV4;
+		p->l3_off = (uint16_t)off;
+		p->dscp = ip[1] >> 2;
+		p->ecn = ip[1] & ECN_MASK;
+	}
+	memcpy(f->src, ip + 12, 4);
+	memcpy(f->dst, ip + 16, 4);
+	f->alen = 4;
+	f->proto = ip[9];
+	frag = cls_be16(ip + 6);
+	nofirst = (frag & 0x1fff) != 0;
+	is_frag = nofirst || (frag & 0x2000) != 0;
+	/* Only an unfragmented outer packet can hold a whole inner header. */
+	if (outer && !is_frag && ip[9] == IPPROTO_V_IPIP) {
+		struct cls_flow in = { .alen = 0 };
+
+		cls_parse_ipv4(p, &in, off + ihl, false);
+		if (in.alen != 0) {
+			*f = in;
+			return;
+		}
+	} else if (outer && !is_frag && ip[9] == IPPROTO_V_IPV6) {
+		struct cls_flow in = { .alen = 0 };
+
+		cls_parse_ipv6(p, &in, off + ihl, false);
+		if (in.alen != 0) {
+			*f = in;
+			return;
+		}
+	}
+	cls_parse_l4(p, f, off + ihl, ip[9], is_frag, nofirst);
+}
+
+static void
+cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
+{
+	const uint8_t *d = p->data;
+	const uint8_t *ip = d + off;
+	uint8_t nh;
+	uint32_t pos, hl;
+	bool is_frag = false, nofirst = false;
+	unsigned int n;
+
+	if (!cls_in_frame(p, off, 40) || (ip[0] >> 4) != 6)
+		return;
+	if (outer) {
+		uint8_t tc = cls_ipv6_get_tc(ip);
+
+		p->flags |= SH_PKT_IPV6;
+		p->l3_off = (uint16_t)off;
+		p->dscp = tc >> 2;
+		p->ecn = tc & ECN_MASK;
+	}
+	memcpy(f->src, ip + 8, 16);
+	memcpy(f->dst, ip + 24, 16);
+	f->alen = 16;
+	nh = ip[6];
+	f->proto = nh;
+	pos = off + 40;
+	for (n = 0; n < CLS_MAX_V6_EXT; n++) {
+		switch (nh) {
+		case 0:  /* hop-by-hop */
+		case 43: /* routing */
+		case 60: /* destination options */
+			if (!cls_in_frame(p, pos, 2))
+				return;
+			hl = ((uint32_t)d[pos + 1] + 1) * 8;
+			break;
+		case 51: /* AH: length in 4-byte units minus 2 */
+			if (!cls_in_frame(p, pos, 2))
+				return;
+			hl = ((uint32_t)d[pos + 1] + 2) * 4;
+			break;
+		case 44: { /* fragment */
+			uint16_t fo;
+
+			if (!cls_in_frame(p, pos, 8))
+				return;
+			fo = cls_be16(d + pos + 2);
+			is_frag = true;
+			hl = 8;
+			if ((fo & 0xfff8) != 0) {
+				/* What follows is payload, not headers. */
+				nofirst = true;
+				nh = d[pos];
+				f->proto = nh;
+				pos += hl;
+				goto done;
+			}
+			break;
+		}
+		default:
+			goto done;
+		}
+		if (!cls_in_frame(p, pos, hl))
+			return;
+		nh = d[pos];
+		f->proto = nh;
+		pos += hl;
+	}
+	/* Too many extension headers: keep the addresses, skip L4. */
+	return;
+done:
+	if (outer && !is_frag && (nh == IPPROTO_V_IPIP || nh == IPPROTO_V_IPV6)) {
+		struct cls_flow in = { .alen = 0 };
+
+		if (nh == IPPROTO_V_IPIP)
+			cls_parse_ipv4(p, &in, pos, false);
+		else
+			cls_parse_ipv6(p, &in, pos, false);
+		if (in.alen != 0) {
+			*f = in;
+			return;
+		}
+	}
+	cls_parse_l4(p, f, pos, nh, is_frag, nofirst);
+}
+
+/* Host hash: the address alone, as CAKE's srchost/dsthost hashes. */
+static uint32_t
+cls_host_hash(const struct classify_key *key, const uint8_t *a, uint8_t alen)
+{
+	uint64_t w[2];
+
+	if (alen == 4) {
+		w[0] = cls_load32(a) | (4ULL << 32);
+		return cls_hash_words(key, w, 1, CLS_TAG_HOST);
+	}
+	w[0] = cls_load64(a);
+	w[1] = cls_load64(a + 8);
+	return cls_hash_words(key, w, 2, CLS_TAG_HOST);
+}
+
+/*
+ * Direction-symmetric flow hash: order the two (address, port) endpoints
+ * so that A->B and B->A feed identical words.
+ */
+static uint32_t
+cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
+{
+	const uint8_t *lo_a = f->src, *hi_a = f->dst;
+	uint16_t lo_p = f->sport, hi_p = f->dport;
+	int c = memcmp(f->src, f->dst, f->alen);
+	uint64_t w[5];
+	uint64_t tail;
+
+	if (c > 0 || (c == 0 && f->sport > f->dport)) {
+		lo_a = f->dst;
+		hi_a = f->src;
+		lo_p = f->dport;
+		hi_p = f->sport;
+	}
+	tail = ((uint64_t)lo_p << 16) | hi_p | ((uint64_t)f->proto << 32) |
+	       ((uint64_t)f->alen << 40);
+	if (f->alen == 4) {
+		w[0] = cls_load32(lo_a) | (cls_load32(hi_a) << 32);
+		w[1] = tail;
+		return cls_hash_words(key, w, 2, CLS_TAG_FLOW);
+	}
+	w[0] = cls_load64(lo_a);
+	w[1] = cls_load64(lo_a + 8);
+	w[2] = cls_load64(hi_a);
+	w[3] = cls_load64(hi_a + 8);
+	w[4] = tail;
+	return cls_hash_words(key, w, 5, CLS_TAG_FLOW);
+}
+
+/* Non-IP: ethertype plus the MAC pair, sorted for symmetry. */
+static uint32_t
+cls_l2_hash(const struct classify_key *key, const uint8_t *d, uint16_t etype)
+{
+	uint64_t a = 0, b = 0, w[2];
+
+	memcpy(&a, d, 6);
+	memcpy(&b, d + 6, 6);
+	if (a > b) {
+		uint64_t t = a;
+
+		a = b;
+		b = t;
+	}
+	w[0] = a | ((uint64_t)etype << 48);
+	w[1] = b;
+	return cls_hash_words(key, w, 2, CLS_TAG_L2);
+}
+
+void
+classify_pkt(struct sh_pkt *p, const struct classify_key *key)
+{
+	const uint8_t *d = p->data;
+	struct cls_flow f;
+	uint32_t off = 12;
+	uint16_t etype;
+	unsigned int tags;
+
+	p->flow_hash = p->src_hash = p->dst_hash = 0;
+	p->l3_off = p->l4_off = SH_OFF_NONE;
+	p->dscp = p->ecn = p->l4_proto = p->flags = 0;
+	p->net_off = ETH_HLEN;
+	if (d == NULL || p->len < ETH_HLEN)
+		return;
+
+	etype = cls_be16(d + off);
+	for (tags = 0; tags < CLS_MAX_VLAN &&
+	     (etype == ETH_P_8021Q || etype == ETH_P_8021AD || etype == ETH_P_QINQ_OLD);
+	     tags++) {
+		if (!cls_in_frame(p, off + 4, 2))
+			return;
+		off += 4;
+		etype = cls_be16(d + off);
+	}
+	off += 2;
+	p->net_off = (uint8_t)off;
+
+	if (etype == ETH_P_PPPOE_SES) {
+		/* 6 bytes PPPoE header, then the 2-byte PPP protocol. */
+		if (!cls_in_frame(p, off, 8))
+			goto non_ip;
+		switch (cls_be16(d + off + 6)) {
+		case PPP_IPV4:
+			etype = ETH_P_IPV4;
+			break;
+		case PPP_IPV6:
+			etype = ETH_P_IPV6;
+			break;
+		default:
+			goto non_ip;
+		}
+		off += 8;
+		p->net_off = (uint8_t)off;
+	}
+
+	memset(&f, 0, sizeof(f));
+	if (etype == ETH_P_IPV4)
+		cls_parse_ipv4(p, &f, off, true);
+	else if (etype == ETH_P_IPV6)
+		cls_parse_ipv6(p, &f, off, true);
+	if (f.alen != 0) {
+		p->flow_hash = cls_flow_hash(key, &f);
+		p->src_hash = cls_host_hash(key, f.src, f.alen);
+		p->dst_hash = cls_host_hash(key, f.dst, f.alen);
+		return;
+	}
+	/* An IP ethertype with a broken header lands here as plain non-IP. */
+	p->flags = 0;
+	p->l3_off = p->l4_off = SH_OFF_NONE;
+	p->dscp = p->ecn = p->l4_proto = 0;
+non_ip:
+	if (etype == ETH_P_ARP) {
+		p->flags |= SH_PKT_ARP;
+		p->dscp = 56; /* CS7, as CAKE treats ARP */
+	}
+	p->flow_hash = cls_l2_hash(key, d, etype);
+}
+
+void
+classify_burst(struct sh_pkt **pkts, unsigned int n, const struct classify_key *key)
+{
+	unsigned int i;
+
+	/* Headers of packet i+1 load while packet i is parsed. */
+	if (n > 0)
+		__builtin_prefetch(pkts[0]->data);
+	for (i = 0; i < n; i++) {
+		if (i + 2 < n)
+			__builtin_prefetch(pkts[i + 2]);
+		if (i + 1 < n)
+			__builtin_prefetch(pkts[i + 1]->data);
+		classify_pkt(pkts[i], key);
+	}
 }

@@ -1,0 +1,84 @@
+/*
+ * The daemon's configuration: one JSON file, validated in full before any
+ * port is touched. Every error names the JSON path and what is wrong, e.g.
+ *   downstream.bandwidth: "280mbps" is not a rate (try "280mbit")
+ */
+#ifndef SHAPER_CONFIG_H
+#define SHAPER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/sched.h"
+
+#define SHAPER_DEV_LEN 256
+#define SHAPER_PATH_LEN 108 /* sizeof(sun_path) */
+#define SHAPER_MAX_WORKERS 2
+#define SHAPER_ERR_LEN 512
+
+enum shaper_port_role { SHAPER_PORT_WAN = 0, SHAPER_PORT_LAN = 1, SHAPER_NUM_PORTS };
+/* Upstream = LAN -> WAN (tc-cake "egress"), downstream = WAN -> LAN. */
+enum shaper_dir { SHAPER_UP = 0, SHAPER_DOWN = 1, SHAPER_NUM_DIRS };
+
+struct shaper_port_config {
+	char device[SHAPER_DEV_LEN]; /* PCI address, vdev string or port name */
+	uint16_t rx_desc;
+	uint16_t tx_desc;
+};
+
+/* The optional WAN emulator after the scheduler (a netem stand-in). */
+struct shaper_emulate_config {
+	uint64_t delay_ns;
+	uint64_t jitter_ns;
+	uint32_t loss_ppm; /* parts per million */
+	uint64_t seed;
+};
+
+struct shaper_config {
+	struct shaper_port_config port[SHAPER_NUM_PORTS];
+	struct sched_params dir[SHAPER_NUM_DIRS];
+	struct shaper_emulate_config emulate[SHAPER_NUM_DIRS];
+	/* control socket */
+	bool control_enabled;
+	char control_socket[SHAPER_PATH_LEN];
+	char control_group[64]; /* "" = the daemon's group */
+	uint32_t control_mode;  /* permission bits, default 0660 */
+	/* lcores: one worker serves both directions, two split them */
+	unsigned int n_workers;
+	unsigned int worker_lcore[SHAPER_MAX_WORKERS]; /* 0 = pick automatically */
+	/* data plane */
+	uint32_t mbufs;         /* mempool size */
+	uint32_t burst;         /* rx/tx burst, 1..256 */
+	uint32_t idle_sleep_us; /* back-off after idle polls; 0 = busy-poll */
+};
+
+extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];
+extern const char *const shaper_port_name[SHAPER_NUM_PORTS];
+
+void shaper_config_default(struct shaper_config *c);
+
+/*
+ * Load and validate a config file. Returns 0, or -1 with a message in err
+ * that starts with the JSON path (or the file name for I/O/syntax errors).
+ */
+int shaper_config_load_file(const char *path, struct shaper_config *c, char *err, size_t errlen);
+int shaper_config_load_string(const char *json, struct shaper_config *c, char *err, size_t errlen);
+
+/*
+ * Apply one direction's settings from a JSON object (the same keys as in the
+ * file) on top of p. path prefixes error messages. Used by the file loader
+ * and by the control socket's "config set". jobj is a json_t *.
+ */
+int shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p,
+				  char *err, size_t errlen);
+
+/* The direction's settings as a JSON object (json_t *, caller decrefs). */
+void *shaper_config_direction_to_json(const struct sched_params *p);
+
+/* Names of enum values, as tc writes them. */
+const char *shaper_diffserv_name(enum sched_diffserv d);
+const char *shaper_isolation_name(enum sched_isolation i);
+const char *shaper_discipline_name(enum sched_discipline d);
+
+#endif

@@ -1,0 +1,980 @@
+/*
+ * JSON configuration (jansson) -> validated structs. Keys follow tc-cake's
+ * words; every error names the JSON path. Nothing here knows DPDK.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "shaper/config.h"
+#include "shaper/units.h"
+
+const char *const shaper_dir_name[SHAPER_NUM_DIRS] = {"upstream", "downstream"};
+const char *const shaper_port_name[SHAPER_NUM_PORTS] = {"wan", "lan"};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void
+errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (err == NULL || errlen == 0)
+		return;
+	n = snprintf(err, errlen, "%s: ", path);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+}
+
+struct name_val {
+	const char *name;
+	int val;
+};
+
+static const struct name_val discipline_names[] = {
+	{"fifo", SCHED_FIFO}, {"fq_codel", SCHED_FQ_CODEL}, {"cake", SCHED_CAKE}};
+
+static const struct name_val diffserv_names[] = {
+	{"diffserv3", SCHED_DIFFSERV3},   {"diffserv4", SCHED_DIFFSERV4},
+	{"diffserv8", SCHED_DIFFSERV8},   {"besteffort", SCHED_BESTEFFORT},
+	{"precedence", SCHED_PRECEDENCE},
+};
+
+static const struct name_val isolation_names[] = {
+	{"flowblind", SCHED_FLOWBLIND},       {"srchost", SCHED_SRCHOST},
+	{"dsthost", SCHED_DSTHOST},           {"hosts", SCHED_HOSTS},
+	{"flows", SCHED_FLOWS},               {"dual-srchost", SCHED_DUAL_SRCHOST},
+	{"dual-dsthost", SCHED_DUAL_DSTHOST}, {"triple-isolate", SCHED_TRIPLE_ISOLATE},
+};
+
+static const struct name_val framing_names[] = {
+	{"noatm", SCHED_FRAMING_NONE}, {"atm", SCHED_FRAMING_ATM}, {"ptm", SCHED_FRAMING_PTM}};
+
+static const struct name_val ack_filter_names[] = {
+	{"no-ack-filter", SCHED_ACK_FILTER_OFF},
+	{"ack-filter", SCHED_ACK_FILTER_ON},
+	{"ack-filter-aggressive", SCHED_ACK_FILTER_AGGRESSIVE},
+};
+
+/* rtt presets: target and interval in µs (iproute2's table). */
+static const struct {
+	const char *name;
+	uint32_t target_us, interval_us;
+} rtt_presets[] = {
+	{"datacentre", 5, 100},          {"lan", 50, 1000},          {"metro", 500, 10000},
+	{"regional", 1500, 30000},       {"internet", 5000, 100000}, {"oceanic", 15000, 300000},
+	{"satellite", 50000, 1000000},   {"interplanetary", 50000000, 1000000000},
+};
+
+/*
+ * Link-layer keywords: they add to the overhead (tc's rule; "overhead N"
+ * sets it), and may set the mpu and the framing.
+ */
+static const struct {
+	const char *name;
+	int32_t overhead;
+	int32_t mpu; /* -1 = leave */
+	int framing; /* -1 = leave */
+} overhead_keywords[] = {
+	{"raw", 0, -1, -1},
+	{"conservative", 48, -1, SCHED_FRAMING_ATM},
+	{"ipoa-vcmux", 8, -1, SCHED_FRAMING_ATM},
+	{"ipoa-llcsnap", 16, -1, SCHED_FRAMING_ATM},
+	{"bridged-vcmux", 24, -1, SCHED_FRAMING_ATM},
+	{"bridged-llcsnap", 32, -1, SCHED_FRAMING_ATM},
+	{"pppoa-vcmux", 10, -1, SCHED_FRAMING_ATM},
+	{"pppoa-llc", 14, -1, SCHED_FRAMING_ATM},
+	{"pppoe-vcmux", 32, -1, SCHED_FRAMING_ATM},
+	{"pppoe-llcsnap", 40, -1, SCHED_FRAMING_ATM},
+	{"pppoe-ptm", 30, -1, SCHED_FRAMING_PTM},
+	{"bridged-ptm", 22, -1, SCHED_FRAMING_PTM},
+	{"docsis", 18, 64, SCHED_FRAMING_NONE},
+	{"ethernet", 38, 84, -1},
+	{"ether-vlan", 4, -1, -1},
+};
+
+static int
+lookup(const struct name_val *t, size_t n, const char *name, int *val)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].name, name) == 0) {
+			*val = t[i].val;
+			return 0;
+		}
+	return -1;
+}
+
+static const char *
+name_of(const struct name_val *t, size_t n, int val)
+{
+	for (size_t i = 0; i < n; i++)
+		if (t[i].val == val)
+			return t[i].name;
+	return "?";
+}
+
+const char *
+shaper_diffserv_name(enum sched_diffserv d)
+{
+	return name_of(diffserv_names, NELEM(diffserv_names), d);
+}
+
+const char *
+shaper_isolation_name(enum sched_isolation i)
+{
+	return name_of(isolation_names, NELEM(isolation_names), i);
+}
+
+const char *
+shaper_discipline_name(enum sched_discipline d)
+{
+	return name_of(discipline_names, NELEM(discipline_names), d);
+}
+
+static void
+list_names(const struct name_val *t, size_t n, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++)
+		off += snprintf(buf + off, len - off, "%s%s", i ? ", " : "", t[i].name);
+}
+
+static const char *
+json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "?";
+}
+
+/* Typed getters: each checks the type and range and names the path. */
+static int
+get_enum(const json_t *v, const char *path, const struct name_val *t, size_t n, int *out,
+	 const char *what, char *err, size_t errlen)
+{
+	char names[256];
+
+	list_names(t, n, names, sizeof(names));
+	if (!json_is_string(v)) {
+		errf(err, errlen, path, "expected a string (%s: %s), got %s", what, names,
+		     json_type_name(v));
+		return -1;
+	}
+	if (lookup(t, n, json_string_value(v), out) != 0) {
+		errf(err, errlen, path, "\"%s\" is not a %s (one of: %s)", json_string_value(v), what,
+		     names);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+get_bool(const json_t *v, const char *path, bool *out, char *err, size_t errlen)
+{
+	if (!json_is_boolean(v)) {
+		errf(err, errlen, path, "expected true or false, got %s", json_type_name(v));
+		return -1;
+	}
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int
+get_int(const json_t *v, const char *path, long long lo, long long hi, long long *out, char *err,
+	size_t errlen)
+{
+	long long x;
+
+	if (!json_is_integer(v)) {
+		errf(err, errlen, path, "expected an integer, got %s", json_type_name(v));
+		return -1;
+	}
+	x = json_integer_value(v);
+	if (x < lo || x > hi) {
+		errf(err, errlen, path, "%lld is out of range %lld..%lld", x, lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+typedef int (*unit_parser)(const char *, uint64_t *, char *, size_t);
+
+static int
+get_unit(const json_t *v, const char *path, unit_parser parse, const char *what, uint64_t lo,
+	 uint64_t hi, uint64_t *out, char *err, size_t errlen)
+{
+	char msg[256];
+	uint64_t x;
+
+	if (!json_is_string(v)) {
+		errf(err, errlen, path, "expected a %s as a string such as %s, got %s", what,
+		     parse == shaper_parse_rate   ? "\"100mbit\""
+		     : parse == shaper_parse_time ? "\"30ms\""
+						  : "\"32mb\"",
+		     json_type_name(v));
+		return -1;
+	}
+	if (parse(json_string_value(v), &x, msg, sizeof(msg)) != 0) {
+		errf(err, errlen, path, "%s", msg);
+		return -1;
+	}
+	if (x < lo || x > hi) {
+		errf(err, errlen, path, "\"%s\" is out of range for a %s", json_string_value(v),
+		     what);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+static int
+get_string(const json_t *v, const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	if (!json_is_string(v)) {
+		errf(err, errlen, path, "expected a string, got %s", json_type_name(v));
+		return -1;
+	}
+	if (strlen(json_string_value(v)) >= outlen) {
+		errf(err, errlen, path, "longer than %zu characters", outlen - 1);
+		return -1;
+	}
+	snprintf(out, outlen, "%s", json_string_value(v));
+	return 0;
+}
+
+static int
+expect_object(const json_t *v, const char *path, char *err, size_t errlen)
+{
+	if (!json_is_object(v)) {
+		errf(err, errlen, path, "expected an object, got %s", json_type_name(v));
+		return -1;
+	}
+	return 0;
+}
+
+/* "overhead": an integer sets it; a string of keywords adds to it. */
+static int
+parse_overhead(const json_t *v, const char *path, struct sched_params *p, bool *mpu_set,
+	       bool *framing_set, char *err, size_t errlen)
+{
+	char buf[256], *tok, *save = NULL;
+	long long x;
+
+	if (json_is_integer(v)) {
+		if (get_int(v, path, -64, 256, &x, err, errlen) != 0)
+			return -1;
+		p->overhead = (int32_t)x;
+		p->overhead_mode = true;
+		return 0;
+	}
+	if (!json_is_string(v)) {
+		errf(err, errlen, path,
+		     "expected an integer (-64..256) or link-layer keywords such as \"ethernet\" "
+		     "or \"docsis\", got %s",
+		     json_type_name(v));
+		return -1;
+	}
+	snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+	p->overhead = 0;
+	p->overhead_mode = false;
+	for (tok = strtok_r(buf, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
+		size_t i;
+
+		for (i = 0; i < NELEM(overhead_keywords); i++)
+			if (strcmp(tok, overhead_keywords[i].name) == 0)
+				break;
+		if (i == NELEM(overhead_keywords)) {
+			errf(err, errlen, path,
+			     "\"%s\" is not a link-layer keyword (raw, ethernet, ether-vlan, docsis, "
+			     "conservative, pppoe-ptm, bridged-ptm, pppoa-vcmux, pppoa-llc, "
+			     "pppoe-vcmux, pppoe-llcsnap, ipoa-vcmux, ipoa-llcsnap, bridged-vcmux, "
+			     "bridged-llcsnap)",
+			     tok);
+			return -1;
+		}
+		if (strcmp(tok, "raw") == 0) {
+			p->overhead_mode = false;
+			p->overhead = 0;
+			continue;
+		}
+		p->overhead_mode = true;
+		p->overhead += overhead_keywords[i].overhead;
+		if (overhead_keywords[i].mpu >= 0 && !*mpu_set)
+			p->mpu = (uint32_t)overhead_keywords[i].mpu;
+		if (overhead_keywords[i].framing >= 0 && !*framing_set)
+			p->framing = (enum sched_framing)overhead_keywords[i].framing;
+	}
+	if (p->overhead > 256) {
+		errf(err, errlen, path, "the keywords add up to %d bytes, more than 256", p->overhead);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_rtt(const json_t *v, const char *path, struct sched_params *p, char *err, size_t errlen)
+{
+	uint64_t ns;
+
+	if (json_is_string(v))
+		for (size_t i = 0; i < NELEM(rtt_presets); i++)
+			if (strcmp(json_string_value(v), rtt_presets[i].name) == 0) {
+				p->rtt_us = rtt_presets[i].interval_us;
+				p->target_us = rtt_presets[i].target_us;
+				return 0;
+			}
+	if (json_is_string(v) &&
+	    shaper_parse_time(json_string_value(v), &ns, NULL, 0) != 0) {
+		errf(err, errlen, path,
+		     "\"%s\" is not a time or rtt preset (e.g. \"40ms\", or one of datacentre, lan, "
+		     "metro, regional, internet, oceanic, satellite, interplanetary)",
+		     json_string_value(v));
+		return -1;
+	}
+	if (get_unit(v, path, shaper_parse_time, "time", 1000, 1000000000000ULL, &ns, err,
+		     errlen) != 0)
+		return -1;
+	p->rtt_us = (uint32_t)(ns / 1000);
+	p->target_us = p->rtt_us / 20 > 0 ? p->rtt_us / 20 : 1;
+	return 0;
+}
+
+/* Which disciplines a key applies to (bit per enum sched_discipline). */
+#define D_FIFO (1u << SCHED_FIFO)
+#define D_FQC (1u << SCHED_FQ_CODEL)
+#define D_CAKE (1u << SCHED_CAKE)
+#define D_ALL (D_FIFO | D_FQC | D_CAKE)
+
+static const struct {
+	const char *key;
+	unsigned int disciplines;
+} direction_keys[] = {
+	{"discipline", D_ALL}, {"bandwidth", D_ALL},   {"mtu", D_ALL},      {"overhead", D_ALL},
+	{"mpu", D_ALL},        {"atm", D_ALL},         {"seed", D_ALL},     {"rtt", D_CAKE},
+	{"target", D_CAKE | D_FQC}, {"diffserv", D_CAKE}, {"isolation", D_CAKE}, {"wash", D_CAKE},
+	{"ingress", D_CAKE},   {"ecn", D_CAKE | D_FQC}, {"ack_filter", D_CAKE},
+	{"memlimit", D_CAKE},  {"limit", D_FIFO | D_FQC}, {"flows", D_FQC},  {"quantum", D_FQC},
+	{"memory_limit", D_FQC}, {"interval", D_FQC},  {"ce_threshold", D_FQC},
+	{"drop_batch", D_FQC}, {"emulate", D_ALL},
+};
+
+static int
+parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config *em, char *err,
+	      size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	char sub[160];
+
+	if (expect_object(obj, path, err, errlen) != 0)
+		return -1;
+	json_object_foreach((json_t *)obj, key, v) {
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		if (strcmp(key, "delay") == 0) {
+			if (get_unit(v, sub, shaper_parse_time, "time", 0, 60000000000ULL,
+				     &em->delay_ns, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "jitter") == 0) {
+			if (get_unit(v, sub, shaper_parse_time, "time", 0, 60000000000ULL,
+				     &em->jitter_ns, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "loss") == 0) {
+			double pct;
+
+			if (!json_is_number(v) || (pct = json_number_value(v)) < 0 || pct > 100) {
+				errf(err, errlen, sub, "expected a percentage 0..100");
+				return -1;
+			}
+			em->loss_ppm = (uint32_t)(pct * 10000. + 0.5);
+		} else if (strcmp(key, "seed") == 0) {
+			long long x;
+
+			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
+				return -1;
+			em->seed = (uint64_t)x;
+		} else {
+			errf(err, errlen, sub, "unknown key (known: delay, jitter, loss, seed)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_direction(const json_t *obj, const char *path, struct sched_params *p,
+		struct shaper_emulate_config *em, char *err, size_t errlen)
+{
+	struct sched_params n = *p;
+	bool mpu_set, framing_set;
+	const char *key;
+	json_t *v;
+	char sub[160];
+	long long x;
+	uint64_t u;
+	int e;
+
+	if (expect_object(obj, path, err, errlen) != 0)
+		return -1;
+	/* The discipline decides which keys apply, so read it first. */
+	v = json_object_get(obj, "discipline");
+	if (v != NULL) {
+		snprintf(sub, sizeof(sub), "%s.discipline", path);
+		if (get_enum(v, sub, discipline_names, NELEM(discipline_names), &e, "discipline",
+			     err, errlen) != 0)
+			return -1;
+		if ((enum sched_discipline)e != n.discipline) {
+			/* A new discipline starts from its own defaults, keeping the link. */
+			struct sched_params d;
+
+			sched_params_default(&d, (enum sched_discipline)e);
+			d.rate = n.rate;
+			d.mtu = n.mtu;
+			d.upstream = n.upstream;
+			d.seed = n.seed;
+			d.overhead = n.overhead;
+			d.overhead_mode = n.overhead_mode;
+			d.mpu = n.mpu;
+			d.framing = n.framing;
+			n = d;
+		}
+	}
+	/* Explicit mpu/atm win over what an overhead keyword implies. */
+	mpu_set = json_object_get(obj, "mpu") != NULL;
+	framing_set = json_object_get(obj, "atm") != NULL;
+
+	json_object_foreach((json_t *)obj, key, v) {
+		size_t k;
+
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		for (k = 0; k < NELEM(direction_keys); k++)
+			if (strcmp(key, direction_keys[k].key) == 0)
+				break;
+		if (k == NELEM(direction_keys)) {
+			errf(err, errlen, sub, "unknown key");
+			return -1;
+		}
+		if (!(direction_keys[k].disciplines & (1u << n.discipline))) {
+			errf(err, errlen, sub, "does not apply to discipline \"%s\"",
+			     shaper_discipline_name(n.discipline));
+			return -1;
+		}
+		if (strcmp(key, "discipline") == 0) {
+			continue;
+		} else if (strcmp(key, "bandwidth") == 0) {
+			if (get_unit(v, sub, shaper_parse_rate, "rate", 0, 12500000000000ULL,
+				     &n.rate, err, errlen) != 0)
+				return -1;
+			if (n.rate != 0 && n.rate < 1000 / 8) {
+				errf(err, errlen, sub, "below the minimum of 1kbit");
+				return -1;
+			}
+		} else if (strcmp(key, "mtu") == 0) {
+			if (get_int(v, sub, 68, 65535, &x, err, errlen) != 0)
+				return -1;
+			n.mtu = (uint32_t)x;
+		} else if (strcmp(key, "overhead") == 0) {
+			if (parse_overhead(v, sub, &n, &mpu_set, &framing_set, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "mpu") == 0) {
+			if (get_int(v, sub, 0, 256, &x, err, errlen) != 0)
+				return -1;
+			n.mpu = (uint32_t)x;
+		} else if (strcmp(key, "atm") == 0) {
+			if (get_enum(v, sub, framing_names, NELEM(framing_names), &e, "framing", err,
+				     errlen) != 0)
+				return -1;
+			n.framing = (enum sched_framing)e;
+		} else if (strcmp(key, "seed") == 0) {
+			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
+				return -1;
+			n.seed = (uint64_t)x;
+		} else if (strcmp(key, "rtt") == 0) {
+			if (parse_rtt(v, sub, &n, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "target") == 0) {
+			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
+				     err, errlen) != 0)
+				return -1;
+			if (n.discipline == SCHED_CAKE)
+				n.target_us = (uint32_t)(u / 1000);
+			else
+				n.fqc_target_us = (uint32_t)(u / 1000);
+		} else if (strcmp(key, "interval") == 0) {
+			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
+				     err, errlen) != 0)
+				return -1;
+			n.fqc_interval_us = (uint32_t)(u / 1000);
+		} else if (strcmp(key, "ce_threshold") == 0) {
+			if (get_unit(v, sub, shaper_parse_time, "time", 0, 1000000000000ULL, &u, err,
+				     errlen) != 0)
+				return -1;
+			n.fqc_ce_threshold_us = (uint32_t)(u / 1000);
+		} else if (strcmp(key, "diffserv") == 0) {
+			if (get_enum(v, sub, diffserv_names, NELEM(diffserv_names), &e,
+				     "diffserv mode", err, errlen) != 0)
+				return -1;
+			n.diffserv = (enum sched_diffserv)e;
+		} else if (strcmp(key, "isolation") == 0) {
+			if (get_enum(v, sub, isolation_names, NELEM(isolation_names), &e,
+				     "isolation mode", err, errlen) != 0)
+				return -1;
+			n.isolation = (enum sched_isolation)e;
+		} else if (strcmp(key, "wash") == 0) {
+			if (get_bool(v, sub, &n.wash, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "ingress") == 0) {
+			if (get_bool(v, sub, &n.ingress, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "ecn") == 0) {
+			if (get_bool(v, sub, &n.ecn, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "ack_filter") == 0) {
+			if (json_is_boolean(v)) {
+				n.ack_filter = json_is_true(v) ? SCHED_ACK_FILTER_ON
+							       : SCHED_ACK_FILTER_OFF;
+			} else {
+				if (get_enum(v, sub, ack_filter_names, NELEM(ack_filter_names), &e,
+					     "ACK filter mode", err, errlen) != 0)
+					return -1;
+				n.ack_filter = (enum sched_ack_filter)e;
+			}
+		} else if (strcmp(key, "memlimit") == 0) {
+			if (get_unit(v, sub, shaper_parse_size, "size", 0, 1ULL << 40, &n.memlimit,
+				     err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "limit") == 0) {
+			/* fifo: an integer is packets, a size string is bytes. */
+			if (n.discipline == SCHED_FIFO && json_is_string(v)) {
+				if (get_unit(v, sub, shaper_parse_size, "size", 64, 1ULL << 40,
+					     &n.fifo_limit_bytes, err, errlen) != 0)
+					return -1;
+				n.fifo_limit_pkts = 0;
+			} else {
+				if (get_int(v, sub, 1, 1 << 24, &x, err, errlen) != 0)
+					return -1;
+				if (n.discipline == SCHED_FIFO) {
+					n.fifo_limit_pkts = (uint32_t)x;
+					n.fifo_limit_bytes = 0;
+				} else {
+					n.fqc_limit = (uint32_t)x;
+				}
+			}
+		} else if (strcmp(key, "flows") == 0) {
+			if (get_int(v, sub, 1, 65536, &x, err, errlen) != 0)
+				return -1;
+			n.fqc_flows = (uint32_t)x;
+		} else if (strcmp(key, "quantum") == 0) {
+			if (get_int(v, sub, 256, 1 << 20, &x, err, errlen) != 0)
+				return -1;
+			n.fqc_quantum = (uint32_t)x;
+		} else if (strcmp(key, "memory_limit") == 0) {
+			if (get_unit(v, sub, shaper_parse_size, "size", 4096, 1ULL << 40,
+				     &n.fqc_memory_limit, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "drop_batch") == 0) {
+			if (get_int(v, sub, 1, 4096, &x, err, errlen) != 0)
+				return -1;
+			n.fqc_drop_batch = (uint32_t)x;
+		} else if (strcmp(key, "emulate") == 0) {
+			if (em == NULL) {
+				errf(err, errlen, sub, "cannot be changed here");
+				return -1;
+			}
+			if (parse_emulate(v, sub, em, err, errlen) != 0)
+				return -1;
+		}
+	}
+	*p = n;
+	return 0;
+}
+
+int
+shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p,
+			      char *err, size_t errlen)
+{
+	return parse_direction(jobj, path, p, NULL, err, errlen);
+}
+
+void *
+shaper_config_direction_to_json(const struct sched_params *p)
+{
+	char buf[64];
+	json_t *o = json_object();
+
+	json_object_set_new(o, "discipline", json_string(shaper_discipline_name(p->discipline)));
+	shaper_format_rate(p->rate, buf, sizeof(buf));
+	json_object_set_new(o, "bandwidth", json_string(buf));
+	json_object_set_new(o, "mtu", json_integer(p->mtu));
+	if (p->overhead_mode)
+		json_object_set_new(o, "overhead", json_integer(p->overhead));
+	else
+		json_object_set_new(o, "overhead", json_string("raw"));
+	json_object_set_new(o, "mpu", json_integer(p->mpu));
+	json_object_set_new(o, "atm",
+			    json_string(name_of(framing_names, NELEM(framing_names), p->framing)));
+	switch (p->discipline) {
+	case SCHED_CAKE:
+		shaper_format_time((uint64_t)p->rtt_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "rtt", json_string(buf));
+		shaper_format_time((uint64_t)p->target_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "target", json_string(buf));
+		json_object_set_new(o, "diffserv", json_string(shaper_diffserv_name(p->diffserv)));
+		json_object_set_new(o, "isolation",
+				    json_string(shaper_isolation_name(p->isolation)));
+		json_object_set_new(o, "wash", json_boolean(p->wash));
+		json_object_set_new(o, "ingress", json_boolean(p->ingress));
+		json_object_set_new(o, "ecn", json_boolean(p->ecn));
+		json_object_set_new(o, "ack_filter",
+				    json_string(name_of(ack_filter_names, NELEM(ack_filter_names),
+							p->ack_filter)));
+		snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->memlimit);
+		json_object_set_new(o, "memlimit", json_string(buf));
+		break;
+	case SCHED_FQ_CODEL:
+		json_object_set_new(o, "limit", json_integer(p->fqc_limit));
+		json_object_set_new(o, "flows", json_integer(p->fqc_flows));
+		json_object_set_new(o, "quantum", json_integer(p->fqc_quantum));
+		snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->fqc_memory_limit);
+		json_object_set_new(o, "memory_limit", json_string(buf));
+		shaper_format_time((uint64_t)p->fqc_target_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "target", json_string(buf));
+		shaper_format_time((uint64_t)p->fqc_interval_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "interval", json_string(buf));
+		json_object_set_new(o, "ecn", json_boolean(p->ecn));
+		shaper_format_time((uint64_t)p->fqc_ce_threshold_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "ce_threshold", json_string(buf));
+		json_object_set_new(o, "drop_batch", json_integer(p->fqc_drop_batch));
+		break;
+	case SCHED_FIFO:
+		if (p->fifo_limit_bytes != 0) {
+			snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->fifo_limit_bytes);
+			json_object_set_new(o, "limit", json_string(buf));
+		} else {
+			json_object_set_new(o, "limit", json_integer(p->fifo_limit_pkts));
+		}
+		break;
+	}
+	return o;
+}
+
+void
+shaper_config_default(struct shaper_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		sched_params_default(&c->dir[d], SCHED_CAKE);
+		c->dir[d].upstream = d == SHAPER_UP;
+		c->dir[d].seed ^= (uint64_t)d << 32;
+	}
+	for (int i = 0; i < SHAPER_NUM_PORTS; i++) {
+		c->port[i].rx_desc = 1024;
+		c->port[i].tx_desc = 1024;
+	}
+	c->control_enabled = true;
+	snprintf(c->control_socket, sizeof(c->control_socket), "/run/shaper/shaper.sock");
+	c->control_mode = 0660;
+	c->n_workers = 1;
+	c->mbufs = 16383;
+	c->burst = 32;
+	c->idle_sleep_us = 0;
+}
+
+static int
+parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, char *err,
+	   size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+	long long n;
+
+	/* A bare string is the device. */
+	if (json_is_string(v))
+		return get_string(v, path, pc->device, sizeof(pc->device), err, errlen);
+	if (!json_is_object(v)) {
+		errf(err, errlen, path, "expected a device string or an object, got %s",
+		     json_type_name(v));
+		return -1;
+	}
+	json_object_foreach((json_t *)v, key, x) {
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		if (strcmp(key, "device") == 0) {
+			if (get_string(x, sub, pc->device, sizeof(pc->device), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "rx_descriptors") == 0 || strcmp(key, "tx_descriptors") == 0) {
+			if (get_int(x, sub, 64, 16384, &n, err, errlen) != 0)
+				return -1;
+			if (key[0] == 'r')
+				pc->rx_desc = (uint16_t)n;
+			else
+				pc->tx_desc = (uint16_t)n;
+		} else {
+			errf(err, errlen, sub, "unknown key (known: device, rx_descriptors, "
+					       "tx_descriptors)");
+			return -1;
+		}
+	}
+	if (pc->device[0] == '\0') {
+		errf(err, errlen, path, "missing \"device\" (a PCI address, vdev string or port "
+					"name)");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+
+	if (expect_object(v, "control", err, errlen) != 0)
+		return -1;
+	json_object_foreach((json_t *)v, key, x) {
+		snprintf(sub, sizeof(sub), "control.%s", key);
+		if (strcmp(key, "enabled") == 0) {
+			if (get_bool(x, sub, &c->control_enabled, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "socket") == 0) {
+			if (get_string(x, sub, c->control_socket, sizeof(c->control_socket), err,
+				       errlen) != 0)
+				return -1;
+			if (c->control_socket[0] != '/') {
+				errf(err, errlen, sub, "must be an absolute path");
+				return -1;
+			}
+		} else if (strcmp(key, "group") == 0) {
+			if (get_string(x, sub, c->control_group, sizeof(c->control_group), err,
+				       errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "mode") == 0) {
+			char buf[16], *end;
+			unsigned long m;
+
+			if (get_string(x, sub, buf, sizeof(buf), err, errlen) != 0)
+				return -1;
+			m = strtoul(buf, &end, 8);
+			if (*end != '\0' || end == buf || m > 0777) {
+				errf(err, errlen, sub, "\"%s\" is not an octal mode such as \"0660\"",
+				     buf);
+				return -1;
+			}
+			c->control_mode = (uint32_t)m;
+		} else {
+			errf(err, errlen, sub, "unknown key (known: enabled, socket, group, mode)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+
+	if (expect_object(v, "lcores", err, errlen) != 0)
+		return -1;
+	json_object_foreach((json_t *)v, key, x) {
+		if (strcmp(key, "workers") == 0) {
+			size_t i;
+			json_t *e;
+
+			if (!json_is_array(x) || json_array_size(x) < 1 ||
+			    json_array_size(x) > SHAPER_MAX_WORKERS) {
+				errf(err, errlen, "lcores.workers",
+				     "expected a list of 1 or 2 lcore ids (one worker serves both "
+				     "directions, two split them)");
+				return -1;
+			}
+			c->n_workers = (unsigned int)json_array_size(x);
+			json_array_foreach(x, i, e) {
+				char sub[64];
+				long long n;
+
+				snprintf(sub, sizeof(sub), "lcores.workers[%zu]", i);
+				if (get_int(e, sub, 0, 1023, &n, err, errlen) != 0)
+					return -1;
+				c->worker_lcore[i] = (unsigned int)n;
+			}
+		} else {
+			errf(err, errlen, "lcores", "unknown key \"%s\" (known: workers)", key);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+	long long n;
+	uint64_t ns;
+
+	if (expect_object(v, "dataplane", err, errlen) != 0)
+		return -1;
+	json_object_foreach((json_t *)v, key, x) {
+		snprintf(sub, sizeof(sub), "dataplane.%s", key);
+		if (strcmp(key, "mbufs") == 0) {
+			if (get_int(x, sub, 1024, 1 << 24, &n, err, errlen) != 0)
+				return -1;
+			c->mbufs = (uint32_t)n;
+		} else if (strcmp(key, "burst") == 0) {
+			if (get_int(x, sub, 1, 256, &n, err, errlen) != 0)
+				return -1;
+			c->burst = (uint32_t)n;
+		} else if (strcmp(key, "idle_sleep") == 0) {
+			if (get_unit(x, sub, shaper_parse_time, "time", 0, 10000000, &ns, err,
+				     errlen) != 0)
+				return -1;
+			c->idle_sleep_us = (uint32_t)(ns / 1000);
+		} else {
+			errf(err, errlen, sub, "unknown key (known: mbufs, burst, idle_sleep)");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *v;
+
+	if (expect_object(root, "(top level)", err, errlen) != 0)
+		return -1;
+	json_object_foreach((json_t *)root, key, v) {
+		if (strcmp(key, "ports") == 0) {
+			const char *pk;
+			json_t *pv;
+
+			if (expect_object(v, "ports", err, errlen) != 0)
+				return -1;
+			json_object_foreach(v, pk, pv) {
+				char sub[64];
+				int r;
+
+				snprintf(sub, sizeof(sub), "ports.%s", pk);
+				if (strcmp(pk, "wan") == 0)
+					r = SHAPER_PORT_WAN;
+				else if (strcmp(pk, "lan") == 0)
+					r = SHAPER_PORT_LAN;
+				else {
+					errf(err, errlen, sub, "unknown port (known: wan, lan)");
+					return -1;
+				}
+				if (parse_port(pv, sub, &c->port[r], err, errlen) != 0)
+					return -1;
+			}
+		} else if (strcmp(key, "upstream") == 0 || strcmp(key, "downstream") == 0) {
+			int d = key[0] == 'u' ? SHAPER_UP : SHAPER_DOWN;
+
+			if (parse_direction(v, key, &c->dir[d], &c->emulate[d], err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "control") == 0) {
+			if (parse_control(v, c, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "lcores") == 0) {
+			if (parse_lcores(v, c, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "dataplane") == 0) {
+			if (parse_dataplane(v, c, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "comment") == 0 || strcmp(key, "_comment") == 0) {
+			continue; /* JSON has no comments; allow a note */
+		} else {
+			errf(err, errlen, key,
+			     "unknown key (known: ports, upstream, downstream, control, lcores, "
+			     "dataplane, comment)");
+			return -1;
+		}
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (c->port[r].device[0] == '\0') {
+			char sub[32];
+
+			snprintf(sub, sizeof(sub), "ports.%s", shaper_port_name[r]);
+			errf(err, errlen, sub, "missing: name the %s port's device",
+			     shaper_port_name[r]);
+			return -1;
+		}
+	if (strcmp(c->port[0].device, c->port[1].device) == 0) {
+		errf(err, errlen, "ports", "wan and lan name the same device \"%s\"",
+		     c->port[0].device);
+		return -1;
+	}
+	if (c->n_workers == 2 && c->worker_lcore[0] == c->worker_lcore[1]) {
+		errf(err, errlen, "lcores.workers", "the two workers need different lcores");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_json(json_t *root, const json_error_t *jerr, const char *name, struct shaper_config *c,
+	  char *err, size_t errlen)
+{
+	int rc;
+
+	shaper_config_default(c);
+	if (root == NULL) {
+		if (err != NULL)
+			snprintf(err, errlen, "%s:%d:%d: %s", name, jerr->line, jerr->column,
+				 jerr->text);
+		return -1;
+	}
+	rc = parse_root(root, c, err, errlen);
+	json_decref(root);
+	return rc;
+}
+
+int
+shaper_config_load_file(const char *path, struct shaper_config *c, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+
+	return load_json(root, &jerr, path, c, err, errlen);
+}
+
+int
+shaper_config_load_string(const char *json, struct shaper_config *c, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root = json_loads(json, JSON_REJECT_DUPLICATES, &jerr);
+
+	return load_json(root, &jerr, "(string)", c, err, errlen);
+}

@@ -1,0 +1,228 @@
+/*
+ * tc-style unit parsing. The suffix tables follow iproute2's: rate suffixes
+ * are decimal (kbit = 1000 bit/s) with binary "ibit" forms, sizes use 1024.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "shaper/units.h"
+
+struct unit {
+	const char *suffix;
+	double scale;
+};
+
+/* Multiplier to bits per second. */
+static const struct unit rate_units[] = {
+	{"bit", 1.},          {"kbit", 1e3},         {"mbit", 1e6},
+	{"gbit", 1e9},        {"tbit", 1e12},        {"kibit", 1024.},
+	{"mibit", 1048576.},  {"gibit", 1073741824.}, {"tibit", 1099511627776.},
+	{"bps", 8.},          {"kbps", 8e3},         {"mbps", 8e6},
+	{"gbps", 8e9},        {"tbps", 8e12},        {"kibps", 8. * 1024},
+	{"mibps", 8. * 1048576}, {"gibps", 8. * 1073741824.},
+};
+
+static const struct unit time_units[] = {
+	{"s", 1e9},    {"sec", 1e9},   {"secs", 1e9},  {"ms", 1e6},   {"msec", 1e6},
+	{"msecs", 1e6}, {"us", 1e3},   {"usec", 1e3},  {"usecs", 1e3}, {"ns", 1.},
+	{"nsec", 1.},   {"nsecs", 1.},
+};
+
+static const struct unit size_units[] = {
+	{"b", 1.},     {"k", 1024.},   {"kb", 1024.},  {"m", 1048576.}, {"mb", 1048576.},
+	{"g", 1073741824.}, {"gb", 1073741824.}, {"kbit", 128.}, {"mbit", 131072.},
+	{"gbit", 134217728.},
+};
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static void
+set_err(char *err, size_t errlen, const char *fmt, const char *s, const char *hint)
+{
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, fmt, s, hint);
+}
+
+/*
+ * Split "12.5mbit" into 12.5 and "mbit". Returns -1 if there is no leading
+ * number, else the scale of the matching unit or 0 if the suffix is unknown.
+ */
+static int
+split_number(const char *s, double *val, const char **suffix)
+{
+	char *end;
+
+	if (s == NULL || *s == '\0' || isspace((unsigned char)*s) || *s == '-' || *s == '+')
+		return -1;
+	errno = 0;
+	*val = strtod(s, &end);
+	if (end == s || errno != 0 || !isfinite(*val) || *val < 0)
+		return -1;
+	/* Hex floats and exponents are legal strtod input but not tc syntax. */
+	for (const char *c = s; c < end; c++)
+		if (!isdigit((unsigned char)*c) && *c != '.')
+			return -1;
+	*suffix = end;
+	return 0;
+}
+
+static const struct unit *
+find_unit(const struct unit *t, size_t n, const char *suffix)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcasecmp(t[i].suffix, suffix) == 0)
+			return &t[i];
+	return NULL;
+}
+
+/*
+ * tc reads "mbps" as megabytes per second, while people who write it
+ * usually mean megabits: accept the byte forms only with a capital B.
+ */
+static int
+ambiguous_bps(const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return n >= 3 && strcasecmp(suffix + n - 3, "bps") == 0 && suffix[n - 3] != 'B';
+}
+
+int
+shaper_parse_rate(const char *s, uint64_t *bytes_per_sec, char *err, size_t errlen)
+{
+	const struct unit *u;
+	const char *suffix;
+	double v, bits;
+
+	if (s != NULL && strcasecmp(s, "unlimited") == 0) {
+		*bytes_per_sec = 0;
+		return 0;
+	}
+	if (split_number(s, &v, &suffix) != 0) {
+		set_err(err, errlen, "\"%s\" is not a rate (%s)", s ? s : "",
+			"write a number and a unit, e.g. \"100mbit\" or \"unlimited\"");
+		return -EINVAL;
+	}
+	if (*suffix == '\0') {
+		set_err(err, errlen, "\"%s\" has no unit (%s)", s,
+			"a bare number is ambiguous: write e.g. \"100mbit\" or \"500kbit\"");
+		return -EINVAL;
+	}
+	u = find_unit(rate_units, NELEM(rate_units), suffix);
+	/* "mbps" means megabytes per second to tc; people usually mean mbit. */
+	if (u == NULL || ambiguous_bps(suffix)) {
+		char hint[96];
+		int ndig = (int)(suffix - s);
+
+		if (tolower((unsigned char)suffix[0]) == 'k' || tolower((unsigned char)suffix[0]) == 'm' ||
+		    tolower((unsigned char)suffix[0]) == 'g' || tolower((unsigned char)suffix[0]) == 't')
+			snprintf(hint, sizeof(hint), "try \"%.*s%cbit\"", ndig, s,
+				 tolower((unsigned char)suffix[0]));
+		else
+			snprintf(hint, sizeof(hint), "units: bit kbit mbit gbit tbit, or Bps KBps MBps GBps");
+		set_err(err, errlen, "\"%s\" is not a rate (%s)", s, hint);
+		return -EINVAL;
+	}
+	bits = v * u->scale;
+	if (bits / 8. > 1.8e19) {
+		set_err(err, errlen, "\"%s\" is too large a rate%s", s, "");
+		return -EINVAL;
+	}
+	*bytes_per_sec = (uint64_t)llround(bits / 8.);
+	return 0;
+}
+
+int
+shaper_parse_time(const char *s, uint64_t *ns, char *err, size_t errlen)
+{
+	const struct unit *u;
+	const char *suffix;
+	double v;
+
+	if (split_number(s, &v, &suffix) != 0) {
+		set_err(err, errlen, "\"%s\" is not a time (%s)", s ? s : "",
+			"write a number and a unit, e.g. \"30ms\" or \"100us\"");
+		return -EINVAL;
+	}
+	if (*suffix == '\0') {
+		set_err(err, errlen, "\"%s\" has no unit (%s)", s,
+			"a bare number is ambiguous: write e.g. \"30ms\" or \"100us\"");
+		return -EINVAL;
+	}
+	u = find_unit(time_units, NELEM(time_units), suffix);
+	if (u == NULL) {
+		set_err(err, errlen, "\"%s\" is not a time (%s)", s, "units: s ms us ns");
+		return -EINVAL;
+	}
+	if (v * u->scale > 1.8e19) {
+		set_err(err, errlen, "\"%s\" is too long a time%s", s, "");
+		return -EINVAL;
+	}
+	*ns = (uint64_t)llround(v * u->scale);
+	return 0;
+}
+
+int
+shaper_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
+{
+	const struct unit *u;
+	const char *suffix;
+	double v;
+
+	if (split_number(s, &v, &suffix) != 0) {
+		set_err(err, errlen, "\"%s\" is not a size (%s)", s ? s : "",
+			"write a number and a unit, e.g. \"32mb\" or \"1500b\"");
+		return -EINVAL;
+	}
+	if (*suffix == '\0') {
+		set_err(err, errlen, "\"%s\" has no unit (%s)", s,
+			"write e.g. \"1500b\", \"64kb\" or \"32mb\"");
+		return -EINVAL;
+	}
+	u = find_unit(size_units, NELEM(size_units), suffix);
+	if (u == NULL) {
+		set_err(err, errlen, "\"%s\" is not a size (%s)", s, "units: b kb mb gb");
+		return -EINVAL;
+	}
+	if (v * u->scale > 1.8e19) {
+		set_err(err, errlen, "\"%s\" is too large a size%s", s, "");
+		return -EINVAL;
+	}
+	*bytes = (uint64_t)llround(v * u->scale);
+	return 0;
+}
+
+void
+shaper_format_rate(uint64_t bytes_per_sec, char *buf, size_t len)
+{
+	uint64_t bits = bytes_per_sec * 8;
+
+	if (bytes_per_sec == 0)
+		snprintf(buf, len, "unlimited");
+	else if (bits >= 1000000000ULL && bits % 1000000000ULL == 0)
+		snprintf(buf, len, "%lluGbit", (unsigned long long)(bits / 1000000000ULL));
+	else if (bits >= 1000000ULL && bits % 1000000ULL == 0)
+		snprintf(buf, len, "%lluMbit", (unsigned long long)(bits / 1000000ULL));
+	else if (bits >= 1000ULL)
+		snprintf(buf, len, "%lluKbit", (unsigned long long)(bits / 1000ULL));
+	else
+		snprintf(buf, len, "%llubit", (unsigned long long)bits);
+}
+
+void
+shaper_format_time(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000ULL && ns % 1000000000ULL == 0)
+		snprintf(buf, len, "%llus", (unsigned long long)(ns / 1000000000ULL));
+	else if (ns >= 1000000ULL)
+		snprintf(buf, len, "%gms", (double)ns / 1e6);
+	else if (ns >= 1000ULL)
+		snprintf(buf, len, "%gus", (double)ns / 1e3);
+	else
+		snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}

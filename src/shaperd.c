@@ -1,0 +1,2 @@
+#include <stdio.h>
+int main(void) { puts("shaperd: being written"); return 1; }
