@@ -1,2 +1,407 @@
+/*
+ * shaperd: wiring only. Parse our own options (after "--"), load and
+ * validate the config before EAL touches any device, open the WAN and LAN
+ * ports, start the workers, and on SIGINT/SIGTERM undo it all in reverse,
+ * returning every mbuf to its pool.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { puts("shaperd: being written"); return 1; }
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_version.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+#include <rte_mempool.h>
+
+#include <jansson.h>
+
+#include "shaper/classify.h"
+#include "shaper/config.h"
+#include "shaper/dataplane.h"
+#include "shaper/sched.h"
+
+struct app {
+	struct shaper_config cfg;
+	struct rte_mempool *pool;
+	struct dp_port port[SHAPER_NUM_PORTS];
+	bool port_open[SHAPER_NUM_PORTS];
+	struct dp_dir dir[SHAPER_NUM_DIRS];
+	struct dp_worker worker[SHAPER_MAX_WORKERS];
+	const char *stats_file;
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shaperd [EAL options] -- -c CONFIG.json [--check-config] [--stats-file FILE]\n"
+		"       shaperd --version | --help\n"
+		"\n"
+		"A transparent WAN/LAN bridge that shapes both directions with CAKE,\n"
+		"fq_codel or a plain FIFO.\n"
+		"\n"
+		"  -c, --config FILE     configuration (JSON); see config/*.json\n"
+		"      --check-config    validate the configuration and exit (0 = valid)\n"
+		"      --stats-file FILE write the exit counters as JSON to FILE\n"
+		"  -V, --version         print the version and exit\n"
+		"  -h, --help            print this help and exit\n"
+		"\n"
+		"example: shaperd --no-huge -m 512 --no-pci -l 0,1 -- -c /etc/shaper/shaper.json\n");
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	dp_request_stop();
+}
+
+/* Our options come after "--"; EAL gets what is before it. */
+static int
+split_args(int argc, char **argv, int *eal_argc, int *app_first)
+{
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			*eal_argc = i;
+			*app_first = i + 1;
+			return 0;
+		}
+	/* No "--": everything is ours and EAL runs with its defaults. */
+	*eal_argc = 1;
+	*app_first = 1;
+	return 0;
+}
+
+static int
+parse_app_args(int argc, char **argv, const char **config, bool *check_only,
+	       const char **stats_file)
+{
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"check-config", no_argument, NULL, 'k'},
+		{"stats-file", required_argument, NULL, 's'},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			*config = optarg;
+			break;
+		case 'k':
+			*check_only = true;
+			break;
+		case 's':
+			*stats_file = optarg;
+			break;
+		case 'V':
+			printf("shaperd %s (%s)\n", SHAPER_VERSION, rte_version());
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "shaperd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (*config == NULL) {
+		fprintf(stderr, "shaperd: no configuration given (use -- -c CONFIG.json)\n");
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *
+dir_stats_json(const struct dp_dir *d)
+{
+	struct sched_stats st;
+	json_t *o = json_object(), *drops = json_object();
+
+	sched_get_stats(d->sched, &st);
+	json_object_set_new(o, "rx_packets", json_integer((json_int_t)d->stats.rx_pkts));
+	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)d->stats.rx_bytes));
+	json_object_set_new(o, "tx_packets", json_integer((json_int_t)d->stats.tx_pkts));
+	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)d->stats.tx_bytes));
+	json_object_set_new(o, "tx_retries", json_integer((json_int_t)d->stats.tx_retries));
+	for (int r = 0; r < SHAPER_DROP_MAX; r++)
+		json_object_set_new(drops, shaper_drop_name(r),
+				    json_integer((json_int_t)d->stats.dropped[r]));
+	json_object_set_new(o, "dropped", drops);
+	json_object_set_new(o, "enqueued", json_integer((json_int_t)st.enqueued_pkts));
+	json_object_set_new(o, "dequeued", json_integer((json_int_t)st.dequeued_pkts));
+	json_object_set_new(o, "backlog", json_integer((json_int_t)st.backlog_pkts));
+	return o;
+}
+
+static json_t *
+port_stats_json(const struct dp_port *p)
+{
+	struct rte_eth_stats es;
+	json_t *o = json_object();
+
+	memset(&es, 0, sizeof(es));
+	rte_eth_stats_get(p->port_id, &es);
+	json_object_set_new(o, "name", json_string(p->name));
+	json_object_set_new(o, "rx_packets", json_integer((json_int_t)es.ipackets));
+	json_object_set_new(o, "tx_packets", json_integer((json_int_t)es.opackets));
+	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)es.ibytes));
+	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)es.obytes));
+	json_object_set_new(o, "rx_missed", json_integer((json_int_t)es.imissed));
+	json_object_set_new(o, "rx_errors", json_integer((json_int_t)es.ierrors));
+	json_object_set_new(o, "tx_errors", json_integer((json_int_t)es.oerrors));
+	json_object_set_new(o, "rx_nombuf", json_integer((json_int_t)es.rx_nombuf));
+	return o;
+}
+
+static void
+print_counters(const struct app *a, json_t *ports, json_t *dirs)
+{
+	const char *key;
+	json_t *v;
+
+	printf("%-10s %12s %12s %10s %10s %10s\n", "port", "rx_packets", "tx_packets", "rx_missed",
+	       "rx_errors", "tx_errors");
+	json_object_foreach(ports, key, v)
+		printf("%-10s %12lld %12lld %10lld %10lld %10lld\n", key,
+		       json_integer_value(json_object_get(v, "rx_packets")),
+		       json_integer_value(json_object_get(v, "tx_packets")),
+		       json_integer_value(json_object_get(v, "rx_missed")),
+		       json_integer_value(json_object_get(v, "rx_errors")),
+		       json_integer_value(json_object_get(v, "tx_errors")));
+	printf("%-10s %12s %12s %10s  %s\n", "direction", "rx_packets", "tx_packets", "backlog",
+	       "dropped by reason");
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		json_t *o = json_object_get(dirs, shaper_dir_name[d]);
+		const struct dp_dir_stats *s = &a->dir[d].stats;
+
+		printf("%-10s %12llu %12llu %10lld ", shaper_dir_name[d],
+		       (unsigned long long)s->rx_pkts, (unsigned long long)s->tx_pkts,
+		       json_integer_value(json_object_get(o, "backlog")));
+		for (int r = 0; r < SHAPER_DROP_MAX; r++)
+			printf(" %s=%llu", shaper_drop_name(r), (unsigned long long)s->dropped[r]);
+		printf("\n");
+	}
+}
+
+/* Counters at exit, read while the ports still exist. */
+static json_t *
+collect_counters(struct app *a)
+{
+	json_t *root = json_object(), *ports = json_object(), *dirs = json_object();
+
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (a->port_open[r])
+			json_object_set_new(ports, shaper_port_name[r], port_stats_json(&a->port[r]));
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (a->dir[d].sched != NULL)
+			json_object_set_new(dirs, shaper_dir_name[d], dir_stats_json(&a->dir[d]));
+	json_object_set_new(root, "ports", ports);
+	json_object_set_new(root, "directions", dirs);
+	return root;
+}
+
+/* A table on stdout, and JSON for scripts if asked. */
+static void
+report(struct app *a, json_t *root, unsigned int mbufs_in_use)
+{
+	json_object_set_new(root, "mbufs_in_use", json_integer(mbufs_in_use));
+	print_counters(a, json_object_get(root, "ports"), json_object_get(root, "directions"));
+	printf("mbufs in use at exit: %u\n", mbufs_in_use);
+	if (a->stats_file != NULL && json_dump_file(root, a->stats_file, JSON_INDENT(2)) != 0)
+		fprintf(stderr, "shaperd: cannot write %s\n", a->stats_file);
+	json_decref(root);
+}
+
+static int
+setup_dirs(struct app *a)
+{
+	static const int in_port[SHAPER_NUM_DIRS] = {SHAPER_PORT_LAN, SHAPER_PORT_WAN};
+	char err[SHAPER_ERR_LEN];
+
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		struct dp_dir *dd = &a->dir[d];
+
+		dd->dir = (enum shaper_dir)d;
+		dd->rx_port = a->port[in_port[d]].port_id;
+		dd->tx_port = a->port[1 - in_port[d]].port_id;
+		classify_key_init(&dd->key, a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
+		dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
+		if (dd->sched == NULL) {
+			fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Assign directions to worker lcores: one worker serves both, two split them. */
+static int
+launch_workers(struct app *a)
+{
+	unsigned int lcore = rte_get_main_lcore();
+	unsigned int n = a->cfg.n_workers;
+
+	for (unsigned int w = 0; w < n; w++) {
+		struct dp_worker *wk = &a->worker[w];
+
+		wk->burst = a->cfg.burst;
+		wk->idle_sleep_us = a->cfg.idle_sleep_us;
+		if (n == 1) {
+			wk->n_dirs = 2;
+			wk->dirs[0] = &a->dir[SHAPER_UP];
+			wk->dirs[1] = &a->dir[SHAPER_DOWN];
+		} else {
+			wk->n_dirs = 1;
+			wk->dirs[0] = &a->dir[w];
+		}
+		if (a->cfg.worker_lcore[w] != 0) {
+			lcore = a->cfg.worker_lcore[w];
+			if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
+				fprintf(stderr,
+					"shaperd: lcores.workers[%u]: lcore %u is not an enabled "
+					"worker lcore (give EAL -l with it)\n",
+					w, lcore);
+				return -1;
+			}
+		} else {
+			lcore = rte_get_next_lcore(lcore, 1, 0);
+			if (lcore >= RTE_MAX_LCORE) {
+				fprintf(stderr,
+					"shaperd: %u worker lcore(s) needed: give EAL -l with "
+					"the main lcore plus %u more (e.g. -l 0,1)\n",
+					n, n);
+				return -1;
+			}
+		}
+		wk->lcore = lcore;
+	}
+	for (unsigned int w = 0; w < n; w++) {
+		int rc = rte_eal_remote_launch(dp_worker_main, &a->worker[w], a->worker[w].lcore);
+
+		if (rc != 0) {
+			fprintf(stderr, "shaperd: cannot launch worker on lcore %u: %s\n",
+				a->worker[w].lcore, strerror(-rc));
+			dp_request_stop();
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void
+teardown(struct app *a)
+{
+	rte_eal_mp_wait_lcore();
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (a->dir[d].sched != NULL)
+			dp_dir_drain(&a->dir[d]);
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct app a;
+	char err[SHAPER_ERR_LEN];
+	const char *config_path = NULL;
+	bool check_only = false;
+	unsigned int in_use = 0;
+	json_t *counters;
+	int eal_argc, app_first, rc, exit_code = 0;
+
+	split_args(argc, argv, &eal_argc, &app_first);
+	/* --version/--help/--check-config work without EAL, before any device is touched. */
+	if (parse_app_args(argc - app_first + 1, argv + app_first - 1, &config_path, &check_only,
+			   &a.stats_file) != 0)
+		return 2;
+	if (shaper_config_load_file(config_path, &a.cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+		return 1;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		struct sched *s = sched_create(&a.cfg.dir[d], err, sizeof(err));
+
+		if (s == NULL) {
+			fprintf(stderr, "shaperd: %s: %s: %s\n", config_path, shaper_dir_name[d], err);
+			return 1;
+		}
+		sched_free(s);
+	}
+	if (check_only) {
+		printf("%s: configuration is valid\n", config_path);
+		return 0;
+	}
+
+	rc = rte_eal_init(eal_argc, argv);
+	if (rc < 0) {
+		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	dp_clock_init();
+
+	a.pool = dp_pool_create(a.cfg.mbufs, (int)rte_socket_id());
+	if (a.pool == NULL) {
+		fprintf(stderr, "shaperd: cannot create a pool of %u mbufs: %s\n", a.cfg.mbufs,
+			rte_strerror(rte_errno));
+		exit_code = 1;
+		goto out_eal;
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool, err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
+			exit_code = 1;
+			goto out_ports;
+		}
+		a.port_open[r] = true;
+		printf("shaperd: %s port %u is %s\n", shaper_port_name[r], a.port[r].port_id,
+		       a.port[r].name);
+	}
+	if (setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
+		exit_code = 1;
+		goto out_run;
+	}
+	printf("shaperd: bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops\n",
+	       shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
+	       shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
+	fflush(stdout);
+
+	while (!dp_stop_requested())
+		usleep(100000);
+
+out_run:
+	dp_request_stop();
+	teardown(&a);
+out_ports:
+	counters = collect_counters(&a);
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (a.port_open[r])
+			dp_port_close(&a.port[r]);
+	/* Ports closed: every mbuf should be back in the pool now. */
+	if (a.pool != NULL)
+		in_use = rte_mempool_in_use_count(a.pool);
+	report(&a, counters, in_use);
+	if (in_use != 0)
+		exit_code = 3;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		sched_free(a.dir[d].sched);
+	if (a.pool != NULL)
+		rte_mempool_free(a.pool);
+out_eal:
+	rte_eal_cleanup();
+	return exit_code;
+}

@@ -18,10 +18,11 @@
 #define SCHED_MAX_TINS 8
 #define SCHED_NAME_LEN 24
 
+/* SCHED_DISC_ prefix: POSIX <sched.h> already defines SCHED_FIFO. */
 enum sched_discipline {
-	SCHED_FIFO = 0,
-	SCHED_FQ_CODEL,
-	SCHED_CAKE,
+	SCHED_DISC_FIFO = 0,
+	SCHED_DISC_FQ_CODEL,
+	SCHED_DISC_CAKE,
 };
 
 /* Values follow TCA_CAKE_DIFFSERV_MODE. */

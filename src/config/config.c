@@ -41,7 +41,7 @@ struct name_val {
 };
 
 static const struct name_val discipline_names[] = {
-	{"fifo", SCHED_FIFO}, {"fq_codel", SCHED_FQ_CODEL}, {"cake", SCHED_CAKE}};
+	{"fifo", SCHED_DISC_FIFO}, {"fq_codel", SCHED_DISC_FQ_CODEL}, {"cake", SCHED_DISC_CAKE}};
 
 static const struct name_val diffserv_names[] = {
 	{"diffserv3", SCHED_DIFFSERV3},   {"diffserv4", SCHED_DIFFSERV4},
@@ -367,9 +367,9 @@ parse_rtt(const json_t *v, const char *path, struct sched_params *p, char *err, 
 }
 
 /* Which disciplines a key applies to (bit per enum sched_discipline). */
-#define D_FIFO (1u << SCHED_FIFO)
-#define D_FQC (1u << SCHED_FQ_CODEL)
-#define D_CAKE (1u << SCHED_CAKE)
+#define D_FIFO (1u << SCHED_DISC_FIFO)
+#define D_FQC (1u << SCHED_DISC_FQ_CODEL)
+#define D_CAKE (1u << SCHED_DISC_CAKE)
 #define D_ALL (D_FIFO | D_FQC | D_CAKE)
 
 static const struct {
@@ -522,7 +522,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
 				     err, errlen) != 0)
 				return -1;
-			if (n.discipline == SCHED_CAKE)
+			if (n.discipline == SCHED_DISC_CAKE)
 				n.target_us = (uint32_t)(u / 1000);
 			else
 				n.fqc_target_us = (uint32_t)(u / 1000);
@@ -571,7 +571,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				return -1;
 		} else if (strcmp(key, "limit") == 0) {
 			/* fifo: an integer is packets, a size string is bytes. */
-			if (n.discipline == SCHED_FIFO && json_is_string(v)) {
+			if (n.discipline == SCHED_DISC_FIFO && json_is_string(v)) {
 				if (get_unit(v, sub, shaper_parse_size, "size", 64, 1ULL << 40,
 					     &n.fifo_limit_bytes, err, errlen) != 0)
 					return -1;
@@ -579,7 +579,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			} else {
 				if (get_int(v, sub, 1, 1 << 24, &x, err, errlen) != 0)
 					return -1;
-				if (n.discipline == SCHED_FIFO) {
+				if (n.discipline == SCHED_DISC_FIFO) {
 					n.fifo_limit_pkts = (uint32_t)x;
 					n.fifo_limit_bytes = 0;
 				} else {
@@ -640,7 +640,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 	json_object_set_new(o, "atm",
 			    json_string(name_of(framing_names, NELEM(framing_names), p->framing)));
 	switch (p->discipline) {
-	case SCHED_CAKE:
+	case SCHED_DISC_CAKE:
 		shaper_format_time((uint64_t)p->rtt_us * 1000, buf, sizeof(buf));
 		json_object_set_new(o, "rtt", json_string(buf));
 		shaper_format_time((uint64_t)p->target_us * 1000, buf, sizeof(buf));
@@ -657,7 +657,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->memlimit);
 		json_object_set_new(o, "memlimit", json_string(buf));
 		break;
-	case SCHED_FQ_CODEL:
+	case SCHED_DISC_FQ_CODEL:
 		json_object_set_new(o, "limit", json_integer(p->fqc_limit));
 		json_object_set_new(o, "flows", json_integer(p->fqc_flows));
 		json_object_set_new(o, "quantum", json_integer(p->fqc_quantum));
@@ -672,7 +672,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		json_object_set_new(o, "ce_threshold", json_string(buf));
 		json_object_set_new(o, "drop_batch", json_integer(p->fqc_drop_batch));
 		break;
-	case SCHED_FIFO:
+	case SCHED_DISC_FIFO:
 		if (p->fifo_limit_bytes != 0) {
 			snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->fifo_limit_bytes);
 			json_object_set_new(o, "limit", json_string(buf));
@@ -689,7 +689,7 @@ shaper_config_default(struct shaper_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		sched_params_default(&c->dir[d], SCHED_CAKE);
+		sched_params_default(&c->dir[d], SCHED_DISC_CAKE);
 		c->dir[d].upstream = d == SHAPER_UP;
 		c->dir[d].seed ^= (uint64_t)d << 32;
 	}

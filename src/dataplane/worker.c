@@ -1,1 +1,216 @@
-/* being written */
+/*
+ * The worker loop: per direction, send what the output port refused last
+ * turn, receive a burst, classify and enqueue it, dequeue what the shaper
+ * allows, transmit, and free the scheduler's drops counted by reason.
+ * Time is read once per turn and passed into the scheduler.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_prefetch.h>
+
+#include "shaper/dataplane.h"
+
+#define DP_BURST_MAX 256
+#define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
+
+static volatile int stop_flag;
+
+void
+dp_request_stop(void)
+{
+	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+}
+
+bool
+dp_stop_requested(void)
+{
+	return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* TSC -> ns as a 32.32 fixed-point multiply, precomputed once. */
+static uint64_t tsc_start;
+static uint64_t ns_per_tsc_q32;
+
+void
+dp_clock_init(void)
+{
+	uint64_t hz = rte_get_tsc_hz();
+
+	tsc_start = rte_get_tsc_cycles();
+	ns_per_tsc_q32 = (uint64_t)(((unsigned __int128)1000000000 << 32) / hz);
+}
+
+uint64_t
+dp_now_ns(void)
+{
+	uint64_t d = rte_get_tsc_cycles() - tsc_start;
+
+	return (uint64_t)(((unsigned __int128)d * ns_per_tsc_q32) >> 32);
+}
+
+/* Free a list of dropped packets in bulk, counting each under its reason. */
+static void
+free_drops(struct dp_dir *d, struct sh_pkt_list *drops)
+{
+	struct rte_mbuf *batch[64];
+	unsigned int n = 0;
+	struct sh_pkt *p;
+
+	while ((p = sh_pkt_list_pop(drops)) != NULL) {
+		d->stats.dropped[p->drop_reason < SHAPER_DROP_MAX ? p->drop_reason
+								  : SHAPER_DROP_AQM]++;
+		batch[n++] = dp_pkt_mbuf(p);
+		if (n == RTE_DIM(batch)) {
+			rte_pktmbuf_free_bulk(batch, n);
+			n = 0;
+		}
+	}
+	if (n != 0)
+		rte_pktmbuf_free_bulk(batch, n);
+}
+
+/* Send as much of the pending queue as the port takes; keep the rest in order. */
+static void
+flush_pending(struct dp_dir *d)
+{
+	uint16_t sent, i;
+
+	if (d->n_pending == 0)
+		return;
+	sent = rte_eth_tx_burst(d->tx_port, 0, d->pending, d->n_pending);
+	for (i = 0; i < sent; i++) {
+		d->stats.tx_pkts++;
+		d->stats.tx_bytes += d->pending[i]->pkt_len;
+	}
+	if (sent < d->n_pending) {
+		d->stats.tx_retries++;
+		memmove(d->pending, d->pending + sent,
+			(size_t)(d->n_pending - sent) * sizeof(d->pending[0]));
+	}
+	d->n_pending -= sent;
+}
+
+static inline void
+pkt_from_mbuf(struct rte_mbuf *m, uint32_t truesize)
+{
+	struct sh_pkt *p = dp_mbuf_pkt(m);
+
+	p->next = NULL;
+	p->data = rte_pktmbuf_mtod(m, uint8_t *);
+	/* The classifier may only read the first segment's bytes. */
+	p->len = m->data_len;
+	p->mem = truesize * m->nb_segs;
+}
+
+/* One turn of one direction; returns the number of frames moved. */
+static unsigned int
+dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+{
+	struct rte_mbuf *rx[DP_BURST_MAX];
+	struct sh_pkt *pkts[DP_BURST_MAX];
+	struct sh_pkt_list drops;
+	uint16_t nb_rx, i, n_out = 0, room;
+	uint64_t t;
+
+	sh_pkt_list_init(&drops);
+	flush_pending(d);
+
+	nb_rx = rte_eth_rx_burst(d->rx_port, 0, rx, (uint16_t)burst);
+	if (nb_rx != 0) {
+		uint32_t truesize = dp_mbuf_truesize(rx[0]->pool);
+
+		for (i = 0; i < nb_rx; i++) {
+			rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
+			pkt_from_mbuf(rx[i], truesize);
+			pkts[i] = dp_mbuf_pkt(rx[i]);
+			d->stats.rx_pkts++;
+			d->stats.rx_bytes += rx[i]->pkt_len;
+		}
+		classify_burst(pkts, nb_rx, &d->key);
+		for (i = 0; i < nb_rx; i++) {
+			pkts[i]->len = rx[i]->pkt_len;
+			sched_enqueue(d->sched, pkts[i], now, &drops);
+		}
+	}
+
+	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
+	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
+	if (room > burst)
+		room = (uint16_t)burst;
+	while (n_out < room) {
+		struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
+
+		if (p == NULL)
+			break;
+		d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
+		n_out++;
+	}
+	d->n_pending += n_out;
+	flush_pending(d);
+
+	if (drops.count != 0)
+		free_drops(d, &drops);
+	t = sched_next_time(d->sched, now);
+	if (d->n_pending != 0)
+		t = now;
+	if (t < *next_due)
+		*next_due = t;
+	return nb_rx + n_out;
+}
+
+int
+dp_worker_main(void *arg)
+{
+	struct dp_worker *w = arg;
+	unsigned int idle = 0;
+
+	while (!dp_stop_requested()) {
+		uint64_t now = dp_now_ns();
+		uint64_t next_due = UINT64_MAX;
+		unsigned int work = 0;
+
+		for (unsigned int i = 0; i < w->n_dirs; i++)
+			work += dir_turn(w->dirs[i], now, w->burst, &next_due);
+		if (work != 0 || w->idle_sleep_us == 0) {
+			idle = 0;
+			continue;
+		}
+		/*
+		 * Idle back-off: after many empty polls, nap a few µs, but never
+		 * past the moment the shaper wants to release a packet.
+		 */
+		if (++idle < DP_IDLE_POLLS)
+			continue;
+		if (next_due > now) {
+			uint64_t nap_ns = (uint64_t)w->idle_sleep_us * 1000;
+
+			if (next_due - now < nap_ns)
+				nap_ns = next_due - now;
+			if (nap_ns >= 2000)
+				rte_delay_us_sleep((unsigned int)(nap_ns / 1000));
+		}
+	}
+	return 0;
+}
+
+void
+dp_dir_drain(struct dp_dir *d)
+{
+	struct sh_pkt_list out;
+	struct sh_pkt *p;
+
+	sh_pkt_list_init(&out);
+	sched_flush(d->sched, &out);
+	for (p = out.head; p != NULL; p = p->next)
+		p->drop_reason = SHAPER_DROP_SHUTDOWN;
+	free_drops(d, &out);
+	if (d->n_pending != 0) {
+		d->stats.dropped[SHAPER_DROP_SHUTDOWN] += d->n_pending;
+		rte_pktmbuf_free_bulk(d->pending, d->n_pending);
+		d->n_pending = 0;
+	}
+}

@@ -1,16 +1,712 @@
-/* Placeholder until the fq_codel discipline lands: refuses to be created. */
+/*
+ * fq_codel: the discipline Linux ships by default, for A/B tests against
+ * CAKE (cake-reference.md §10, RFC 8290). Packets hash onto `flows` queues
+ * (hash * flows >> 32, collisions share); a DRR scheduler with a quantum in
+ * raw bytes serves new flows before old ones; each queue runs CoDel at
+ * dequeue. Overflow (packet limit or buffer-memory limit) head-drops a batch
+ * from the fattest queue.
+ *
+ * Unlike the kernel's fq_codel it can also pace its output at params.rate
+ * with the same time-based, no-burst-after-idle shaper as fifo, so "shaped
+ * fq_codel" can be compared with CAKE on one testbed.
+ *
+ * Time is plain nanoseconds in 64 bits; 1/sqrt(count) is Q0.32.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shaper/classify.h"
+#include "sched/rate.h"
 #include "sched/sched_impl.h"
 
-static void *
-fq_codel_create(const struct sched_params *p, char *err, size_t errlen)
+#define FQC_MAX_FLOWS 65536
+#define FQC_MIN_QUANTUM 256
+/* Bounds the CoDel drop loop of one dequeue, like recent Linux. */
+#define FQC_MAX_DROPS_PER_DEQUEUE 256
+
+enum fqc_list {
+	FQC_LIST_NONE = 0,
+	FQC_LIST_NEW,
+	FQC_LIST_OLD,
+};
+
+/* CoDel state of one queue. */
+struct fqc_codel {
+	uint64_t first_above_time; /* 0 = sojourn not above target */
+	uint64_t drop_next;
+	uint32_t count;
+	uint32_t lastcount;
+	uint32_t rec_inv_sqrt;     /* Q0.32, ~1/sqrt(count) */
+	bool dropping;
+};
+
+struct fqc_flow {
+	struct sh_pkt *head, *tail;
+	struct fqc_flow *next;     /* link in new_flows or old_flows */
+	uint64_t backlog;          /* bytes */
+	int32_t deficit;
+	uint8_t list;              /* enum fqc_list */
+	struct fqc_codel cv;
+};
+
+struct fqc_flow_list {
+	struct fqc_flow *head, *tail;
+	uint32_t len;
+};
+
+/* Parameters converted once to the units the fast path uses. */
+struct fqc_cfg {
+	uint64_t target_ns;
+	uint64_t interval_ns;
+	uint64_t ce_threshold_ns;  /* 0 = off */
+	uint64_t memory_limit;
+	uint32_t limit;
+	uint32_t quantum;
+	uint32_t drop_batch;
+	uint32_t mtu;
+	bool ecn;
+};
+
+struct fq_codel {
+	struct sched_params p;
+	struct fqc_cfg c;
+	struct sched_rate rate;
+	struct fqc_flow *flows;
+	uint32_t nflows;
+	struct fqc_flow_list new_flows, old_flows;
+
+	uint32_t qlen;
+	uint64_t backlog;          /* bytes */
+	uint64_t mem, mem_max;
+	uint64_t time_next;        /* shaper clock */
+
+	/* counters, reset by reset_stats */
+	uint64_t overlimits;
+	uint64_t drop_overlimit;   /* overflow drops, all causes */
+	uint64_t drop_overmemory;  /* overflow drops while over memory_limit */
+	uint64_t aqm_drops;
+	uint64_t ecn_mark;         /* CoDel marks */
+	uint64_t ce_mark;          /* ce_threshold marks */
+	uint64_t new_flow_count;
+	uint64_t accepted_pkts, accepted_bytes;
+	uint32_t maxpacket;
+	/* sojourn EWMAs in ns (UINT64_MAX base = no sample yet) */
+	uint64_t avg_delay, peak_delay, base_delay;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Configuration                                                           */
+/* ---------------------------------------------------------------------- */
+
+static int
+fqc_check(const struct sched_params *p, char *err, size_t errlen)
 {
-	(void)p;
-	SCHED_ERR(err, errlen, "discipline fq_codel is not built yet");
-	return NULL;
+	if (p->mtu < 64 || p->mtu > 65535) {
+		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+		return -EINVAL;
+	}
+	if (p->fqc_flows < 1 || p->fqc_flows > FQC_MAX_FLOWS) {
+		SCHED_ERR(err, errlen, "fq_codel flows %u out of range 1..%u",
+			  p->fqc_flows, FQC_MAX_FLOWS);
+		return -EINVAL;
+	}
+	if (p->fqc_quantum < FQC_MIN_QUANTUM || p->fqc_quantum > (1u << 20)) {
+		SCHED_ERR(err, errlen, "fq_codel quantum %u out of range %u..%u",
+			  p->fqc_quantum, FQC_MIN_QUANTUM, 1u << 20);
+		return -EINVAL;
+	}
+	if (p->fqc_limit < 1) {
+		SCHED_ERR(err, errlen, "fq_codel limit must be at least 1 packet");
+		return -EINVAL;
+	}
+	if (p->fqc_memory_limit < 1) {
+		SCHED_ERR(err, errlen, "fq_codel memory_limit must be at least 1 byte");
+		return -EINVAL;
+	}
+	if (p->fqc_target_us < 1 || p->fqc_interval_us < 1) {
+		SCHED_ERR(err, errlen, "fq_codel target and interval must be at least 1 us");
+		return -EINVAL;
+	}
+	if (p->fqc_drop_batch < 1) {
+		SCHED_ERR(err, errlen, "fq_codel drop_batch must be at least 1");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void
+fqc_apply(struct fq_codel *q, const struct sched_params *p)
+{
+	q->p = *p;
+	q->c.target_ns = (uint64_t)p->fqc_target_us * 1000;
+	q->c.interval_ns = (uint64_t)p->fqc_interval_us * 1000;
+	q->c.ce_threshold_ns = (uint64_t)p->fqc_ce_threshold_us * 1000;
+	q->c.memory_limit = p->fqc_memory_limit;
+	q->c.limit = p->fqc_limit;
+	q->c.quantum = p->fqc_quantum;
+	q->c.drop_batch = p->fqc_drop_batch;
+	q->c.mtu = p->mtu;
+	q->c.ecn = p->ecn;
+	sched_rate_set(&q->rate, p->rate);
+}
+
+static void *
+fqc_create(const struct sched_params *p, char *err, size_t errlen)
+{
+	struct fq_codel *q;
+
+	if (fqc_check(p, err, errlen) != 0)
+		return NULL;
+	q = calloc(1, sizeof(*q));
+	if (q != NULL)
+		q->flows = calloc(p->fqc_flows, sizeof(*q->flows));
+	if (q == NULL || q->flows == NULL) {
+		free(q);
+		SCHED_ERR(err, errlen, "out of memory");
+		return NULL;
+	}
+	q->nflows = p->fqc_flows;
+	q->base_delay = UINT64_MAX;
+	fqc_apply(q, p);
+	return q;
+}
+
+static void
+fqc_destroy(void *impl)
+{
+	struct fq_codel *q = impl;
+
+	if (q == NULL)
+		return;
+	free(q->flows);
+	free(q);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lists and per-flow FIFOs                                                */
+/* ---------------------------------------------------------------------- */
+
+static inline void
+fqc_list_append(struct fqc_flow_list *l, struct fqc_flow *f, uint8_t which)
+{
+	f->next = NULL;
+	f->list = which;
+	if (l->tail != NULL)
+		l->tail->next = f;
+	else
+		l->head = f;
+	l->tail = f;
+	l->len++;
+}
+
+/* Flows only ever leave a list from its head. */
+static inline struct fqc_flow *
+fqc_list_pop(struct fqc_flow_list *l)
+{
+	struct fqc_flow *f = l->head;
+
+	l->head = f->next;
+	if (l->head == NULL)
+		l->tail = NULL;
+	l->len--;
+	f->next = NULL;
+	f->list = FQC_LIST_NONE;
+	return f;
+}
+
+/* Remove the head packet of f and take it off every counter. */
+static struct sh_pkt *
+fqc_flow_pop(struct fq_codel *q, struct fqc_flow *f)
+{
+	struct sh_pkt *pkt = f->head;
+
+	if (pkt == NULL)
+		return NULL;
+	f->head = pkt->next;
+	if (f->head == NULL)
+		f->tail = NULL;
+	pkt->next = NULL;
+	f->backlog -= pkt->len;
+	q->backlog -= pkt->len;
+	q->mem -= pkt->mem;
+	q->qlen--;
+	return pkt;
+}
+
+static inline void
+fqc_drop(struct sh_pkt *pkt, enum shaper_drop_reason why, struct sh_pkt_list *dropped)
+{
+	pkt->drop_reason = (uint8_t)why;
+	sh_pkt_list_push(dropped, pkt);
+}
+
+/* ---------------------------------------------------------------------- */
+/* CoDel                                                                   */
+/* ---------------------------------------------------------------------- */
+
+/* floor(sqrt(x)) for 64-bit x, bit by bit (used only on count jumps). */
+static uint64_t
+fqc_isqrt(uint64_t x)
+{
+	uint64_t r = 0, bit = 1ULL << 62;
+
+	while (bit > x)
+		bit >>= 2;
+	while (bit != 0) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return r;
+}
+
+/* 1/sqrt(count) in Q0.32, computed exactly: 2^48 / sqrt(count * 2^32). */
+static uint32_t
+fqc_inv_sqrt_exact(uint32_t count)
+{
+	uint64_t s;
+
+	if (count <= 1)
+		return UINT32_MAX;
+	s = fqc_isqrt((uint64_t)count << 32);
+	return (uint32_t)((1ULL << 48) / s);
+}
+
+/*
+ * One Newton step y' = y * (3 - count * y^2) / 2 in Q0.32, after count
+ * moved by one. A single step is poor while count is small (from 1.0 at
+ * count 2 it gives 0.5, not 0.707), so below 16 the value is computed
+ * exactly, as CAKE's table does; that is also the fallback if y is too far
+ * off for Newton to converge (count*y^2 >= 3, e.g. after a jump). Drops
+ * are rare events, so the exact path costs nothing measurable.
+ */
+static void
+fqc_newton_step(struct fqc_codel *cv)
+{
+	uint64_t y = cv->rec_inv_sqrt;
+	uint64_t y2 = (y * y) >> 32;
+	uint64_t three = 3ULL << 32;
+	uint64_t v;
+
+	if (cv->count < 16 || y2 == 0 || (uint64_t)cv->count > (three - 1) / y2) {
+		cv->rec_inv_sqrt = fqc_inv_sqrt_exact(cv->count);
+		return;
+	}
+	v = three - (uint64_t)cv->count * y2;
+	/* (v / 2) * y >> 32, split so it cannot overflow 64 bits. */
+	v = ((v >> 2) * y) >> 31;
+	cv->rec_inv_sqrt = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* t + interval / sqrt(count), without a 128-bit multiply. */
+static inline uint64_t
+fqc_control_law(const struct fq_codel *q, const struct fqc_codel *cv, uint64_t t)
+{
+	uint64_t iv = q->c.interval_ns, y = cv->rec_inv_sqrt;
+
+	return t + (iv >> 32) * y + (((iv & 0xffffffffULL) * y) >> 32);
+}
+
+/*
+ * The sojourn test of CoDel: true once pkt's sojourn has stayed at or above
+ * target (with more than an MTU queued in the whole qdisc) for an interval.
+ */
+static bool
+fqc_should_drop(struct fq_codel *q, struct fqc_codel *cv, const struct sh_pkt *pkt,
+		uint64_t now)
+{
+	uint64_t sojourn;
+
+	if (pkt == NULL) {
+		cv->first_above_time = 0;
+		return false;
+	}
+	sojourn = now > pkt->enq_ns ? now - pkt->enq_ns : 0;
+	if (sojourn < q->c.target_ns || q->backlog <= q->c.mtu) {
+		cv->first_above_time = 0;
+		return false;
+	}
+	if (cv->first_above_time == 0) {
+		cv->first_above_time = now + q->c.interval_ns;
+		return false;
+	}
+	return now >= cv->first_above_time;
+}
+
+/* Mark pkt CE if ECN is on and it is ECN-capable; true if it now is CE. */
+static inline bool
+fqc_mark(struct fq_codel *q, struct sh_pkt *pkt)
+{
+	return q->c.ecn && classify_set_ce(pkt) == 1;
+}
+
+/* Dequeue through CoDel: head packet of f to deliver, or NULL if f ran dry. */
+static struct sh_pkt *
+fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now,
+		  struct sh_pkt_list *dropped)
+{
+	struct fqc_codel *cv = &f->cv;
+	struct sh_pkt *pkt = fqc_flow_pop(q, f);
+	unsigned int drops = 0;
+	bool drop;
+
+	if (pkt == NULL) {
+		cv->dropping = false;
+		return NULL;
+	}
+	drop = fqc_should_drop(q, cv, pkt, now);
+	if (cv->dropping) {
+		if (!drop) {
+			cv->dropping = false;
+		} else {
+			while (cv->dropping && now >= cv->drop_next &&
+			       drops < FQC_MAX_DROPS_PER_DEQUEUE) {
+				if (cv->count < UINT32_MAX)
+					cv->count++;
+				fqc_newton_step(cv);
+				if (fqc_mark(q, pkt)) {
+					q->ecn_mark++;
+					cv->drop_next = fqc_control_law(q, cv, cv->drop_next);
+					break;
+				}
+				fqc_drop(pkt, SHAPER_DROP_AQM, dropped);
+				q->aqm_drops++;
+				drops++;
+				pkt = fqc_flow_pop(q, f);
+				if (!fqc_should_drop(q, cv, pkt, now))
+					cv->dropping = false; /* also ends the loop if pkt is NULL */
+				else
+					cv->drop_next = fqc_control_law(q, cv, cv->drop_next);
+			}
+		}
+	} else if (drop) {
+		uint32_t delta;
+
+		if (fqc_mark(q, pkt)) {
+			q->ecn_mark++;
+		} else {
+			fqc_drop(pkt, SHAPER_DROP_AQM, dropped);
+			q->aqm_drops++;
+			pkt = fqc_flow_pop(q, f);
+			(void)fqc_should_drop(q, cv, pkt, now);
+		}
+		cv->dropping = true;
+		/*
+		 * Coming back soon after the last episode: resume near the old
+		 * drop rate instead of starting over at one drop per interval.
+		 */
+		delta = cv->count - cv->lastcount;
+		if (delta > 1 && (int64_t)(now - cv->drop_next) <
+		    (int64_t)(16 * q->c.interval_ns)) {
+			cv->count = delta;
+			cv->rec_inv_sqrt = fqc_inv_sqrt_exact(delta);
+		} else {
+			cv->count = 1;
+			cv->rec_inv_sqrt = UINT32_MAX;
+		}
+		cv->lastcount = cv->count;
+		cv->drop_next = fqc_control_law(q, cv, now);
+	}
+	if (pkt != NULL && q->c.ce_threshold_ns != 0 && now > pkt->enq_ns &&
+	    now - pkt->enq_ns > q->c.ce_threshold_ns && classify_set_ce(pkt) == 1)
+		q->ce_mark++;
+	return pkt;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Enqueue, overflow, dequeue                                              */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Head-drop from the flow with the largest byte backlog: up to drop_batch
+ * packets or until half its backlog is gone. Only flows on a list can hold
+ * packets, so scanning the two lists is enough. Returns the flow hit.
+ */
+static struct fqc_flow *
+fqc_drop_fattest(struct fq_codel *q, struct sh_pkt_list *dropped, uint32_t *ndrop)
+{
+	struct fqc_flow *fat = NULL, *f;
+	uint64_t max = 0, threshold, gone = 0;
+	uint32_t i = 0;
+
+	for (f = q->new_flows.head; f != NULL; f = f->next)
+		if (f->backlog > max) {
+			max = f->backlog;
+			fat = f;
+		}
+	for (f = q->old_flows.head; f != NULL; f = f->next)
+		if (f->backlog > max) {
+			max = f->backlog;
+			fat = f;
+		}
+	*ndrop = 0;
+	if (fat == NULL)
+		return NULL;
+	threshold = max >> 1;
+	do {
+		struct sh_pkt *pkt = fqc_flow_pop(q, fat);
+
+		if (pkt == NULL)
+			break;
+		gone += pkt->len;
+		fqc_drop(pkt, SHAPER_DROP_OVERFLOW, dropped);
+		i++;
+	} while (i < q->c.drop_batch && gone < threshold);
+	/* The flow is clearly over its share: make CoDel harsher on it. */
+	fat->cv.count += i;
+	*ndrop = i;
+	return fat;
+}
+
+static int
+fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct fq_codel *q = impl;
+	struct sh_pkt *old_tail = dropped->tail;
+	struct fqc_flow *f;
+	uint32_t idx, ndrop;
+	bool over_mem;
+
+	idx = (uint32_t)(((uint64_t)pkt->flow_hash * q->nflows) >> 32);
+	f = &q->flows[idx];
+	if (q->qlen == 0 && q->time_next < now)
+		q->time_next = now; /* no credit accrues while idle */
+	pkt->enq_ns = now;
+	pkt->queue = (uint16_t)idx;
+	pkt->tin = 0;
+	pkt->adj_len = sched_adjust_len(&q->p, pkt->len, pkt->net_off, NULL);
+	pkt->next = NULL;
+	if (f->tail != NULL)
+		f->tail->next = pkt;
+	else
+		f->head = pkt;
+	f->tail = pkt;
+	f->backlog += pkt->len;
+	q->backlog += pkt->len;
+	q->mem += pkt->mem;
+	q->qlen++;
+	q->accepted_pkts++;
+	q->accepted_bytes += pkt->len;
+	if (pkt->len > q->maxpacket)
+		q->maxpacket = pkt->len;
+	if (q->mem > q->mem_max)
+		q->mem_max = q->mem;
+	if (f->list == FQC_LIST_NONE) {
+		fqc_list_append(&q->new_flows, f, FQC_LIST_NEW);
+		f->deficit = (int32_t)q->c.quantum;
+		q->new_flow_count++;
+	}
+	over_mem = q->mem > q->c.memory_limit;
+	if (q->qlen <= q->c.limit && !over_mem)
+		return 0;
+
+	fqc_drop_fattest(q, dropped, &ndrop);
+	q->drop_overlimit += ndrop;
+	if (over_mem)
+		q->drop_overmemory += ndrop;
+	/* Was the new packet itself among the victims? */
+	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : dropped->head;
+	     d != NULL; d = d->next)
+		if (d == pkt)
+			return 1;
+	return 0;
+}
+
+/* Sojourn EWMAs like CAKE's tin stats: avg 1/256; peak/base 1/4 toward the sample. */
+static void
+fqc_delay_stats(struct fq_codel *q, uint64_t sojourn)
+{
+	if (q->base_delay == UINT64_MAX) {
+		q->avg_delay = q->peak_delay = q->base_delay = sojourn;
+		return;
+	}
+	q->avg_delay = q->avg_delay - (q->avg_delay >> 8) + (sojourn >> 8);
+	if (sojourn > q->peak_delay)
+		q->peak_delay = q->peak_delay - (q->peak_delay >> 2) + (sojourn >> 2);
+	else
+		q->peak_delay = q->peak_delay - (q->peak_delay >> 8) + (sojourn >> 8);
+	if (sojourn < q->base_delay)
+		q->base_delay = q->base_delay - (q->base_delay >> 2) + (sojourn >> 2);
+	else
+		q->base_delay = q->base_delay - (q->base_delay >> 8) + (sojourn >> 8);
+}
+
+static struct sh_pkt *
+fqc_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct fq_codel *q = impl;
+	struct fqc_flow_list *l;
+	struct fqc_flow *f;
+	struct sh_pkt *pkt;
+
+	if (q->qlen == 0)
+		return NULL;
+	if (q->rate.rate != 0 && q->time_next > now) {
+		q->overlimits++;
+		return NULL;
+	}
+	for (;;) {
+		l = q->new_flows.head != NULL ? &q->new_flows : &q->old_flows;
+		f = l->head;
+		if (f == NULL)
+			return NULL;
+		if (f->deficit <= 0) {
+			f->deficit += (int32_t)q->c.quantum;
+			fqc_list_pop(l);
+			fqc_list_append(&q->old_flows, f, FQC_LIST_OLD);
+			continue;
+		}
+		pkt = fqc_codel_dequeue(q, f, now, dropped);
+		if (pkt != NULL)
+			break;
+		fqc_list_pop(l);
+		/* An emptied new flow waits in old_flows so it cannot starve them. */
+		if (l == &q->new_flows && q->old_flows.head != NULL)
+			fqc_list_append(&q->old_flows, f, FQC_LIST_OLD);
+	}
+	f->deficit -= (int32_t)pkt->len;
+	if (q->rate.rate != 0)
+		q->time_next += sched_rate_ns(&q->rate, pkt->adj_len);
+	fqc_delay_stats(q, now > pkt->enq_ns ? now - pkt->enq_ns : 0);
+	return pkt;
+}
+
+static uint64_t
+fqc_next_time(const void *impl, uint64_t now)
+{
+	const struct fq_codel *q = impl;
+
+	if (q->qlen == 0)
+		return UINT64_MAX;
+	if (q->rate.rate == 0 || q->time_next <= now)
+		return now;
+	return q->time_next;
+}
+
+static int
+fqc_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
+{
+	struct fq_codel *q = impl;
+
+	if (fqc_check(p, err, errlen) != 0)
+		return -EINVAL;
+	if (p->fqc_flows != q->nflows) {
+		struct fqc_flow *nf;
+
+		if (q->qlen != 0) {
+			SCHED_ERR(err, errlen,
+				  "fq_codel flows can only change while the queue is empty (%u packets queued)",
+				  q->qlen);
+			return -EINVAL;
+		}
+		nf = calloc(p->fqc_flows, sizeof(*nf));
+		if (nf == NULL) {
+			SCHED_ERR(err, errlen, "out of memory");
+			return -EINVAL;
+		}
+		free(q->flows);
+		q->flows = nf;
+		q->nflows = p->fqc_flows;
+		memset(&q->new_flows, 0, sizeof(q->new_flows));
+		memset(&q->old_flows, 0, sizeof(q->old_flows));
+	}
+	fqc_apply(q, p);
+	return 0;
+}
+
+static void
+fqc_flush(void *impl, struct sh_pkt_list *out)
+{
+	struct fq_codel *q = impl;
+	struct fqc_flow_list *lists[2] = { &q->new_flows, &q->old_flows };
+	struct sh_pkt *pkt;
+
+	for (int i = 0; i < 2; i++) {
+		while (lists[i]->head != NULL) {
+			struct fqc_flow *f = fqc_list_pop(lists[i]);
+
+			while ((pkt = fqc_flow_pop(q, f)) != NULL)
+				sh_pkt_list_push(out, pkt);
+			memset(&f->cv, 0, sizeof(f->cv));
+			f->deficit = 0;
+		}
+	}
+}
+
+static inline uint32_t
+fqc_us(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+
+	return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+
+static void
+fqc_get_stats(const void *impl, struct sched_stats *st)
+{
+	const struct fq_codel *q = impl;
+	struct sched_tin_stats *t = &st->tins[0];
+
+	st->backlog_pkts = q->qlen;
+	st->backlog_bytes = q->backlog;
+	st->overlimits = q->overlimits;
+	st->ecn_marked = q->ecn_mark + q->ce_mark;
+	st->memory_used = q->mem_max;
+	st->memory_limit = q->c.memory_limit;
+	st->capacity_estimate = q->p.rate;
+	st->tin_count = 1;
+	snprintf(t->name, sizeof(t->name), "fq_codel");
+	t->threshold_rate = q->p.rate;
+	t->target_us = q->p.fqc_target_us;
+	t->interval_us = q->p.fqc_interval_us;
+	if (q->base_delay != UINT64_MAX) {
+		t->peak_delay_us = fqc_us(q->peak_delay);
+		t->avg_delay_us = fqc_us(q->avg_delay);
+		t->base_delay_us = fqc_us(q->base_delay);
+	}
+	t->sent_packets = q->accepted_pkts;
+	t->sent_bytes = q->accepted_bytes;
+	t->backlog_bytes = q->backlog;
+	t->drops = q->aqm_drops + q->drop_overlimit;
+	t->ecn_mark = q->ecn_mark + q->ce_mark;
+	t->sparse_flows = q->new_flows.len;
+	t->bulk_flows = q->old_flows.len;
+	t->max_pkt_len = q->maxpacket;
+	t->flow_quantum = q->c.quantum;
+}
+
+static void
+fqc_reset_stats(void *impl)
+{
+	struct fq_codel *q = impl;
+
+	q->overlimits = 0;
+	q->drop_overlimit = q->drop_overmemory = 0;
+	q->aqm_drops = 0;
+	q->ecn_mark = q->ce_mark = 0;
+	q->new_flow_count = 0;
+	q->accepted_pkts = q->accepted_bytes = 0;
+	q->maxpacket = 0;
+	q->mem_max = q->mem;
+	q->base_delay = UINT64_MAX;
+	q->avg_delay = q->peak_delay = 0;
 }
 
 const struct sched_ops sched_fq_codel_ops = {
 	.name = "fq_codel",
-	.create = fq_codel_create,
+	.create = fqc_create,
+	.destroy = fqc_destroy,
+	.enqueue = fqc_enqueue,
+	.dequeue = fqc_dequeue,
+	.next_time = fqc_next_time,
+	.update = fqc_update,
+	.flush = fqc_flush,
+	.get_stats = fqc_get_stats,
+	.reset_stats = fqc_reset_stats,
 };

@@ -70,11 +70,11 @@ static const struct sched_ops *
 ops_for(enum sched_discipline d)
 {
 	switch (d) {
-	case SCHED_FIFO:
+	case SCHED_DISC_FIFO:
 		return &sched_fifo_ops;
-	case SCHED_FQ_CODEL:
+	case SCHED_DISC_FQ_CODEL:
 		return &sched_fq_codel_ops;
-	case SCHED_CAKE:
+	case SCHED_DISC_CAKE:
 		return &sched_cake_ops;
 	}
 	return NULL;
