@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages shaper needs to build, test and run its bed.
+# Safe to run twice: installs only what is missing (needs root for that).
+set -euo pipefail
+
+pkgs=(
+	# build
+	gcc libc6-dev meson ninja-build pkg-config
+	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev libcmocka-dev
+	# tests and the namespace bed
+	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
+	tcpdump procps kmod clang-format valgrind
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "install-deps: all ${#pkgs[@]} packages present"
+	exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
