@@ -22,6 +22,7 @@
 
 #include "shaper/classify.h"
 #include "shaper/config.h"
+#include "shaper/control.h"
 #include "shaper/dataplane.h"
 #include "shaper/sched.h"
 
@@ -125,50 +126,27 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 	return 0;
 }
 
-static json_t *
-dir_stats_json(const struct dp_dir *d)
-{
-	struct sched_stats st;
-	json_t *o = json_object(), *drops = json_object();
-
-	sched_get_stats(d->sched, &st);
-	json_object_set_new(o, "rx_packets", json_integer((json_int_t)d->stats.rx_pkts));
-	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)d->stats.rx_bytes));
-	json_object_set_new(o, "tx_packets", json_integer((json_int_t)d->stats.tx_pkts));
-	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)d->stats.tx_bytes));
-	json_object_set_new(o, "tx_retries", json_integer((json_int_t)d->stats.tx_retries));
-	for (int r = 0; r < SHAPER_DROP_MAX; r++)
-		json_object_set_new(drops, shaper_drop_name(r),
-				    json_integer((json_int_t)d->stats.dropped[r]));
-	json_object_set_new(o, "dropped", drops);
-	json_object_set_new(o, "enqueued", json_integer((json_int_t)st.enqueued_pkts));
-	json_object_set_new(o, "dequeued", json_integer((json_int_t)st.dequeued_pkts));
-	json_object_set_new(o, "backlog", json_integer((json_int_t)st.backlog_pkts));
-	return o;
-}
-
-static json_t *
-port_stats_json(const struct dp_port *p)
+static void
+port_counters(const struct dp_port *p, struct ctl_port_counters *pc)
 {
 	struct rte_eth_stats es;
-	json_t *o = json_object();
 
 	memset(&es, 0, sizeof(es));
+	memset(pc, 0, sizeof(*pc));
 	rte_eth_stats_get(p->port_id, &es);
-	json_object_set_new(o, "name", json_string(p->name));
-	json_object_set_new(o, "rx_packets", json_integer((json_int_t)es.ipackets));
-	json_object_set_new(o, "tx_packets", json_integer((json_int_t)es.opackets));
-	json_object_set_new(o, "rx_bytes", json_integer((json_int_t)es.ibytes));
-	json_object_set_new(o, "tx_bytes", json_integer((json_int_t)es.obytes));
-	json_object_set_new(o, "rx_missed", json_integer((json_int_t)es.imissed));
-	json_object_set_new(o, "rx_errors", json_integer((json_int_t)es.ierrors));
-	json_object_set_new(o, "tx_errors", json_integer((json_int_t)es.oerrors));
-	json_object_set_new(o, "rx_nombuf", json_integer((json_int_t)es.rx_nombuf));
-	return o;
+	snprintf(pc->name, sizeof(pc->name), "%s", p->name);
+	pc->rx_packets = es.ipackets;
+	pc->tx_packets = es.opackets;
+	pc->rx_bytes = es.ibytes;
+	pc->tx_bytes = es.obytes;
+	pc->rx_missed = es.imissed;
+	pc->rx_errors = es.ierrors;
+	pc->tx_errors = es.oerrors;
+	pc->rx_nombuf = es.rx_nombuf;
 }
 
 static void
-print_counters(const struct app *a, json_t *ports, json_t *dirs)
+print_counters(json_t *ports, json_t *dirs)
 {
 	const char *key;
 	json_t *v;
@@ -182,17 +160,18 @@ print_counters(const struct app *a, json_t *ports, json_t *dirs)
 		       json_integer_value(json_object_get(v, "rx_missed")),
 		       json_integer_value(json_object_get(v, "rx_errors")),
 		       json_integer_value(json_object_get(v, "tx_errors")));
-	printf("%-10s %12s %12s %10s  %s\n", "direction", "rx_packets", "tx_packets", "backlog",
+	printf("%-10s %12s %12s %10s  %s\n", "direction", "rx_packets", "tx_packets", "qlen",
 	       "dropped by reason");
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		json_t *o = json_object_get(dirs, shaper_dir_name[d]);
-		const struct dp_dir_stats *s = &a->dir[d].stats;
+	json_object_foreach(dirs, key, v) {
+		json_t *reasons = json_object_get(v, "drop_reasons"), *n;
+		const char *reason;
 
-		printf("%-10s %12llu %12llu %10lld ", shaper_dir_name[d],
-		       (unsigned long long)s->rx_pkts, (unsigned long long)s->tx_pkts,
-		       json_integer_value(json_object_get(o, "backlog")));
-		for (int r = 0; r < SHAPER_DROP_MAX; r++)
-			printf(" %s=%llu", shaper_drop_name(r), (unsigned long long)s->dropped[r]);
+		printf("%-10s %12lld %12lld %10lld ", key,
+		       json_integer_value(json_object_get(v, "rx_packets")),
+		       json_integer_value(json_object_get(v, "tx_packets")),
+		       json_integer_value(json_object_get(v, "qlen")));
+		json_object_foreach(reasons, reason, n)
+			printf(" %s=%lld", reason, json_integer_value(n));
 		printf("\n");
 	}
 }
@@ -204,11 +183,24 @@ collect_counters(struct app *a)
 	json_t *root = json_object(), *ports = json_object(), *dirs = json_object();
 
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
-		if (a->port_open[r])
-			json_object_set_new(ports, shaper_port_name[r], port_stats_json(&a->port[r]));
+		if (a->port_open[r]) {
+			struct ctl_port_counters pc;
+
+			port_counters(&a->port[r], &pc);
+			json_object_set_new(ports, shaper_port_name[r], ctl_port_stats_json(&pc));
+		}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a->dir[d].sched != NULL)
-			json_object_set_new(dirs, shaper_dir_name[d], dir_stats_json(&a->dir[d]));
+		if (a->dir[d].sched != NULL) {
+			struct sched_stats *st = calloc(1, sizeof(*st));
+
+			if (st == NULL)
+				continue;
+			sched_get_stats(a->dir[d].sched, st);
+			json_object_set_new(dirs, shaper_dir_name[d],
+					    ctl_dir_stats_json(&a->dir[d].stats, st,
+							       sched_get_params(a->dir[d].sched)));
+			free(st);
+		}
 	json_object_set_new(root, "ports", ports);
 	json_object_set_new(root, "directions", dirs);
 	return root;
@@ -219,7 +211,7 @@ static void
 report(struct app *a, json_t *root, unsigned int mbufs_in_use)
 {
 	json_object_set_new(root, "mbufs_in_use", json_integer(mbufs_in_use));
-	print_counters(a, json_object_get(root, "ports"), json_object_get(root, "directions"));
+	print_counters(json_object_get(root, "ports"), json_object_get(root, "directions"));
 	printf("mbufs in use at exit: %u\n", mbufs_in_use);
 	if (a->stats_file != NULL && json_dump_file(root, a->stats_file, JSON_INDENT(2)) != 0)
 		fprintf(stderr, "shaperd: cannot write %s\n", a->stats_file);
@@ -242,6 +234,11 @@ setup_dirs(struct app *a)
 		dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
 		if (dd->sched == NULL) {
 			fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+			return -1;
+		}
+		if (dp_dir_control_init(dd) != 0) {
+			fprintf(stderr, "shaperd: %s: cannot create the control mailbox\n",
+				shaper_dir_name[d]);
 			return -1;
 		}
 	}
@@ -309,6 +306,43 @@ teardown(struct app *a)
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		if (a->dir[d].sched != NULL)
 			dp_dir_drain(&a->dir[d]);
+}
+
+/* The main lcore serves the control socket until a signal stops us. */
+static void
+run_control(struct app *a)
+{
+	struct dp_control ctl;
+	struct ctl_backend be;
+	struct ctl_server_params sp;
+	struct ctl_server *srv = NULL;
+	char err[SHAPER_ERR_LEN] = "";
+
+	if (a->cfg.control_enabled) {
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			ctl.dirs[d] = &a->dir[d];
+		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+			ctl.ports[r] = &a->port[r];
+		dp_control_backend(&ctl, &be);
+		sp.path = a->cfg.control_socket;
+		sp.group = a->cfg.control_group;
+		sp.mode = a->cfg.control_mode;
+		srv = ctl_server_open(&sp, &be, err, sizeof(err));
+		if (srv == NULL)
+			fprintf(stderr, "shaperd: control socket: %s (continuing without it)\n", err);
+		else
+			printf("shaperd: control socket %s\n", a->cfg.control_socket);
+		fflush(stdout);
+	}
+	while (!dp_stop_requested()) {
+		if (srv == NULL) {
+			usleep(100000);
+			continue;
+		}
+		if (ctl_server_poll(srv, 100) != 0)
+			usleep(100000);
+	}
+	ctl_server_close(srv);
 }
 
 int
@@ -380,8 +414,7 @@ main(int argc, char **argv)
 	       shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
 	fflush(stdout);
 
-	while (!dp_stop_requested())
-		usleep(100000);
+	run_control(&a);
 
 out_run:
 	dp_request_stop();
@@ -397,8 +430,10 @@ out_ports:
 	report(&a, counters, in_use);
 	if (in_use != 0)
 		exit_code = 3;
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		sched_free(a.dir[d].sched);
+		dp_dir_control_free(&a.dir[d]);
+	}
 	if (a.pool != NULL)
 		rte_mempool_free(a.pool);
 out_eal:

@@ -14,6 +14,7 @@
 
 #include "shaper/classify.h"
 #include "shaper/config.h"
+#include "shaper/control.h"
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 
@@ -31,12 +32,34 @@ dp_pkt_mbuf(struct sh_pkt *p)
 	return (struct rte_mbuf *)((char *)p - sizeof(struct rte_mbuf));
 }
 
-/* Counters of one direction; written only by the worker that owns it. */
-struct dp_dir_stats {
-	uint64_t rx_pkts, rx_bytes;  /* received on the input port */
-	uint64_t tx_pkts, tx_bytes;  /* accepted by the output port */
-	uint64_t tx_retries;         /* turns the output port refused frames */
-	uint64_t dropped[SHAPER_DROP_MAX];
+/*
+ * What the worker publishes for the control thread every few ms and after
+ * every change: a seqlock (odd seq = being written) so readers never stop it.
+ */
+struct dp_snapshot {
+	uint32_t seq;
+	uint64_t time_ns;
+	struct ctl_dir_counters c;
+	struct sched_params params;
+	struct sched_stats st;
+};
+
+/* Control -> worker requests, posted on the direction's request ring. */
+enum dp_msg_type {
+	DP_MSG_UPDATE, /* sched_update with params */
+	DP_MSG_SWAP,   /* replace the scheduler (new discipline): queued packets move over */
+	DP_MSG_RESET,  /* zero the counters */
+	DP_MSG_FLOWS,  /* list the top flows */
+};
+
+struct dp_msg {
+	enum dp_msg_type type;
+	struct sched_params params;
+	struct sched *sched; /* SWAP: the new one in, the old one back out */
+	struct ctl_flow *flows;
+	unsigned int max_flows;
+	int rc; /* result: 0 / -errno, or the flow count */
+	char err[256];
 };
 
 struct dp_dir {
@@ -46,7 +69,10 @@ struct dp_dir {
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
-	struct dp_dir_stats stats;
+	struct ctl_dir_counters stats; /* written only by the owning worker */
+	struct rte_ring *req, *resp;   /* control mailbox (SPSC each way) */
+	struct dp_snapshot *snap;
+	uint64_t next_snap_ns;
 };
 
 struct dp_port {
@@ -87,6 +113,27 @@ int dp_worker_main(void *arg);
 
 /* Drop every packet still held by a direction (scheduler and tx pending), counted as shutdown. */
 void dp_dir_drain(struct dp_dir *d);
+
+/* Create the direction's mailbox and snapshot; 0 or -errno. */
+int dp_dir_control_init(struct dp_dir *d);
+void dp_dir_control_free(struct dp_dir *d);
+
+/* Read a consistent snapshot (control thread); 0 or -EAGAIN if none yet. */
+int dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out);
+
+/* Post a request and wait for the worker's answer (control thread). */
+int dp_dir_call(struct dp_dir *d, struct dp_msg *m, unsigned int timeout_ms);
+
+/* Fill out[0..max) with the direction's top flows (worker side). */
+int dp_describe_flows(struct dp_dir *d, uint64_t now, struct ctl_flow *out, unsigned int max);
+
+/* What the control server needs to reach the data plane. */
+struct dp_control {
+	struct dp_dir *dirs[SHAPER_NUM_DIRS];
+	struct dp_port *ports[SHAPER_NUM_PORTS];
+};
+
+void dp_control_backend(struct dp_control *ctl, struct ctl_backend *be);
 
 /* Nanoseconds since start from the TSC (set up once by dp_clock_init). */
 void dp_clock_init(void);

@@ -214,4 +214,18 @@ void sched_reset_stats(struct sched *s);
 
 const struct sched_params *sched_get_params(const struct sched *s);
 
+/* One queued flow, for the control socket's "flows" command. */
+struct sched_flow_info {
+	const struct sh_pkt *head; /* its oldest packet (addresses are read from it) */
+	uint32_t packets;
+	uint64_t backlog_bytes;
+	uint8_t tin;
+};
+
+/*
+ * Up to max queued flows with the largest backlog, largest first. Returns
+ * the count. Control-path cost (walks the queues); call between bursts.
+ */
+int sched_top_flows(const struct sched *s, struct sched_flow_info *out, unsigned int max);
+
 #endif

@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 
 #include "shaper/dataplane.h"
 
@@ -83,7 +84,7 @@ flush_pending(struct dp_dir *d)
 		return;
 	sent = rte_eth_tx_burst(d->tx_port, 0, d->pending, d->n_pending);
 	for (i = 0; i < sent; i++) {
-		d->stats.tx_pkts++;
+		d->stats.tx_packets++;
 		d->stats.tx_bytes += d->pending[i]->pkt_len;
 	}
 	if (sent < d->n_pending) {
@@ -127,7 +128,7 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
 			pkt_from_mbuf(rx[i], truesize);
 			pkts[i] = dp_mbuf_pkt(rx[i]);
-			d->stats.rx_pkts++;
+			d->stats.rx_packets++;
 			d->stats.rx_bytes += rx[i]->pkt_len;
 		}
 		classify_burst(pkts, nb_rx, &d->key);
@@ -162,6 +163,78 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	return nb_rx + n_out;
 }
 
+#define DP_SNAPSHOT_NS 10000000ULL /* publish counters every 10 ms */
+
+static void
+publish_snapshot(struct dp_dir *d, uint64_t now)
+{
+	struct dp_snapshot *s = d->snap;
+	uint32_t seq = s->seq;
+
+	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	s->time_ns = now;
+	s->c = d->stats;
+	s->params = *sched_get_params(d->sched);
+	sched_get_stats(d->sched, &s->st);
+	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+	d->next_snap_ns = now + DP_SNAPSHOT_NS;
+}
+
+/* Handle one control request between bursts. */
+static void
+handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
+{
+	struct sh_pkt_list drops, moved;
+	struct sh_pkt *p;
+
+	switch (m->type) {
+	case DP_MSG_UPDATE:
+		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
+		break;
+	case DP_MSG_SWAP: {
+		struct sched *old = d->sched;
+
+		/* Queued packets move over in order; the new discipline may drop some. */
+		sh_pkt_list_init(&moved);
+		sh_pkt_list_init(&drops);
+		sched_flush(old, &moved);
+		while ((p = sh_pkt_list_pop(&moved)) != NULL)
+			sched_enqueue(m->sched, p, now, &drops);
+		free_drops(d, &drops);
+		d->sched = m->sched;
+		m->sched = old;
+		m->rc = 0;
+		break;
+	}
+	case DP_MSG_RESET:
+		memset(&d->stats, 0, sizeof(d->stats));
+		sched_reset_stats(d->sched);
+		m->rc = 0;
+		break;
+	case DP_MSG_FLOWS:
+		m->rc = dp_describe_flows(d, now, m->flows, m->max_flows);
+		break;
+	}
+	publish_snapshot(d, now);
+}
+
+static void
+control_turn(struct dp_dir *d, uint64_t now)
+{
+	void *m;
+
+	if (d->req == NULL)
+		return;
+	if (rte_ring_sc_dequeue(d->req, &m) == 0) {
+		handle_msg(d, m, now);
+		/* The reply ring is as large as the request ring: this cannot fail. */
+		rte_ring_sp_enqueue(d->resp, m);
+	}
+	if (now >= d->next_snap_ns)
+		publish_snapshot(d, now);
+}
+
 int
 dp_worker_main(void *arg)
 {
@@ -173,8 +246,10 @@ dp_worker_main(void *arg)
 		uint64_t next_due = UINT64_MAX;
 		unsigned int work = 0;
 
-		for (unsigned int i = 0; i < w->n_dirs; i++)
+		for (unsigned int i = 0; i < w->n_dirs; i++) {
 			work += dir_turn(w->dirs[i], now, w->burst, &next_due);
+			control_turn(w->dirs[i], now);
+		}
 		if (work != 0 || w->idle_sleep_us == 0) {
 			idle = 0;
 			continue;

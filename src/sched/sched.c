@@ -214,3 +214,11 @@ sched_get_params(const struct sched *s)
 {
 	return &s->params;
 }
+
+int
+sched_top_flows(const struct sched *s, struct sched_flow_info *out, unsigned int max)
+{
+	if (s->ops->top_flows == NULL || max == 0)
+		return 0;
+	return s->ops->top_flows(s->impl, out, max);
+}

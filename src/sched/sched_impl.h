@@ -24,6 +24,8 @@ struct sched_ops {
 	/* Fill the discipline's fields of st (backlog, tins, memory...). */
 	void (*get_stats)(const void *impl, struct sched_stats *st);
 	void (*reset_stats)(void *impl);
+	/* Optional: as sched_top_flows (NULL = the discipline has no flows to show). */
+	int (*top_flows)(const void *impl, struct sched_flow_info *out, unsigned int max);
 };
 
 extern const struct sched_ops sched_fifo_ops;

@@ -63,8 +63,8 @@ stop_daemon() { # name
 import json, sys
 st = json.load(open(sys.argv[1])); name = sys.argv[2]; bad = 0
 for d, v in st["directions"].items():
-    drops = sum(v["dropped"].values())
-    good = v["rx_packets"] == v["tx_packets"] + drops + v["backlog"] and v["rx_packets"] > 0
+    drops = sum(v["drop_reasons"].values())
+    good = v["rx_packets"] == v["tx_packets"] + drops + v["qlen"] and v["rx_packets"] > 0
     print(("ok   " if good else "FAIL ") + "%s %s: rx %d = tx %d + dropped %d" % (name, d, v["rx_packets"], v["tx_packets"], drops))
     bad += not good
 good = st["mbufs_in_use"] == 0

@@ -1,0 +1,119 @@
+/*
+ * The control plane: newline-delimited JSON over a Unix stream socket.
+ *   request:  {"id":1,"cmd":"stats","args":{...}}
+ *   reply:    {"id":1,"ok":true,"result":...}
+ *          or {"id":1,"ok":false,"error":{"code":"...","message":"..."}}
+ * Protocol and server are plain C (jansson, POSIX); what they read and
+ * change is reached through struct ctl_backend, which the daemon implements
+ * over worker snapshots and mailboxes and the unit tests fake.
+ */
+#ifndef SHAPER_CONTROL_H
+#define SHAPER_CONTROL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/config.h"
+#include "shaper/sched.h"
+
+#define CTL_PROTOCOL_VERSION 1
+#define CTL_MAX_LINE (64 * 1024)       /* one request, newline included */
+#define CTL_MAX_OUTQ (4 * 1024 * 1024) /* replies queued for a slow client */
+#define CTL_MAX_CLIENTS 256
+
+/* Error codes carried in replies (and used as shapectl exit reasons). */
+#define CTL_ERRORS(X)                                                          \
+	X(BAD_JSON, "bad_json")                                                \
+	X(BAD_REQUEST, "bad_request")                                          \
+	X(UNKNOWN_COMMAND, "unknown_command")                                  \
+	X(INVALID_ARGUMENT, "invalid_argument")                                \
+	X(TOO_LARGE, "too_large")                                              \
+	X(BUSY, "busy")                                                        \
+	X(INTERNAL, "internal")
+
+enum ctl_error {
+#define CTL_ERROR_ENUM(id, name) CTL_ERR_##id,
+	CTL_ERRORS(CTL_ERROR_ENUM)
+#undef CTL_ERROR_ENUM
+	CTL_ERR_MAX
+};
+
+const char *ctl_error_name(enum ctl_error e);
+
+/* Per-direction counters kept by the data plane. */
+struct ctl_dir_counters {
+	uint64_t rx_packets, rx_bytes;
+	uint64_t tx_packets, tx_bytes;
+	uint64_t tx_retries;
+	uint64_t dropped[SHAPER_DROP_MAX];
+};
+
+struct ctl_port_counters {
+	char name[64];
+	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes;
+	uint64_t rx_missed, rx_errors, tx_errors, rx_nombuf;
+};
+
+/* One queued flow, as shown by the "flows" command. */
+struct ctl_flow {
+	char src[48], dst[48]; /* addresses as text */
+	uint16_t sport, dport;
+	uint8_t proto;
+	uint8_t tin;
+	uint32_t packets;
+	uint64_t backlog_bytes;
+	uint64_t sojourn_ns; /* age of the head packet */
+};
+
+struct ctl_backend {
+	void *opaque;
+	/* A consistent snapshot of one direction; 0 or -errno. */
+	int (*dir_snapshot)(void *opaque, enum shaper_dir d, struct ctl_dir_counters *c,
+			    struct sched_stats *st, struct sched_params *params);
+	int (*port_counters)(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc);
+	/* Apply params to a direction between bursts; 0, or -errno with err. */
+	int (*apply)(void *opaque, enum shaper_dir d, const struct sched_params *p, char *err,
+		     size_t errlen);
+	int (*reset_stats)(void *opaque);
+	/* Up to max flows of a direction with the largest backlog; count or -errno. */
+	int (*flows)(void *opaque, enum shaper_dir d, struct ctl_flow *out, unsigned int max);
+};
+
+/*
+ * Handle one request line (without its newline). Always returns a reply
+ * line (malloc'd, newline-terminated, caller frees), never NULL unless out
+ * of memory.
+ */
+char *ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len);
+
+/* Build the "stats" result for one direction (json_t *), shared with the exit report. */
+void *ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *st,
+			 const struct sched_params *p);
+void *ctl_port_stats_json(const struct ctl_port_counters *pc);
+
+/* The socket server. */
+struct ctl_server;
+
+struct ctl_server_params {
+	const char *path;
+	const char *group; /* "" or NULL: keep the process's group */
+	uint32_t mode;
+};
+
+/*
+ * Create the listening socket. Refuses to replace a path that exists and
+ * is not a stale socket (one nobody listens on). NULL with err on failure.
+ */
+struct ctl_server *ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
+				   char *err, size_t errlen);
+
+/* Serve for up to timeout_ms; returns 0, or -errno on a fatal error. */
+int ctl_server_poll(struct ctl_server *srv, int timeout_ms);
+
+unsigned int ctl_server_clients(const struct ctl_server *srv);
+
+/* Close every client and the socket, and unlink the path. */
+void ctl_server_close(struct ctl_server *srv);
+
+#endif

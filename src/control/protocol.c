@@ -1,0 +1,481 @@
+/*
+ * Control protocol: one JSON request in, one JSON reply out. Every command
+ * goes through the backend, so the same handlers serve the socket, the
+ * telemetry hooks and the unit tests.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "shaper/config.h"
+#include "shaper/control.h"
+
+static const char *const error_names[] = {
+#define CTL_ERROR_NAME(id, name) name,
+	CTL_ERRORS(CTL_ERROR_NAME)
+#undef CTL_ERROR_NAME
+};
+
+const char *
+ctl_error_name(enum ctl_error e)
+{
+	return (unsigned int)e < CTL_ERR_MAX ? error_names[e] : "internal";
+}
+
+struct reply {
+	json_t *result;     /* set on success */
+	enum ctl_error err; /* else */
+	char msg[SHAPER_ERR_LEN];
+};
+
+static int
+fail(struct reply *r, enum ctl_error e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int
+fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->err = e;
+	va_start(ap, fmt);
+	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+#define J_U64(v) json_integer((json_int_t)(v))
+
+void *
+ctl_port_stats_json(const struct ctl_port_counters *pc)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "name", json_string(pc->name));
+	json_object_set_new(o, "rx_packets", J_U64(pc->rx_packets));
+	json_object_set_new(o, "tx_packets", J_U64(pc->tx_packets));
+	json_object_set_new(o, "rx_bytes", J_U64(pc->rx_bytes));
+	json_object_set_new(o, "tx_bytes", J_U64(pc->tx_bytes));
+	json_object_set_new(o, "rx_missed", J_U64(pc->rx_missed));
+	json_object_set_new(o, "rx_errors", J_U64(pc->rx_errors));
+	json_object_set_new(o, "tx_errors", J_U64(pc->tx_errors));
+	json_object_set_new(o, "rx_nombuf", J_U64(pc->rx_nombuf));
+	return o;
+}
+
+static json_t *
+tin_json(const struct sched_tin_stats *t)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "name", json_string(t->name));
+	json_object_set_new(o, "threshold_rate", J_U64(t->threshold_rate));
+	json_object_set_new(o, "sent_bytes", J_U64(t->sent_bytes));
+	json_object_set_new(o, "backlog_bytes", J_U64(t->backlog_bytes));
+	json_object_set_new(o, "target_us", J_U64(t->target_us));
+	json_object_set_new(o, "interval_us", J_U64(t->interval_us));
+	json_object_set_new(o, "peak_delay_us", J_U64(t->peak_delay_us));
+	json_object_set_new(o, "avg_delay_us", J_U64(t->avg_delay_us));
+	json_object_set_new(o, "base_delay_us", J_U64(t->base_delay_us));
+	json_object_set_new(o, "sent_packets", J_U64(t->sent_packets));
+	json_object_set_new(o, "way_indirect_hits", J_U64(t->way_indirect_hits));
+	json_object_set_new(o, "way_misses", J_U64(t->way_misses));
+	json_object_set_new(o, "way_collisions", J_U64(t->way_collisions));
+	json_object_set_new(o, "drops", J_U64(t->drops));
+	json_object_set_new(o, "ecn_mark", J_U64(t->ecn_mark));
+	json_object_set_new(o, "ack_drops", J_U64(t->ack_drops));
+	json_object_set_new(o, "sparse_flows", J_U64(t->sparse_flows));
+	json_object_set_new(o, "bulk_flows", J_U64(t->bulk_flows));
+	json_object_set_new(o, "unresponsive_flows", J_U64(t->unresponsive_flows));
+	json_object_set_new(o, "max_pkt_len", J_U64(t->max_pkt_len));
+	json_object_set_new(o, "flow_quantum", J_U64(t->flow_quantum));
+	return o;
+}
+
+void *
+ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *st,
+		   const struct sched_params *p)
+{
+	json_t *o = json_object(), *drops = json_object(), *tins = json_array();
+	uint64_t total_drops = 0;
+
+	json_object_set_new(o, "discipline", json_string(shaper_discipline_name(p->discipline)));
+	json_object_set_new(o, "bandwidth", J_U64(p->rate));
+	json_object_set_new(o, "rx_packets", J_U64(c->rx_packets));
+	json_object_set_new(o, "rx_bytes", J_U64(c->rx_bytes));
+	json_object_set_new(o, "tx_packets", J_U64(c->tx_packets));
+	json_object_set_new(o, "tx_bytes", J_U64(c->tx_bytes));
+	json_object_set_new(o, "tx_retries", J_U64(c->tx_retries));
+	for (int r = 0; r < SHAPER_DROP_MAX; r++) {
+		json_object_set_new(drops, shaper_drop_name(r), J_U64(c->dropped[r]));
+		total_drops += c->dropped[r];
+	}
+	json_object_set_new(o, "drops", J_U64(total_drops));
+	json_object_set_new(o, "drop_reasons", drops);
+	json_object_set_new(o, "packets", J_U64(st->dequeued_pkts));
+	json_object_set_new(o, "bytes", J_U64(st->dequeued_bytes));
+	json_object_set_new(o, "backlog", J_U64(st->backlog_bytes));
+	json_object_set_new(o, "qlen", J_U64(st->backlog_pkts));
+	json_object_set_new(o, "overlimits", J_U64(st->overlimits));
+	json_object_set_new(o, "ecn_mark", J_U64(st->ecn_marked));
+	json_object_set_new(o, "memory_used", J_U64(st->memory_used));
+	json_object_set_new(o, "memory_limit", J_U64(st->memory_limit));
+	json_object_set_new(o, "capacity_estimate", J_U64(st->capacity_estimate));
+	json_object_set_new(o, "min_network_size", J_U64(st->min_network_size));
+	json_object_set_new(o, "max_network_size", J_U64(st->max_network_size));
+	json_object_set_new(o, "min_adj_size", J_U64(st->min_adj_size));
+	json_object_set_new(o, "max_adj_size", J_U64(st->max_adj_size));
+	json_object_set_new(o, "avg_hdr_offset", J_U64(st->avg_hdr_offset));
+	for (uint32_t t = 0; t < st->tin_count && t < SCHED_MAX_TINS; t++)
+		json_array_append_new(tins, tin_json(&st->tins[t]));
+	json_object_set_new(o, "tins", tins);
+	return o;
+}
+
+/* "direction" argument: absent = both (mask 3), else one. */
+static int
+arg_directions(const json_t *args, unsigned int *mask, bool required, struct reply *r)
+{
+	const json_t *v = args != NULL ? json_object_get(args, "direction") : NULL;
+
+	if (v == NULL) {
+		if (required)
+			return fail(r, CTL_ERR_INVALID_ARGUMENT,
+				    "args.direction: missing (upstream or downstream)");
+		*mask = 3;
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(r, CTL_ERR_INVALID_ARGUMENT,
+			    "args.direction: expected \"upstream\" or \"downstream\"");
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (strcmp(json_string_value(v), shaper_dir_name[d]) == 0) {
+			*mask = 1u << d;
+			return 0;
+		}
+	return fail(r, CTL_ERR_INVALID_ARGUMENT,
+		    "args.direction: \"%s\" is not a direction (upstream or downstream)",
+		    json_string_value(v));
+}
+
+static int
+check_args(const json_t *args, const char *const *known, struct reply *r)
+{
+	const char *key;
+	json_t *v;
+
+	if (args == NULL)
+		return 0;
+	json_object_foreach((json_t *)args, key, v) {
+		const char *const *k;
+
+		for (k = known; *k != NULL; k++)
+			if (strcmp(*k, key) == 0)
+				break;
+		if (*k == NULL)
+			return fail(r, CTL_ERR_INVALID_ARGUMENT, "args.%s: unknown argument", key);
+	}
+	return 0;
+}
+
+static int
+cmd_version(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {NULL};
+
+	(void)be;
+	if (check_args(args, known, r) != 0)
+		return -1;
+	r->result = json_pack("{s:i, s:s, s:s}", "protocol", CTL_PROTOCOL_VERSION, "version",
+			      SHAPER_VERSION, "name", "shaperd");
+	return 0;
+}
+
+static int
+cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {"direction", NULL};
+	json_t *ports = json_object(), *dirs = json_object();
+	unsigned int mask;
+
+	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, false, r) != 0)
+		goto err;
+	for (int i = 0; i < SHAPER_NUM_PORTS; i++) {
+		struct ctl_port_counters pc;
+
+		memset(&pc, 0, sizeof(pc));
+		if (be->port_counters(be->opaque, (enum shaper_port_role)i, &pc) == 0)
+			json_object_set_new(ports, shaper_port_name[i], ctl_port_stats_json(&pc));
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		struct ctl_dir_counters c;
+		struct sched_stats *st;
+		struct sched_params p;
+
+		if (!(mask & (1u << d)))
+			continue;
+		st = calloc(1, sizeof(*st));
+		if (st == NULL || be->dir_snapshot(be->opaque, (enum shaper_dir)d, &c, st, &p) != 0) {
+			free(st);
+			fail(r, CTL_ERR_BUSY, "%s: no statistics snapshot available yet",
+			     shaper_dir_name[d]);
+			goto err;
+		}
+		json_object_set_new(dirs, shaper_dir_name[d], ctl_dir_stats_json(&c, st, &p));
+		free(st);
+	}
+	r->result = json_pack("{s:o, s:o}", "ports", ports, "directions", dirs);
+	return 0;
+err:
+	json_decref(ports);
+	json_decref(dirs);
+	return -1;
+}
+
+static int
+cmd_stats_reset(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {NULL};
+
+	if (check_args(args, known, r) != 0)
+		return -1;
+	if (be->reset_stats(be->opaque) != 0)
+		return fail(r, CTL_ERR_BUSY, "the data plane did not answer; try again");
+	r->result = json_object();
+	return 0;
+}
+
+static int
+current_params(const struct ctl_backend *be, enum shaper_dir d, struct sched_params *p,
+	       struct reply *r)
+{
+	struct ctl_dir_counters c;
+	struct sched_stats *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (st == NULL)
+		return fail(r, CTL_ERR_INTERNAL, "out of memory");
+	rc = be->dir_snapshot(be->opaque, d, &c, st, p);
+	free(st);
+	if (rc != 0)
+		return fail(r, CTL_ERR_BUSY, "%s: no snapshot available yet", shaper_dir_name[d]);
+	return 0;
+}
+
+static int
+cmd_config_get(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {"direction", NULL};
+	unsigned int mask;
+	json_t *o;
+
+	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, false, r) != 0)
+		return -1;
+	o = json_object();
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		struct sched_params p;
+
+		if (!(mask & (1u << d)))
+			continue;
+		if (current_params(be, (enum shaper_dir)d, &p, r) != 0) {
+			json_decref(o);
+			return -1;
+		}
+		json_object_set_new(o, shaper_dir_name[d], shaper_config_direction_to_json(&p));
+	}
+	r->result = o;
+	return 0;
+}
+
+static int
+cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {"direction", "settings", NULL};
+	const json_t *settings = args != NULL ? json_object_get(args, "settings") : NULL;
+	struct sched_params p;
+	char err[SHAPER_ERR_LEN];
+	unsigned int mask;
+	enum shaper_dir d;
+
+	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, true, r) != 0)
+		return -1;
+	d = mask == 1 ? SHAPER_UP : SHAPER_DOWN;
+	if (settings == NULL || !json_is_object(settings) || json_object_size(settings) == 0)
+		return fail(r, CTL_ERR_INVALID_ARGUMENT,
+			    "args.settings: expected an object of settings, e.g. "
+			    "{\"bandwidth\": \"200mbit\"}");
+	if (current_params(be, d, &p, r) != 0)
+		return -1;
+	if (shaper_config_parse_direction(settings, shaper_dir_name[d], &p, err, sizeof(err)) != 0)
+		return fail(r, CTL_ERR_INVALID_ARGUMENT, "%s", err);
+	if (be->apply(be->opaque, d, &p, err, sizeof(err)) != 0)
+		return fail(r, CTL_ERR_INVALID_ARGUMENT, "%s: %s", shaper_dir_name[d], err);
+	r->result = json_pack("{s:o}", shaper_dir_name[d], shaper_config_direction_to_json(&p));
+	return 0;
+}
+
+static int
+cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = {"direction", "top", NULL};
+	const json_t *top = args != NULL ? json_object_get(args, "top") : NULL;
+	unsigned int mask, n = 10;
+	struct ctl_flow *flows;
+	json_t *o;
+
+	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, false, r) != 0)
+		return -1;
+	if (top != NULL) {
+		if (!json_is_integer(top) || json_integer_value(top) < 1 ||
+		    json_integer_value(top) > 1000)
+			return fail(r, CTL_ERR_INVALID_ARGUMENT,
+				    "args.top: expected an integer 1..1000");
+		n = (unsigned int)json_integer_value(top);
+	}
+	flows = calloc(n, sizeof(*flows));
+	if (flows == NULL)
+		return fail(r, CTL_ERR_INTERNAL, "out of memory");
+	o = json_object();
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		json_t *arr;
+		int got;
+
+		if (!(mask & (1u << d)))
+			continue;
+		got = be->flows(be->opaque, (enum shaper_dir)d, flows, n);
+		if (got < 0) {
+			free(flows);
+			json_decref(o);
+			return fail(r, CTL_ERR_BUSY, "%s: flows unavailable: %s", shaper_dir_name[d],
+				    strerror(-got));
+		}
+		arr = json_array();
+		for (int i = 0; i < got; i++) {
+			const struct ctl_flow *f = &flows[i];
+
+			json_array_append_new(
+				arr, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
+					       "src", f->src, "dst", f->dst, "sport", f->sport,
+					       "dport", f->dport, "proto", f->proto, "tin", f->tin,
+					       "packets", (json_int_t)f->packets, "backlog_bytes",
+					       (json_int_t)f->backlog_bytes, "sojourn_us",
+					       (json_int_t)(f->sojourn_ns / 1000)));
+		}
+		json_object_set_new(o, shaper_dir_name[d], arr);
+	}
+	free(flows);
+	r->result = o;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(const struct ctl_backend *, const json_t *, struct reply *);
+} commands[] = {
+	{"version", cmd_version},       {"stats", cmd_stats},
+	{"stats.reset", cmd_stats_reset}, {"flows", cmd_flows},
+	{"config.get", cmd_config_get}, {"config.set", cmd_config_set},
+};
+
+static char *
+finish(json_t *id, struct reply *r)
+{
+	json_t *o;
+	char *s, *line;
+	size_t n;
+
+	if (r->result != NULL)
+		o = json_pack("{s:O?, s:b, s:o}", "id", id, "ok", 1, "result", r->result);
+	else
+		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
+			      ctl_error_name(r->err), "message", r->msg);
+	if (o == NULL)
+		return NULL;
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (s == NULL)
+		return NULL;
+	n = strlen(s);
+	line = realloc(s, n + 2);
+	if (line == NULL) {
+		free(s);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	return line;
+}
+
+char *
+ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
+{
+	struct reply r = {.result = NULL, .err = CTL_ERR_INTERNAL, .msg = ""};
+	json_error_t jerr;
+	json_t *req, *id = NULL, *cmd, *args;
+	char *out;
+
+	if (len >= CTL_MAX_LINE) {
+		fail(&r, CTL_ERR_TOO_LARGE, "request longer than %d bytes", CTL_MAX_LINE);
+		return finish(NULL, &r);
+	}
+	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (req == NULL) {
+		fail(&r, CTL_ERR_BAD_JSON, "column %d: %s", jerr.column, jerr.text);
+		return finish(NULL, &r);
+	}
+	if (!json_is_object(req)) {
+		fail(&r, CTL_ERR_BAD_REQUEST, "a request is a JSON object {\"id\":..,\"cmd\":..}");
+		goto out;
+	}
+	id = json_object_get(req, "id");
+	if (id != NULL && !json_is_integer(id) && !json_is_string(id)) {
+		id = NULL;
+		fail(&r, CTL_ERR_BAD_REQUEST, "id: expected an integer or a string");
+		goto out;
+	}
+	cmd = json_object_get(req, "cmd");
+	args = json_object_get(req, "args");
+	if (cmd == NULL || !json_is_string(cmd)) {
+		fail(&r, CTL_ERR_BAD_REQUEST, "cmd: missing or not a string");
+		goto out;
+	}
+	if (args != NULL && json_is_null(args))
+		args = NULL;
+	if (args != NULL && !json_is_object(args)) {
+		fail(&r, CTL_ERR_BAD_REQUEST, "args: expected an object");
+		goto out;
+	}
+	{
+		const char *const *k;
+		const char *known[] = {"id", "cmd", "args", NULL};
+		const char *key;
+		json_t *v;
+
+		json_object_foreach(req, key, v) {
+			for (k = known; *k != NULL; k++)
+				if (strcmp(*k, key) == 0)
+					break;
+			if (*k == NULL) {
+				fail(&r, CTL_ERR_BAD_REQUEST, "%s: unknown field (known: id, cmd, args)",
+				     key);
+				goto out;
+			}
+		}
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(json_string_value(cmd), commands[i].name) == 0) {
+			commands[i].fn(be, args, &r);
+			goto out;
+		}
+	fail(&r, CTL_ERR_UNKNOWN_COMMAND,
+	     "\"%s\" is not a command (version, stats, stats.reset, flows, config.get, "
+	     "config.set)",
+	     json_string_value(cmd));
+out:
+	out = finish(id, &r);
+	json_decref(req);
+	return out;
+}

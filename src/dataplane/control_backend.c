@@ -1,0 +1,271 @@
+/*
+ * The control plane's view of the data plane: seqlock snapshots the
+ * workers publish, and an SPSC request/response ring pair per direction so
+ * changes are applied by the owning worker between bursts. No locks are
+ * taken on the worker's side.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "shaper/dataplane.h"
+
+#define DP_RING_SIZE 16
+
+int
+dp_dir_control_init(struct dp_dir *d)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	snprintf(name, sizeof(name), "ctl_req_%d", (int)d->dir);
+	d->req = rte_ring_create(name, DP_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "ctl_resp_%d", (int)d->dir);
+	d->resp = rte_ring_create(name, DP_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	d->snap = rte_zmalloc("ctl_snapshot", sizeof(*d->snap), RTE_CACHE_LINE_SIZE);
+	if (d->req == NULL || d->resp == NULL || d->snap == NULL) {
+		dp_dir_control_free(d);
+		return -ENOMEM;
+	}
+	d->next_snap_ns = 0; /* the first worker turn publishes */
+	return 0;
+}
+
+void
+dp_dir_control_free(struct dp_dir *d)
+{
+	rte_ring_free(d->req);
+	rte_ring_free(d->resp);
+	rte_free(d->snap);
+	d->req = d->resp = NULL;
+	d->snap = NULL;
+}
+
+int
+dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out)
+{
+	for (int tries = 0; tries < 1000; tries++) {
+		uint32_t s1 = __atomic_load_n(&d->snap->seq, __ATOMIC_ACQUIRE), s2;
+
+		if (s1 == 0)
+			return -EAGAIN; /* nothing published yet */
+		if (s1 & 1) {
+			rte_pause();
+			continue;
+		}
+		memcpy(out, d->snap, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		s2 = __atomic_load_n(&d->snap->seq, __ATOMIC_RELAXED);
+		if (s1 == s2)
+			return 0;
+	}
+	return -EAGAIN;
+}
+
+int
+dp_dir_call(struct dp_dir *d, struct dp_msg *m, unsigned int timeout_ms)
+{
+	void *back;
+
+	if (rte_ring_sp_enqueue(d->req, m) != 0)
+		return -EBUSY;
+	for (unsigned int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 50) {
+		if (rte_ring_sc_dequeue(d->resp, &back) == 0)
+			return back == m ? 0 : -EPROTO;
+		usleep(50);
+	}
+	/* The worker still owns m: the caller must not free it. */
+	return -ETIMEDOUT;
+}
+
+/* Addresses and ports of a flow, read from its oldest queued packet. */
+static void
+describe(const struct sh_pkt *p, struct ctl_flow *f)
+{
+	const uint8_t *l3, *l4;
+
+	snprintf(f->src, sizeof(f->src), "-");
+	snprintf(f->dst, sizeof(f->dst), "-");
+	f->sport = f->dport = 0;
+	f->proto = p->l4_proto;
+	if (p->l3_off == SH_OFF_NONE)
+		return;
+	l3 = p->data + p->l3_off;
+	if ((p->flags & SH_PKT_IPV4) && p->l3_off + 20u <= p->len) {
+		inet_ntop(AF_INET, l3 + 12, f->src, sizeof(f->src));
+		inet_ntop(AF_INET, l3 + 16, f->dst, sizeof(f->dst));
+	} else if ((p->flags & SH_PKT_IPV6) && p->l3_off + 40u <= p->len) {
+		inet_ntop(AF_INET6, l3 + 8, f->src, sizeof(f->src));
+		inet_ntop(AF_INET6, l3 + 24, f->dst, sizeof(f->dst));
+	}
+	if ((p->flags & (SH_PKT_TCP | SH_PKT_UDP)) && p->l4_off != SH_OFF_NONE &&
+	    p->l4_off + 4u <= p->len) {
+		l4 = p->data + p->l4_off;
+		f->sport = (uint16_t)(l4[0] << 8 | l4[1]);
+		f->dport = (uint16_t)(l4[2] << 8 | l4[3]);
+	}
+}
+
+int
+dp_describe_flows(struct dp_dir *d, uint64_t now, struct ctl_flow *out, unsigned int max)
+{
+	struct sched_flow_info info[64];
+	int n;
+
+	if (max > RTE_DIM(info))
+		max = RTE_DIM(info);
+	n = sched_top_flows(d->sched, info, max);
+	for (int i = 0; i < n; i++) {
+		describe(info[i].head, &out[i]);
+		out[i].tin = info[i].tin;
+		out[i].packets = info[i].packets;
+		out[i].backlog_bytes = info[i].backlog_bytes;
+		out[i].sojourn_ns = now > info[i].head->enq_ns ? now - info[i].head->enq_ns : 0;
+	}
+	return n;
+}
+
+/* The backend the control server calls. */
+static int
+be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
+		struct sched_stats *st, struct sched_params *params)
+{
+	struct dp_control *ctl = opaque;
+	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
+	int rc;
+
+	if (s == NULL)
+		return -ENOMEM;
+	rc = dp_snapshot_read(ctl->dirs[dir], s);
+	if (rc == 0) {
+		*c = s->c;
+		*st = s->st;
+		*params = s->params;
+	}
+	rte_free(s);
+	return rc;
+}
+
+static int
+be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc)
+{
+	struct dp_control *ctl = opaque;
+	struct rte_eth_stats es;
+	int rc;
+
+	memset(&es, 0, sizeof(es));
+	rc = rte_eth_stats_get(ctl->ports[r]->port_id, &es);
+	if (rc != 0)
+		return rc;
+	snprintf(pc->name, sizeof(pc->name), "%s", ctl->ports[r]->name);
+	pc->rx_packets = es.ipackets;
+	pc->tx_packets = es.opackets;
+	pc->rx_bytes = es.ibytes;
+	pc->tx_bytes = es.obytes;
+	pc->rx_missed = es.imissed;
+	pc->rx_errors = es.ierrors;
+	pc->tx_errors = es.oerrors;
+	pc->rx_nombuf = es.rx_nombuf;
+	return 0;
+}
+
+static int
+be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err,
+	 size_t errlen)
+{
+	struct dp_control *ctl = opaque;
+	struct dp_dir *d = ctl->dirs[dir];
+	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
+	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+	int rc;
+
+	if (s == NULL || m == NULL) {
+		rte_free(s);
+		rte_free(m);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = dp_snapshot_read(d, s);
+	m->params = *p;
+	if (rc == 0 && s->params.discipline != p->discipline) {
+		/* Built here, off the worker: allocation never happens on the fast path. */
+		m->type = DP_MSG_SWAP;
+		m->sched = sched_create(p, m->err, sizeof(m->err));
+		if (m->sched == NULL)
+			rc = -EINVAL;
+	} else if (rc == 0) {
+		m->type = DP_MSG_UPDATE;
+	}
+	if (rc == 0)
+		rc = dp_dir_call(d, m, 2000);
+	if (rc == 0)
+		rc = m->rc;
+	if (rc != 0)
+		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
+	if (rc != -ETIMEDOUT) {
+		if (m->type == DP_MSG_SWAP)
+			sched_free(m->sched); /* the old scheduler, now empty (or the unused new one) */
+		rte_free(m);
+	}
+	rte_free(s);
+	return rc;
+}
+
+static int
+be_reset(void *opaque)
+{
+	struct dp_control *ctl = opaque;
+
+	for (int dir = 0; dir < SHAPER_NUM_DIRS; dir++) {
+		struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+		int rc;
+
+		if (m == NULL)
+			return -ENOMEM;
+		m->type = DP_MSG_RESET;
+		rc = dp_dir_call(ctl->dirs[dir], m, 2000);
+		if (rc == -ETIMEDOUT)
+			return rc;
+		rte_free(m);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int
+be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int max)
+{
+	struct dp_control *ctl = opaque;
+	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	m->type = DP_MSG_FLOWS;
+	m->flows = out;
+	m->max_flows = max;
+	rc = dp_dir_call(ctl->dirs[dir], m, 2000);
+	if (rc == -ETIMEDOUT)
+		return rc; /* m and out are still the worker's: leak rather than race */
+	if (rc == 0)
+		rc = m->rc;
+	rte_free(m);
+	return rc;
+}
+
+void
+dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
+{
+	be->opaque = ctl;
+	be->dir_snapshot = be_dir_snapshot;
+	be->port_counters = be_port_counters;
+	be->apply = be_apply;
+	be->reset_stats = be_reset;
+	be->flows = be_flows;
+}
