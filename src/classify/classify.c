@@ -17,7 +17,8 @@
  * - Non-IP frames: flow_hash is a keyed hash of the ethertype and the sorted
  *   MAC pair (symmetric too), host hashes are 0, DSCP 0 (ARP: 56).
  * - Frames too short for their headers degrade to the deepest layer fully
- *   present; nothing outside data[0 .. len) is ever read.
+ *   present; nothing outside data[0 .. len) is ever read. A frame shorter
+ *   than an Ethernet header gets all-zero metadata (net_off 14).
  *
  * Plain C, no DPDK: the simulator and unit tests link it without EAL.
  */
@@ -534,8 +535,10 @@ classify_pkt(struct sh_pkt *p, const struct classify_key *key)
 	for (tags = 0; tags < CLS_MAX_VLAN &&
 	     (etype == ETH_P_8021Q || etype == ETH_P_8021AD || etype == ETH_P_QINQ_OLD);
 	     tags++) {
-		if (!cls_in_frame(p, off + 4, 2))
-			return;
+		if (!cls_in_frame(p, off + 4, 2)) {
+			p->net_off = (uint8_t)(off + 2);
+			goto non_ip; /* cut inside the tags: hash what we have */
+		}
 		off += 4;
 		etype = cls_be16(d + off);
 	}
