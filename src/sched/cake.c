@@ -1,16 +1,1369 @@
-/* Placeholder until the cake discipline lands: refuses to be created. */
+/*
+ * cake: a CAKE-class discipline (behaviour from cake-reference.md).
+ *
+ * Design note. Each direction has up to 8 tins (DSCP classes). Each tin
+ * holds 1024 flow queues, found by an 8-way set-associative lookup on the
+ * flow hash (or a host hash, depending on the isolation mode), so distinct
+ * flows rarely share a queue. Inside a tin, DRR++ serves flows from three
+ * lists: new (sparse flows, served first), old (bulk rotation) and decaying
+ * (empty flows whose AQM state has not relaxed yet). Deficits are charged in
+ * overhead-adjusted bytes, and in the dual/triple isolation modes a flow's
+ * quantum is divided by the number of bulk flows its host has, so hosts
+ * rather than flows share the link. Every flow has a COBALT AQM (cobalt.c).
+ *
+ * The shaper is time based, not token based: a global clock advances by
+ * len/rate per delivered packet and dequeue waits until it comes due, so an
+ * idle link accrues no credit and never bursts. Each tin has its own clock
+ * at its threshold rate; in shaped mode the highest-index tin whose clock
+ * is due wins, else the one due soonest (priority below threshold, share
+ * above). Unshaped, tins are served by weighted DRR. A byte limit on buffer
+ * memory drops from the head of the fattest queue, found with a max-heap
+ * kept up to date only while overflows are recent.
+ *
+ * Layout: all tables are allocated once at create (all 8 tins, whatever the
+ * mode, so a diffserv change never strands packets without state). Queue
+ * indices are masks (1024 queues), list links are 16-bit indices, rate
+ * conversions are multiply+shift. Randomness (quantum dither, BLUE) comes
+ * from a xorshift generator seeded by params.seed.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shaper/classify.h"
+#include "sched/ack_filter.h"
+#include "sched/cobalt.h"
+#include "sched/rate.h"
 #include "sched/sched_impl.h"
+
+#define CAKE_QUEUES 1024u
+#define CAKE_QUEUE_MASK (CAKE_QUEUES - 1)
+#define CAKE_SET_WAYS 8u
+#define CAKE_MAX_TINS SCHED_MAX_TINS
+#define CAKE_HEAP_LEN (CAKE_MAX_TINS * CAKE_QUEUES)
+#define CAKE_NIL 0xffffu        /* end of a flow list */
+#define CAKE_PKT_LIMIT 10240u   /* only caps the derived byte limit */
+#define CAKE_OVERFLOW_TIMEOUT 65535u
+#define CAKE_HOST_MAX 1024u     /* host bulk counters saturate here */
+
+/* Isolation mode bits. */
+#define CAKE_FLOW_SRC 1u
+#define CAKE_FLOW_DST 2u
+#define CAKE_FLOW_FLOWS 4u
+
+enum cake_set {
+	CAKE_SET_NONE = 0,
+	CAKE_SET_SPARSE,
+	CAKE_SET_SPARSE_WAIT, /* counted sparse, waiting in the old list */
+	CAKE_SET_BULK,
+	CAKE_SET_DECAYING,
+};
+
+/* Flow flags. */
+#define CAKE_FLOW_REHOST 1u /* host slots stale after an isolation change */
+
+struct cake_flow {
+	struct sh_pkt *head;
+	struct sh_pkt *tail;
+	struct cobalt_vars cvars;
+	int32_t deficit;
+	uint32_t backlog;  /* bytes (L2 length) */
+	uint32_t dropped;
+	uint16_t next, prev; /* list links, CAKE_NIL terminated */
+	uint16_t srchost, dsthost;
+	uint16_t heap_pos;
+	uint8_t set;       /* enum cake_set */
+	uint8_t list;      /* enum cake_list_id it sits in, or CAKE_LIST_NONE */
+	uint8_t flags;
+};
+
+struct cake_host {
+	uint32_t srchost_tag;
+	uint32_t dsthost_tag;
+	uint16_t srchost_bulk_flow_count;
+	uint16_t dsthost_bulk_flow_count;
+};
+
+struct cake_list {
+	uint16_t head, tail;
+};
+
+enum cake_list_id {
+	CAKE_LIST_NEW = 0,
+	CAKE_LIST_OLD,
+	CAKE_LIST_DECAYING,
+	CAKE_LIST_COUNT,
+	CAKE_LIST_NONE = 0xff,
+};
+
+struct cake_tin {
+	struct cake_flow flows[CAKE_QUEUES];
+	uint32_t tags[CAKE_QUEUES];
+	struct cake_host hosts[CAKE_QUEUES];
+	struct cake_list lists[CAKE_LIST_COUNT]; /* new, old, decaying */
+	uint32_t sparse_flow_count, bulk_flow_count;
+	uint32_t decaying_flow_count, unresponsive_flow_count;
+
+	/* Configuration (cake_tin_config). */
+	struct sched_rate rate;   /* threshold rate */
+	struct cobalt_params cparams;
+	uint32_t flow_quantum;
+	uint32_t tin_quantum;     /* DRR weight when unshaped */
+	char name[SCHED_NAME_LEN];
+
+	/* Running state. */
+	uint64_t time_next_packet;
+	int64_t tin_deficit;
+	uint64_t backlog;         /* bytes */
+	uint32_t qlen;            /* packets */
+
+	/* Statistics. */
+	uint64_t packets, bytes;
+	uint64_t way_directs, way_hits, way_misses, way_collisions;
+	uint64_t drops, ecn_marks, ack_drops, drop_overlimit;
+	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
+	uint32_t max_len;
+};
+
+struct cake {
+	struct sched_params p;
+	uint32_t tin_cnt;    /* tins of the current diffserv mode */
+	uint32_t tin_scan;   /* tins dequeue looks at (> tin_cnt while old ones drain) */
+	uint32_t cur_tin;    /* unshaped tin DRR position */
+	uint8_t tin_index[64]; /* DSCP -> tin */
+	uint8_t tin_order[CAKE_MAX_TINS];
+	uint8_t flow_mode;
+
+	struct sched_rate rate; /* global shaper */
+	uint64_t time_next_packet;
+	uint64_t failsafe_next_packet;
+
+	uint32_t qlen;
+	uint64_t backlog;        /* bytes */
+	uint64_t buffer_used, buffer_max_used, buffer_limit;
+	uint32_t overflow_timeout;
+	bool resync;             /* config changed: clocks may be stale */
+
+	uint64_t rng;
+	uint16_t quantum_div[CAKE_HOST_MAX + 1];
+
+	/* Statistics. */
+	uint64_t overlimits;
+	uint64_t ecn_marked;
+	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
+	uint64_t avg_netoff;     /* EWMA of net_off << 16 */
+
+	uint16_t heap[CAKE_HEAP_LEN]; /* (tin << 10) | queue, max-heap on backlog */
+	struct cake_tin tins[CAKE_MAX_TINS];
+};
+
+/* ---------------------------------------------------------------- random */
+
+static inline uint64_t
+cake_rand64(struct cake *c)
+{
+	/* xorshift64*: tiny, fast, good enough for dither and BLUE draws. */
+	uint64_t x = c->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	c->rng = x;
+	return x * 0x2545f4914f6cdd1dULL;
+}
+
+static uint32_t
+cake_rand32(void *ctx)
+{
+	return (uint32_t)(cake_rand64(ctx) >> 32);
+}
+
+static void
+cake_seed(struct cake *c, uint64_t seed)
+{
+	/* splitmix64 so that small or similar seeds still diverge. */
+	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	c->rng = z != 0 ? z : 0x853c49e6748fea9bULL;
+}
+
+/* ------------------------------------------------------------- flow lists */
+
+static inline void
+cake_list_append(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
+{
+	struct cake_list *l = &b->lists[id];
+	struct cake_flow *f = &b->flows[idx];
+
+	f->next = CAKE_NIL;
+	f->prev = l->tail;
+	f->list = (uint8_t)id;
+	if (l->tail != CAKE_NIL)
+		b->flows[l->tail].next = idx;
+	else
+		l->head = idx;
+	l->tail = idx;
+}
+
+static inline void
+cake_list_unlink(struct cake_tin *b, uint16_t idx)
+{
+	struct cake_flow *f = &b->flows[idx];
+	struct cake_list *l;
+
+	if (f->list == CAKE_LIST_NONE)
+		return;
+	l = &b->lists[f->list];
+	if (f->prev != CAKE_NIL)
+		b->flows[f->prev].next = f->next;
+	else
+		l->head = f->next;
+	if (f->next != CAKE_NIL)
+		b->flows[f->next].prev = f->prev;
+	else
+		l->tail = f->prev;
+	f->next = f->prev = CAKE_NIL;
+	f->list = CAKE_LIST_NONE;
+}
+
+static inline void
+cake_list_move_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
+{
+	cake_list_unlink(b, idx);
+	cake_list_append(b, id, idx);
+}
+
+/* ------------------------------------------------------------ host counts */
+
+static inline bool
+cake_dsrc(uint8_t mode)
+{
+	return (mode & (CAKE_FLOW_SRC | CAKE_FLOW_FLOWS)) == (CAKE_FLOW_SRC | CAKE_FLOW_FLOWS);
+}
+
+static inline bool
+cake_ddst(uint8_t mode)
+{
+	return (mode & (CAKE_FLOW_DST | CAKE_FLOW_FLOWS)) == (CAKE_FLOW_DST | CAKE_FLOW_FLOWS);
+}
+
+static inline void
+cake_host_bulk_inc(const struct cake *c, struct cake_tin *b, const struct cake_flow *f)
+{
+	if (f->flags & CAKE_FLOW_REHOST)
+		return; /* not charged to any host until reassigned */
+	if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count < CAKE_HOST_MAX)
+		b->hosts[f->srchost].srchost_bulk_flow_count++;
+	if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count < CAKE_HOST_MAX)
+		b->hosts[f->dsthost].dsthost_bulk_flow_count++;
+}
+
+static inline void
+cake_host_bulk_dec(const struct cake *c, struct cake_tin *b, const struct cake_flow *f)
+{
+	if (f->flags & CAKE_FLOW_REHOST)
+		return;
+	if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count > 0)
+		b->hosts[f->srchost].srchost_bulk_flow_count--;
+	if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count > 0)
+		b->hosts[f->dsthost].dsthost_bulk_flow_count--;
+}
+
+/* The flow's quantum divided by its host's bulk flow count, with dither. */
+static inline int32_t
+cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
+{
+	uint32_t load = 1;
+
+	if (!(f->flags & CAKE_FLOW_REHOST)) {
+		if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count > load)
+			load = b->hosts[f->srchost].srchost_bulk_flow_count;
+		if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count > load)
+			load = b->hosts[f->dsthost].dsthost_bulk_flow_count;
+	}
+	/* The random 16-bit addend removes the rounding bias of >> 16. */
+	return (int32_t)(((uint64_t)b->flow_quantum * c->quantum_div[load] +
+			  (cake_rand64(c) >> 48)) >> 16);
+}
+
+/* Find (or claim) a host slot in the 8-way set of hash; returns its index. */
+static uint16_t
+cake_host_slot(struct cake_tin *b, uint32_t hash, bool src)
+{
+	uint32_t idx = hash & CAKE_QUEUE_MASK;
+	uint32_t inner = idx & (CAKE_SET_WAYS - 1);
+	uint32_t outer = idx - inner;
+	uint32_t i, k;
+
+	for (i = 0; i < CAKE_SET_WAYS; i++) {
+		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
+		if ((src ? b->hosts[k].srchost_tag : b->hosts[k].dsthost_tag) == hash)
+			return (uint16_t)k;
+	}
+	for (i = 0; i < CAKE_SET_WAYS; i++) {
+		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
+		if ((src ? b->hosts[k].srchost_bulk_flow_count : b->hosts[k].dsthost_bulk_flow_count) == 0)
+			break;
+	}
+	if (i == CAKE_SET_WAYS)
+		k = idx; /* set full of busy hosts: share the home slot */
+	if (src)
+		b->hosts[k].srchost_tag = hash;
+	else
+		b->hosts[k].dsthost_tag = hash;
+	return (uint16_t)k;
+}
+
+static void
+cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f,
+		  const struct sh_pkt *pkt)
+{
+	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
+	if (cake_dsrc(c->flow_mode))
+		f->srchost = cake_host_slot(b, pkt->src_hash, true);
+	if (cake_ddst(c->flow_mode))
+		f->dsthost = cake_host_slot(b, pkt->dst_hash, false);
+	if (f->set == CAKE_SET_BULK)
+		cake_host_bulk_inc(c, b, f);
+}
+
+/* ----------------------------------------------------------- flow lookup */
+
+static uint16_t
+cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
+{
+	uint8_t mode = c->flow_mode;
+	uint32_t hash, idx, inner, outer, i, k;
+	bool dual = cake_dsrc(mode) || cake_ddst(mode);
+	bool assign;
+	struct cake_flow *f;
+
+	if (mode == SCHED_FLOWBLIND)
+		return 0;
+	if (mode & CAKE_FLOW_FLOWS)
+		hash = pkt->flow_hash;
+	else
+		hash = ((mode & CAKE_FLOW_SRC) ? pkt->src_hash : 0) ^
+		       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
+
+	idx = hash & CAKE_QUEUE_MASK;
+	if (b->tags[idx] == hash && b->flows[idx].set != CAKE_SET_NONE) {
+		b->way_directs++;
+		k = idx;
+		assign = false;
+		goto found;
+	}
+	inner = idx & (CAKE_SET_WAYS - 1);
+	outer = idx - inner;
+	for (i = 0; i < CAKE_SET_WAYS; i++) {
+		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
+		if (b->tags[k] == hash) {
+			if (i != 0)
+				b->way_hits++;
+			assign = b->flows[k].set == CAKE_SET_NONE;
+			goto found;
+		}
+	}
+	for (i = 0; i < CAKE_SET_WAYS; i++) {
+		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
+		if (b->flows[k].set == CAKE_SET_NONE) {
+			b->way_misses++;
+			assign = true;
+			goto found;
+		}
+	}
+	/* Every way busy with another flow: share the home queue. */
+	b->way_collisions++;
+	k = idx;
+	if (b->flows[k].set == CAKE_SET_BULK)
+		cake_host_bulk_dec(c, b, &b->flows[k]);
+	assign = true;
+found:
+	b->tags[k] = hash;
+	f = &b->flows[k];
+	if (dual && (assign || (f->flags & CAKE_FLOW_REHOST)))
+		cake_assign_hosts(c, b, f, pkt);
+	return (uint16_t)k;
+}
+
+/* ------------------------------------------------------- overflow heap */
+
+static inline uint32_t
+cake_heap_key(const struct cake *c, uint32_t pos)
+{
+	uint16_t e = c->heap[pos];
+
+	return c->tins[e >> 10].flows[e & CAKE_QUEUE_MASK].backlog;
+}
+
+static inline void
+cake_heap_swap(struct cake *c, uint32_t i, uint32_t j)
+{
+	uint16_t a = c->heap[i], b = c->heap[j];
+
+	c->heap[i] = b;
+	c->heap[j] = a;
+	c->tins[b >> 10].flows[b & CAKE_QUEUE_MASK].heap_pos = (uint16_t)i;
+	c->tins[a >> 10].flows[a & CAKE_QUEUE_MASK].heap_pos = (uint16_t)j;
+}
+
+static void
+cake_heap_down(struct cake *c, uint32_t i)
+{
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+
+		if (l < CAKE_HEAP_LEN && cake_heap_key(c, l) > cake_heap_key(c, m))
+			m = l;
+		if (r < CAKE_HEAP_LEN && cake_heap_key(c, r) > cake_heap_key(c, m))
+			m = r;
+		if (m == i)
+			return;
+		cake_heap_swap(c, i, m);
+		i = m;
+	}
+}
+
+static void
+cake_heap_up(struct cake *c, uint32_t i)
+{
+	while (i > 0) {
+		uint32_t parent = (i - 1) / 2;
+
+		if (cake_heap_key(c, parent) >= cake_heap_key(c, i))
+			return;
+		cake_heap_swap(c, i, parent);
+		i = parent;
+	}
+}
+
+static void
+cake_heap_rebuild(struct cake *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < CAKE_HEAP_LEN; i++) {
+		c->heap[i] = (uint16_t)i;
+		c->tins[i >> 10].flows[i & CAKE_QUEUE_MASK].heap_pos = (uint16_t)i;
+	}
+	for (i = CAKE_HEAP_LEN / 2; i-- > 0;)
+		cake_heap_down(c, i);
+}
+
+/* The flow's backlog changed: restore the heap if it is being kept. */
+static inline void
+cake_heap_fix(struct cake *c, const struct cake_flow *f, bool grew)
+{
+	if (c->overflow_timeout == 0)
+		return;
+	if (grew)
+		cake_heap_up(c, f->heap_pos);
+	else
+		cake_heap_down(c, f->heap_pos);
+}
+
+/* ------------------------------------------------------------- shaper */
+
+/* Charge a packet's adjusted length to the clocks; returns that length. */
+static inline uint32_t
+cake_advance_shaper(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt,
+		    uint64_t now, bool drop)
+{
+	uint32_t len = pkt->adj_len;
+	uint64_t tin_dur, glob_dur;
+
+	if (c->rate.rate == 0)
+		return len;
+	tin_dur = sched_rate_ns(&b->rate, len);
+	glob_dur = sched_rate_ns(&c->rate, len);
+	/* A tin clock in the past catches up gradually (no idle credit is
+	 * possible: enqueue pulls an idle tin's clock up to now). */
+	if (b->time_next_packet < now)
+		b->time_next_packet += tin_dur;
+	else if (b->time_next_packet < now + tin_dur)
+		b->time_next_packet = now + tin_dur;
+	c->time_next_packet += glob_dur;
+	if (!drop)
+		c->failsafe_next_packet += glob_dur + (glob_dur >> 1);
+	return len;
+}
+
+static inline uint64_t
+cake_ewma(uint64_t avg, uint64_t sample, unsigned int shift)
+{
+	return avg - (avg >> shift) + (sample >> shift);
+}
+
+static uint32_t
+cake_overhead(struct cake *c, const struct sh_pkt *pkt)
+{
+	uint32_t net, adj;
+
+	adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
+	c->avg_netoff = cake_ewma(c->avg_netoff, (uint64_t)pkt->net_off << 16, 8);
+	if (net < c->min_netlen)
+		c->min_netlen = net;
+	if (net > c->max_netlen)
+		c->max_netlen = net;
+	if (adj < c->min_adjlen)
+		c->min_adjlen = adj;
+	if (adj > c->max_adjlen)
+		c->max_adjlen = adj;
+	return adj;
+}
+
+/* -------------------------------------------------------- configuration */
+
+struct cake_dscp_entry {
+	uint8_t dscp, tin;
+};
+
+static const struct cake_dscp_entry cake_diffserv3_map[] = {
+	{1, 1}, {8, 1},
+	{4, 2}, {44, 2}, {46, 2}, {48, 2}, {56, 2},
+};
+
+static const struct cake_dscp_entry cake_diffserv4_map[] = {
+	{1, 1}, {8, 1},
+	{4, 2}, {16, 2}, {18, 2}, {20, 2}, {22, 2}, {24, 2}, {26, 2}, {28, 2},
+	{30, 2}, {34, 2}, {36, 2}, {38, 2},
+	{32, 3}, {40, 3}, {44, 3}, {46, 3}, {48, 3}, {56, 3},
+};
+
+static const struct cake_dscp_entry cake_diffserv8_map[] = {
+	{1, 0},
+	{2, 1}, {8, 1}, {10, 1}, {12, 1}, {14, 1},
+	{24, 3}, {26, 3}, {28, 3}, {30, 3}, {34, 3}, {36, 3}, {38, 3},
+	{4, 4}, {18, 4}, {20, 4}, {22, 4},
+	{16, 5},
+	{32, 6}, {40, 6}, {44, 6}, {46, 6},
+	{48, 7}, {56, 7},
+};
+
+static void
+cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, size_t n)
+{
+	size_t i;
+
+	memset(c->tin_index, dflt, sizeof(c->tin_index));
+	for (i = 0; i < n; i++)
+		c->tin_index[m[i].dscp] = m[i].tin;
+}
+
+/* Set one tin's threshold rate and everything derived from it (§4.1). */
+static void
+cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
+		const char *name)
+{
+	uint64_t target_ns = (uint64_t)c->p.target_us * 1000;
+	uint64_t rtt_ns = (uint64_t)c->p.rtt_us * 1000;
+	uint64_t mtu_time, target;
+
+	sched_rate_set(&b->rate, rate);
+	b->tin_quantum = tin_quantum;
+	if (rate != 0) {
+		uint64_t q = rate >> 12;
+
+		b->flow_quantum = (uint32_t)(q < 300 ? 300 : q > 1514 ? 1514 : q);
+	} else {
+		b->flow_quantum = 1514;
+	}
+	mtu_time = sched_rate_ns(&b->rate, c->p.mtu);
+	target = mtu_time * 3 / 2;
+	if (target < target_ns)
+		target = target_ns;
+	b->cparams.target = target;
+	b->cparams.interval = rtt_ns + target - target_ns;
+	if (b->cparams.interval < 2 * target)
+		b->cparams.interval = 2 * target;
+	b->cparams.mtu_time = mtu_time;
+	b->cparams.p_inc = 1u << 24;
+	b->cparams.p_dec = 1u << 20;
+	snprintf(b->name, sizeof(b->name), "%s", name);
+}
+
+/* diffserv8 and precedence: thresholds and quanta shrink by 7/8 per tin. */
+static void
+cake_config_geometric(struct cake *c)
+{
+	uint64_t rate = c->p.rate;
+	uint32_t quantum = 256;
+	char name[SCHED_NAME_LEN];
+	uint32_t i;
+
+	for (i = 0; i < CAKE_MAX_TINS; i++) {
+		snprintf(name, sizeof(name), "Tin %u", i);
+		cake_tin_config(c, &c->tins[i], rate, quantum, name);
+		c->tin_order[i] = (uint8_t)i;
+		rate = (rate * 7) >> 3;
+		quantum = (quantum * 7) >> 3;
+		if (quantum < 1)
+			quantum = 1;
+	}
+	c->tin_cnt = CAKE_MAX_TINS;
+}
+
+static void
+cake_config_tins(struct cake *c)
+{
+	uint64_t r = c->p.rate;
+	uint32_t i;
+
+	switch (c->p.diffserv) {
+	case SCHED_BESTEFFORT:
+		memset(c->tin_index, 0, sizeof(c->tin_index));
+		cake_tin_config(c, &c->tins[0], r, 65535, "Tin 0");
+		c->tin_order[0] = 0;
+		c->tin_cnt = 1;
+		break;
+	case SCHED_PRECEDENCE:
+		for (i = 0; i < 64; i++)
+			c->tin_index[i] = (uint8_t)(i >> 3);
+		cake_config_geometric(c);
+		break;
+	case SCHED_DIFFSERV8:
+		cake_fill_map(c, 2, cake_diffserv8_map,
+			      sizeof(cake_diffserv8_map) / sizeof(cake_diffserv8_map[0]));
+		cake_config_geometric(c);
+		break;
+	case SCHED_DIFFSERV4:
+		cake_fill_map(c, 0, cake_diffserv4_map,
+			      sizeof(cake_diffserv4_map) / sizeof(cake_diffserv4_map[0]));
+		cake_tin_config(c, &c->tins[0], r, 1024, "Best Effort");
+		cake_tin_config(c, &c->tins[1], r >> 4, 64, "Bulk");
+		cake_tin_config(c, &c->tins[2], r >> 1, 512, "Video");
+		cake_tin_config(c, &c->tins[3], r >> 2, 256, "Voice");
+		c->tin_cnt = 4;
+		break;
+	case SCHED_DIFFSERV3:
+	default:
+		cake_fill_map(c, 0, cake_diffserv3_map,
+			      sizeof(cake_diffserv3_map) / sizeof(cake_diffserv3_map[0]));
+		cake_tin_config(c, &c->tins[0], r, 1024, "Best Effort");
+		cake_tin_config(c, &c->tins[1], r >> 4, 64, "Bulk");
+		cake_tin_config(c, &c->tins[2], r >> 2, 256, "Voice");
+		c->tin_cnt = 3;
+		break;
+	}
+	if (c->p.diffserv == SCHED_DIFFSERV3 || c->p.diffserv == SCHED_DIFFSERV4) {
+		static const uint8_t order[] = {1, 0, 2, 3};
+
+		memcpy(c->tin_order, order, sizeof(order));
+	}
+	/*
+	 * Tins beyond the mode still holding packets from before a diffserv
+	 * change drain at the full rate; they are reset once empty.
+	 */
+	for (i = c->tin_cnt; i < CAKE_MAX_TINS; i++) {
+		char name[SCHED_NAME_LEN];
+
+		snprintf(name, sizeof(name), "Tin %u", i);
+		cake_tin_config(c, &c->tins[i], r, 1024, name);
+	}
+	sched_rate_set(&c->rate, r);
+}
+
+static void
+cake_config_limit(struct cake *c)
+{
+	uint64_t limit, cap;
+
+	if (c->p.memlimit != 0)
+		limit = c->p.memlimit;
+	else if (c->p.rate != 0) {
+		/* 4 x rate x rtt, split so that huge rates cannot overflow. */
+		limit = c->p.rate / 250000 * c->p.rtt_us +
+			c->p.rate % 250000 * c->p.rtt_us / 250000;
+		if (limit < (4u << 20))
+			limit = 4u << 20;
+	} else {
+		limit = UINT64_MAX;
+	}
+	cap = (uint64_t)CAKE_PKT_LIMIT * c->p.mtu;
+	if (cap < c->p.memlimit)
+		cap = c->p.memlimit;
+	c->buffer_limit = limit < cap ? limit : cap;
+}
+
+static int
+cake_check(const struct sched_params *p, char *err, size_t errlen)
+{
+	if (p->mtu < 64 || p->mtu > 65535) {
+		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+		return -EINVAL;
+	}
+	if ((unsigned int)p->diffserv > SCHED_PRECEDENCE) {
+		SCHED_ERR(err, errlen, "unknown diffserv mode %d", (int)p->diffserv);
+		return -EINVAL;
+	}
+	if ((unsigned int)p->isolation > SCHED_TRIPLE_ISOLATE) {
+		SCHED_ERR(err, errlen, "unknown isolation mode %d", (int)p->isolation);
+		return -EINVAL;
+	}
+	if (p->overhead < -64 || p->overhead > 256) {
+		SCHED_ERR(err, errlen, "overhead %d out of range -64..256", p->overhead);
+		return -EINVAL;
+	}
+	if (p->mpu > 256) {
+		SCHED_ERR(err, errlen, "mpu %u out of range 0..256", p->mpu);
+		return -EINVAL;
+	}
+	if ((unsigned int)p->framing > SCHED_FRAMING_PTM) {
+		SCHED_ERR(err, errlen, "unknown framing %d", (int)p->framing);
+		return -EINVAL;
+	}
+	if ((unsigned int)p->ack_filter > SCHED_ACK_FILTER_AGGRESSIVE) {
+		SCHED_ERR(err, errlen, "unknown ack-filter mode %d", (int)p->ack_filter);
+		return -EINVAL;
+	}
+	if (p->rate > (UINT64_MAX >> 20)) {
+		SCHED_ERR(err, errlen, "rate %llu bytes/s too large", (unsigned long long)p->rate);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Copy p, bumping zero times to 1 µs as tc does. */
+static void
+cake_set_params(struct cake *c, const struct sched_params *p)
+{
+	c->p = *p;
+	if (c->p.rtt_us == 0)
+		c->p.rtt_us = 1;
+	if (c->p.target_us == 0)
+		c->p.target_us = 1;
+	c->flow_mode = (uint8_t)p->isolation;
+}
+
+static void
+cake_reset_size_stats(struct cake *c)
+{
+	c->min_netlen = c->min_adjlen = 65535;
+	c->max_netlen = c->max_adjlen = 0;
+}
+
+/* Forget all flow state of an empty tin. */
+static void
+cake_tin_reset(struct cake_tin *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < CAKE_QUEUES; i++) {
+		struct cake_flow *f = &b->flows[i];
+
+		f->head = f->tail = NULL;
+		memset(&f->cvars, 0, sizeof(f->cvars));
+		f->deficit = 0;
+		f->backlog = 0;
+		f->next = f->prev = CAKE_NIL;
+		f->set = CAKE_SET_NONE;
+		f->list = CAKE_LIST_NONE;
+		f->flags = 0;
+		b->hosts[i].srchost_bulk_flow_count = 0;
+		b->hosts[i].dsthost_bulk_flow_count = 0;
+	}
+	for (i = 0; i < CAKE_LIST_COUNT; i++)
+		b->lists[i].head = b->lists[i].tail = CAKE_NIL;
+	b->sparse_flow_count = b->bulk_flow_count = 0;
+	b->decaying_flow_count = b->unresponsive_flow_count = 0;
+	b->backlog = 0;
+	b->qlen = 0;
+	b->tin_deficit = 0;
+}
+
+static void
+cake_update_scan(struct cake *c)
+{
+	uint32_t i, n = c->tin_cnt;
+
+	for (i = c->tin_cnt; i < CAKE_MAX_TINS; i++)
+		if (c->tins[i].qlen != 0)
+			n = i + 1;
+	/* Retired tins that emptied lose their (decaying) flow state. */
+	for (i = n; i < c->tin_scan; i++)
+		cake_tin_reset(&c->tins[i]);
+	c->tin_scan = n;
+	if (c->cur_tin >= n)
+		c->cur_tin = 0;
+}
 
 static void *
 cake_create(const struct sched_params *p, char *err, size_t errlen)
 {
-	(void)p;
-	SCHED_ERR(err, errlen, "discipline cake is not built yet");
-	return NULL;
+	struct cake *c;
+	uint32_t i;
+
+	if (cake_check(p, err, errlen) != 0)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		SCHED_ERR(err, errlen, "out of memory");
+		return NULL;
+	}
+	cake_set_params(c, p);
+	cake_seed(c, p->seed);
+	c->quantum_div[0] = UINT16_MAX;
+	for (i = 1; i <= CAKE_HOST_MAX; i++)
+		c->quantum_div[i] = (uint16_t)(65535 / i);
+	for (i = 0; i < CAKE_MAX_TINS; i++)
+		cake_tin_reset(&c->tins[i]);
+	cake_config_tins(c);
+	c->tin_scan = c->tin_cnt;
+	cake_config_limit(c);
+	cake_reset_size_stats(c);
+	return c;
+}
+
+static void
+cake_destroy(void *impl)
+{
+	free(impl);
+}
+
+/* ---------------------------------------------------------------- enqueue */
+
+/*
+ * After a reconfiguration (no time is passed to update) clocks left in the
+ * past, e.g. from an unshaped period, would let a backlog out as a burst
+ * while they catch up: restart them at now.
+ */
+static void
+cake_resync(struct cake *c, uint64_t now)
+{
+	uint32_t i;
+
+	c->resync = false;
+	if (c->time_next_packet < now)
+		c->time_next_packet = now;
+	if (c->failsafe_next_packet < now)
+		c->failsafe_next_packet = now;
+	for (i = 0; i < CAKE_MAX_TINS; i++)
+		if (c->tins[i].time_next_packet < now)
+			c->tins[i].time_next_packet = now;
+}
+
+/* Remove the head packet of a flow and account for it. */
+static inline struct sh_pkt *
+cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
+{
+	struct sh_pkt *pkt = f->head;
+
+	if (pkt == NULL)
+		return NULL;
+	f->head = pkt->next;
+	if (f->head == NULL)
+		f->tail = NULL;
+	pkt->next = NULL;
+	f->backlog -= pkt->len;
+	b->backlog -= pkt->len;
+	b->qlen--;
+	c->backlog -= pkt->len;
+	c->qlen--;
+	c->buffer_used -= pkt->mem;
+	cake_heap_fix(c, f, false);
+	return pkt;
+}
+
+/* Drop one packet from the head of the fattest queue (§6). */
+static struct sh_pkt *
+cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct cake_tin *b;
+	struct cake_flow *f;
+	struct sh_pkt *pkt;
+	uint16_t e;
+
+	if (c->overflow_timeout == 0)
+		cake_heap_rebuild(c);
+	c->overflow_timeout = CAKE_OVERFLOW_TIMEOUT;
+	e = c->heap[0];
+	b = &c->tins[e >> 10];
+	f = &b->flows[e & CAKE_QUEUE_MASK];
+	pkt = cake_flow_pop(c, b, f);
+	if (pkt == NULL) {
+		c->overflow_timeout = 0; /* heap out of date: rebuild next time */
+		return NULL;
+	}
+	if (cobalt_queue_full(&f->cvars, &b->cparams, now))
+		b->unresponsive_flow_count++;
+	f->dropped++;
+	b->drops++;
+	b->drop_overlimit++;
+	if (c->p.ingress)
+		cake_advance_shaper(c, b, pkt, now, true);
+	pkt->drop_reason = SHAPER_DROP_OVERFLOW;
+	sh_pkt_list_push(dropped, pkt);
+	return pkt;
+}
+
+static void
+cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct sh_pkt *pkt,
+		uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct sh_pkt *prev = NULL;
+	struct sh_pkt *ack = ack_filter_find(f->head, pkt, c->p.ack_filter, &prev);
+
+	if (ack == NULL || ack == pkt)
+		return;
+	if (prev == NULL)
+		f->head = ack->next;
+	else
+		prev->next = ack->next;
+	if (f->tail == ack)
+		f->tail = prev;
+	ack->next = NULL;
+	f->backlog -= ack->len;
+	b->backlog -= ack->len;
+	b->qlen--;
+	c->backlog -= ack->len;
+	c->qlen--;
+	c->buffer_used -= ack->mem;
+	b->ack_drops++;
+	if (c->p.ingress)
+		cake_advance_shaper(c, b, ack, now, true);
+	ack->drop_reason = SHAPER_DROP_ACK_FILTER;
+	sh_pkt_list_push(dropped, ack);
+}
+
+static int
+cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct cake *c = impl;
+	uint8_t dscp = pkt->dscp & 63;
+	struct cake_tin *b;
+	struct cake_flow *f;
+	uint32_t tin;
+	uint16_t idx;
+	bool self_dropped = false;
+
+	if (c->resync)
+		cake_resync(c, now);
+	if (c->p.wash && dscp != 0)
+		classify_set_dscp(pkt, 0); /* the original DSCP still classifies */
+	tin = c->tin_index[dscp];
+	if (tin >= c->tin_cnt)
+		tin = 0;
+	b = &c->tins[tin];
+	idx = cake_lookup(c, b, pkt);
+	f = &b->flows[idx];
+
+	/* No credit for idle time: pull stale clocks up to now. */
+	if (b->backlog == 0 && c->rate.rate != 0) {
+		if (b->time_next_packet < now)
+			b->time_next_packet = now;
+		if (c->qlen == 0) {
+			if (c->time_next_packet < now) {
+				c->time_next_packet = now;
+				c->failsafe_next_packet = now;
+			} else if (c->time_next_packet > now && c->failsafe_next_packet > now) {
+				c->overlimits++;
+			}
+		}
+	}
+
+	pkt->enq_ns = now;
+	pkt->tin = (uint8_t)tin;
+	pkt->queue = idx;
+	pkt->adj_len = cake_overhead(c, pkt);
+	pkt->next = NULL;
+	if (f->tail != NULL)
+		f->tail->next = pkt;
+	else
+		f->head = pkt;
+	f->tail = pkt;
+
+	f->backlog += pkt->len;
+	b->backlog += pkt->len;
+	b->qlen++;
+	c->backlog += pkt->len;
+	c->qlen++;
+	c->buffer_used += pkt->mem;
+	b->packets++;
+	b->bytes += pkt->len;
+	if (pkt->len > b->max_len)
+		b->max_len = pkt->len;
+
+	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->head != pkt)
+		cake_ack_filter(c, b, f, pkt, now, dropped);
+	if (c->overflow_timeout != 0) {
+		/* The ACK filter may have shrunk the queue: fix both ways. */
+		cake_heap_up(c, f->heap_pos);
+		cake_heap_down(c, f->heap_pos);
+	}
+
+	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
+		if (f->set == CAKE_SET_DECAYING)
+			b->decaying_flow_count--;
+		cake_list_move_tail(b, CAKE_LIST_NEW, idx);
+		f->set = CAKE_SET_SPARSE;
+		b->sparse_flow_count++;
+		f->deficit = cake_flow_quantum(c, b, f);
+	} else if (f->set == CAKE_SET_SPARSE_WAIT) {
+		f->set = CAKE_SET_BULK;
+		b->sparse_flow_count--;
+		b->bulk_flow_count++;
+		cake_host_bulk_inc(c, b, f);
+	}
+
+	if (c->buffer_used > c->buffer_max_used)
+		c->buffer_max_used = c->buffer_used;
+	while (c->buffer_used > c->buffer_limit) {
+		struct sh_pkt *d = cake_drop_fattest(c, now, dropped);
+
+		if (d == NULL)
+			break;
+		if (d == pkt)
+			self_dropped = true;
+	}
+	return self_dropped ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- dequeue */
+
+static bool
+cake_mark(void *pkt)
+{
+	return classify_set_ce(pkt) != 0;
+}
+
+/* Shaped: highest-index tin already due, else the one due soonest (§1.4). */
+static struct cake_tin *
+cake_pick_tin_shaped(struct cake *c, uint64_t now)
+{
+	int64_t best = INT64_MAX;
+	struct cake_tin *pick = NULL;
+	uint32_t i;
+
+	for (i = 0; i < c->tin_scan; i++) {
+		struct cake_tin *b = &c->tins[i];
+		int64_t d;
+
+		if (b->sparse_flow_count + b->bulk_flow_count == 0)
+			continue;
+		d = (int64_t)(b->time_next_packet - now);
+		if (d <= 0 || d <= best) {
+			best = d;
+			pick = b;
+		}
+	}
+	return pick;
+}
+
+/* Unshaped: weighted DRR over tins by tin_quantum. */
+static struct cake_tin *
+cake_pick_tin_drr(struct cake *c)
+{
+	uint32_t steps = 0;
+	bool any = false;
+
+	for (;;) {
+		struct cake_tin *b = &c->tins[c->cur_tin];
+		bool busy = b->sparse_flow_count + b->bulk_flow_count != 0;
+
+		if (busy && b->tin_deficit >= 0)
+			return b;
+		any |= busy;
+		if (b->tin_deficit <= 0)
+			b->tin_deficit += b->tin_quantum;
+		if (++c->cur_tin >= c->tin_scan)
+			c->cur_tin = 0;
+		if (++steps >= c->tin_scan && !any)
+			return NULL;
+	}
+}
+
+/* A flow found empty: decay its AQM state or retire it (§3 step 3). */
+static void
+cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
+{
+	struct cake_flow *f = &b->flows[idx];
+
+	if (cobalt_queue_empty(&f->cvars, &b->cparams, now))
+		b->unresponsive_flow_count--;
+	if (cobalt_busy(&f->cvars, now)) {
+		cake_list_move_tail(b, CAKE_LIST_DECAYING, idx);
+		if (f->set == CAKE_SET_BULK) {
+			b->bulk_flow_count--;
+			cake_host_bulk_dec(c, b, f);
+			b->decaying_flow_count++;
+		} else if (f->set == CAKE_SET_SPARSE || f->set == CAKE_SET_SPARSE_WAIT) {
+			b->sparse_flow_count--;
+			b->decaying_flow_count++;
+		}
+		f->set = CAKE_SET_DECAYING;
+	} else {
+		cake_list_unlink(b, idx);
+		if (f->set == CAKE_SET_SPARSE || f->set == CAKE_SET_SPARSE_WAIT) {
+			b->sparse_flow_count--;
+		} else if (f->set == CAKE_SET_BULK) {
+			b->bulk_flow_count--;
+			cake_host_bulk_dec(c, b, f);
+		} else if (f->set == CAKE_SET_DECAYING) {
+			b->decaying_flow_count--;
+		}
+		f->set = CAKE_SET_NONE;
+	}
+}
+
+static struct sh_pkt *
+cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct cake *c = impl;
+	struct cake_tin *b;
+	struct cake_flow *f;
+	struct sh_pkt *pkt;
+	bool first = true;
+	uint32_t len, restarts = 0;
+	uint16_t idx;
+
+	if (c->resync)
+		cake_resync(c, now);
+	if (c->tin_scan > c->tin_cnt)
+		cake_update_scan(c);
+begin:
+	/* Each restart retires an empty flow, so this bound is never hit
+	 * unless the state is corrupt; then refuse rather than spin. */
+	if (c->qlen == 0 || ++restarts > 2 * CAKE_HEAP_LEN + 16)
+		return NULL;
+	if (c->rate.rate != 0 && c->time_next_packet > now && c->failsafe_next_packet > now) {
+		c->overlimits++;
+		return NULL;
+	}
+	b = c->rate.rate != 0 ? cake_pick_tin_shaped(c, now) : cake_pick_tin_drr(c);
+	if (b == NULL)
+		return NULL;
+
+retry:
+	/* A decaying flow gets one look per call so its state can relax. */
+	if (first && b->lists[CAKE_LIST_DECAYING].head != CAKE_NIL)
+		idx = b->lists[CAKE_LIST_DECAYING].head;
+	else if (b->lists[CAKE_LIST_NEW].head != CAKE_NIL)
+		idx = b->lists[CAKE_LIST_NEW].head;
+	else if (b->lists[CAKE_LIST_OLD].head != CAKE_NIL)
+		idx = b->lists[CAKE_LIST_OLD].head;
+	else if (b->lists[CAKE_LIST_DECAYING].head != CAKE_NIL)
+		idx = b->lists[CAKE_LIST_DECAYING].head;
+	else
+		goto begin;
+	first = false;
+	f = &b->flows[idx];
+
+	if (f->deficit <= 0) {
+		/* Spent its credit: join (or stay in) the bulk rotation. */
+		if (f->set == CAKE_SET_SPARSE) {
+			if (f->head != NULL) {
+				b->sparse_flow_count--;
+				b->bulk_flow_count++;
+				cake_host_bulk_inc(c, b, f);
+				f->set = CAKE_SET_BULK;
+			} else {
+				f->set = CAKE_SET_SPARSE_WAIT;
+			}
+		}
+		f->deficit += cake_flow_quantum(c, b, f);
+		cake_list_move_tail(b, CAKE_LIST_OLD, idx);
+		goto retry;
+	}
+
+	for (;;) {
+		pkt = cake_flow_pop(c, b, f);
+		if (pkt == NULL) {
+			cake_flow_empty(c, b, idx, now);
+			goto begin;
+		}
+		if (!cobalt_should_drop(&f->cvars, &b->cparams, now, pkt->enq_ns,
+					c->p.ingress ? b->bulk_flow_count : 0,
+					c->p.ecn ? cake_mark : NULL, pkt, cake_rand32, c) ||
+		    f->head == NULL)
+			break; /* the last packet of a flow is never dropped */
+		f->dropped++;
+		b->drops++;
+		pkt->drop_reason = SHAPER_DROP_AQM;
+		sh_pkt_list_push(dropped, pkt);
+		if (c->p.ingress) {
+			/* The dropped packet already used the link. */
+			len = cake_advance_shaper(c, b, pkt, now, true);
+			f->deficit -= (int32_t)len;
+			b->tin_deficit -= len;
+			goto retry;
+		}
+	}
+
+	if (f->cvars.ecn_marked) {
+		b->ecn_marks++;
+		c->ecn_marked++;
+	}
+	{
+		uint64_t delay = now - pkt->enq_ns;
+
+		b->avg_delay = cake_ewma(b->avg_delay, delay, 8);
+		b->peak_delay = cake_ewma(b->peak_delay, delay, delay > b->peak_delay ? 2 : 8);
+		b->base_delay = cake_ewma(b->base_delay, delay, delay < b->base_delay ? 2 : 8);
+	}
+	len = cake_advance_shaper(c, b, pkt, now, false);
+	f->deficit -= (int32_t)len;
+	b->tin_deficit -= len;
+	if (c->overflow_timeout != 0)
+		c->overflow_timeout--;
+	return pkt;
+}
+
+static uint64_t
+cake_next_time(const void *impl, uint64_t now)
+{
+	const struct cake *c = impl;
+	uint64_t t;
+
+	if (c->qlen == 0)
+		return UINT64_MAX;
+	if (c->rate.rate == 0)
+		return now;
+	t = c->time_next_packet < c->failsafe_next_packet ? c->time_next_packet :
+							      c->failsafe_next_packet;
+	return t > now ? t : now;
+}
+
+/* ----------------------------------------------------------------- update */
+
+static int
+cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
+{
+	struct cake *c = impl;
+	bool iso_changed = p->isolation != c->p.isolation;
+	uint32_t i, j;
+
+	if (cake_check(p, err, errlen) != 0)
+		return -EINVAL;
+	if (p->overhead_mode != c->p.overhead_mode || p->overhead != c->p.overhead)
+		cake_reset_size_stats(c);
+	cake_set_params(c, p);
+	cake_config_tins(c);
+	cake_config_limit(c);
+	if (iso_changed) {
+		/*
+		 * Host slots and bulk counts were kept for the old mode: clear
+		 * them and let each flow reclaim its hosts on its next packet.
+		 */
+		for (i = 0; i < CAKE_MAX_TINS; i++) {
+			struct cake_tin *b = &c->tins[i];
+
+			for (j = 0; j < CAKE_QUEUES; j++) {
+				memset(&b->hosts[j], 0, sizeof(b->hosts[j]));
+				b->flows[j].flags |= CAKE_FLOW_REHOST;
+			}
+		}
+	}
+	/* Packets stay in the tins they were queued in. */
+	cake_update_scan(c);
+	c->resync = true;
+	return 0;
+}
+
+static void
+cake_flush(void *impl, struct sh_pkt_list *out)
+{
+	struct cake *c = impl;
+	uint32_t i, j;
+
+	for (i = 0; i < CAKE_MAX_TINS; i++) {
+		struct cake_tin *b = &c->tins[i];
+
+		for (j = 0; j < CAKE_QUEUES && b->qlen != 0; j++) {
+			struct sh_pkt *pkt;
+
+			while ((pkt = cake_flow_pop(c, b, &b->flows[j])) != NULL)
+				sh_pkt_list_push(out, pkt);
+		}
+		cake_tin_reset(b);
+	}
+	c->overflow_timeout = 0;
+	c->tin_scan = c->tin_cnt;
+	c->cur_tin = 0;
+}
+
+/* ------------------------------------------------------------------ stats */
+
+static void
+cake_get_stats(const void *impl, struct sched_stats *st)
+{
+	const struct cake *c = impl;
+	uint32_t i;
+
+	st->backlog_pkts = c->qlen;
+	st->backlog_bytes = c->backlog;
+	st->overlimits = c->overlimits;
+	st->ecn_marked = c->ecn_marked;
+	st->memory_used = c->buffer_max_used;
+	st->memory_limit = c->buffer_limit;
+	st->capacity_estimate = c->p.rate;
+	st->min_network_size = c->min_netlen;
+	st->max_network_size = c->max_netlen;
+	st->min_adj_size = c->min_adjlen;
+	st->max_adj_size = c->max_adjlen;
+	st->avg_hdr_offset = (uint32_t)((c->avg_netoff + 0x8000) >> 16);
+	st->tin_count = c->tin_cnt;
+	for (i = 0; i < c->tin_cnt; i++) {
+		const struct cake_tin *b = &c->tins[c->tin_order[i]];
+		struct sched_tin_stats *t = &st->tins[i];
+
+		snprintf(t->name, sizeof(t->name), "%s", b->name);
+		t->threshold_rate = b->rate.rate;
+		t->target_us = (uint32_t)(b->cparams.target / 1000);
+		t->interval_us = (uint32_t)(b->cparams.interval / 1000);
+		t->peak_delay_us = (uint32_t)(b->peak_delay / 1000);
+		t->avg_delay_us = (uint32_t)(b->avg_delay / 1000);
+		t->base_delay_us = (uint32_t)(b->base_delay / 1000);
+		t->sent_packets = b->packets;
+		t->sent_bytes = b->bytes;
+		t->backlog_bytes = b->backlog;
+		t->way_indirect_hits = b->way_hits;
+		t->way_misses = b->way_misses;
+		t->way_collisions = b->way_collisions;
+		t->drops = b->drops;
+		t->ecn_mark = b->ecn_marks;
+		t->ack_drops = b->ack_drops;
+		t->sparse_flows = b->sparse_flow_count + b->decaying_flow_count;
+		t->bulk_flows = b->bulk_flow_count;
+		t->unresponsive_flows = b->unresponsive_flow_count;
+		t->max_pkt_len = b->max_len;
+		t->flow_quantum = b->flow_quantum;
+	}
+}
+
+static void
+cake_reset_stats(void *impl)
+{
+	struct cake *c = impl;
+	uint32_t i;
+
+	c->overlimits = 0;
+	c->ecn_marked = 0;
+	c->buffer_max_used = c->buffer_used;
+	cake_reset_size_stats(c);
+	for (i = 0; i < CAKE_MAX_TINS; i++) {
+		struct cake_tin *b = &c->tins[i];
+
+		b->packets = b->bytes = 0;
+		b->way_directs = b->way_hits = b->way_misses = b->way_collisions = 0;
+		b->drops = b->ecn_marks = b->ack_drops = b->drop_overlimit = 0;
+		b->peak_delay = b->avg_delay = b->base_delay = 0;
+		b->max_len = 0;
+	}
 }
 
 const struct sched_ops sched_cake_ops = {
 	.name = "cake",
 	.create = cake_create,
+	.destroy = cake_destroy,
+	.enqueue = cake_enqueue,
+	.dequeue = cake_dequeue,
+	.next_time = cake_next_time,
+	.update = cake_update,
+	.flush = cake_flush,
+	.get_stats = cake_get_stats,
+	.reset_stats = cake_reset_stats,
 };

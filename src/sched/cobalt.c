@@ -6,6 +6,8 @@
  * spent below target instead of being reset, so a flow that comes back
  * resumes near its old signalling rate. At most one signal per packet.
  */
+#include <stddef.h>
+
 #include "sched/cobalt.h"
 
 /*
