@@ -187,7 +187,7 @@ get_enum(const json_t *v, const char *path, const struct name_val *t, size_t n, 
 		return -1;
 	}
 	if (lookup(t, n, json_string_value(v), out) != 0) {
-		errf(err, errlen, path, "\"%s\" is not a %s (one of: %s)", json_string_value(v), what,
+		errf(err, errlen, path, "\"%s\" is not a valid %s (one of: %s)", json_string_value(v), what,
 		     names);
 		return -1;
 	}
@@ -465,6 +465,13 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			n = d;
 		}
 	}
+	/* rtt implies a target; an explicit "target" wins whatever the key order. */
+	v = json_object_get(obj, "rtt");
+	if (v != NULL && n.discipline == SCHED_DISC_CAKE) {
+		snprintf(sub, sizeof(sub), "%s.rtt", path);
+		if (parse_rtt(v, sub, &n, err, errlen) != 0)
+			return -1;
+	}
 	/* Explicit mpu/atm win over what an overhead keyword implies. */
 	mpu_set = json_object_get(obj, "mpu") != NULL;
 	framing_set = json_object_get(obj, "atm") != NULL;
@@ -485,16 +492,12 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			     shaper_discipline_name(n.discipline));
 			return -1;
 		}
-		if (strcmp(key, "discipline") == 0) {
+		if (strcmp(key, "discipline") == 0 || strcmp(key, "rtt") == 0) {
 			continue;
 		} else if (strcmp(key, "bandwidth") == 0) {
 			if (get_unit(v, sub, shaper_parse_rate, "rate", 0, 12500000000000ULL,
 				     &n.rate, err, errlen) != 0)
 				return -1;
-			if (n.rate != 0 && n.rate < 1000 / 8) {
-				errf(err, errlen, sub, "below the minimum of 1kbit");
-				return -1;
-			}
 		} else if (strcmp(key, "mtu") == 0) {
 			if (get_int(v, sub, 68, 65535, &x, err, errlen) != 0)
 				return -1;
@@ -515,9 +518,6 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
 				return -1;
 			n.seed = (uint64_t)x;
-		} else if (strcmp(key, "rtt") == 0) {
-			if (parse_rtt(v, sub, &n, err, errlen) != 0)
-				return -1;
 		} else if (strcmp(key, "target") == 0) {
 			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
 				     err, errlen) != 0)
@@ -577,7 +577,9 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 					return -1;
 				n.fifo_limit_pkts = 0;
 			} else {
-				if (get_int(v, sub, 1, 1 << 24, &x, err, errlen) != 0)
+				/* fifo: 0 = no packet limit (the mbuf pool still bounds it). */
+				if (get_int(v, sub, n.discipline == SCHED_DISC_FIFO ? 0 : 1, 1 << 24, &x,
+					    err, errlen) != 0)
 					return -1;
 				if (n.discipline == SCHED_DISC_FIFO) {
 					n.fifo_limit_pkts = (uint32_t)x;
@@ -859,7 +861,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 			if (get_unit(x, sub, shaper_parse_time, "time", 0, 10000000, &ns, err,
 				     errlen) != 0)
 				return -1;
-			c->idle_sleep_us = (uint32_t)(ns / 1000);
+			c->idle_sleep_us = (uint32_t)((ns + 999) / 1000); /* never 0 by rounding */
 		} else {
 			errf(err, errlen, sub, "unknown key (known: mbufs, burst, idle_sleep)");
 			return -1;
@@ -936,7 +938,8 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		     c->port[0].device);
 		return -1;
 	}
-	if (c->n_workers == 2 && c->worker_lcore[0] == c->worker_lcore[1]) {
+	if (c->n_workers == 2 && c->worker_lcore[0] != 0 &&
+	    c->worker_lcore[0] == c->worker_lcore[1]) {
 		errf(err, errlen, "lcores.workers", "the two workers need different lcores");
 		return -1;
 	}
@@ -951,7 +954,11 @@ load_json(json_t *root, const json_error_t *jerr, const char *name, struct shape
 
 	shaper_config_default(c);
 	if (root == NULL) {
-		if (err != NULL)
+		if (err == NULL)
+			return -1;
+		if (jerr->line < 0) /* could not read the file at all */
+			snprintf(err, errlen, "%s", jerr->text);
+		else
 			snprintf(err, errlen, "%s:%d:%d: %s", name, jerr->line, jerr->column,
 				 jerr->text);
 		return -1;

@@ -129,11 +129,19 @@ shaper_parse_rate(const char *s, uint64_t *bytes_per_sec, char *err, size_t errl
 		return -EINVAL;
 	}
 	bits = v * u->scale;
-	if (bits / 8. > 1.8e19) {
+	/* llround() and the u64 result both stop short of 2^63. */
+	if (bits / 8. >= 9.2e18) {
 		set_err(err, errlen, "\"%s\" is too large a rate%s", s, "");
 		return -EINVAL;
 	}
-	*bytes_per_sec = (uint64_t)llround(bits / 8.);
+	/* Below 1kbit a rate would round to (almost) nothing, and 0 means unlimited. */
+	if (bits > 0 && bits < 1000.) {
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "below the minimum of 1kbit");
+		return -EINVAL;
+	}
+	/* Round down, so a rate never exceeds what was asked for. */
+	*bytes_per_sec = (uint64_t)floor(bits / 8. + 1e-9);
 	return 0;
 }
 
@@ -159,7 +167,7 @@ shaper_parse_time(const char *s, uint64_t *ns, char *err, size_t errlen)
 		set_err(err, errlen, "\"%s\" is not a time (%s)", s, "units: s ms us ns");
 		return -EINVAL;
 	}
-	if (v * u->scale > 1.8e19) {
+	if (v * u->scale >= 9.2e18) {
 		set_err(err, errlen, "\"%s\" is too long a time%s", s, "");
 		return -EINVAL;
 	}
@@ -189,7 +197,7 @@ shaper_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 		set_err(err, errlen, "\"%s\" is not a size (%s)", s, "units: b kb mb gb");
 		return -EINVAL;
 	}
-	if (v * u->scale > 1.8e19) {
+	if (v * u->scale >= 9.2e18) {
 		set_err(err, errlen, "\"%s\" is too large a size%s", s, "");
 		return -EINVAL;
 	}
@@ -197,6 +205,7 @@ shaper_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 	return 0;
 }
 
+/* Exact forms only, so what is printed parses back to the same value. */
 void
 shaper_format_rate(uint64_t bytes_per_sec, char *buf, size_t len)
 {
@@ -204,25 +213,42 @@ shaper_format_rate(uint64_t bytes_per_sec, char *buf, size_t len)
 
 	if (bytes_per_sec == 0)
 		snprintf(buf, len, "unlimited");
-	else if (bits >= 1000000000ULL && bits % 1000000000ULL == 0)
+	else if (bits % 1000000000ULL == 0)
 		snprintf(buf, len, "%lluGbit", (unsigned long long)(bits / 1000000000ULL));
-	else if (bits >= 1000000ULL && bits % 1000000ULL == 0)
+	else if (bits % 1000000ULL == 0)
 		snprintf(buf, len, "%lluMbit", (unsigned long long)(bits / 1000000ULL));
-	else if (bits >= 1000ULL)
+	else if (bits % 1000ULL == 0)
 		snprintf(buf, len, "%lluKbit", (unsigned long long)(bits / 1000ULL));
 	else
 		snprintf(buf, len, "%llubit", (unsigned long long)bits);
 }
 
+/* "%llu.%03llu" without trailing zeros: exact, and tc-like ("1.5ms"). */
+static void
+format_decimal(char *buf, size_t len, uint64_t whole, uint64_t milli, const char *unit)
+{
+	char frac[8];
+	int n;
+
+	if (milli == 0) {
+		snprintf(buf, len, "%llu%s", (unsigned long long)whole, unit);
+		return;
+	}
+	n = snprintf(frac, sizeof(frac), "%03llu", (unsigned long long)milli);
+	while (n > 0 && frac[n - 1] == '0')
+		frac[--n] = '\0';
+	snprintf(buf, len, "%llu.%s%s", (unsigned long long)whole, frac, unit);
+}
+
 void
 shaper_format_time(uint64_t ns, char *buf, size_t len)
 {
-	if (ns >= 1000000000ULL && ns % 1000000000ULL == 0)
+	if (ns != 0 && ns % 1000000000ULL == 0)
 		snprintf(buf, len, "%llus", (unsigned long long)(ns / 1000000000ULL));
-	else if (ns >= 1000000ULL)
-		snprintf(buf, len, "%gms", (double)ns / 1e6);
+	else if (ns >= 1000000ULL && ns % 1000ULL == 0)
+		format_decimal(buf, len, ns / 1000000ULL, (ns / 1000ULL) % 1000ULL, "ms");
 	else if (ns >= 1000ULL)
-		snprintf(buf, len, "%gus", (double)ns / 1e3);
+		format_decimal(buf, len, ns / 1000ULL, ns % 1000ULL, "us");
 	else
 		snprintf(buf, len, "%lluns", (unsigned long long)ns);
 }
