@@ -34,6 +34,8 @@ struct app {
 	struct dp_dir dir[SHAPER_NUM_DIRS];
 	struct dp_worker worker[SHAPER_MAX_WORKERS];
 	const char *stats_file;
+	struct dp_control ctl; /* what the control plane and telemetry reach */
+	struct ctl_backend be;
 };
 
 static void
@@ -312,22 +314,21 @@ teardown(struct app *a)
 static void
 run_control(struct app *a)
 {
-	struct dp_control ctl;
-	struct ctl_backend be;
 	struct ctl_server_params sp;
 	struct ctl_server *srv = NULL;
 	char err[SHAPER_ERR_LEN] = "";
 
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		a->ctl.dirs[d] = &a->dir[d];
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		a->ctl.ports[r] = &a->port[r];
+	dp_control_backend(&a->ctl, &a->be);
+	dp_telemetry_register(&a->be);
 	if (a->cfg.control_enabled) {
-		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-			ctl.dirs[d] = &a->dir[d];
-		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
-			ctl.ports[r] = &a->port[r];
-		dp_control_backend(&ctl, &be);
 		sp.path = a->cfg.control_socket;
 		sp.group = a->cfg.control_group;
 		sp.mode = a->cfg.control_mode;
-		srv = ctl_server_open(&sp, &be, err, sizeof(err));
+		srv = ctl_server_open(&sp, &a->be, err, sizeof(err));
 		if (srv == NULL)
 			fprintf(stderr, "shaperd: control socket: %s (continuing without it)\n", err);
 		else

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
 #include "shaper/classify.h"
@@ -134,6 +135,9 @@ struct dp_control {
 };
 
 void dp_control_backend(struct dp_control *ctl, struct ctl_backend *be);
+
+/* Register /shaper/... telemetry commands served through be (must outlive EAL). */
+void dp_telemetry_register(const struct ctl_backend *be);
 
 /* Nanoseconds since start from the TSC (set up once by dp_clock_init). */
 void dp_clock_init(void);
