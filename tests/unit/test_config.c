@@ -1461,8 +1461,8 @@ test_example_af_packet_bed(void **state)
 
 	(void)state;
 	load_example("af-packet-bed.json", &c);
-	assert_string_equal(c.port[SHAPER_PORT_LAN].device, "net_af_packet0,iface=lan0");
-	assert_string_equal(c.port[SHAPER_PORT_WAN].device, "net_af_packet1,iface=wan0");
+	assert_string_equal(c.port[SHAPER_PORT_LAN].device, "net_af_packet0,iface=shplan0");
+	assert_string_equal(c.port[SHAPER_PORT_WAN].device, "net_af_packet1,iface=shpwan0");
 	assert_int_equal(c.dir[SHAPER_DOWN].discipline, SCHED_DISC_CAKE);
 	assert_int_equal(c.dir[SHAPER_DOWN].rate, 12500000);
 	assert_int_equal(c.dir[SHAPER_UP].discipline, SCHED_DISC_CAKE);
