@@ -808,38 +808,6 @@ test_set_dscp(void **state)
 	}
 }
 
-/* ---- speed (reported, loosely bounded) ---- */
-
-static void
-test_speed(void **state)
-{
-	enum { N = 256, ROUNDS = 4000 };
-	static struct pb bufs[N];
-	static struct sh_pkt pk[N];
-	struct sh_pkt *ptr[N];
-	struct timespec t0, t1;
-	double ns;
-
-	(void)state;
-	for (int i = 0; i < N; i++) {
-		if (i % 4 == 0)
-			build_v6_udp(&bufs[i], v6a, v6b, (uint16_t)i, 9, 0, 0);
-		else
-			build_v4_tcp(&bufs[i], IP4(10, 0, 0, i), IP4(2, 2, 2, 2), 5, 6, PB_ACK, 0);
-		pb_to_pkt(&bufs[i], &pk[i]);
-		ptr[i] = &pk[i];
-	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (int r = 0; r < ROUNDS; r++)
-		for (int i = 0; i < N; i += 32)
-			classify_burst(ptr + i, 32, &key);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	ns = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) /
-	     ((double)N * ROUNDS);
-	printf("classify_burst: %.1f ns/packet (75%% IPv4 TCP, 25%% IPv6 UDP)\n", ns);
-	assert_true(ns < 2000.0);
-}
-
 int
 main(void)
 {
@@ -861,7 +829,6 @@ main(void)
 		cmocka_unit_test(test_set_ce_ipv4),
 		cmocka_unit_test(test_set_ce_ipv6),
 		cmocka_unit_test(test_set_dscp),
-		cmocka_unit_test(test_speed),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
