@@ -1355,6 +1355,48 @@ cake_reset_stats(void *impl)
 	}
 }
 
+/* Control path: the queued flows with the largest backlog, largest first. */
+static int
+cake_top_flows(const void *impl, struct sched_flow_info *out, unsigned int max)
+{
+	const struct cake *c = impl;
+	uint8_t display[CAKE_MAX_TINS];
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < CAKE_MAX_TINS; i++)
+		display[i] = (uint8_t)i;
+	for (uint32_t i = 0; i < c->tin_cnt; i++)
+		display[c->tin_order[i]] = (uint8_t)i;
+	for (uint32_t t = 0; t < CAKE_MAX_TINS; t++) {
+		const struct cake_tin *b = &c->tins[t];
+
+		for (uint32_t q = 0; q < CAKE_QUEUES && b->qlen != 0; q++) {
+			const struct cake_flow *f = &b->flows[q];
+			struct sched_flow_info fi;
+			unsigned int pos;
+
+			if (f->head == NULL)
+				continue;
+			if (n == max && f->backlog <= out[n - 1].backlog_bytes)
+				continue;
+			fi.head = f->head;
+			fi.backlog_bytes = f->backlog;
+			fi.tin = display[t];
+			fi.packets = 0;
+			for (const struct sh_pkt *p = f->head; p != NULL; p = p->next)
+				fi.packets++;
+			/* Insertion into the sorted top list (max is small). */
+			pos = n < max ? n++ : max - 1;
+			while (pos > 0 && out[pos - 1].backlog_bytes < fi.backlog_bytes) {
+				out[pos] = out[pos - 1];
+				pos--;
+			}
+			out[pos] = fi;
+		}
+	}
+	return (int)n;
+}
+
 const struct sched_ops sched_cake_ops = {
 	.name = "cake",
 	.create = cake_create,
@@ -1366,4 +1408,5 @@ const struct sched_ops sched_cake_ops = {
 	.flush = cake_flush,
 	.get_stats = cake_get_stats,
 	.reset_stats = cake_reset_stats,
+	.top_flows = cake_top_flows,
 };
