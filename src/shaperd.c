@@ -129,25 +129,6 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 }
 
 static void
-port_counters(const struct dp_port *p, struct ctl_port_counters *pc)
-{
-	struct rte_eth_stats es;
-
-	memset(&es, 0, sizeof(es));
-	memset(pc, 0, sizeof(*pc));
-	rte_eth_stats_get(p->port_id, &es);
-	snprintf(pc->name, sizeof(pc->name), "%s", p->name);
-	pc->rx_packets = es.ipackets;
-	pc->tx_packets = es.opackets;
-	pc->rx_bytes = es.ibytes;
-	pc->tx_bytes = es.obytes;
-	pc->rx_missed = es.imissed;
-	pc->rx_errors = es.ierrors;
-	pc->tx_errors = es.oerrors;
-	pc->rx_nombuf = es.rx_nombuf;
-}
-
-static void
 print_counters(json_t *ports, json_t *dirs)
 {
 	const char *key;
@@ -188,7 +169,7 @@ collect_counters(struct app *a)
 		if (a->port_open[r]) {
 			struct ctl_port_counters pc;
 
-			port_counters(&a->port[r], &pc);
+			dp_port_counters(&a->port[r], &pc);
 			json_object_set_new(ports, shaper_port_name[r], ctl_port_stats_json(&pc));
 		}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)

@@ -105,6 +105,9 @@ int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc,
 		 struct rte_mempool *mp, char *err, size_t errlen);
 void dp_port_close(struct dp_port *port);
 
+/* The port's ethdev counters; 0 or -errno. */
+int dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc);
+
 /* Ask every worker to stop (signal-safe). */
 void dp_request_stop(void);
 bool dp_stop_requested(void);

@@ -151,18 +151,18 @@ be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
 	return rc;
 }
 
-static int
-be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc)
+int
+dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc)
 {
-	struct dp_control *ctl = opaque;
 	struct rte_eth_stats es;
 	int rc;
 
 	memset(&es, 0, sizeof(es));
-	rc = rte_eth_stats_get(ctl->ports[r]->port_id, &es);
+	memset(pc, 0, sizeof(*pc));
+	rc = rte_eth_stats_get(port->port_id, &es);
 	if (rc != 0)
 		return rc;
-	snprintf(pc->name, sizeof(pc->name), "%s", ctl->ports[r]->name);
+	snprintf(pc->name, sizeof(pc->name), "%s", port->name);
 	pc->rx_packets = es.ipackets;
 	pc->tx_packets = es.opackets;
 	pc->rx_bytes = es.ibytes;
@@ -172,6 +172,14 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 	pc->tx_errors = es.oerrors;
 	pc->rx_nombuf = es.rx_nombuf;
 	return 0;
+}
+
+static int
+be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc)
+{
+	struct dp_control *ctl = opaque;
+
+	return dp_port_counters(ctl->ports[r], pc);
 }
 
 static int
