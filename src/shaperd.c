@@ -219,6 +219,24 @@ setup_dirs(struct app *a)
 			fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
 			return -1;
 		}
+		{
+			const struct shaper_emulate_config *ec = &a->cfg.emulate[d];
+			struct emu_params ep = {
+				.delay_ns = ec->delay_ns,
+				.jitter_ns = ec->jitter_ns,
+				.loss_ppm = ec->loss_ppm,
+				.seed = ec->seed,
+				.limit = ec->limit != 0 ? ec->limit : a->cfg.mbufs / 2,
+			};
+
+			if (emu_params_active(&ep))
+				dd->emu = emu_create(&ep);
+			if (emu_params_active(&ep) && dd->emu == NULL) {
+				fprintf(stderr, "shaperd: %s.emulate: cannot create the delay line\n",
+					shaper_dir_name[d]);
+				return -1;
+			}
+		}
 		if (dp_dir_control_init(dd) != 0) {
 			fprintf(stderr, "shaperd: %s: cannot create the control mailbox\n",
 				shaper_dir_name[d]);
@@ -414,6 +432,7 @@ out_ports:
 		exit_code = 3;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		sched_free(a.dir[d].sched);
+		emu_free(a.dir[d].emu);
 		dp_dir_control_free(&a.dir[d]);
 	}
 	if (a.pool != NULL)

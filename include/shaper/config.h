@@ -33,6 +33,7 @@ struct shaper_emulate_config {
 	uint64_t jitter_ns;
 	uint32_t loss_ppm; /* parts per million */
 	uint64_t seed;
+	uint32_t limit;    /* packets held at most; 0 = half the mbuf pool */
 };
 
 struct shaper_config {

@@ -47,6 +47,7 @@ struct ctl_dir_counters {
 	uint64_t tx_packets, tx_bytes;
 	uint64_t tx_retries;
 	uint64_t dropped[SHAPER_DROP_MAX];
+	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 };
 
 struct ctl_port_counters {

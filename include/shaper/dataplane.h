@@ -16,6 +16,7 @@
 #include "shaper/classify.h"
 #include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/emulate.h"
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 
@@ -67,6 +68,7 @@ struct dp_dir {
 	enum shaper_dir dir;
 	uint16_t rx_port, tx_port;
 	struct sched *sched;
+	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];

@@ -419,8 +419,15 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
 				return -1;
 			em->seed = (uint64_t)x;
+		} else if (strcmp(key, "limit") == 0) {
+			long long x;
+
+			if (get_int(v, sub, 1, 1 << 24, &x, err, errlen) != 0)
+				return -1;
+			em->limit = (uint32_t)x;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: delay, jitter, loss, seed)");
+			errf(err, errlen, sub,
+			     "unknown key (known: delay, jitter, loss, seed, limit)");
 			return -1;
 		}
 	}

@@ -142,13 +142,32 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
 	if (room > burst)
 		room = (uint16_t)burst;
-	while (n_out < room) {
-		struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
+	if (d->emu == NULL) {
+		while (n_out < room) {
+			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
 
-		if (p == NULL)
-			break;
-		d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
-		n_out++;
+			if (p == NULL)
+				break;
+			d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
+			n_out++;
+		}
+	} else {
+		/* The emulated path holds what the shaper released until its time. */
+		for (unsigned int k = 0; k < burst; k++) {
+			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
+
+			if (p == NULL)
+				break;
+			emu_enqueue(d->emu, p, now, &drops);
+		}
+		while (n_out < room) {
+			struct sh_pkt *p = emu_dequeue(d->emu, now);
+
+			if (p == NULL)
+				break;
+			d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
+			n_out++;
+		}
 	}
 	d->n_pending += n_out;
 	flush_pending(d);
@@ -156,6 +175,8 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	if (drops.count != 0)
 		free_drops(d, &drops);
 	t = sched_next_time(d->sched, now);
+	if (d->emu != NULL && emu_next_time(d->emu) < t)
+		t = emu_next_time(d->emu);
 	if (d->n_pending != 0)
 		t = now;
 	if (t < *next_due)
@@ -175,6 +196,7 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	s->time_ns = now;
 	s->c = d->stats;
+	s->c.emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
 	s->params = *sched_get_params(d->sched);
 	sched_get_stats(d->sched, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
@@ -279,6 +301,8 @@ dp_dir_drain(struct dp_dir *d)
 	struct sh_pkt *p;
 
 	sh_pkt_list_init(&out);
+	if (d->emu != NULL)
+		emu_flush(d->emu, &out);
 	sched_flush(d->sched, &out);
 	for (p = out.head; p != NULL; p = p->next)
 		p->drop_reason = SHAPER_DROP_SHUTDOWN;
