@@ -88,6 +88,9 @@ struct ctl_backend {
  */
 char *ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len);
 
+/* A reply line for an error that has no request to go with it (id null). */
+char *ctl_error_reply(enum ctl_error code, const char *message);
+
 /* Build the "stats" result for one direction (json_t *), shared with the exit report. */
 void *ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *st,
 			 const struct sched_params *p);

@@ -411,6 +411,15 @@ finish(json_t *id, struct reply *r)
 }
 
 char *
+ctl_error_reply(enum ctl_error code, const char *message)
+{
+	struct reply r = {.result = NULL, .err = code, .msg = ""};
+
+	snprintf(r.msg, sizeof(r.msg), "%s", message);
+	return finish(NULL, &r);
+}
+
+char *
 ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
 {
 	struct reply r = {.result = NULL, .err = CTL_ERR_INTERNAL, .msg = ""};

@@ -281,10 +281,13 @@ conn_read(struct ctl_server *srv, struct ctl_conn *c)
 		if (c->inlen == CTL_MAX_LINE) {
 			/* No newline in a whole buffer: answer once, then skip to the newline. */
 			if (!c->discarding) {
-				static const char big[] = "x";
+				char *reply = ctl_error_reply(CTL_ERR_TOO_LARGE,
+							      "request longer than 65536 bytes");
+				int rc = reply != NULL ? conn_queue(c, reply) : -1;
 
+				free(reply);
 				c->discarding = true;
-				if (conn_reply(srv, c, big, CTL_MAX_LINE) != 0)
+				if (rc != 0)
 					return -1;
 			}
 			c->inlen = 0;
