@@ -1,0 +1,944 @@
+/*
+ * shapectl: talk to shaperd over its control socket.
+ *
+ *   shapectl [--socket PATH] [--json] [--timeout SECONDS] COMMAND [ARGS]
+ *
+ * Human output imitates `tc -s qdisc show` for cake; --json prints the
+ * daemon's result untouched, for scripts. Every failure maps to one exit
+ * code (see usage()), so scripts can tell a refusal from a dead daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shaper/control.h"
+#include "shapectl.h"
+
+#ifndef SHAPER_VERSION
+#define SHAPER_VERSION "unknown"
+#endif
+
+struct opts {
+	const char *socket;
+	bool json;
+	int timeout_ms;
+	/* per command */
+	long top;          /* flows */
+	double interval_s; /* watch */
+	long count;        /* watch: 0 = until interrupted */
+};
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+		"usage: shapectl [--socket PATH] [--json] [--timeout SECONDS] <command> [<args>]\n"
+		"\n"
+		"Query and change a running shaperd through its control socket.\n"
+		"\n"
+		"commands:\n"
+		"  version                          shapectl, shaperd and protocol versions\n"
+		"  stats [upstream | downstream]    counters and tin statistics (tc -s qdisc)\n"
+		"  flows [--top N] [upstream | downstream]\n"
+		"                                   queued flows with the largest backlog\n"
+		"                                   (N 1..1000, default 10)\n"
+		"  get [upstream | downstream]      the running settings of a direction\n"
+		"  set <direction> <key> <value> [<key> <value> ...]\n"
+		"                                   change settings at run time, e.g.\n"
+		"                                     set downstream bandwidth 200mbit rtt 40ms\n"
+		"                                   true/false are booleans, integers numbers,\n"
+		"                                   anything else is a string\n"
+		"  reset                            zero the statistics of both directions\n"
+		"  watch [-n SECONDS] [--count N]   refresh a summary every SECONDS (default 1)\n"
+		"                                   until interrupted, or N times\n"
+		"  metrics                          statistics in the Prometheus text format\n"
+		"\n"
+		"options:\n"
+		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
+		"                          " SC_DEFAULT_SOCKET ")\n"
+		"  -j, --json              print the daemon's JSON result, one line per reply\n"
+		"  -t, --timeout SECONDS   give up connecting or waiting for a reply after\n"
+		"                          SECONDS (default 5)\n"
+		"  -h, --help              print this help and exit\n"
+		"  -V, --version           print shapectl's version and exit\n"
+		"\n"
+		"exit status:\n"
+		"  0  success\n"
+		"  1  the daemon refused the request (its error code and message are printed)\n"
+		"  2  bad arguments\n"
+		"  3  shaperd is not running (no socket, or nobody listening on it)\n"
+		"  4  permission denied on the socket (join its group, or run as root)\n"
+		"  5  I/O or protocol error, or timeout\n");
+}
+
+static int
+usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("shapectl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\ntry 'shapectl --help' for usage\n", stderr);
+	return SC_EXIT_USAGE;
+}
+
+/* strtod/strtol that refuse trailing junk: no atoi. */
+static int
+parse_seconds(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 86400)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+parse_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static bool
+is_direction(const char *s)
+{
+	return strcmp(s, "upstream") == 0 || strcmp(s, "downstream") == 0;
+}
+
+/* Optional [upstream | downstream] as {"direction": ...}; NULL args when absent. */
+static int
+direction_args(int argc, char **argv, json_t **args)
+{
+	*args = NULL;
+	if (argc > 1)
+		return usage_error("too many arguments: expected at most one direction");
+	if (argc == 1) {
+		if (!is_direction(argv[0]))
+			return usage_error("\"%s\" is not a direction (upstream or downstream)",
+					   argv[0]);
+		*args = json_pack("{s:s}", "direction", argv[0]);
+	}
+	return SC_EXIT_OK;
+}
+
+static int
+print_json(const json_t *result)
+{
+	if (json_dumpf(result, stdout, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
+		return SC_EXIT_IO;
+	putchar('\n');
+	return SC_EXIT_OK;
+}
+
+/* ---- version ---- */
+
+static int
+show_version(const struct opts *o, const json_t *r)
+{
+	if (sc_int(r, "protocol") != CTL_PROTOCOL_VERSION)
+		fprintf(stderr, "shapectl: warning: shaperd speaks protocol %lld, shapectl %d\n",
+			sc_int(r, "protocol"), CTL_PROTOCOL_VERSION);
+	if (o->json)
+		return print_json(r);
+	printf("shapectl %s\n%s %s (protocol %lld)\n", SHAPER_VERSION, sc_str(r, "name"),
+	       sc_str(r, "version"), sc_int(r, "protocol"));
+	return SC_EXIT_OK;
+}
+
+/* ---- stats ---- */
+
+static void
+print_ports(const json_t *ports)
+{
+	static const char *const cols[] = {"rx_packets", "rx_bytes",  "tx_packets", "tx_bytes",
+					   "rx_missed",  "rx_errors", "tx_errors",  "rx_nombuf"};
+	struct sc_table t;
+	const char *k;
+	json_t *p;
+
+	if (json_object_size(ports) == 0)
+		return;
+	sc_table_init(&t, 10);
+	t.left[1] = true;
+	sc_table_cell(&t, "port");
+	sc_table_cell(&t, "device");
+	for (size_t i = 0; i < 8; i++)
+		sc_table_cell(&t, "%s", cols[i]);
+	json_object_foreach((json_t *)ports, k, p) {
+		sc_table_cell(&t, "%s", k);
+		sc_table_cell(&t, "%s", sc_str(p, "name"));
+		for (size_t i = 0; i < 8; i++)
+			sc_table_cell(&t, "%lld", sc_int(p, cols[i]));
+	}
+	sc_table_print(&t, stdout, "");
+	sc_table_free(&t);
+}
+
+/* The tin table of tc -s qdisc show (q_cake.c): rows of stats, a column per tin. */
+static void
+print_tins(const json_t *tins)
+{
+	enum kind { K_RATE, K_TIME, K_SIZE, K_INT };
+	static const struct {
+		const char *label, *key;
+		enum kind kind;
+	} rows[] = {
+		{"thresh", "threshold_rate", K_RATE},   {"target", "target_us", K_TIME},
+		{"interval", "interval_us", K_TIME},    {"pk_delay", "peak_delay_us", K_TIME},
+		{"av_delay", "avg_delay_us", K_TIME},   {"sp_delay", "base_delay_us", K_TIME},
+		{"backlog", "backlog_bytes", K_SIZE},   {"pkts", "sent_packets", K_INT},
+		{"bytes", "sent_bytes", K_INT},         {"way_inds", "way_indirect_hits", K_INT},
+		{"way_miss", "way_misses", K_INT},      {"way_cols", "way_collisions", K_INT},
+		{"drops", "drops", K_INT},              {"marks", "ecn_mark", K_INT},
+		{"ack_drop", "ack_drops", K_INT},       {"sp_flows", "sparse_flows", K_INT},
+		{"bk_flows", "bulk_flows", K_INT},      {"un_flows", "unresponsive_flows", K_INT},
+		{"max_len", "max_pkt_len", K_INT},      {"quantum", "flow_quantum", K_INT},
+	};
+	size_t i, n = json_array_size(tins);
+	json_t *tin;
+	char buf[64];
+
+	if (n == 0)
+		return;
+	printf("%-10s", "");
+	json_array_foreach(tins, i, tin)
+		printf(" %12s", sc_str(tin, "name"));
+	printf("\n");
+	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		printf("  %-8s", rows[r].label);
+		json_array_foreach(tins, i, tin) {
+			uint64_t v = (uint64_t)sc_int(tin, rows[r].key);
+
+			switch (rows[r].kind) {
+			case K_RATE:
+				sc_fmt_rate(v, buf, sizeof(buf));
+				break;
+			case K_TIME:
+				sc_fmt_time_us(v, buf, sizeof(buf));
+				break;
+			case K_SIZE:
+				sc_fmt_size(v, buf, sizeof(buf));
+				break;
+			case K_INT:
+				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
+				break;
+			}
+			printf(" %12s", buf);
+		}
+		printf("\n");
+	}
+}
+
+static void
+print_direction(const char *name, const json_t *d)
+{
+	static const char *const flow[] = {"lan -> wan", "wan -> lan"};
+	char b1[64], b2[64];
+	const char *k;
+	json_t *v;
+
+	sc_fmt_rate((uint64_t)sc_int(d, "bandwidth"), b1, sizeof(b1));
+	printf("%s (%s): %s bandwidth %s\n", name, flow[strcmp(name, "downstream") == 0],
+	       sc_str(d, "discipline"), b1);
+	printf(" Sent %lld bytes %lld pkt (dropped %lld, overlimits %lld requeues 0)\n",
+	       sc_int(d, "bytes"), sc_int(d, "packets"), sc_int(d, "drops"),
+	       sc_int(d, "overlimits"));
+	sc_fmt_size((uint64_t)sc_int(d, "backlog"), b1, sizeof(b1));
+	printf(" backlog %s %lldp requeues 0\n", b1, sc_int(d, "qlen"));
+	sc_fmt_size((uint64_t)sc_int(d, "memory_used"), b1, sizeof(b1));
+	sc_fmt_size((uint64_t)sc_int(d, "memory_limit"), b2, sizeof(b2));
+	printf(" memory used: %s of %s\n", b1, b2);
+	if (sc_int(d, "capacity_estimate") != 0) {
+		sc_fmt_rate((uint64_t)sc_int(d, "capacity_estimate"), b1, sizeof(b1));
+		printf(" capacity estimate: %s\n", b1);
+	}
+	if (sc_int(d, "max_network_size") != 0) {
+		printf(" min/max network layer size:     %8lld / %8lld\n",
+		       sc_int(d, "min_network_size"), sc_int(d, "max_network_size"));
+		printf(" min/max overhead-adjusted size: %8lld / %8lld\n",
+		       sc_int(d, "min_adj_size"), sc_int(d, "max_adj_size"));
+		printf(" average network hdr offset:     %8lld\n", sc_int(d, "avg_hdr_offset"));
+	}
+	printf(" rx %lld pkt %lld bytes, tx %lld pkt %lld bytes, tx retries %lld\n",
+	       sc_int(d, "rx_packets"), sc_int(d, "rx_bytes"), sc_int(d, "tx_packets"),
+	       sc_int(d, "tx_bytes"), sc_int(d, "tx_retries"));
+	printf(" dropped:");
+	json_object_foreach(json_object_get(d, "drop_reasons"), k, v)
+		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
+	printf("\n");
+	if (json_array_size(json_object_get(d, "tins")) > 0) {
+		printf("\n");
+		print_tins(json_object_get(d, "tins"));
+	}
+}
+
+static int
+show_stats(const struct opts *o, const json_t *r)
+{
+	const json_t *dirs = json_object_get(r, "directions");
+	const char *k;
+	json_t *d;
+
+	if (o->json)
+		return print_json(r);
+	print_ports(json_object_get(r, "ports"));
+	json_object_foreach((json_t *)dirs, k, d) {
+		printf("\n");
+		print_direction(k, d);
+	}
+	return SC_EXIT_OK;
+}
+
+/* ---- flows ---- */
+
+static const char *
+proto_name(long long p, char *buf, size_t len)
+{
+	switch (p) {
+	case 1:
+		return "icmp";
+	case 6:
+		return "tcp";
+	case 17:
+		return "udp";
+	case 58:
+		return "icmpv6";
+	case 132:
+		return "sctp";
+	default:
+		snprintf(buf, len, "%lld", p);
+		return buf;
+	}
+}
+
+/* Flows carry the tin's index in display order; stats has the names. */
+static const char *
+tin_name(const json_t *stats, const char *dir, long long i)
+{
+	const json_t *d = json_object_get(json_object_get(stats, "directions"), dir);
+	const json_t *tin = json_array_get(json_object_get(d, "tins"), (size_t)i);
+
+	return tin != NULL ? sc_str(tin, "name") : NULL;
+}
+
+static int
+show_flows(const struct opts *o, const json_t *r, const json_t *stats)
+{
+	const char *k;
+	json_t *arr, *f;
+	bool first = true;
+
+	if (o->json)
+		return print_json(r);
+	json_object_foreach((json_t *)r, k, arr) {
+		struct sc_table t;
+		size_t i;
+		char b1[32], b2[32];
+
+		if (!first)
+			printf("\n");
+		first = false;
+		if (json_array_size(arr) == 0) {
+			printf("%s: no queued flows\n", k);
+			continue;
+		}
+		printf("%s: %zu queued flow%s, largest backlog first\n", k, json_array_size(arr),
+		       json_array_size(arr) == 1 ? "" : "s");
+		sc_table_init(&t, 9);
+		t.left[1] = t.left[3] = true;
+		sc_table_cell(&t, "proto");
+		sc_table_cell(&t, "source");
+		sc_table_cell(&t, "sport");
+		sc_table_cell(&t, "destination");
+		sc_table_cell(&t, "dport");
+		sc_table_cell(&t, "tin");
+		sc_table_cell(&t, "packets");
+		sc_table_cell(&t, "backlog");
+		sc_table_cell(&t, "sojourn");
+		json_array_foreach(arr, i, f) {
+			sc_table_cell(&t, "%s", proto_name(sc_int(f, "proto"), b1, sizeof(b1)));
+			sc_table_cell(&t, "%s", sc_str(f, "src"));
+			sc_table_cell(&t, "%lld", sc_int(f, "sport"));
+			sc_table_cell(&t, "%s", sc_str(f, "dst"));
+			sc_table_cell(&t, "%lld", sc_int(f, "dport"));
+			if (tin_name(stats, k, sc_int(f, "tin")) != NULL)
+				sc_table_cell(&t, "%s", tin_name(stats, k, sc_int(f, "tin")));
+			else
+				sc_table_cell(&t, "%lld", sc_int(f, "tin"));
+			sc_table_cell(&t, "%lld", sc_int(f, "packets"));
+			sc_fmt_size((uint64_t)sc_int(f, "backlog_bytes"), b1, sizeof(b1));
+			sc_table_cell(&t, "%s", b1);
+			sc_fmt_time_us((uint64_t)sc_int(f, "sojourn_us"), b2, sizeof(b2));
+			sc_table_cell(&t, "%s", b2);
+		}
+		sc_table_print(&t, stdout, "  ");
+		sc_table_free(&t);
+	}
+	return SC_EXIT_OK;
+}
+
+static int
+flows_with_names(struct sc_conn *c, const struct opts *o, const json_t *flows)
+{
+	json_t *args = NULL, *stats;
+	const char *k;
+	json_t *v;
+	int rc;
+
+	/* One direction asked: fetch just its tins. */
+	if (json_object_size(flows) == 1) {
+		json_object_foreach((json_t *)flows, k, v)
+			args = json_pack("{s:s}", "direction", k);
+	}
+	rc = sc_call(c, "stats", args, &stats);
+	if (rc != SC_EXIT_OK)
+		return rc;
+	rc = show_flows(o, flows, stats);
+	json_decref(stats);
+	return rc;
+}
+
+/* ---- get / set ---- */
+
+static void
+print_settings(const char *dir, const json_t *s)
+{
+	struct sc_table t;
+	const char *k;
+	json_t *v;
+
+	printf("%s\n", dir);
+	sc_table_init(&t, 2);
+	t.left[1] = true;
+	json_object_foreach((json_t *)s, k, v) {
+		sc_table_cell(&t, "%s", k);
+		if (json_is_string(v)) {
+			sc_table_cell(&t, "%s", json_string_value(v));
+		} else {
+			char *e = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+
+			sc_table_cell(&t, "%s", e != NULL ? e : "?");
+			free(e);
+		}
+	}
+	sc_table_print(&t, stdout, "  ");
+	sc_table_free(&t);
+}
+
+static int
+show_settings(const struct opts *o, const json_t *r)
+{
+	const char *k;
+	json_t *v;
+	bool first = true;
+
+	if (o->json)
+		return print_json(r);
+	json_object_foreach((json_t *)r, k, v) {
+		if (!first)
+			printf("\n");
+		first = false;
+		print_settings(k, v);
+	}
+	return SC_EXIT_OK;
+}
+
+/* true/false -> bool, an integer literal -> integer, anything else -> string. */
+static json_t *
+typed_value(const char *s)
+{
+	char *end;
+	long long v;
+
+	if (strcmp(s, "true") == 0)
+		return json_true();
+	if (strcmp(s, "false") == 0)
+		return json_false();
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (s[0] != '\0' && *end == '\0' && errno == 0 && s[0] != '+')
+		return json_integer((json_int_t)v);
+	return json_string(s);
+}
+
+static int
+set_args(int argc, char **argv, json_t **args)
+{
+	json_t *settings;
+
+	*args = NULL;
+	if (argc < 1)
+		return usage_error("set: missing direction (upstream or downstream)");
+	if (!is_direction(argv[0]))
+		return usage_error("set: \"%s\" is not a direction (upstream or downstream)",
+				   argv[0]);
+	if (argc < 3 || (argc - 1) % 2 != 0)
+		return usage_error("set: expected <key> <value> pairs after the direction, e.g. "
+				   "set %s bandwidth 100mbit",
+				   argv[0]);
+	settings = json_object();
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (json_object_get(settings, argv[i]) != NULL) {
+			json_decref(settings);
+			return usage_error("set: \"%s\" is given twice", argv[i]);
+		}
+		json_object_set_new(settings, argv[i], typed_value(argv[i + 1]));
+	}
+	*args = json_pack("{s:s, s:o}", "direction", argv[0], "settings", settings);
+	return SC_EXIT_OK;
+}
+
+/* ---- watch ---- */
+
+static volatile sig_atomic_t stop_watch;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Per-second rate of a counter between two samples; negative after a reset. */
+static double
+per_s(const json_t *now, const json_t *prev, const char *key, double dt)
+{
+	if (prev == NULL || dt <= 0)
+		return -1;
+	if (sc_int(now, key) < sc_int(prev, key))
+		return -1;
+	return (double)(sc_int(now, key) - sc_int(prev, key)) / dt;
+}
+
+static void
+cell_rate(struct sc_table *t, double v, bool bits)
+{
+	char buf[32];
+
+	if (v < 0) {
+		sc_table_cell(t, "-");
+	} else if (bits) {
+		sc_fmt_bits(v * 8, buf, sizeof(buf));
+		sc_table_cell(t, "%s", buf);
+	} else {
+		sc_table_cell(t, "%.0f", v);
+	}
+}
+
+static const json_t *
+tin_of(const json_t *dir, size_t i)
+{
+	return dir != NULL ? json_array_get(json_object_get(dir, "tins"), i) : NULL;
+}
+
+static void
+watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt)
+{
+	const json_t *dirs = json_object_get(r, "directions");
+	const json_t *pdirs = prev != NULL ? json_object_get(prev, "directions") : NULL;
+	struct sc_table t;
+	const char *k;
+	json_t *d, *tin;
+	char b1[32], b2[32], ts[32];
+	time_t now = time(NULL);
+	bool tins = false;
+
+	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	printf("shaperd at %s, every %gs  %s\n\n", o->socket, o->interval_s, ts);
+	sc_table_init(&t, 11);
+	sc_table_cell(&t, "direction");
+	sc_table_cell(&t, "discipline");
+	sc_table_cell(&t, "bandwidth");
+	sc_table_cell(&t, "rx pps");
+	sc_table_cell(&t, "tx pps");
+	sc_table_cell(&t, "tx rate");
+	sc_table_cell(&t, "drops/s");
+	sc_table_cell(&t, "marks/s");
+	sc_table_cell(&t, "backlog");
+	sc_table_cell(&t, "qlen");
+	sc_table_cell(&t, "drops");
+	t.left[1] = true;
+	json_object_foreach((json_t *)dirs, k, d) {
+		const json_t *p = json_object_get(pdirs, k);
+
+		sc_table_cell(&t, "%s", k);
+		sc_table_cell(&t, "%s", sc_str(d, "discipline"));
+		sc_fmt_rate((uint64_t)sc_int(d, "bandwidth"), b1, sizeof(b1));
+		sc_table_cell(&t, "%s", b1);
+		cell_rate(&t, per_s(d, p, "rx_packets", dt), false);
+		cell_rate(&t, per_s(d, p, "tx_packets", dt), false);
+		cell_rate(&t, per_s(d, p, "tx_bytes", dt), true);
+		cell_rate(&t, per_s(d, p, "drops", dt), false);
+		cell_rate(&t, per_s(d, p, "ecn_mark", dt), false);
+		sc_fmt_size((uint64_t)sc_int(d, "backlog"), b1, sizeof(b1));
+		sc_table_cell(&t, "%s", b1);
+		sc_table_cell(&t, "%lld", sc_int(d, "qlen"));
+		sc_table_cell(&t, "%lld", sc_int(d, "drops"));
+		tins |= json_array_size(json_object_get(d, "tins")) > 0;
+	}
+	sc_table_print(&t, stdout, "");
+	sc_table_free(&t);
+	if (!tins)
+		return;
+	printf("\n");
+	sc_table_init(&t, 12);
+	t.left[1] = true;
+	sc_table_cell(&t, "direction");
+	sc_table_cell(&t, "tin");
+	sc_table_cell(&t, "thresh");
+	sc_table_cell(&t, "in rate"); /* tins count bytes at enqueue, as CAKE does */
+	sc_table_cell(&t, "pk_delay");
+	sc_table_cell(&t, "av_delay");
+	sc_table_cell(&t, "sp_delay");
+	sc_table_cell(&t, "backlog");
+	sc_table_cell(&t, "drops");
+	sc_table_cell(&t, "marks");
+	sc_table_cell(&t, "sp/bk/un flows");
+	sc_table_cell(&t, "max_len");
+	json_object_foreach((json_t *)dirs, k, d) {
+		size_t i;
+
+		json_array_foreach(json_object_get(d, "tins"), i, tin) {
+			sc_table_cell(&t, "%s", i == 0 ? k : "");
+			sc_table_cell(&t, "%s", sc_str(tin, "name"));
+			sc_fmt_rate((uint64_t)sc_int(tin, "threshold_rate"), b1, sizeof(b1));
+			sc_table_cell(&t, "%s", b1);
+			const json_t *ptin = tin_of(json_object_get(pdirs, k), i);
+
+			cell_rate(&t, per_s(tin, ptin, "sent_bytes", dt), true);
+			sc_fmt_time_us((uint64_t)sc_int(tin, "peak_delay_us"), b1, sizeof(b1));
+			sc_table_cell(&t, "%s", b1);
+			sc_fmt_time_us((uint64_t)sc_int(tin, "avg_delay_us"), b1, sizeof(b1));
+			sc_table_cell(&t, "%s", b1);
+			sc_fmt_time_us((uint64_t)sc_int(tin, "base_delay_us"), b1, sizeof(b1));
+			sc_table_cell(&t, "%s", b1);
+			sc_fmt_size((uint64_t)sc_int(tin, "backlog_bytes"), b2, sizeof(b2));
+			sc_table_cell(&t, "%s", b2);
+			sc_table_cell(&t, "%lld", sc_int(tin, "drops"));
+			sc_table_cell(&t, "%lld", sc_int(tin, "ecn_mark"));
+			sc_table_cell(&t, "%lld/%lld/%lld", sc_int(tin, "sparse_flows"),
+				      sc_int(tin, "bulk_flows"), sc_int(tin, "unresponsive_flows"));
+			sc_table_cell(&t, "%lld", sc_int(tin, "max_pkt_len"));
+		}
+	}
+	sc_table_print(&t, stdout, "");
+	sc_table_free(&t);
+}
+
+/* Sleep up to s seconds, waking early on a signal. */
+static void
+nap(double s)
+{
+	struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+
+	while (!stop_watch && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static int
+cmd_watch(struct sc_conn *c, const struct opts *o)
+{
+	bool tty = isatty(STDOUT_FILENO);
+	json_t *prev = NULL, *r;
+	double t_prev = 0;
+	int rc = SC_EXIT_OK;
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	for (long n = 0; !stop_watch && (o->count == 0 || n < o->count); n++) {
+		double t_now;
+
+		if (n > 0)
+			nap(o->interval_s);
+		if (stop_watch)
+			break;
+		rc = sc_call(c, "stats", NULL, &r);
+		if (rc != SC_EXIT_OK)
+			break;
+		t_now = mono_s();
+		if (o->json) {
+			rc = print_json(r);
+		} else {
+			/* Clear only a terminal: a file or pipe gets frames one after another. */
+			if (tty)
+				fputs("\033[H\033[2J", stdout);
+			else if (n > 0)
+				putchar('\n');
+			watch_frame(o, r, prev, t_now - t_prev);
+		}
+		fflush(stdout);
+		json_decref(prev);
+		prev = r;
+		t_prev = t_now;
+		if (rc != SC_EXIT_OK)
+			break;
+	}
+	json_decref(prev);
+	return rc;
+}
+
+/* ---- metrics ---- */
+
+static int
+cmd_metrics(struct sc_conn *c)
+{
+	json_t *v, *s;
+	int rc = sc_call(c, "version", NULL, &v);
+
+	if (rc != SC_EXIT_OK)
+		return rc;
+	rc = sc_call(c, "stats", NULL, &s);
+	if (rc == SC_EXIT_OK)
+		rc = sc_metrics_print(stdout, v, s) == 0 ? SC_EXIT_OK : SC_EXIT_IO;
+	json_decref(v);
+	json_decref(s);
+	return rc;
+}
+
+/* ---- main ---- */
+
+enum cmd_id { C_VERSION, C_STATS, C_FLOWS, C_GET, C_SET, C_RESET, C_WATCH, C_METRICS };
+
+static const struct {
+	const char *name;
+	enum cmd_id id;
+} commands[] = {
+	{"version", C_VERSION}, {"stats", C_STATS}, {"flows", C_FLOWS},
+	{"get", C_GET},         {"set", C_SET},     {"reset", C_RESET},
+	{"watch", C_WATCH},     {"metrics", C_METRICS},
+};
+
+/* Options after the command: --top for flows, -n/--count for watch, -j anywhere. */
+static int
+parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, struct opts *o)
+{
+	static const struct option lopts[] = {
+		{"json", no_argument, NULL, 'j'},   {"top", required_argument, NULL, 'T'},
+		{"count", required_argument, NULL, 'C'}, {"interval", required_argument, NULL, 'n'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	/*
+	 * Options may follow the arguments ("flows upstream --top 5"), except for
+	 * set, where "-5" is a value (set upstream overhead -5), not an option.
+	 */
+	const char *shortopts = id == C_SET ? "+:j" : id == C_WATCH ? ":jn:" : ":j";
+
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(*argc, *argv, shortopts, lopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			o->json = true;
+			break;
+		case 'T':
+			if (id != C_FLOWS)
+				return usage_error("%s: --top applies to flows only", name);
+			if (parse_long(optarg, 1, 1000, &o->top) != 0)
+				return usage_error("flows: --top \"%s\": expected 1..1000", optarg);
+			break;
+		case 'n':
+			if (id != C_WATCH)
+				return usage_error("%s: -n applies to watch only", name);
+			if (parse_seconds(optarg, &o->interval_s) != 0)
+				return usage_error("watch: -n \"%s\": expected seconds > 0",
+						   optarg);
+			break;
+		case 'C':
+			if (id != C_WATCH)
+				return usage_error("%s: --count applies to watch only", name);
+			if (parse_long(optarg, 1, 1000000000, &o->count) != 0)
+				return usage_error("watch: --count \"%s\": expected an integer "
+						   ">= 1",
+						   optarg);
+			break;
+		case ':':
+			return usage_error("%s: option %s needs a value", name,
+					   (*argv)[optind - 1]);
+		default:
+			return usage_error("%s: unknown option %s", name, (*argv)[optind - 1]);
+		}
+	}
+	*argc -= optind;
+	*argv += optind;
+	return SC_EXIT_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
+		{"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+	};
+	struct opts o = {.timeout_ms = 5000, .interval_s = 1.0};
+	const char *env = getenv("SHAPER_SOCKET");
+	json_t *args = NULL, *r = NULL;
+	struct sc_conn conn;
+	enum cmd_id id;
+	const char *name;
+	double secs;
+	size_t i;
+	int c, rc;
+
+	o.socket = env != NULL && env[0] != '\0' ? env : SC_DEFAULT_SOCKET;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:s:jt:hV", lopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.socket = optarg;
+			break;
+		case 'j':
+			o.json = true;
+			break;
+		case 't':
+			if (parse_seconds(optarg, &secs) != 0)
+				return usage_error("--timeout \"%s\": expected seconds > 0",
+						   optarg);
+			o.timeout_ms = (int)ceil(secs * 1000);
+			break;
+		case 'h':
+			usage(stdout);
+			return SC_EXIT_OK;
+		case 'V':
+			printf("shapectl %s (control protocol %d)\n", SHAPER_VERSION,
+			       CTL_PROTOCOL_VERSION);
+			return SC_EXIT_OK;
+		case ':':
+			return usage_error("option %s needs a value", argv[optind - 1]);
+		default:
+			return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage_error("no command given");
+	name = argv[optind];
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(name, commands[i].name) == 0)
+			break;
+	if (i == sizeof(commands) / sizeof(commands[0]))
+		return usage_error("\"%s\" is not a command (version, stats, flows, get, set, "
+				   "reset, watch, metrics)",
+				   name);
+	id = commands[i].id;
+	argc -= optind;
+	argv += optind;
+	rc = parse_command_opts(id, name, &argc, &argv, &o);
+	if (rc != SC_EXIT_OK)
+		return rc;
+
+	/* Arguments are checked before connecting: a typo never reaches the daemon. */
+	switch (id) {
+	case C_VERSION:
+	case C_RESET:
+	case C_WATCH:
+	case C_METRICS:
+		if (argc > 0)
+			return usage_error("%s: unexpected argument \"%s\"", name, argv[0]);
+		break;
+	case C_STATS:
+	case C_GET:
+		rc = direction_args(argc, argv, &args);
+		break;
+	case C_FLOWS:
+		rc = direction_args(argc, argv, &args);
+		if (rc == SC_EXIT_OK && o.top > 0) {
+			if (args == NULL)
+				args = json_object();
+			json_object_set_new(args, "top", json_integer(o.top));
+		}
+		break;
+	case C_SET:
+		rc = set_args(argc, argv, &args);
+		break;
+	}
+	if (rc != SC_EXIT_OK)
+		return rc;
+
+	rc = sc_connect(&conn, o.socket, o.timeout_ms);
+	if (rc != SC_EXIT_OK) {
+		json_decref(args);
+		return rc;
+	}
+	switch (id) {
+	case C_WATCH:
+		rc = cmd_watch(&conn, &o);
+		break;
+	case C_METRICS:
+		rc = cmd_metrics(&conn);
+		break;
+	default: {
+		static const char *const wire[] = {
+			[C_VERSION] = "version",  [C_STATS] = "stats", [C_FLOWS] = "flows",
+			[C_GET] = "config.get",   [C_SET] = "config.set",
+			[C_RESET] = "stats.reset",
+		};
+
+		rc = sc_call(&conn, wire[id], args, &r);
+		args = NULL;
+		if (rc != SC_EXIT_OK)
+			break;
+		if (id == C_VERSION)
+			rc = show_version(&o, r);
+		else if (id == C_STATS)
+			rc = show_stats(&o, r);
+		else if (id == C_FLOWS && o.json)
+			rc = print_json(r);
+		else if (id == C_FLOWS)
+			rc = flows_with_names(&conn, &o, r);
+		else if (id == C_GET || id == C_SET)
+			rc = show_settings(&o, r);
+		else if (o.json)
+			rc = print_json(r); /* reset: {} */
+		json_decref(r);
+		break;
+	}
+	}
+	sc_close(&conn);
+	json_decref(args);
+	/* A closed pipe (shapectl stats | head) is an output error, not success. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (rc == SC_EXIT_OK)
+			fprintf(stderr, "shapectl: cannot write the output: %s\n", strerror(errno));
+		return rc == SC_EXIT_OK ? SC_EXIT_IO : rc;
+	}
+	return rc;
+}

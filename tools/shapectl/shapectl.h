@@ -1,0 +1,78 @@
+/*
+ * shapectl: the command-line client of shaperd's control socket. Plain C
+ * and jansson; it shares only the protocol constants with the daemon
+ * (include/shaper/control.h), never its code, so it builds without DPDK.
+ */
+#ifndef SHAPECTL_H
+#define SHAPECTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+/* Exit codes: distinct so scripts can tell "refused" from "not running". */
+enum sc_exit {
+	SC_EXIT_OK = 0,
+	SC_EXIT_REFUSED = 1,   /* the daemon answered with an error */
+	SC_EXIT_USAGE = 2,     /* bad arguments */
+	SC_EXIT_NO_DAEMON = 3, /* no socket, or nobody listening on it */
+	SC_EXIT_PERM = 4,      /* EACCES/EPERM on connect */
+	SC_EXIT_IO = 5,        /* I/O or protocol error, timeout */
+};
+
+#define SC_DEFAULT_SOCKET "/run/shaper/shaper.sock"
+#define SC_MAX_REPLY (16u * 1024 * 1024) /* well above the daemon's 4 MiB queue */
+
+/* client.c: one connection, requests answered in order. */
+struct sc_conn {
+	int fd;
+	const char *path;
+	int timeout_ms;
+	long long next_id;
+	char *buf; /* bytes received and not yet consumed */
+	size_t len, cap;
+};
+
+/* Connect within the timeout; SC_EXIT_OK or an exit code (message printed). */
+int sc_connect(struct sc_conn *c, const char *path, int timeout_ms);
+void sc_close(struct sc_conn *c);
+
+/*
+ * Send {"id","cmd","args"} (args is stolen, may be NULL) and wait for the
+ * reply. On success *result is a new reference. A refusal prints
+ * "shapectl: <code>: <message>" and returns SC_EXIT_REFUSED.
+ */
+int sc_call(struct sc_conn *c, const char *cmd, json_t *args, json_t **result);
+
+/* format.c: numbers the way tc prints them. */
+void sc_fmt_rate(uint64_t bytes_per_sec, char *buf, size_t len); /* 100Mbit, 6250Kbit */
+void sc_fmt_time_us(uint64_t us, char *buf, size_t len);       /* 5.0ms, 24us */
+void sc_fmt_size(uint64_t bytes, char *buf, size_t len);       /* 1514b, 4Kb, 4Mb */
+void sc_fmt_bits(double bits_per_sec, char *buf, size_t len);  /* measured rates */
+
+/* An aligned text table: add rows of strings, then print. */
+#define SC_TABLE_MAX_COLS 24
+
+struct sc_table {
+	unsigned int ncols, ncells, cap;
+	char **cells;                 /* row-major, malloc'd strings */
+	bool left[SC_TABLE_MAX_COLS]; /* left-align this column (else right) */
+};
+
+void sc_table_init(struct sc_table *t, unsigned int ncols);
+/* Append a cell to the current row; a row is complete after ncols cells. */
+void sc_table_cell(struct sc_table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sc_table_print(struct sc_table *t, FILE *f, const char *indent);
+void sc_table_free(struct sc_table *t);
+
+/* Field access that tolerates a missing key (prints as 0 / ""). */
+long long sc_int(const json_t *o, const char *key);
+const char *sc_str(const json_t *o, const char *key);
+
+/* metrics.c: Prometheus text exposition of a "stats" result. */
+int sc_metrics_print(FILE *f, const json_t *version, const json_t *stats);
+
+#endif
