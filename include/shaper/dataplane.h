@@ -58,7 +58,8 @@ struct dp_msg {
 	enum dp_msg_type type;
 	struct sched_params params;
 	struct sched *sched; /* SWAP: the new one in, the old one back out */
-	struct ctl_flow *flows;
+	struct ctl_flow *flows;         /* FLOWS: max_flows of each, owned by the message */
+	struct sched_flow_info *infos;
 	unsigned int max_flows;
 	int rc; /* result: 0 / -errno, or the flow count */
 	char err[256];
@@ -131,7 +132,8 @@ int dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out);
 int dp_dir_call(struct dp_dir *d, struct dp_msg *m, unsigned int timeout_ms);
 
 /* Fill out[0..max) with the direction's top flows (worker side). */
-int dp_describe_flows(struct dp_dir *d, uint64_t now, struct ctl_flow *out, unsigned int max);
+int dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *info,
+		      struct ctl_flow *out, unsigned int max);
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {

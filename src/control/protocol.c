@@ -300,6 +300,7 @@ cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r
 	char err[SHAPER_ERR_LEN];
 	unsigned int mask;
 	enum shaper_dir d;
+	int rc;
 
 	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, true, r) != 0)
 		return -1;
@@ -312,8 +313,11 @@ cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r
 		return -1;
 	if (shaper_config_parse_direction(settings, shaper_dir_name[d], &p, err, sizeof(err)) != 0)
 		return fail(r, CTL_ERR_INVALID_ARGUMENT, "%s", err);
-	if (be->apply(be->opaque, d, &p, err, sizeof(err)) != 0)
-		return fail(r, CTL_ERR_INVALID_ARGUMENT, "%s: %s", shaper_dir_name[d], err);
+	rc = be->apply(be->opaque, d, &p, err, sizeof(err));
+	if (rc != 0)
+		/* Refused settings are the caller's to fix; anything else is worth a retry. */
+		return fail(r, rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY, "%s: %s",
+			    shaper_dir_name[d], err);
 	r->result = json_pack("{s:o}", shaper_dir_name[d], shaper_config_direction_to_json(&p));
 	return 0;
 }
@@ -428,7 +432,7 @@ ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
 	char *out;
 
 	if (len >= CTL_MAX_LINE) {
-		fail(&r, CTL_ERR_TOO_LARGE, "request longer than %d bytes", CTL_MAX_LINE);
+		fail(&r, CTL_ERR_TOO_LARGE, "request longer than %d bytes", CTL_MAX_LINE - 1);
 		return finish(NULL, &r);
 	}
 	req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);

@@ -282,7 +282,7 @@ conn_read(struct ctl_server *srv, struct ctl_conn *c)
 			/* No newline in a whole buffer: answer once, then skip to the newline. */
 			if (!c->discarding) {
 				char *reply = ctl_error_reply(CTL_ERR_TOO_LARGE,
-							      "request longer than 65536 bytes");
+							      "request longer than 65535 bytes");
 				int rc = reply != NULL ? conn_queue(c, reply) : -1;
 
 				free(reply);
@@ -311,6 +311,12 @@ accept_all(struct ctl_server *srv)
 		if (c != NULL)
 			c->in = malloc(CTL_MAX_LINE);
 		if (srv->n_conns >= CTL_MAX_CLIENTS || c == NULL || c->in == NULL) {
+			/* Say why before hanging up; best effort, the socket is fresh. */
+			char *busy = ctl_error_reply(CTL_ERR_BUSY, "too many clients; try again");
+
+			if (busy != NULL && send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+				busy[0] = '\0';
+			free(busy);
 			if (c != NULL)
 				free(c->in);
 			free(c);

@@ -112,14 +112,11 @@ describe(const struct sh_pkt *p, struct ctl_flow *f)
 }
 
 int
-dp_describe_flows(struct dp_dir *d, uint64_t now, struct ctl_flow *out, unsigned int max)
+dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *info,
+		  struct ctl_flow *out, unsigned int max)
 {
-	struct sched_flow_info info[64];
-	int n;
+	int n = sched_top_flows(d->sched, info, max);
 
-	if (max > RTE_DIM(info))
-		max = RTE_DIM(info);
-	n = sched_top_flows(d->sched, info, max);
 	for (int i = 0; i < n; i++) {
 		describe(info[i].head, &out[i]);
 		out[i].tin = info[i].tin;
@@ -253,16 +250,30 @@ be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int m
 	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
 	int rc;
 
-	if (m == NULL)
+	/* The worker fills buffers the message owns, so a timeout cannot race the caller's. */
+	if (m != NULL) {
+		m->flows = rte_calloc(NULL, max, sizeof(*m->flows), 0);
+		m->infos = rte_calloc(NULL, max, sizeof(*m->infos), 0);
+	}
+	if (m == NULL || m->flows == NULL || m->infos == NULL) {
+		if (m != NULL) {
+			rte_free(m->flows);
+			rte_free(m->infos);
+		}
+		rte_free(m);
 		return -ENOMEM;
+	}
 	m->type = DP_MSG_FLOWS;
-	m->flows = out;
 	m->max_flows = max;
 	rc = dp_dir_call(ctl->dirs[dir], m, 2000);
 	if (rc == -ETIMEDOUT)
-		return rc; /* m and out are still the worker's: leak rather than race */
+		return rc; /* the worker still owns m: leak rather than race */
 	if (rc == 0)
 		rc = m->rc;
+	if (rc > 0)
+		memcpy(out, m->flows, (size_t)rc * sizeof(*out));
+	rte_free(m->flows);
+	rte_free(m->infos);
 	rte_free(m);
 	return rc;
 }

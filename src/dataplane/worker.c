@@ -116,6 +116,7 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	struct sh_pkt_list drops;
 	uint16_t nb_rx, i, n_out = 0, room;
 	uint64_t t;
+	bool due;
 
 	sh_pkt_list_init(&drops);
 	flush_pending(d);
@@ -142,8 +143,10 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
 	if (room > burst)
 		room = (uint16_t)burst;
+	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
+	due = sched_next_time(d->sched, now) <= now;
 	if (d->emu == NULL) {
-		while (n_out < room) {
+		while (due && n_out < room) {
 			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
 
 			if (p == NULL)
@@ -153,7 +156,7 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		}
 	} else {
 		/* The emulated path holds what the shaper released until its time. */
-		for (unsigned int k = 0; k < burst; k++) {
+		for (unsigned int k = 0; due && k < burst; k++) {
 			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
 
 			if (p == NULL)
@@ -235,7 +238,7 @@ handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		m->rc = 0;
 		break;
 	case DP_MSG_FLOWS:
-		m->rc = dp_describe_flows(d, now, m->flows, m->max_flows);
+		m->rc = dp_describe_flows(d, now, m->infos, m->flows, m->max_flows);
 		break;
 	}
 	publish_snapshot(d, now);

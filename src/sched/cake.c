@@ -834,16 +834,32 @@ cake_destroy(void *impl)
 static void
 cake_resync(struct cake *c, uint64_t now)
 {
+	/*
+	 * A clock left far ahead by a slower old rate would stall the new one:
+	 * no clock may be further ahead than one MTU at its new rate. Clocks
+	 * behind now come up to now (no credit for the past).
+	 */
+	uint64_t cap = now + sched_rate_ns(&c->rate, c->p.mtu);
 	uint32_t i;
 
 	c->resync = false;
 	if (c->time_next_packet < now)
 		c->time_next_packet = now;
+	if (c->time_next_packet > cap)
+		c->time_next_packet = cap;
 	if (c->failsafe_next_packet < now)
 		c->failsafe_next_packet = now;
-	for (i = 0; i < CAKE_MAX_TINS; i++)
-		if (c->tins[i].time_next_packet < now)
-			c->tins[i].time_next_packet = now;
+	if (c->failsafe_next_packet > cap)
+		c->failsafe_next_packet = cap;
+	for (i = 0; i < CAKE_MAX_TINS; i++) {
+		struct cake_tin *b = &c->tins[i];
+		uint64_t tcap = now + sched_rate_ns(&b->rate, c->p.mtu);
+
+		if (b->time_next_packet < now)
+			b->time_next_packet = now;
+		if (b->time_next_packet > tcap)
+			b->time_next_packet = tcap;
+	}
 }
 
 /* Remove the head packet of a flow and account for it. */
@@ -1220,8 +1236,8 @@ cake_next_time(const void *impl, uint64_t now)
 
 	if (c->qlen == 0)
 		return UINT64_MAX;
-	if (c->rate.rate == 0)
-		return now;
+	if (c->rate.rate == 0 || c->resync)
+		return now; /* after an update the clocks are recomputed at dequeue */
 	t = c->time_next_packet < c->failsafe_next_packet ? c->time_next_packet :
 							      c->failsafe_next_packet;
 	return t > now ? t : now;

@@ -288,6 +288,43 @@ test_flush(void **state)
 	sim_free(sim);
 }
 
+/*
+ * Raising the rate must not wait out a clock the slow old rate pushed far
+ * ahead: at 8 kbit one 1500-byte packet holds the clock 1.5 s ahead; after
+ * an update to 100 Mbit the next packet leaves within one MTU time.
+ */
+static void
+test_update_rate_up_no_stall(void **state)
+{
+	struct sched_params p;
+	struct sim *sim;
+	uint32_t i;
+	uint64_t t0;
+
+	(void)state;
+	sched_params_default(&p, SCHED_DISC_CAKE);
+	p.rate = 1000; /* 8 kbit */
+	sim = sim_new(&p, 64, 1);
+	i = sim_add_src(sim, &(struct sim_src){0});
+	sim->srcs[i] = sim_src_udp(sim_ip(10, 0, 1), sim_ip(10, 0, 2), 9, 0, 1500);
+	sim->now = 1000000;
+	for (int k = 0; k < 3; k++)
+		assert_non_null(sim_emit(sim, i));
+	assert_int_equal(sim_dequeue_once(sim), (int)i); /* clock now 1.5 s ahead */
+	assert_int_equal(sim_dequeue_once(sim), -1);
+	p.rate = 12500000; /* 100 Mbit */
+	assert_int_equal(sched_update(sim->s, &p, NULL, 0), 0);
+	t0 = sim->now;
+	assert_true(sched_next_time(sim->s, sim->now) <= sim->now + 121120);
+	while (sim_dequeue_once(sim) < 0 && sim->now < t0 + 10000000)
+		sim->now += 1000;
+	/* one 1514-byte MTU at 100 Mbit is 121 us */
+	assert_true(sim->now - t0 <= 122000);
+	sim_drain(sim);
+	sim_check_accounting(sim);
+	sim_free(sim);
+}
+
 int
 main(void)
 {
@@ -296,6 +333,7 @@ main(void)
 		cmocka_unit_test(test_update_from_unlimited),
 		cmocka_unit_test(test_update_modes),
 		cmocka_unit_test(test_flush),
+		cmocka_unit_test(test_update_rate_up_no_stall),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
