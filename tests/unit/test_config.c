@@ -586,8 +586,10 @@ test_emulate(void **state)
 
 	(void)state;
 	load_ok("{" PORTS ", 'downstream': {'emulate': {'delay': '20ms', 'jitter': '5ms',"
-		" 'loss': 1.5, 'seed': 42}}, 'upstream': {'emulate': {'loss': 100}}}",
+		" 'loss': 1.5, 'seed': 42, 'limit': 5000}}, 'upstream': {'emulate': {'loss': 100}}}",
 		&c);
+	assert_int_equal(c.emulate[SHAPER_DOWN].limit, 5000);
+	assert_int_equal(c.emulate[SHAPER_UP].limit, 0);
 	assert_int_equal(c.emulate[SHAPER_DOWN].delay_ns, 20000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].jitter_ns, 5000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].loss_ppm, 15000);
@@ -948,7 +950,7 @@ static const struct err_case err_cases[] = {
 		{DOWN("{'emulate': {'seed': -1}}"),
 		 "downstream.emulate.seed: -1 is out of range 0..9223372036854775807"},
 		{DOWN("{'emulate': {'rate': '1mbit'}}"),
-		 "downstream.emulate.rate: unknown key (known: delay, jitter, loss, seed)"},
+		 "downstream.emulate.rate: unknown key (known: delay, jitter, loss, seed, limit)"},
 		/* control */
 		{TOP("'control': true"), "control: expected an object, got a boolean"},
 		{TOP("'control': {'enabled': 'yes'}"),
