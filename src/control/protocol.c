@@ -35,6 +35,25 @@ struct reply {
 static int
 fail(struct reply *r, enum ctl_error e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Drop a UTF-8 sequence that truncation cut short: jansson refuses invalid UTF-8. */
+static void
+utf8_trim(char *s)
+{
+	size_t n = strlen(s), start = n, need;
+	unsigned char lead;
+
+	while (start > 0 && ((unsigned char)s[start - 1] & 0xc0) == 0x80 && n - start < 3)
+		start--;
+	if (start == 0)
+		return;
+	lead = (unsigned char)s[start - 1];
+	if (lead < 0x80)
+		return;
+	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	if (n - (start - 1) < need)
+		s[start - 1] = '\0';
+}
+
 static int
 fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
 {
@@ -44,6 +63,7 @@ fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
 	va_end(ap);
+	utf8_trim(r->msg);
 	return -1;
 }
 
@@ -397,6 +417,10 @@ finish(json_t *id, struct reply *r)
 	else
 		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
 			      ctl_error_name(r->err), "message", r->msg);
+	if (o == NULL) /* never leave a request unanswered */
+		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
+			      ctl_error_name(CTL_ERR_INTERNAL), "message",
+			      "the reply could not be encoded");
 	if (o == NULL)
 		return NULL;
 	s = json_dumps(o, JSON_COMPACT);

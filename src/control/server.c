@@ -45,19 +45,35 @@ check_existing(const char *path, char *err, size_t errlen)
 	struct stat st;
 	int fd, rc;
 
-	if (lstat(path, &st) != 0)
-		return errno == ENOENT ? 0 : -errno;
+	if (lstat(path, &st) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
 	if (!S_ISSOCK(st.st_mode)) {
 		snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
 		return -EEXIST;
 	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking probe: a live server with a full backlog answers EAGAIN, not never. */
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -errno;
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (rc != 0 && errno != ECONNREFUSED && errno != ENOENT) {
+		int e = errno;
+
+		close(fd);
+		if (e == EAGAIN || e == EINPROGRESS) {
+			snprintf(err, errlen, "%s: another daemon is listening there", path);
+			return -EADDRINUSE;
+		}
+		snprintf(err, errlen, "%s: cannot probe the existing socket: %s", path, strerror(e));
+		return -e;
+	}
 	close(fd);
 	if (rc == 0) {
 		snprintf(err, errlen, "%s: another daemon is listening there", path);
@@ -108,11 +124,8 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 	snprintf(srv->path, sizeof(srv->path), "%s", p->path);
 	make_parent_dir(p->path);
 	rc = check_existing(p->path, err, errlen);
-	if (rc != 0) {
-		if (err[0] == '\0')
-			snprintf(err, errlen, "%s: %s", p->path, strerror(-rc));
+	if (rc != 0)
 		goto fail;
-	}
 	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (srv->listen_fd < 0) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
@@ -121,7 +134,14 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p->path);
-	if (bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	{
+		/* Create the file without any access beyond the owner's, then widen it. */
+		mode_t old_mask = umask(0177);
+
+		rc = bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+		umask(old_mask);
+	}
+	if (rc != 0) {
 		snprintf(err, errlen, "bind %s: %s", p->path, strerror(errno));
 		goto fail;
 	}
@@ -216,8 +236,12 @@ conn_queue(struct ctl_conn *c, const char *s)
 
 	if (c->outlen - c->outoff + n > CTL_MAX_OUTQ)
 		return -1; /* the client does not read its replies */
-	if (c->outoff > 0 && c->outoff == c->outlen)
-		c->outoff = c->outlen = 0;
+	if (c->outoff > 0) {
+		/* Keep only what is unsent, so the buffer never outgrows the cap. */
+		memmove(c->out, c->out + c->outoff, c->outlen - c->outoff);
+		c->outlen -= c->outoff;
+		c->outoff = 0;
+	}
 	if (c->outlen + n > c->outcap) {
 		size_t cap = c->outcap ? c->outcap : 4096;
 		char *p;
@@ -252,7 +276,8 @@ conn_reply(struct ctl_server *srv, struct ctl_conn *c, const char *line, size_t 
 static int
 conn_read(struct ctl_server *srv, struct ctl_conn *c)
 {
-	for (;;) {
+	/* A few buffers per wake-up, so one pipelining client cannot starve the rest. */
+	for (int rounds = 0; rounds < 4; rounds++) {
 		ssize_t n = recv(c->fd, c->in + c->inlen, CTL_MAX_LINE - c->inlen, MSG_DONTWAIT);
 		size_t start = 0, i;
 
@@ -295,6 +320,7 @@ conn_read(struct ctl_server *srv, struct ctl_conn *c)
 		if (conn_flush(srv, c) != 0)
 			return -1;
 	}
+	return 0; /* level-triggered epoll calls again for what is left */
 }
 
 static void

@@ -6,7 +6,6 @@
  *
  * JSON in the tables is written with single quotes and turned into double
  * quotes before parsing (no test input contains a real single quote).
- * Tests of known bugs are skipped unless SHAPER_TEST_KNOWN_BUGS is set.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -1495,7 +1494,7 @@ test_example_fq_codel(void **state)
 	}
 }
 
-/* ---- known bugs (skipped unless SHAPER_TEST_KNOWN_BUGS is set) ---- */
+/* ---- regressions of fixed bugs ---- */
 
 /* BUG: "target" written before "rtt" is overwritten with rtt / 20. */
 static void

@@ -2,9 +2,6 @@
  * Unit tests for the tc-style unit parsers and printers (src/config/units.c):
  * every accepted form with its exact value, every refused form with its
  * exact message, and print -> parse round trips.
- *
- * Tests of known bugs are skipped unless SHAPER_TEST_KNOWN_BUGS is set in
- * the environment, so the suite stays green while they are open.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -613,7 +610,7 @@ test_format_time_us_round_trip(void **state)
 	assert_int_equal(failures, 0);
 }
 
-/* ---- known bugs (skipped unless SHAPER_TEST_KNOWN_BUGS is set) ---- */
+/* ---- regressions of fixed bugs ---- */
 
 /*
  * BUG: values between 2^63 and the 1.8e19 limit pass the range check and
