@@ -1496,7 +1496,7 @@ test_example_fq_codel(void **state)
 
 /* ---- regressions of fixed bugs ---- */
 
-/* BUG: "target" written before "rtt" is overwritten with rtt / 20. */
+/* Fixed bug: "target" written before "rtt" is overwritten with rtt / 20. */
 static void
 test_bug_target_before_rtt(void **state)
 {
@@ -1509,7 +1509,7 @@ test_bug_target_before_rtt(void **state)
 }
 
 /*
- * BUG: "1bit".."3bit" round to 0 bytes/s, which means unlimited, and pass
+ * Fixed bug: "1bit".."3bit" round to 0 bytes/s, which means unlimited, and pass
  * the 1kbit minimum that "4bit" and "992bit" fail; the check is made on the
  * rounded byte rate, so "996bit".."999bit" (125 B/s) pass it as well.
  */
@@ -1528,7 +1528,7 @@ test_bug_tiny_rate_is_unlimited(void **state)
 }
 
 /*
- * BUG: config get -> config set changes values: rates that are not whole
+ * Fixed bug: config get -> config set changes values: rates that are not whole
  * kbit lose their remainder ("10mibit": 1310720 B/s -> "10485Kbit" ->
  * 1310625), times >= 1 s lose digits in "%g", and a fifo with neither limit
  * prints "limit": 0, which the parser refuses.

@@ -613,7 +613,7 @@ test_format_time_us_round_trip(void **state)
 /* ---- regressions of fixed bugs ---- */
 
 /*
- * BUG: values between 2^63 and the 1.8e19 limit pass the range check and
+ * Fixed bug: values between 2^63 and the 1.8e19 limit pass the range check and
  * then overflow llround(): the result is 2^63, not the value (or an error).
  */
 static void
@@ -633,7 +633,7 @@ test_bug_llround_overflow(void **state)
 }
 
 /*
- * BUG: a rate that is not a whole number of kbit prints truncated, so
+ * Fixed bug: a rate that is not a whole number of kbit prints truncated, so
  * "1kibit" (128 B/s) prints as "1Kbit" (125 B/s) and config get/set
  * (direction_to_json -> parse_direction) changes the rate.
  */
@@ -659,7 +659,7 @@ test_bug_format_rate_truncates(void **state)
 }
 
 /*
- * BUG: "%g" keeps 6 significant digits, so times of 1 s and more that are
+ * Fixed bug: "%g" keeps 6 significant digits, so times of 1 s and more that are
  * not whole seconds lose µs ("1234.567ms" prints "1234.57ms"), and from
  * 999999.5 ms on they print with an exponent the parser refuses ("1e+06ms").
  */
