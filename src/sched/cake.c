@@ -72,7 +72,6 @@ struct cake_flow {
 	uint32_t dropped;
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
-	uint16_t heap_pos;
 	uint8_t set;       /* enum cake_set */
 	uint8_t list;      /* enum cake_list_id it sits in, or CAKE_LIST_NONE */
 	uint8_t flags;
@@ -154,7 +153,14 @@ struct cake {
 	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
 	uint64_t avg_netoff;     /* EWMA of net_off << 16 */
 
-	uint16_t heap[CAKE_HEAP_LEN]; /* (tin << 10) | queue, max-heap on backlog */
+	/*
+	 * Overflow heap over every queue of every tin, id = (tin << 10) | queue.
+	 * Keys and positions live in dense arrays (not in the flows) so a sift
+	 * touches a few cache lines, not one flow struct per level.
+	 */
+	uint16_t heap[CAKE_HEAP_LEN];     /* max-heap of ids on backlogs[] */
+	uint16_t heap_pos[CAKE_HEAP_LEN]; /* id -> position in heap[] */
+	uint32_t backlogs[CAKE_HEAP_LEN]; /* id -> flow backlog in bytes */
 	struct cake_tin tins[CAKE_MAX_TINS];
 };
 
@@ -397,7 +403,7 @@ cake_heap_key(const struct cake *c, uint32_t pos)
 {
 	uint16_t e = c->heap[pos];
 
-	return c->tins[e >> 10].flows[e & CAKE_QUEUE_MASK].backlog;
+	return c->backlogs[e];
 }
 
 static inline void
@@ -407,8 +413,8 @@ cake_heap_swap(struct cake *c, uint32_t i, uint32_t j)
 
 	c->heap[i] = b;
 	c->heap[j] = a;
-	c->tins[b >> 10].flows[b & CAKE_QUEUE_MASK].heap_pos = (uint16_t)i;
-	c->tins[a >> 10].flows[a & CAKE_QUEUE_MASK].heap_pos = (uint16_t)j;
+	c->heap_pos[b] = (uint16_t)i;
+	c->heap_pos[a] = (uint16_t)j;
 }
 
 static void
@@ -448,22 +454,31 @@ cake_heap_rebuild(struct cake *c)
 
 	for (i = 0; i < CAKE_HEAP_LEN; i++) {
 		c->heap[i] = (uint16_t)i;
-		c->tins[i >> 10].flows[i & CAKE_QUEUE_MASK].heap_pos = (uint16_t)i;
+		c->heap_pos[i] = (uint16_t)i;
 	}
 	for (i = CAKE_HEAP_LEN / 2; i-- > 0;)
 		cake_heap_down(c, i);
 }
 
 /* The flow's backlog changed: restore the heap if it is being kept. */
-static inline void
-cake_heap_fix(struct cake *c, const struct cake_flow *f, bool grew)
+/* A queue's heap id from its tin and index (as stored in its packets). */
+static inline uint16_t
+cake_flow_id(uint32_t tin, uint32_t queue)
 {
+	return (uint16_t)((tin << 10) | queue);
+}
+
+/* Record a flow's new backlog; restore the heap if it is being kept. */
+static inline void
+cake_backlog_set(struct cake *c, uint16_t id, const struct cake_flow *f, bool grew)
+{
+	c->backlogs[id] = f->backlog;
 	if (c->overflow_timeout == 0)
 		return;
 	if (grew)
-		cake_heap_up(c, f->heap_pos);
+		cake_heap_up(c, c->heap_pos[id]);
 	else
-		cake_heap_down(c, f->heap_pos);
+		cake_heap_down(c, c->heap_pos[id]);
 }
 
 /* ------------------------------------------------------------- shaper */
@@ -880,7 +895,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 	c->backlog -= pkt->len;
 	c->qlen--;
 	c->buffer_used -= pkt->mem;
-	cake_heap_fix(c, f, false);
+	cake_backlog_set(c, cake_flow_id(pkt->tin, pkt->queue), f, false);
 	return pkt;
 }
 
@@ -954,6 +969,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	struct cake_flow *f;
 	uint32_t tin;
 	uint16_t idx;
+	uint32_t old_backlog;
 	bool self_dropped = false;
 
 	if (c->resync)
@@ -966,6 +982,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	b = &c->tins[tin];
 	idx = cake_lookup(c, b, pkt);
 	f = &b->flows[idx];
+	old_backlog = f->backlog;
 
 	/* No credit for idle time: pull stale clocks up to now. */
 	if (b->backlog == 0 && c->rate.rate != 0) {
@@ -1005,11 +1022,8 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 
 	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
-	if (c->overflow_timeout != 0) {
-		/* The ACK filter may have shrunk the queue: fix both ways. */
-		cake_heap_up(c, f->heap_pos);
-		cake_heap_down(c, f->heap_pos);
-	}
+	/* Net of a filtered ACK the queue may have shrunk: sift the way it moved. */
+	cake_backlog_set(c, cake_flow_id(tin, idx), f, f->backlog >= old_backlog);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
 		if (f->set == CAKE_SET_DECAYING)
