@@ -141,9 +141,10 @@ classify_set_ce(struct sh_pkt *p)
 
 /*
  * A wyhash-style multiply-fold over 64-bit words: each pair of words is
- * mixed with the key through one 64x64->128 multiply. Cheap (a 5-tuple is
- * a handful of multiplies) and, with a secret per-instance key, an outsider
- * cannot aim many flows at one queue.
+ * mixed with the key through one 64x64->128 multiply, then one keyed final
+ * multiply. Cheap (an IPv4 5-tuple is two multiplies, a host one round and
+ * the final) and, with a secret per-instance key, an outsider cannot aim
+ * many flows at one queue.
  */
 #define CLS_P0 0xa0761d6478bd642fULL
 #define CLS_P1 0xe7037ed1a0b428dbULL
@@ -162,17 +163,20 @@ cls_mum(uint64_t a, uint64_t b)
 	return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
-static uint32_t
+/* Inlined so that n and tag fold at each call site (no loop, no call). */
+static inline __attribute__((always_inline)) uint32_t
 cls_hash_words(const struct classify_key *key, const uint64_t *w,
 	       unsigned int n, uint64_t tag)
 {
-	uint64_t h = key->k0 ^ cls_mum(tag ^ CLS_P0, key->k1 ^ n);
+	/* Tag and length enter the first round's keyed operand (no multiply
+	 * of their own: they are constants at every call site). */
+	uint64_t h = key->k1 ^ CLS_P0 ^ (tag << 56) ^ ((uint64_t)n << 48);
 	unsigned int i;
 
 	for (i = 0; i + 1 < n; i += 2)
 		h = cls_mum(w[i] ^ key->k0 ^ CLS_P1, w[i + 1] ^ h ^ CLS_P2);
 	if (i < n)
-		h = cls_mum(w[i] ^ key->k1 ^ CLS_P1, h ^ CLS_P2);
+		h = cls_mum(w[i] ^ key->k0 ^ CLS_P2, h ^ CLS_P1);
 	h = cls_mum(h ^ key->k1, CLS_P0 ^ key->k0);
 	return (uint32_t)(h ^ (h >> 32));
 }
@@ -447,53 +451,100 @@ done:
 	cls_parse_l4(p, f, pos, nh, is_frag, nofirst);
 }
 
+/* Big-endian (memcmp) order of two 4-byte addresses loaded natively. */
+static inline uint32_t
+cls_bswap32(uint32_t v)
+{
+	return __builtin_bswap32(v);
+}
+
+/*
+ * Direction-symmetric flow hashes: order the two (address, port) endpoints
+ * so that A->B and B->A feed identical words. Addresses compare as memcmp
+ * would (big-endian integers), without a libc call.
+ */
+static inline uint32_t
+cls_flow_hash4(const struct classify_key *key, uint32_t sa, uint32_t da,
+	       uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	uint32_t bs = cls_bswap32(sa), bd = cls_bswap32(da);
+	uint64_t w[2];
+
+	if (bs > bd || (bs == bd && sport > dport)) {
+		uint32_t ta = sa;
+		uint16_t tp = sport;
+
+		sa = da;
+		da = ta;
+		sport = dport;
+		dport = tp;
+	}
+	w[0] = (uint64_t)sa | ((uint64_t)da << 32);
+	w[1] = ((uint64_t)sport << 16) | dport | ((uint64_t)proto << 32) | (4ULL << 40);
+	return cls_hash_words(key, w, 2, CLS_TAG_FLOW);
+}
+
+static inline uint32_t
+cls_flow_hash6(const struct classify_key *key, const uint8_t *src, const uint8_t *dst,
+	       uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	uint64_t s0 = cls_load64(src), s1 = cls_load64(src + 8);
+	uint64_t d0 = cls_load64(dst), d1 = cls_load64(dst + 8);
+	uint64_t bs0 = __builtin_bswap64(s0), bd0 = __builtin_bswap64(d0);
+	uint64_t bs1 = __builtin_bswap64(s1), bd1 = __builtin_bswap64(d1);
+	bool swap = bs0 > bd0 || (bs0 == bd0 && (bs1 > bd1 || (bs1 == bd1 && sport > dport)));
+	uint64_t w[5];
+
+	if (swap) {
+		w[0] = d0;
+		w[1] = d1;
+		w[2] = s0;
+		w[3] = s1;
+		w[4] = ((uint64_t)dport << 16) | sport;
+	} else {
+		w[0] = s0;
+		w[1] = s1;
+		w[2] = d0;
+		w[3] = d1;
+		w[4] = ((uint64_t)sport << 16) | dport;
+	}
+	w[4] |= ((uint64_t)proto << 32) | (16ULL << 40);
+	return cls_hash_words(key, w, 5, CLS_TAG_FLOW);
+}
+
+static uint32_t
+cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
+{
+	if (f->alen == 4)
+		return cls_flow_hash4(key, (uint32_t)cls_load32(f->src), (uint32_t)cls_load32(f->dst),
+				      f->sport, f->dport, f->proto);
+	return cls_flow_hash6(key, f->src, f->dst, f->sport, f->dport, f->proto);
+}
+
+/* Host hash of an IPv4 address loaded natively (as cls_host_hash). */
+static inline uint32_t
+cls_host_hash4(const struct classify_key *key, uint32_t a)
+{
+	uint64_t w = (uint64_t)a | (4ULL << 32);
+
+	return cls_hash_words(key, &w, 1, CLS_TAG_HOST);
+}
+
+static inline uint32_t
+cls_host_hash6(const struct classify_key *key, const uint8_t *a)
+{
+	uint64_t w[2] = { cls_load64(a), cls_load64(a + 8) };
+
+	return cls_hash_words(key, w, 2, CLS_TAG_HOST);
+}
+
 /* Host hash: the address alone, as CAKE's srchost/dsthost hashes. */
 static uint32_t
 cls_host_hash(const struct classify_key *key, const uint8_t *a, uint8_t alen)
 {
-	uint64_t w[2];
-
-	if (alen == 4) {
-		w[0] = cls_load32(a) | (4ULL << 32);
-		return cls_hash_words(key, w, 1, CLS_TAG_HOST);
-	}
-	w[0] = cls_load64(a);
-	w[1] = cls_load64(a + 8);
-	return cls_hash_words(key, w, 2, CLS_TAG_HOST);
-}
-
-/*
- * Direction-symmetric flow hash: order the two (address, port) endpoints
- * so that A->B and B->A feed identical words.
- */
-static uint32_t
-cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
-{
-	const uint8_t *lo_a = f->src, *hi_a = f->dst;
-	uint16_t lo_p = f->sport, hi_p = f->dport;
-	int c = memcmp(f->src, f->dst, f->alen);
-	uint64_t w[5];
-	uint64_t tail;
-
-	if (c > 0 || (c == 0 && f->sport > f->dport)) {
-		lo_a = f->dst;
-		hi_a = f->src;
-		lo_p = f->dport;
-		hi_p = f->sport;
-	}
-	tail = ((uint64_t)lo_p << 16) | hi_p | ((uint64_t)f->proto << 32) |
-	       ((uint64_t)f->alen << 40);
-	if (f->alen == 4) {
-		w[0] = cls_load32(lo_a) | (cls_load32(hi_a) << 32);
-		w[1] = tail;
-		return cls_hash_words(key, w, 2, CLS_TAG_FLOW);
-	}
-	w[0] = cls_load64(lo_a);
-	w[1] = cls_load64(lo_a + 8);
-	w[2] = cls_load64(hi_a);
-	w[3] = cls_load64(hi_a + 8);
-	w[4] = tail;
-	return cls_hash_words(key, w, 5, CLS_TAG_FLOW);
+	if (alen == 4)
+		return cls_host_hash4(key, (uint32_t)cls_load32(a));
+	return cls_host_hash6(key, a);
 }
 
 /* Non-IP: ethertype plus the MAC pair, sorted for symmetry. */
@@ -515,8 +566,92 @@ cls_l2_hash(const struct classify_key *key, const uint8_t *d, uint16_t etype)
 	return cls_hash_words(key, w, 2, CLS_TAG_L2);
 }
 
-void
-classify_pkt(struct sh_pkt *p, const struct classify_key *key)
+/*
+ * The common case in one straight line: untagged Ethernet, IPv4 without
+ * options or IPv6 without extension headers, unfragmented TCP or UDP, all
+ * headers inside the frame. Fills exactly what the general parser would
+ * (same hashes); returns false to leave any other frame to it.
+ */
+static inline __attribute__((always_inline)) bool
+cls_fast(struct sh_pkt *p, const struct classify_key *key)
+{
+	const uint8_t *d = p->data;
+	const uint8_t *ip = d + ETH_HLEN;
+	uint32_t len = p->len;
+	uint16_t etype, sport, dport;
+	uint8_t proto, ds, fl = 0;
+	uint32_t l4;
+
+	if (len < ETH_HLEN + 20 + 8)
+		return false;
+	etype = cls_be16(d + 12);
+	if (etype == ETH_P_IPV4) {
+		uint32_t sa, da;
+
+		/* Version 4, IHL 5; no MF, offset 0 (DF allowed). */
+		if (ip[0] != 0x45 || (cls_be16(ip + 6) & 0x3fff) != 0)
+			return false;
+		proto = ip[9];
+		l4 = ETH_HLEN + 20;
+		if (proto == IPPROTO_V_TCP) {
+			if (len < l4 + 20)
+				return false;
+			fl = SH_PKT_IPV4 | SH_PKT_TCP;
+		} else if (proto == IPPROTO_V_UDP) {
+			fl = SH_PKT_IPV4 | SH_PKT_UDP;
+		} else {
+			return false;
+		}
+		ds = ip[1];
+		sa = (uint32_t)cls_load32(ip + 12);
+		da = (uint32_t)cls_load32(ip + 16);
+		sport = cls_be16(d + l4);
+		dport = cls_be16(d + l4 + 2);
+		p->flow_hash = cls_flow_hash4(key, sa, da, sport, dport, proto);
+		p->src_hash = cls_host_hash4(key, sa);
+		p->dst_hash = cls_host_hash4(key, da);
+	} else if (etype == ETH_P_IPV6) {
+		l4 = ETH_HLEN + 40;
+		if ((ip[0] >> 4) != 6 || len < l4 + 8)
+			return false;
+		proto = ip[6];
+		if (proto == IPPROTO_V_TCP) {
+			if (len < l4 + 20)
+				return false;
+			fl = SH_PKT_IPV6 | SH_PKT_TCP;
+		} else if (proto == IPPROTO_V_UDP) {
+			fl = SH_PKT_IPV6 | SH_PKT_UDP;
+		} else {
+			return false;
+		}
+		ds = cls_ipv6_get_tc(ip);
+		sport = cls_be16(d + l4);
+		dport = cls_be16(d + l4 + 2);
+		p->flow_hash = cls_flow_hash6(key, ip + 8, ip + 24, sport, dport, proto);
+		p->src_hash = cls_host_hash6(key, ip + 8);
+		p->dst_hash = cls_host_hash6(key, ip + 24);
+	} else {
+		return false;
+	}
+	if (proto == IPPROTO_V_TCP) {
+		uint8_t tf = d[l4 + 13];
+
+		if ((tf & TCP_FLAG_ACK) && !(tf & TCP_FLAG_SYN))
+			fl |= SH_PKT_TCP_ACK;
+	}
+	p->l3_off = ETH_HLEN;
+	p->l4_off = (uint16_t)l4;
+	p->dscp = ds >> 2;
+	p->ecn = ds & ECN_MASK;
+	p->l4_proto = proto;
+	p->flags = fl;
+	p->net_off = ETH_HLEN;
+	return true;
+}
+
+/* Everything cls_fast declines: tags, PPPoE, options, tunnels, fragments... */
+static __attribute__((noinline)) void
+cls_slow(struct sh_pkt *p, const struct classify_key *key)
 {
 	const uint8_t *d = p->data;
 	struct cls_flow f;
@@ -584,6 +719,13 @@ non_ip:
 		p->dscp = 56; /* CS7, as CAKE treats ARP */
 	}
 	p->flow_hash = cls_l2_hash(key, d, etype);
+}
+
+void
+classify_pkt(struct sh_pkt *p, const struct classify_key *key)
+{
+	if (p->data == NULL || !cls_fast(p, key))
+		cls_slow(p, key);
 }
 
 void

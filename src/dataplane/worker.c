@@ -78,15 +78,22 @@ free_drops(struct dp_dir *d, struct sh_pkt_list *drops)
 static void
 flush_pending(struct dp_dir *d)
 {
+	uint64_t bytes = 0;
 	uint16_t sent, i;
 
 	if (d->n_pending == 0)
 		return;
+	/*
+	 * Count bytes before the burst: the driver may free what it sent
+	 * (net_null does at once), so sent mbufs must not be read after.
+	 */
+	for (i = 0; i < d->n_pending; i++)
+		bytes += d->pending[i]->pkt_len;
 	sent = rte_eth_tx_burst(d->tx_port, 0, d->pending, d->n_pending);
-	for (i = 0; i < sent; i++) {
-		d->stats.tx_packets++;
-		d->stats.tx_bytes += d->pending[i]->pkt_len;
-	}
+	for (i = sent; i < d->n_pending; i++)
+		bytes -= d->pending[i]->pkt_len; /* still ours: not sent */
+	d->stats.tx_packets += sent;
+	d->stats.tx_bytes += bytes;
 	if (sent < d->n_pending) {
 		d->stats.tx_retries++;
 		memmove(d->pending, d->pending + sent,
@@ -124,14 +131,17 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	nb_rx = rte_eth_rx_burst(d->rx_port, 0, rx, (uint16_t)burst);
 	if (nb_rx != 0) {
 		uint32_t truesize = dp_mbuf_truesize(rx[0]->pool);
+		uint64_t rx_bytes = 0;
 
+		/* Stats summed locally: one update of the shared counters per burst. */
 		for (i = 0; i < nb_rx; i++) {
 			rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
 			pkt_from_mbuf(rx[i], truesize);
 			pkts[i] = dp_mbuf_pkt(rx[i]);
-			d->stats.rx_packets++;
-			d->stats.rx_bytes += rx[i]->pkt_len;
+			rx_bytes += rx[i]->pkt_len;
 		}
+		d->stats.rx_packets += nb_rx;
+		d->stats.rx_bytes += rx_bytes;
 		classify_burst(pkts, nb_rx, &d->key);
 		for (i = 0; i < nb_rx; i++) {
 			pkts[i]->len = rx[i]->pkt_len;

@@ -23,13 +23,19 @@
  * Layout: all tables are allocated once at create (all 8 tins, whatever the
  * mode, so a diffserv change never strands packets without state). Queue
  * indices are masks (1024 queues), list links are 16-bit indices, rate
- * conversions are multiply+shift. Randomness (quantum dither, BLUE) comes
+ * conversions are multiply+shift. What the set-associative searches read
+ * (flow tags, a busy bit per queue, host tags and host bulk counts) sits in
+ * dense per-tin arrays, so one search reads one or two cache lines and
+ * compares the 8 ways at once (SSE2, or a plain loop). Randomness (quantum dither, BLUE) comes
  * from a xorshift generator seeded by params.seed.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "shaper/classify.h"
 #include "sched/ack_filter.h"
@@ -77,13 +83,6 @@ struct cake_flow {
 	uint8_t flags;
 };
 
-struct cake_host {
-	uint32_t srchost_tag;
-	uint32_t dsthost_tag;
-	uint16_t srchost_bulk_flow_count;
-	uint16_t dsthost_bulk_flow_count;
-};
-
 struct cake_list {
 	uint16_t head, tail;
 };
@@ -98,8 +97,17 @@ enum cake_list_id {
 
 struct cake_tin {
 	struct cake_flow flows[CAKE_QUEUES];
+	/*
+	 * What the 8-way lookups read, kept dense so a set's ways share one
+	 * cache line: flow tags, a busy bit per way (flow set != NONE), and
+	 * the host tables (tags and bulk flow counts) as separate arrays.
+	 */
 	uint32_t tags[CAKE_QUEUES];
-	struct cake_host hosts[CAKE_QUEUES];
+	uint8_t busy[CAKE_QUEUES / CAKE_SET_WAYS];
+	uint32_t srchost_tag[CAKE_QUEUES];
+	uint32_t dsthost_tag[CAKE_QUEUES];
+	uint16_t srchost_bulk[CAKE_QUEUES];
+	uint16_t dsthost_bulk[CAKE_QUEUES];
 	struct cake_list lists[CAKE_LIST_COUNT]; /* new, old, decaying */
 	uint32_t sparse_flow_count, bulk_flow_count;
 	uint32_t decaying_flow_count, unresponsive_flow_count;
@@ -123,6 +131,11 @@ struct cake_tin {
 	uint64_t drops, ecn_marks, ack_drops, drop_overlimit;
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
 	uint32_t max_len;
+};
+
+struct cake_heap_ent {
+	uint32_t key; /* backlog in bytes */
+	uint16_t id;
 };
 
 struct cake {
@@ -155,12 +168,12 @@ struct cake {
 
 	/*
 	 * Overflow heap over every queue of every tin, id = (tin << 10) | queue.
-	 * Keys and positions live in dense arrays (not in the flows) so a sift
-	 * touches a few cache lines, not one flow struct per level.
+	 * Each entry carries its key (the flow's backlog) so a sift compares
+	 * without following the id; positions live in a dense array. Kept only
+	 * while overflow_timeout runs; rebuilt from the flows otherwise.
 	 */
-	uint16_t heap[CAKE_HEAP_LEN];     /* max-heap of ids on backlogs[] */
-	uint16_t heap_pos[CAKE_HEAP_LEN]; /* id -> position in heap[] */
-	uint32_t backlogs[CAKE_HEAP_LEN]; /* id -> flow backlog in bytes */
+	struct cake_heap_ent heap[CAKE_HEAP_LEN]; /* max-heap on key */
+	uint16_t heap_pos[CAKE_HEAP_LEN];         /* id -> position in heap[] */
 	struct cake_tin tins[CAKE_MAX_TINS];
 };
 
@@ -262,10 +275,10 @@ cake_host_bulk_inc(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return; /* not charged to any host until reassigned */
-	if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count < CAKE_HOST_MAX)
-		b->hosts[f->srchost].srchost_bulk_flow_count++;
-	if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count < CAKE_HOST_MAX)
-		b->hosts[f->dsthost].dsthost_bulk_flow_count++;
+	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] < CAKE_HOST_MAX)
+		b->srchost_bulk[f->srchost]++;
+	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] < CAKE_HOST_MAX)
+		b->dsthost_bulk[f->dsthost]++;
 }
 
 static inline void
@@ -273,10 +286,10 @@ cake_host_bulk_dec(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return;
-	if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count > 0)
-		b->hosts[f->srchost].srchost_bulk_flow_count--;
-	if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count > 0)
-		b->hosts[f->dsthost].dsthost_bulk_flow_count--;
+	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > 0)
+		b->srchost_bulk[f->srchost]--;
+	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > 0)
+		b->dsthost_bulk[f->dsthost]--;
 }
 
 /* The flow's quantum divided by its host's bulk flow count, with dither. */
@@ -286,41 +299,108 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	uint32_t load = 1;
 
 	if (!(f->flags & CAKE_FLOW_REHOST)) {
-		if (cake_dsrc(c->flow_mode) && b->hosts[f->srchost].srchost_bulk_flow_count > load)
-			load = b->hosts[f->srchost].srchost_bulk_flow_count;
-		if (cake_ddst(c->flow_mode) && b->hosts[f->dsthost].dsthost_bulk_flow_count > load)
-			load = b->hosts[f->dsthost].dsthost_bulk_flow_count;
+		if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > load)
+			load = b->srchost_bulk[f->srchost];
+		if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > load)
+			load = b->dsthost_bulk[f->dsthost];
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
 	return (int32_t)(((uint64_t)b->flow_quantum * c->quantum_div[load] +
 			  (cake_rand64(c) >> 48)) >> 16);
 }
 
-/* Find (or claim) a host slot in the 8-way set of hash; returns its index. */
-static uint16_t
-cake_host_slot(struct cake_tin *b, uint32_t hash, bool src)
+/* ------------------------------------------------------ 8-way set search */
+
+/* Bit w set where v[w] == x, for the 8 ways of a set starting at v. */
+static inline uint32_t
+cake_match8(const uint32_t *v, uint32_t x)
+{
+#ifdef __SSE2__
+	__m128i k = _mm_set1_epi32((int)x);
+	__m128i a = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)v), k);
+	__m128i b = _mm_cmpeq_epi32(_mm_loadu_si128((const __m128i *)(v + 4)), k);
+
+	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a)) |
+	       ((uint32_t)_mm_movemask_ps(_mm_castsi128_ps(b)) << 4);
+#else
+	uint32_t m = 0, w;
+
+	for (w = 0; w < CAKE_SET_WAYS; w++)
+		m |= (uint32_t)(v[w] == x) << w;
+	return m;
+#endif
+}
+
+/* Bit w set where v[w] == 0, for 8 16-bit counters. */
+static inline uint32_t
+cake_zero8(const uint16_t *v)
+{
+#ifdef __SSE2__
+	__m128i z = _mm_cmpeq_epi16(_mm_loadu_si128((const __m128i *)v), _mm_setzero_si128());
+
+	return (uint32_t)_mm_movemask_epi8(_mm_packs_epi16(z, z)) & 0xffu;
+#else
+	uint32_t m = 0, w;
+
+	for (w = 0; w < CAKE_SET_WAYS; w++)
+		m |= (uint32_t)(v[w] == 0) << w;
+	return m;
+#endif
+}
+
+/*
+ * The way of mask m met first when probing from way inner upwards with
+ * wrap-around (the order of the reference's linear probe), or -1.
+ */
+static inline int
+cake_first_way(uint32_t m, uint32_t inner)
+{
+	uint32_t r = ((m | (m << CAKE_SET_WAYS)) >> inner) & 0xffu;
+
+	return r != 0 ? (int)((inner + (uint32_t)__builtin_ctz(r)) & (CAKE_SET_WAYS - 1)) : -1;
+}
+
+static inline bool
+cake_busy(const struct cake_tin *b, uint32_t idx)
+{
+	return (b->busy[idx / CAKE_SET_WAYS] >> (idx & (CAKE_SET_WAYS - 1))) & 1u;
+}
+
+static inline void
+cake_busy_set(struct cake_tin *b, uint32_t idx, bool on)
+{
+	uint8_t bit = (uint8_t)(1u << (idx & (CAKE_SET_WAYS - 1)));
+
+	if (on)
+		b->busy[idx / CAKE_SET_WAYS] |= bit;
+	else
+		b->busy[idx / CAKE_SET_WAYS] &= (uint8_t)~bit;
+}
+
+/*
+ * Find (or claim) a host slot in the 8-way set of hash; returns its index.
+ * hint: the slot the flow used last. A non-zero tag lives only in its own
+ * set and at most once there, so a hit on the hint is what the search
+ * would find.
+ */
+static inline __attribute__((always_inline)) uint16_t
+cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hint)
 {
 	uint32_t idx = hash & CAKE_QUEUE_MASK;
 	uint32_t inner = idx & (CAKE_SET_WAYS - 1);
 	uint32_t outer = idx - inner;
-	uint32_t i, k;
+	uint32_t k;
+	int w;
 
-	for (i = 0; i < CAKE_SET_WAYS; i++) {
-		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
-		if ((src ? b->hosts[k].srchost_tag : b->hosts[k].dsthost_tag) == hash)
-			return (uint16_t)k;
-	}
-	for (i = 0; i < CAKE_SET_WAYS; i++) {
-		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
-		if ((src ? b->hosts[k].srchost_bulk_flow_count : b->hosts[k].dsthost_bulk_flow_count) == 0)
-			break;
-	}
-	if (i == CAKE_SET_WAYS)
-		k = idx; /* set full of busy hosts: share the home slot */
-	if (src)
-		b->hosts[k].srchost_tag = hash;
-	else
-		b->hosts[k].dsthost_tag = hash;
+	if (hash != 0 && tags[hint] == hash && (hint & ~(CAKE_SET_WAYS - 1)) == outer)
+		return hint;
+	w = cake_first_way(cake_match8(tags + outer, hash), inner);
+	if (w >= 0)
+		return (uint16_t)(outer + (uint32_t)w);
+	w = cake_first_way(cake_zero8(bulk + outer), inner);
+	/* Set full of busy hosts: share the home slot. */
+	k = w >= 0 ? outer + (uint32_t)w : idx;
+	tags[k] = hash;
 	return (uint16_t)k;
 }
 
@@ -330,9 +410,9 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f,
 {
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (cake_dsrc(c->flow_mode))
-		f->srchost = cake_host_slot(b, pkt->src_hash, true);
+		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk, pkt->src_hash, f->srchost);
 	if (cake_ddst(c->flow_mode))
-		f->dsthost = cake_host_slot(b, pkt->dst_hash, false);
+		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk, pkt->dst_hash, f->dsthost);
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
@@ -343,10 +423,11 @@ static uint16_t
 cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
 	uint8_t mode = c->flow_mode;
-	uint32_t hash, idx, inner, outer, i, k;
+	uint32_t hash, idx, inner, outer, k;
 	bool dual = cake_dsrc(mode) || cake_ddst(mode);
 	bool assign;
 	struct cake_flow *f;
+	int w;
 
 	if (mode == SCHED_FLOWBLIND)
 		return 0;
@@ -357,7 +438,7 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 		       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
 
 	idx = hash & CAKE_QUEUE_MASK;
-	if (b->tags[idx] == hash && b->flows[idx].set != CAKE_SET_NONE) {
+	if (b->tags[idx] == hash && cake_busy(b, idx)) {
 		b->way_directs++;
 		k = idx;
 		assign = false;
@@ -365,22 +446,20 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 	}
 	inner = idx & (CAKE_SET_WAYS - 1);
 	outer = idx - inner;
-	for (i = 0; i < CAKE_SET_WAYS; i++) {
-		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
-		if (b->tags[k] == hash) {
-			if (i != 0)
-				b->way_hits++;
-			assign = b->flows[k].set == CAKE_SET_NONE;
-			goto found;
-		}
+	w = cake_first_way(cake_match8(b->tags + outer, hash), inner);
+	if (w >= 0) {
+		k = outer + (uint32_t)w;
+		if ((uint32_t)w != inner)
+			b->way_hits++;
+		assign = !cake_busy(b, k);
+		goto found;
 	}
-	for (i = 0; i < CAKE_SET_WAYS; i++) {
-		k = outer + ((inner + i) & (CAKE_SET_WAYS - 1));
-		if (b->flows[k].set == CAKE_SET_NONE) {
-			b->way_misses++;
-			assign = true;
-			goto found;
-		}
+	w = cake_first_way(~(uint32_t)b->busy[outer / CAKE_SET_WAYS] & 0xffu, inner);
+	if (w >= 0) {
+		k = outer + (uint32_t)w;
+		b->way_misses++;
+		assign = true;
+		goto found;
 	}
 	/* Every way busy with another flow: share the home queue. */
 	b->way_collisions++;
@@ -398,53 +477,59 @@ found:
 
 /* ------------------------------------------------------- overflow heap */
 
-static inline uint32_t
-cake_heap_key(const struct cake *c, uint32_t pos)
-{
-	uint16_t e = c->heap[pos];
-
-	return c->backlogs[e];
-}
-
-static inline void
-cake_heap_swap(struct cake *c, uint32_t i, uint32_t j)
-{
-	uint16_t a = c->heap[i], b = c->heap[j];
-
-	c->heap[i] = b;
-	c->heap[j] = a;
-	c->heap_pos[b] = (uint16_t)i;
-	c->heap_pos[a] = (uint16_t)j;
-}
-
-static void
+/*
+ * Sifts move a hole instead of swapping at every level: the same
+ * comparisons and the same final arrangement as the textbook swaps (ties
+ * resolve identically), with one write per level. Out of line: only used
+ * while overflows are recent, and inlined they slow the callers' fast path.
+ */
+static __attribute__((noinline)) void
 cake_heap_down(struct cake *c, uint32_t i)
 {
-	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i;
+	struct cake_heap_ent x = c->heap[i];
 
-		if (l < CAKE_HEAP_LEN && cake_heap_key(c, l) > cake_heap_key(c, m))
-			m = l;
-		if (r < CAKE_HEAP_LEN && cake_heap_key(c, r) > cake_heap_key(c, m))
-			m = r;
+	/* The heap is always full (CAKE_HEAP_LEN, even): every node above
+	 * the last parent has both children, so only that one is checked. */
+	for (;;) {
+		uint32_t l = 2 * i + 1, r = l + 1, m = i, km = x.key;
+
+		if (r >= CAKE_HEAP_LEN) {
+			if (l < CAKE_HEAP_LEN && c->heap[l].key > km)
+				m = l;
+		} else {
+			if (c->heap[l].key > km) {
+				m = l;
+				km = c->heap[l].key;
+			}
+			if (c->heap[r].key > km)
+				m = r;
+		}
 		if (m == i)
-			return;
-		cake_heap_swap(c, i, m);
+			break;
+		c->heap[i] = c->heap[m];
+		c->heap_pos[c->heap[i].id] = (uint16_t)i;
 		i = m;
 	}
+	c->heap[i] = x;
+	c->heap_pos[x.id] = (uint16_t)i;
 }
 
-static void
+static __attribute__((noinline)) void
 cake_heap_up(struct cake *c, uint32_t i)
 {
+	struct cake_heap_ent x = c->heap[i];
+
 	while (i > 0) {
 		uint32_t parent = (i - 1) / 2;
 
-		if (cake_heap_key(c, parent) >= cake_heap_key(c, i))
-			return;
-		cake_heap_swap(c, i, parent);
+		if (c->heap[parent].key >= x.key)
+			break;
+		c->heap[i] = c->heap[parent];
+		c->heap_pos[c->heap[i].id] = (uint16_t)i;
 		i = parent;
 	}
+	c->heap[i] = x;
+	c->heap_pos[x.id] = (uint16_t)i;
 }
 
 static void
@@ -453,14 +538,14 @@ cake_heap_rebuild(struct cake *c)
 	uint32_t i;
 
 	for (i = 0; i < CAKE_HEAP_LEN; i++) {
-		c->heap[i] = (uint16_t)i;
+		c->heap[i].key = c->tins[i >> 10].flows[i & CAKE_QUEUE_MASK].backlog;
+		c->heap[i].id = (uint16_t)i;
 		c->heap_pos[i] = (uint16_t)i;
 	}
 	for (i = CAKE_HEAP_LEN / 2; i-- > 0;)
 		cake_heap_down(c, i);
 }
 
-/* The flow's backlog changed: restore the heap if it is being kept. */
 /* A queue's heap id from its tin and index (as stored in its packets). */
 static inline uint16_t
 cake_flow_id(uint32_t tin, uint32_t queue)
@@ -472,13 +557,16 @@ cake_flow_id(uint32_t tin, uint32_t queue)
 static inline void
 cake_backlog_set(struct cake *c, uint16_t id, const struct cake_flow *f, bool grew)
 {
-	c->backlogs[id] = f->backlog;
+	uint32_t pos;
+
 	if (c->overflow_timeout == 0)
 		return;
+	pos = c->heap_pos[id];
+	c->heap[pos].key = f->backlog;
 	if (grew)
-		cake_heap_up(c, c->heap_pos[id]);
+		cake_heap_up(c, pos);
 	else
-		cake_heap_down(c, c->heap_pos[id]);
+		cake_heap_down(c, pos);
 }
 
 /* ------------------------------------------------------------- shaper */
@@ -778,9 +866,10 @@ cake_tin_reset(struct cake_tin *b)
 		f->set = CAKE_SET_NONE;
 		f->list = CAKE_LIST_NONE;
 		f->flags = 0;
-		b->hosts[i].srchost_bulk_flow_count = 0;
-		b->hosts[i].dsthost_bulk_flow_count = 0;
+		b->srchost_bulk[i] = 0;
+		b->dsthost_bulk[i] = 0;
 	}
+	memset(b->busy, 0, sizeof(b->busy));
 	for (i = 0; i < CAKE_LIST_COUNT; i++)
 		b->lists[i].head = b->lists[i].tail = CAKE_NIL;
 	b->sparse_flow_count = b->bulk_flow_count = 0;
@@ -911,7 +1000,7 @@ cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 	if (c->overflow_timeout == 0)
 		cake_heap_rebuild(c);
 	c->overflow_timeout = CAKE_OVERFLOW_TIMEOUT;
-	e = c->heap[0];
+	e = c->heap[0].id;
 	b = &c->tins[e >> 10];
 	f = &b->flows[e & CAKE_QUEUE_MASK];
 	pkt = cake_flow_pop(c, b, f);
@@ -1028,6 +1117,8 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
 		if (f->set == CAKE_SET_DECAYING)
 			b->decaying_flow_count--;
+		else
+			cake_busy_set(b, idx, true);
 		cake_list_move_tail(b, CAKE_LIST_NEW, idx);
 		f->set = CAKE_SET_SPARSE;
 		b->sparse_flow_count++;
@@ -1136,6 +1227,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 			b->decaying_flow_count--;
 		}
 		f->set = CAKE_SET_NONE;
+		cake_busy_set(b, idx, false);
 	}
 }
 
@@ -1203,6 +1295,15 @@ retry:
 		pkt = cake_flow_pop(c, b, f);
 		if (pkt == NULL) {
 			cake_flow_empty(c, b, idx, now);
+			/*
+			 * Egress: no clock, tin deficit or other tin moved since
+			 * b was picked, so while b still has flows (and packets
+			 * remain) tin selection would pick b again: skip it.
+			 */
+			if (!c->p.ingress && c->qlen != 0 &&
+			    b->sparse_flow_count + b->bulk_flow_count != 0 &&
+			    ++restarts <= 2 * CAKE_HEAP_LEN + 16)
+				goto retry;
 			goto begin;
 		}
 		if (!cobalt_should_drop(&f->cvars, &b->cparams, now, pkt->enq_ns,
@@ -1281,10 +1382,12 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 		for (i = 0; i < CAKE_MAX_TINS; i++) {
 			struct cake_tin *b = &c->tins[i];
 
-			for (j = 0; j < CAKE_QUEUES; j++) {
-				memset(&b->hosts[j], 0, sizeof(b->hosts[j]));
+			memset(b->srchost_tag, 0, sizeof(b->srchost_tag));
+			memset(b->dsthost_tag, 0, sizeof(b->dsthost_tag));
+			memset(b->srchost_bulk, 0, sizeof(b->srchost_bulk));
+			memset(b->dsthost_bulk, 0, sizeof(b->dsthost_bulk));
+			for (j = 0; j < CAKE_QUEUES; j++)
 				b->flows[j].flags |= CAKE_FLOW_REHOST;
-			}
 		}
 	}
 	/* Packets stay in the tins they were queued in. */
