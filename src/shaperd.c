@@ -85,12 +85,12 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 	       const char **stats_file)
 {
 	static const struct option opts[] = {
-		{"config", required_argument, NULL, 'c'},
-		{"check-config", no_argument, NULL, 'k'},
-		{"stats-file", required_argument, NULL, 's'},
-		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'k' },
+		{ "stats-file", required_argument, NULL, 's' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -136,7 +136,7 @@ print_counters(json_t *ports, json_t *dirs)
 
 	printf("%-10s %12s %12s %10s %10s %10s\n", "port", "rx_packets", "tx_packets", "rx_missed",
 	       "rx_errors", "tx_errors");
-	json_object_foreach(ports, key, v)
+	json_object_foreach (ports, key, v)
 		printf("%-10s %12lld %12lld %10lld %10lld %10lld\n", key,
 		       json_integer_value(json_object_get(v, "rx_packets")),
 		       json_integer_value(json_object_get(v, "tx_packets")),
@@ -145,7 +145,7 @@ print_counters(json_t *ports, json_t *dirs)
 		       json_integer_value(json_object_get(v, "tx_errors")));
 	printf("%-10s %12s %12s %10s  %s\n", "direction", "rx_packets", "tx_packets", "qlen",
 	       "dropped by reason");
-	json_object_foreach(dirs, key, v) {
+	json_object_foreach (dirs, key, v) {
 		json_t *reasons = json_object_get(v, "drop_reasons"), *n;
 		const char *reason;
 
@@ -153,7 +153,7 @@ print_counters(json_t *ports, json_t *dirs)
 		       json_integer_value(json_object_get(v, "rx_packets")),
 		       json_integer_value(json_object_get(v, "tx_packets")),
 		       json_integer_value(json_object_get(v, "qlen")));
-		json_object_foreach(reasons, reason, n)
+		json_object_foreach (reasons, reason, n)
 			printf(" %s=%lld", reason, json_integer_value(n));
 		printf("\n");
 	}
@@ -204,7 +204,7 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use)
 static int
 setup_dirs(struct app *a)
 {
-	static const int in_port[SHAPER_NUM_DIRS] = {SHAPER_PORT_LAN, SHAPER_PORT_WAN};
+	static const int in_port[SHAPER_NUM_DIRS] = { SHAPER_PORT_LAN, SHAPER_PORT_WAN };
 	char err[SHAPER_ERR_LEN];
 
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
@@ -232,7 +232,8 @@ setup_dirs(struct app *a)
 			if (emu_params_active(&ep))
 				dd->emu = emu_create(&ep);
 			if (emu_params_active(&ep) && dd->emu == NULL) {
-				fprintf(stderr, "shaperd: %s.emulate: cannot create the delay line\n",
+				fprintf(stderr,
+					"shaperd: %s.emulate: cannot create the delay line\n",
 					shaper_dir_name[d]);
 				return -1;
 			}
@@ -329,7 +330,8 @@ run_control(struct app *a)
 		sp.mode = a->cfg.control_mode;
 		srv = ctl_server_open(&sp, &a->be, err, sizeof(err));
 		if (srv == NULL)
-			fprintf(stderr, "shaperd: control socket: %s (continuing without it)\n", err);
+			fprintf(stderr, "shaperd: control socket: %s (continuing without it)\n",
+				err);
 		else
 			printf("shaperd: control socket %s\n", a->cfg.control_socket);
 		fflush(stdout);
@@ -369,7 +371,8 @@ main(int argc, char **argv)
 		struct sched *s = sched_create(&a.cfg.dir[d], err, sizeof(err));
 
 		if (s == NULL) {
-			fprintf(stderr, "shaperd: %s: %s: %s\n", config_path, shaper_dir_name[d], err);
+			fprintf(stderr, "shaperd: %s: %s: %s\n", config_path, shaper_dir_name[d],
+				err);
 			return 1;
 		}
 		sched_free(s);
@@ -381,7 +384,8 @@ main(int argc, char **argv)
 
 	rc = rte_eal_init(eal_argc, argv);
 	if (rc < 0) {
-		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n", rte_strerror(rte_errno));
+		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n",
+			rte_strerror(rte_errno));
 		return 1;
 	}
 	signal(SIGINT, on_signal);

@@ -27,8 +27,7 @@ void classify_key_init(struct classify_key *key, uint64_t seed);
 void classify_pkt(struct sh_pkt *p, const struct classify_key *key);
 
 /* Burst form: prefetch-friendly loop over n packets. */
-void classify_burst(struct sh_pkt **pkts, unsigned int n,
-		    const struct classify_key *key);
+void classify_burst(struct sh_pkt **pkts, unsigned int n, const struct classify_key *key);
 
 /*
  * Rewrite the DSCP of the IP header at p->l3_off, keeping the ECN bits;

@@ -12,14 +12,22 @@
 
 #include "shaper/sched.h"
 
-#define SHAPER_DEV_LEN 256
-#define SHAPER_PATH_LEN 108 /* sizeof(sun_path) */
+#define SHAPER_DEV_LEN     256
+#define SHAPER_PATH_LEN    108 /* sizeof(sun_path) */
 #define SHAPER_MAX_WORKERS 2
-#define SHAPER_ERR_LEN 512
+#define SHAPER_ERR_LEN     512
 
-enum shaper_port_role { SHAPER_PORT_WAN = 0, SHAPER_PORT_LAN = 1, SHAPER_NUM_PORTS };
+enum shaper_port_role {
+	SHAPER_PORT_WAN = 0,
+	SHAPER_PORT_LAN = 1,
+	SHAPER_NUM_PORTS
+};
 /* Upstream = LAN -> WAN (tc-cake "egress"), downstream = WAN -> LAN. */
-enum shaper_dir { SHAPER_UP = 0, SHAPER_DOWN = 1, SHAPER_NUM_DIRS };
+enum shaper_dir {
+	SHAPER_UP = 0,
+	SHAPER_DOWN = 1,
+	SHAPER_NUM_DIRS
+};
 
 struct shaper_port_config {
 	char device[SHAPER_DEV_LEN]; /* PCI address, vdev string or port name */
@@ -33,7 +41,7 @@ struct shaper_emulate_config {
 	uint64_t jitter_ns;
 	uint32_t loss_ppm; /* parts per million */
 	uint64_t seed;
-	uint32_t limit;    /* packets held at most; 0 = half the mbuf pool */
+	uint32_t limit; /* packets held at most; 0 = half the mbuf pool */
 };
 
 struct shaper_config {

@@ -18,18 +18,18 @@
 #include "shaper/sched.h"
 
 #define CTL_PROTOCOL_VERSION 1
-#define CTL_MAX_LINE (64 * 1024)       /* one request, newline included */
-#define CTL_MAX_OUTQ (4 * 1024 * 1024) /* replies queued for a slow client */
-#define CTL_MAX_CLIENTS 256
+#define CTL_MAX_LINE         (64 * 1024)       /* one request, newline included */
+#define CTL_MAX_OUTQ         (4 * 1024 * 1024) /* replies queued for a slow client */
+#define CTL_MAX_CLIENTS      256
 
 /* Error codes carried in replies (and used as shapectl exit reasons). */
-#define CTL_ERRORS(X)                                                          \
-	X(BAD_JSON, "bad_json")                                                \
-	X(BAD_REQUEST, "bad_request")                                          \
-	X(UNKNOWN_COMMAND, "unknown_command")                                  \
-	X(INVALID_ARGUMENT, "invalid_argument")                                \
-	X(TOO_LARGE, "too_large")                                              \
-	X(BUSY, "busy")                                                        \
+#define CTL_ERRORS(X)                                                                              \
+	X(BAD_JSON, "bad_json")                                                                    \
+	X(BAD_REQUEST, "bad_request")                                                              \
+	X(UNKNOWN_COMMAND, "unknown_command")                                                      \
+	X(INVALID_ARGUMENT, "invalid_argument")                                                    \
+	X(TOO_LARGE, "too_large")                                                                  \
+	X(BUSY, "busy")                                                                            \
 	X(INTERNAL, "internal")
 
 enum ctl_error {

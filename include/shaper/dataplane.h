@@ -57,8 +57,8 @@ enum dp_msg_type {
 struct dp_msg {
 	enum dp_msg_type type;
 	struct sched_params params;
-	struct sched *sched; /* SWAP: the new one in, the old one back out */
-	struct ctl_flow *flows;         /* FLOWS: max_flows of each, owned by the message */
+	struct sched *sched;    /* SWAP: the new one in, the old one back out */
+	struct ctl_flow *flows; /* FLOWS: max_flows of each, owned by the message */
 	struct sched_flow_info *infos;
 	unsigned int max_flows;
 	int rc; /* result: 0 / -errno, or the flow count */
@@ -104,8 +104,8 @@ struct rte_mempool *dp_pool_create(uint32_t n_mbufs, int socket);
  * and one tx queue, promiscuous mode, and start it. Returns 0 or -errno with
  * a message in err.
  */
-int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc,
-		 struct rte_mempool *mp, char *err, size_t errlen);
+int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
+		 char *err, size_t errlen);
 void dp_port_close(struct dp_port *port);
 
 /* The port's ethdev counters; 0 or -errno. */

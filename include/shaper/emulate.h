@@ -17,7 +17,7 @@ struct emu_params {
 	uint64_t jitter_ns; /* uniform in [-jitter, +jitter], clamped so order holds */
 	uint32_t loss_ppm;  /* random loss, parts per million */
 	uint64_t seed;
-	uint32_t limit;     /* packets held at most (bounded by the mbuf pool) */
+	uint32_t limit; /* packets held at most (bounded by the mbuf pool) */
 };
 
 struct emulate;

@@ -62,13 +62,13 @@ enum sched_ack_filter {
  * Drop reasons, as an X-macro so every counter has a name and help text.
  * The scheduler uses the first three; the data plane adds the rest.
  */
-#define SHAPER_DROP_REASONS(X)                                                 \
-	X(AQM, "aqm", "dropped by CoDel/COBALT (or BLUE) at dequeue")          \
-	X(OVERFLOW, "overflow", "dropped because the buffer limit was exceeded") \
-	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter") \
-	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator") \
-	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full") \
-	X(TX_FAILED, "tx_failed", "refused by the output port and given up")   \
+#define SHAPER_DROP_REASONS(X)                                                                     \
+	X(AQM, "aqm", "dropped by CoDel/COBALT (or BLUE) at dequeue")                              \
+	X(OVERFLOW, "overflow", "dropped because the buffer limit was exceeded")                   \
+	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter")                 \
+	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator")                   \
+	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
+	X(TX_FAILED, "tx_failed", "refused by the output port and given up")                       \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {
@@ -85,39 +85,39 @@ const char *shaper_drop_help(enum shaper_drop_reason r);
 /* Everything that configures one direction. Units: bytes, bytes/s, µs. */
 struct sched_params {
 	enum sched_discipline discipline;
-	uint64_t rate;        /* shaper rate in bytes/s; 0 = unlimited */
-	uint32_t mtu;         /* largest L2 frame, for mtu_time (default 1514) */
-	bool upstream;        /* LAN->WAN: the internal host is the source */
-	uint64_t seed;        /* seeds hash key, quantum dither and BLUE draws */
+	uint64_t rate; /* shaper rate in bytes/s; 0 = unlimited */
+	uint32_t mtu;  /* largest L2 frame, for mtu_time (default 1514) */
+	bool upstream; /* LAN->WAN: the internal host is the source */
+	uint64_t seed; /* seeds hash key, quantum dither and BLUE draws */
 
 	/* cake */
 	enum sched_diffserv diffserv;
 	enum sched_isolation isolation;
-	uint32_t rtt_us;      /* CoDel interval (default 100000) */
-	uint32_t target_us;   /* CoDel target (default 5000) */
-	bool overhead_mode;   /* false = raw: charge the L2 length as is */
-	int32_t overhead;     /* bytes added per packet, -64..256 */
-	uint32_t mpu;         /* minimum packet unit, 0..256 */
+	uint32_t rtt_us;    /* CoDel interval (default 100000) */
+	uint32_t target_us; /* CoDel target (default 5000) */
+	bool overhead_mode; /* false = raw: charge the L2 length as is */
+	int32_t overhead;   /* bytes added per packet, -64..256 */
+	uint32_t mpu;       /* minimum packet unit, 0..256 */
 	enum sched_framing framing;
-	bool wash;            /* clear DSCP on the way out */
-	bool ingress;         /* drops count against the rate */
-	bool ecn;             /* CE-mark ECT packets instead of dropping */
+	bool wash;    /* clear DSCP on the way out */
+	bool ingress; /* drops count against the rate */
+	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	enum sched_ack_filter ack_filter;
-	uint64_t memlimit;    /* bytes of buffer memory; 0 = derive from rate */
+	uint64_t memlimit; /* bytes of buffer memory; 0 = derive from rate */
 
 	/* fifo */
 	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
 	uint64_t fifo_limit_bytes; /* 0 = no byte limit */
 
 	/* fq_codel */
-	uint32_t fqc_flows;        /* 1..65536, default 1024 */
-	uint32_t fqc_quantum;      /* default 1514 */
-	uint32_t fqc_limit;        /* packets, default 10240 */
-	uint64_t fqc_memory_limit; /* bytes, default 32 MiB */
-	uint32_t fqc_target_us;    /* default 5000 */
-	uint32_t fqc_interval_us;  /* default 100000 */
+	uint32_t fqc_flows;           /* 1..65536, default 1024 */
+	uint32_t fqc_quantum;         /* default 1514 */
+	uint32_t fqc_limit;           /* packets, default 10240 */
+	uint64_t fqc_memory_limit;    /* bytes, default 32 MiB */
+	uint32_t fqc_target_us;       /* default 5000 */
+	uint32_t fqc_interval_us;     /* default 100000 */
 	uint32_t fqc_ce_threshold_us; /* 0 = off */
-	uint32_t fqc_drop_batch;   /* default 64 */
+	uint32_t fqc_drop_batch;      /* default 64 */
 };
 
 /* Fill p with tc's defaults for the given discipline. */
@@ -150,16 +150,16 @@ struct sched_tin_stats {
 
 /* Direction-wide statistics. */
 struct sched_stats {
-	uint64_t enqueued_pkts;   /* handed to sched_enqueue */
+	uint64_t enqueued_pkts; /* handed to sched_enqueue */
 	uint64_t enqueued_bytes;
-	uint64_t dequeued_pkts;   /* returned by sched_dequeue */
+	uint64_t dequeued_pkts; /* returned by sched_dequeue */
 	uint64_t dequeued_bytes;
 	uint64_t dropped[SHAPER_DROP_MAX]; /* by reason, scheduler's own drops */
 	uint64_t backlog_pkts;
 	uint64_t backlog_bytes;
 	uint64_t overlimits;
 	uint64_t ecn_marked;
-	uint64_t memory_used;     /* peak buffer memory (CAKE's quirk) */
+	uint64_t memory_used; /* peak buffer memory (CAKE's quirk) */
 	uint64_t memory_limit;
 	uint64_t capacity_estimate; /* bytes/s */
 	uint32_t min_network_size, max_network_size;
@@ -184,16 +184,14 @@ void sched_free(struct sched *s);
  * appended to dropped. Returns 0 if pkt was queued, 1 if pkt itself was
  * dropped (it is then on the dropped list).
  */
-int sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now,
-		  struct sh_pkt_list *dropped);
+int sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped);
 
 /*
  * Release the next packet allowed at time now, or NULL if none is due
  * (queue empty or the shaper is holding back). AQM drops made on the way
  * are appended to dropped.
  */
-struct sh_pkt *sched_dequeue(struct sched *s, uint64_t now,
-			     struct sh_pkt_list *dropped);
+struct sh_pkt *sched_dequeue(struct sched *s, uint64_t now, struct sh_pkt_list *dropped);
 
 /* Earliest time a dequeue could return a packet; UINT64_MAX if empty. */
 uint64_t sched_next_time(const struct sched *s, uint64_t now);
@@ -203,8 +201,7 @@ uint64_t sched_next_time(const struct sched *s, uint64_t now);
  * the new rate holds from the next packet. Returns 0 or -EINVAL (with err).
  * Changing the discipline is done by the caller (drain, create, refill).
  */
-int sched_update(struct sched *s, const struct sched_params *p, char *err,
-		 size_t errlen);
+int sched_update(struct sched *s, const struct sched_params *p, char *err, size_t errlen);
 
 /* Remove every queued packet, in order, onto out (shutdown, discipline swap). */
 void sched_flush(struct sched *s, struct sh_pkt_list *out);

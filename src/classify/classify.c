@@ -29,7 +29,7 @@
 
 /* ECN codepoints (RFC 3168), the low two bits of the DS field. */
 #define ECN_MASK 0x03u
-#define ECN_CE 0x03u
+#define ECN_CE   0x03u
 
 /* True if [off, off + n) lies inside the frame. */
 static inline int
@@ -47,7 +47,7 @@ cls_ipv4_set_tos(uint8_t *ip, uint8_t tos)
 {
 	uint16_t old_w = (uint16_t)((ip[0] << 8) | ip[1]);
 	uint16_t new_w = (uint16_t)((ip[0] << 8) | tos);
-	uint32_t sum = (uint16_t)~((ip[10] << 8) | ip[11]);
+	uint32_t sum = (uint16_t) ~((ip[10] << 8) | ip[11]);
 
 	sum += (uint16_t)~old_w;
 	sum += new_w;
@@ -153,7 +153,7 @@ classify_set_ce(struct sh_pkt *p)
 /* Domain tags keep flow, host and non-IP hashes of equal bytes apart. */
 #define CLS_TAG_FLOW 0x1ULL
 #define CLS_TAG_HOST 0x2ULL
-#define CLS_TAG_L2 0x3ULL
+#define CLS_TAG_L2   0x3ULL
 
 static inline uint64_t
 cls_mum(uint64_t a, uint64_t b)
@@ -165,8 +165,7 @@ cls_mum(uint64_t a, uint64_t b)
 
 /* Inlined so that n and tag fold at each call site (no loop, no call). */
 static inline __attribute__((always_inline)) uint32_t
-cls_hash_words(const struct classify_key *key, const uint64_t *w,
-	       unsigned int n, uint64_t tag)
+cls_hash_words(const struct classify_key *key, const uint64_t *w, unsigned int n, uint64_t tag)
 {
 	/* Tag and length enter the first round's keyed operand (no multiply
 	 * of their own: they are constants at every call site). */
@@ -205,26 +204,26 @@ classify_key_init(struct classify_key *key, uint64_t seed)
 /* Parser                                                                  */
 /* ---------------------------------------------------------------------- */
 
-#define ETH_HLEN 14
-#define ETH_P_IPV4 0x0800
-#define ETH_P_ARP 0x0806
-#define ETH_P_8021Q 0x8100
-#define ETH_P_8021AD 0x88a8
-#define ETH_P_QINQ_OLD 0x9100
-#define ETH_P_IPV6 0x86dd
+#define ETH_HLEN        14
+#define ETH_P_IPV4      0x0800
+#define ETH_P_ARP       0x0806
+#define ETH_P_8021Q     0x8100
+#define ETH_P_8021AD    0x88a8
+#define ETH_P_QINQ_OLD  0x9100
+#define ETH_P_IPV6      0x86dd
 #define ETH_P_PPPOE_SES 0x8864
-#define PPP_IPV4 0x0021
-#define PPP_IPV6 0x0057
+#define PPP_IPV4        0x0021
+#define PPP_IPV6        0x0057
 
-#define IPPROTO_V_ICMP 1
-#define IPPROTO_V_IPIP 4
-#define IPPROTO_V_TCP 6
-#define IPPROTO_V_UDP 17
-#define IPPROTO_V_IPV6 41
+#define IPPROTO_V_ICMP   1
+#define IPPROTO_V_IPIP   4
+#define IPPROTO_V_TCP    6
+#define IPPROTO_V_UDP    17
+#define IPPROTO_V_IPV6   41
 #define IPPROTO_V_ICMPV6 58
 
-#define CLS_MAX_VLAN 8     /* bounds the tag loop (and net_off <= 54) */
-#define CLS_MAX_V6_EXT 8   /* bounds the extension-header walk */
+#define CLS_MAX_VLAN   8 /* bounds the tag loop (and net_off <= 54) */
+#define CLS_MAX_V6_EXT 8 /* bounds the extension-header walk */
 
 #define TCP_FLAG_SYN 0x02
 #define TCP_FLAG_ACK 0x10
@@ -267,8 +266,8 @@ cls_load32(const uint8_t *b)
  * is a fragment at all), flags and l4_off.
  */
 static void
-cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off,
-	     uint8_t proto, bool is_frag, bool frag_nofirst)
+cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off, uint8_t proto, bool is_frag,
+	     bool frag_nofirst)
 {
 	const uint8_t *d = p->data;
 	uint32_t need;
@@ -312,8 +311,7 @@ cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off,
 	}
 }
 
-static void cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f,
-			   uint32_t off, bool outer);
+static void cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer);
 
 /*
  * IPv4 at off. outer: this is the outermost IP header (sets l3_off, dscp,
@@ -464,8 +462,8 @@ cls_bswap32(uint32_t v)
  * would (big-endian integers), without a libc call.
  */
 static inline uint32_t
-cls_flow_hash4(const struct classify_key *key, uint32_t sa, uint32_t da,
-	       uint16_t sport, uint16_t dport, uint8_t proto)
+cls_flow_hash4(const struct classify_key *key, uint32_t sa, uint32_t da, uint16_t sport,
+	       uint16_t dport, uint8_t proto)
 {
 	uint32_t bs = cls_bswap32(sa), bd = cls_bswap32(da);
 	uint64_t w[2];
@@ -516,8 +514,8 @@ static uint32_t
 cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
 {
 	if (f->alen == 4)
-		return cls_flow_hash4(key, (uint32_t)cls_load32(f->src), (uint32_t)cls_load32(f->dst),
-				      f->sport, f->dport, f->proto);
+		return cls_flow_hash4(key, (uint32_t)cls_load32(f->src),
+				      (uint32_t)cls_load32(f->dst), f->sport, f->dport, f->proto);
 	return cls_flow_hash6(key, f->src, f->dst, f->sport, f->dport, f->proto);
 }
 
@@ -668,7 +666,7 @@ cls_slow(struct sh_pkt *p, const struct classify_key *key)
 
 	etype = cls_be16(d + off);
 	for (tags = 0; tags < CLS_MAX_VLAN &&
-	     (etype == ETH_P_8021Q || etype == ETH_P_8021AD || etype == ETH_P_QINQ_OLD);
+		       (etype == ETH_P_8021Q || etype == ETH_P_8021AD || etype == ETH_P_QINQ_OLD);
 	     tags++) {
 		if (!cls_in_frame(p, off + 4, 2)) {
 			p->net_off = (uint8_t)(off + 2);

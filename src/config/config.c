@@ -14,8 +14,8 @@
 #include "shaper/config.h"
 #include "shaper/units.h"
 
-const char *const shaper_dir_name[SHAPER_NUM_DIRS] = {"upstream", "downstream"};
-const char *const shaper_port_name[SHAPER_NUM_PORTS] = {"wan", "lan"};
+const char *const shaper_dir_name[SHAPER_NUM_DIRS] = { "upstream", "downstream" };
+const char *const shaper_port_name[SHAPER_NUM_PORTS] = { "wan", "lan" };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -40,29 +40,35 @@ struct name_val {
 	int val;
 };
 
-static const struct name_val discipline_names[] = {
-	{"fifo", SCHED_DISC_FIFO}, {"fq_codel", SCHED_DISC_FQ_CODEL}, {"cake", SCHED_DISC_CAKE}};
+static const struct name_val discipline_names[] = { { "fifo", SCHED_DISC_FIFO },
+						    { "fq_codel", SCHED_DISC_FQ_CODEL },
+						    { "cake", SCHED_DISC_CAKE } };
 
 static const struct name_val diffserv_names[] = {
-	{"diffserv3", SCHED_DIFFSERV3},   {"diffserv4", SCHED_DIFFSERV4},
-	{"diffserv8", SCHED_DIFFSERV8},   {"besteffort", SCHED_BESTEFFORT},
-	{"precedence", SCHED_PRECEDENCE},
+	{ "diffserv3", SCHED_DIFFSERV3 },   { "diffserv4", SCHED_DIFFSERV4 },
+	{ "diffserv8", SCHED_DIFFSERV8 },   { "besteffort", SCHED_BESTEFFORT },
+	{ "precedence", SCHED_PRECEDENCE },
 };
 
 static const struct name_val isolation_names[] = {
-	{"flowblind", SCHED_FLOWBLIND},       {"srchost", SCHED_SRCHOST},
-	{"dsthost", SCHED_DSTHOST},           {"hosts", SCHED_HOSTS},
-	{"flows", SCHED_FLOWS},               {"dual-srchost", SCHED_DUAL_SRCHOST},
-	{"dual-dsthost", SCHED_DUAL_DSTHOST}, {"triple-isolate", SCHED_TRIPLE_ISOLATE},
+	{ "flowblind", SCHED_FLOWBLIND },
+	{ "srchost", SCHED_SRCHOST },
+	{ "dsthost", SCHED_DSTHOST },
+	{ "hosts", SCHED_HOSTS },
+	{ "flows", SCHED_FLOWS },
+	{ "dual-srchost", SCHED_DUAL_SRCHOST },
+	{ "dual-dsthost", SCHED_DUAL_DSTHOST },
+	{ "triple-isolate", SCHED_TRIPLE_ISOLATE },
 };
 
-static const struct name_val framing_names[] = {
-	{"noatm", SCHED_FRAMING_NONE}, {"atm", SCHED_FRAMING_ATM}, {"ptm", SCHED_FRAMING_PTM}};
+static const struct name_val framing_names[] = { { "noatm", SCHED_FRAMING_NONE },
+						 { "atm", SCHED_FRAMING_ATM },
+						 { "ptm", SCHED_FRAMING_PTM } };
 
 static const struct name_val ack_filter_names[] = {
-	{"no-ack-filter", SCHED_ACK_FILTER_OFF},
-	{"ack-filter", SCHED_ACK_FILTER_ON},
-	{"ack-filter-aggressive", SCHED_ACK_FILTER_AGGRESSIVE},
+	{ "no-ack-filter", SCHED_ACK_FILTER_OFF },
+	{ "ack-filter", SCHED_ACK_FILTER_ON },
+	{ "ack-filter-aggressive", SCHED_ACK_FILTER_AGGRESSIVE },
 };
 
 /* rtt presets: target and interval in µs (iproute2's table). */
@@ -70,9 +76,10 @@ static const struct {
 	const char *name;
 	uint32_t target_us, interval_us;
 } rtt_presets[] = {
-	{"datacentre", 5, 100},          {"lan", 50, 1000},          {"metro", 500, 10000},
-	{"regional", 1500, 30000},       {"internet", 5000, 100000}, {"oceanic", 15000, 300000},
-	{"satellite", 50000, 1000000},   {"interplanetary", 50000000, 1000000000},
+	{ "datacentre", 5, 100 },        { "lan", 50, 1000 },
+	{ "metro", 500, 10000 },         { "regional", 1500, 30000 },
+	{ "internet", 5000, 100000 },    { "oceanic", 15000, 300000 },
+	{ "satellite", 50000, 1000000 }, { "interplanetary", 50000000, 1000000000 },
 };
 
 /*
@@ -85,21 +92,21 @@ static const struct {
 	int32_t mpu; /* -1 = leave */
 	int framing; /* -1 = leave */
 } overhead_keywords[] = {
-	{"raw", 0, -1, -1},
-	{"conservative", 48, -1, SCHED_FRAMING_ATM},
-	{"ipoa-vcmux", 8, -1, SCHED_FRAMING_ATM},
-	{"ipoa-llcsnap", 16, -1, SCHED_FRAMING_ATM},
-	{"bridged-vcmux", 24, -1, SCHED_FRAMING_ATM},
-	{"bridged-llcsnap", 32, -1, SCHED_FRAMING_ATM},
-	{"pppoa-vcmux", 10, -1, SCHED_FRAMING_ATM},
-	{"pppoa-llc", 14, -1, SCHED_FRAMING_ATM},
-	{"pppoe-vcmux", 32, -1, SCHED_FRAMING_ATM},
-	{"pppoe-llcsnap", 40, -1, SCHED_FRAMING_ATM},
-	{"pppoe-ptm", 30, -1, SCHED_FRAMING_PTM},
-	{"bridged-ptm", 22, -1, SCHED_FRAMING_PTM},
-	{"docsis", 18, 64, SCHED_FRAMING_NONE},
-	{"ethernet", 38, 84, -1},
-	{"ether-vlan", 4, -1, -1},
+	{ "raw", 0, -1, -1 },
+	{ "conservative", 48, -1, SCHED_FRAMING_ATM },
+	{ "ipoa-vcmux", 8, -1, SCHED_FRAMING_ATM },
+	{ "ipoa-llcsnap", 16, -1, SCHED_FRAMING_ATM },
+	{ "bridged-vcmux", 24, -1, SCHED_FRAMING_ATM },
+	{ "bridged-llcsnap", 32, -1, SCHED_FRAMING_ATM },
+	{ "pppoa-vcmux", 10, -1, SCHED_FRAMING_ATM },
+	{ "pppoa-llc", 14, -1, SCHED_FRAMING_ATM },
+	{ "pppoe-vcmux", 32, -1, SCHED_FRAMING_ATM },
+	{ "pppoe-llcsnap", 40, -1, SCHED_FRAMING_ATM },
+	{ "pppoe-ptm", 30, -1, SCHED_FRAMING_PTM },
+	{ "bridged-ptm", 22, -1, SCHED_FRAMING_PTM },
+	{ "docsis", 18, 64, SCHED_FRAMING_NONE },
+	{ "ethernet", 38, 84, -1 },
+	{ "ether-vlan", 4, -1, -1 },
 };
 
 static int
@@ -187,8 +194,8 @@ get_enum(const json_t *v, const char *path, const struct name_val *t, size_t n, 
 		return -1;
 	}
 	if (lookup(t, n, json_string_value(v), out) != 0) {
-		errf(err, errlen, path, "\"%s\" is not a valid %s (one of: %s)", json_string_value(v), what,
-		     names);
+		errf(err, errlen, path, "\"%s\" is not a valid %s (one of: %s)",
+		     json_string_value(v), what, names);
 		return -1;
 	}
 	return 0;
@@ -332,7 +339,8 @@ parse_overhead(const json_t *v, const char *path, struct sched_params *p, bool *
 			p->framing = (enum sched_framing)overhead_keywords[i].framing;
 	}
 	if (p->overhead > 256) {
-		errf(err, errlen, path, "the keywords add up to %d bytes, more than 256", p->overhead);
+		errf(err, errlen, path, "the keywords add up to %d bytes, more than 256",
+		     p->overhead);
 		return -1;
 	}
 	return 0;
@@ -350,8 +358,7 @@ parse_rtt(const json_t *v, const char *path, struct sched_params *p, char *err, 
 				p->target_us = rtt_presets[i].target_us;
 				return 0;
 			}
-	if (json_is_string(v) &&
-	    shaper_parse_time(json_string_value(v), &ns, NULL, 0) != 0) {
+	if (json_is_string(v) && shaper_parse_time(json_string_value(v), &ns, NULL, 0) != 0) {
 		errf(err, errlen, path,
 		     "\"%s\" is not a time or rtt preset (e.g. \"40ms\", or one of datacentre, lan, "
 		     "metro, regional, internet, oceanic, satellite, interplanetary)",
@@ -368,21 +375,38 @@ parse_rtt(const json_t *v, const char *path, struct sched_params *p, char *err, 
 
 /* Which disciplines a key applies to (bit per enum sched_discipline). */
 #define D_FIFO (1u << SCHED_DISC_FIFO)
-#define D_FQC (1u << SCHED_DISC_FQ_CODEL)
+#define D_FQC  (1u << SCHED_DISC_FQ_CODEL)
 #define D_CAKE (1u << SCHED_DISC_CAKE)
-#define D_ALL (D_FIFO | D_FQC | D_CAKE)
+#define D_ALL  (D_FIFO | D_FQC | D_CAKE)
 
 static const struct {
 	const char *key;
 	unsigned int disciplines;
 } direction_keys[] = {
-	{"discipline", D_ALL}, {"bandwidth", D_ALL},   {"mtu", D_ALL},      {"overhead", D_ALL},
-	{"mpu", D_ALL},        {"atm", D_ALL},         {"seed", D_ALL},     {"rtt", D_CAKE},
-	{"target", D_CAKE | D_FQC}, {"diffserv", D_CAKE}, {"isolation", D_CAKE}, {"wash", D_CAKE},
-	{"ingress", D_CAKE},   {"ecn", D_CAKE | D_FQC}, {"ack_filter", D_CAKE},
-	{"memlimit", D_CAKE},  {"limit", D_FIFO | D_FQC}, {"flows", D_FQC},  {"quantum", D_FQC},
-	{"memory_limit", D_FQC}, {"interval", D_FQC},  {"ce_threshold", D_FQC},
-	{"drop_batch", D_FQC}, {"emulate", D_ALL},
+	{ "discipline", D_ALL },
+	{ "bandwidth", D_ALL },
+	{ "mtu", D_ALL },
+	{ "overhead", D_ALL },
+	{ "mpu", D_ALL },
+	{ "atm", D_ALL },
+	{ "seed", D_ALL },
+	{ "rtt", D_CAKE },
+	{ "target", D_CAKE | D_FQC },
+	{ "diffserv", D_CAKE },
+	{ "isolation", D_CAKE },
+	{ "wash", D_CAKE },
+	{ "ingress", D_CAKE },
+	{ "ecn", D_CAKE | D_FQC },
+	{ "ack_filter", D_CAKE },
+	{ "memlimit", D_CAKE },
+	{ "limit", D_FIFO | D_FQC },
+	{ "flows", D_FQC },
+	{ "quantum", D_FQC },
+	{ "memory_limit", D_FQC },
+	{ "interval", D_FQC },
+	{ "ce_threshold", D_FQC },
+	{ "drop_batch", D_FQC },
+	{ "emulate", D_ALL },
 };
 
 static int
@@ -395,7 +419,7 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 
 	if (expect_object(obj, path, err, errlen) != 0)
 		return -1;
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach ((json_t *)obj, key, v) {
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
 		if (strcmp(key, "delay") == 0) {
 			if (get_unit(v, sub, shaper_parse_time, "time", 0, 60000000000ULL,
@@ -483,7 +507,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 	mpu_set = json_object_get(obj, "mpu") != NULL;
 	framing_set = json_object_get(obj, "atm") != NULL;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach ((json_t *)obj, key, v) {
 		size_t k;
 
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
@@ -517,8 +541,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				return -1;
 			n.mpu = (uint32_t)x;
 		} else if (strcmp(key, "atm") == 0) {
-			if (get_enum(v, sub, framing_names, NELEM(framing_names), &e, "framing", err,
-				     errlen) != 0)
+			if (get_enum(v, sub, framing_names, NELEM(framing_names), &e, "framing",
+				     err, errlen) != 0)
 				return -1;
 			n.framing = (enum sched_framing)e;
 		} else if (strcmp(key, "seed") == 0) {
@@ -539,8 +563,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				return -1;
 			n.fqc_interval_us = (uint32_t)(u / 1000);
 		} else if (strcmp(key, "ce_threshold") == 0) {
-			if (get_unit(v, sub, shaper_parse_time, "time", 0, 1000000000000ULL, &u, err,
-				     errlen) != 0)
+			if (get_unit(v, sub, shaper_parse_time, "time", 0, 1000000000000ULL, &u,
+				     err, errlen) != 0)
 				return -1;
 			n.fqc_ce_threshold_us = (uint32_t)(u / 1000);
 		} else if (strcmp(key, "diffserv") == 0) {
@@ -585,8 +609,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				n.fifo_limit_pkts = 0;
 			} else {
 				/* fifo: 0 = no packet limit (the mbuf pool still bounds it). */
-				if (get_int(v, sub, n.discipline == SCHED_DISC_FIFO ? 0 : 1, 1 << 24, &x,
-					    err, errlen) != 0)
+				if (get_int(v, sub, n.discipline == SCHED_DISC_FIFO ? 0 : 1,
+					    1 << 24, &x, err, errlen) != 0)
 					return -1;
 				if (n.discipline == SCHED_DISC_FIFO) {
 					n.fifo_limit_pkts = (uint32_t)x;
@@ -625,8 +649,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 }
 
 int
-shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p,
-			      char *err, size_t errlen)
+shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p, char *err,
+			      size_t errlen)
 {
 	return parse_direction(jobj, path, p, NULL, err, errlen);
 }
@@ -683,7 +707,8 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		break;
 	case SCHED_DISC_FIFO:
 		if (p->fifo_limit_bytes != 0) {
-			snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->fifo_limit_bytes);
+			snprintf(buf, sizeof(buf), "%llub",
+				 (unsigned long long)p->fifo_limit_bytes);
 			json_object_set_new(o, "limit", json_string(buf));
 		} else {
 			json_object_set_new(o, "limit", json_integer(p->fifo_limit_pkts));
@@ -732,12 +757,13 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 		     json_type_name(v));
 		return -1;
 	}
-	json_object_foreach((json_t *)v, key, x) {
+	json_object_foreach ((json_t *)v, key, x) {
 		snprintf(sub, sizeof(sub), "%s.%s", path, key);
 		if (strcmp(key, "device") == 0) {
 			if (get_string(x, sub, pc->device, sizeof(pc->device), err, errlen) != 0)
 				return -1;
-		} else if (strcmp(key, "rx_descriptors") == 0 || strcmp(key, "tx_descriptors") == 0) {
+		} else if (strcmp(key, "rx_descriptors") == 0 ||
+			   strcmp(key, "tx_descriptors") == 0) {
 			if (get_int(x, sub, 64, 16384, &n, err, errlen) != 0)
 				return -1;
 			if (key[0] == 'r')
@@ -745,14 +771,16 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 			else
 				pc->tx_desc = (uint16_t)n;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: device, rx_descriptors, "
-					       "tx_descriptors)");
+			errf(err, errlen, sub,
+			     "unknown key (known: device, rx_descriptors, "
+			     "tx_descriptors)");
 			return -1;
 		}
 	}
 	if (pc->device[0] == '\0') {
-		errf(err, errlen, path, "missing \"device\" (a PCI address, vdev string or port "
-					"name)");
+		errf(err, errlen, path,
+		     "missing \"device\" (a PCI address, vdev string or port "
+		     "name)");
 		return -1;
 	}
 	return 0;
@@ -767,7 +795,7 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 
 	if (expect_object(v, "control", err, errlen) != 0)
 		return -1;
-	json_object_foreach((json_t *)v, key, x) {
+	json_object_foreach ((json_t *)v, key, x) {
 		snprintf(sub, sizeof(sub), "control.%s", key);
 		if (strcmp(key, "enabled") == 0) {
 			if (get_bool(x, sub, &c->control_enabled, err, errlen) != 0)
@@ -792,8 +820,8 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 				return -1;
 			m = strtoul(buf, &end, 8);
 			if (*end != '\0' || end == buf || m > 0777) {
-				errf(err, errlen, sub, "\"%s\" is not an octal mode such as \"0660\"",
-				     buf);
+				errf(err, errlen, sub,
+				     "\"%s\" is not an octal mode such as \"0660\"", buf);
 				return -1;
 			}
 			c->control_mode = (uint32_t)m;
@@ -813,7 +841,7 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 
 	if (expect_object(v, "lcores", err, errlen) != 0)
 		return -1;
-	json_object_foreach((json_t *)v, key, x) {
+	json_object_foreach ((json_t *)v, key, x) {
 		if (strcmp(key, "workers") == 0) {
 			size_t i;
 			json_t *e;
@@ -826,7 +854,7 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 				return -1;
 			}
 			c->n_workers = (unsigned int)json_array_size(x);
-			json_array_foreach(x, i, e) {
+			json_array_foreach (x, i, e) {
 				char sub[64];
 				long long n;
 
@@ -854,7 +882,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 
 	if (expect_object(v, "dataplane", err, errlen) != 0)
 		return -1;
-	json_object_foreach((json_t *)v, key, x) {
+	json_object_foreach ((json_t *)v, key, x) {
 		snprintf(sub, sizeof(sub), "dataplane.%s", key);
 		if (strcmp(key, "mbufs") == 0) {
 			if (get_int(x, sub, 1024, 1 << 24, &n, err, errlen) != 0)
@@ -885,14 +913,14 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 
 	if (expect_object(root, "(top level)", err, errlen) != 0)
 		return -1;
-	json_object_foreach((json_t *)root, key, v) {
+	json_object_foreach ((json_t *)root, key, v) {
 		if (strcmp(key, "ports") == 0) {
 			const char *pk;
 			json_t *pv;
 
 			if (expect_object(v, "ports", err, errlen) != 0)
 				return -1;
-			json_object_foreach(v, pk, pv) {
+			json_object_foreach (v, pk, pv) {
 				char sub[64];
 				int r;
 

@@ -19,24 +19,35 @@ struct unit {
 
 /* Multiplier to bits per second. */
 static const struct unit rate_units[] = {
-	{"bit", 1.},          {"kbit", 1e3},         {"mbit", 1e6},
-	{"gbit", 1e9},        {"tbit", 1e12},        {"kibit", 1024.},
-	{"mibit", 1048576.},  {"gibit", 1073741824.}, {"tibit", 1099511627776.},
-	{"bps", 8.},          {"kbps", 8e3},         {"mbps", 8e6},
-	{"gbps", 8e9},        {"tbps", 8e12},        {"kibps", 8. * 1024},
-	{"mibps", 8. * 1048576}, {"gibps", 8. * 1073741824.},
+	{ "bit", 1. },
+	{ "kbit", 1e3 },
+	{ "mbit", 1e6 },
+	{ "gbit", 1e9 },
+	{ "tbit", 1e12 },
+	{ "kibit", 1024. },
+	{ "mibit", 1048576. },
+	{ "gibit", 1073741824. },
+	{ "tibit", 1099511627776. },
+	{ "bps", 8. },
+	{ "kbps", 8e3 },
+	{ "mbps", 8e6 },
+	{ "gbps", 8e9 },
+	{ "tbps", 8e12 },
+	{ "kibps", 8. * 1024 },
+	{ "mibps", 8. * 1048576 },
+	{ "gibps", 8. * 1073741824. },
 };
 
 static const struct unit time_units[] = {
-	{"s", 1e9},    {"sec", 1e9},   {"secs", 1e9},  {"ms", 1e6},   {"msec", 1e6},
-	{"msecs", 1e6}, {"us", 1e3},   {"usec", 1e3},  {"usecs", 1e3}, {"ns", 1.},
-	{"nsec", 1.},   {"nsecs", 1.},
+	{ "s", 1e9 },     { "sec", 1e9 },   { "secs", 1e9 }, { "ms", 1e6 },
+	{ "msec", 1e6 },  { "msecs", 1e6 }, { "us", 1e3 },   { "usec", 1e3 },
+	{ "usecs", 1e3 }, { "ns", 1. },     { "nsec", 1. },  { "nsecs", 1. },
 };
 
 static const struct unit size_units[] = {
-	{"b", 1.},     {"k", 1024.},   {"kb", 1024.},  {"m", 1048576.}, {"mb", 1048576.},
-	{"g", 1073741824.}, {"gb", 1073741824.}, {"kbit", 128.}, {"mbit", 131072.},
-	{"gbit", 134217728.},
+	{ "b", 1. },         { "k", 1024. },         { "kb", 1024. },       { "m", 1048576. },
+	{ "mb", 1048576. },  { "g", 1073741824. },   { "gb", 1073741824. }, { "kbit", 128. },
+	{ "mbit", 131072. }, { "gbit", 134217728. },
 };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -119,12 +130,15 @@ shaper_parse_rate(const char *s, uint64_t *bytes_per_sec, char *err, size_t errl
 		char hint[96];
 		int ndig = (int)(suffix - s);
 
-		if (tolower((unsigned char)suffix[0]) == 'k' || tolower((unsigned char)suffix[0]) == 'm' ||
-		    tolower((unsigned char)suffix[0]) == 'g' || tolower((unsigned char)suffix[0]) == 't')
+		if (tolower((unsigned char)suffix[0]) == 'k' ||
+		    tolower((unsigned char)suffix[0]) == 'm' ||
+		    tolower((unsigned char)suffix[0]) == 'g' ||
+		    tolower((unsigned char)suffix[0]) == 't')
 			snprintf(hint, sizeof(hint), "try \"%.*s%cbit\"", ndig, s,
 				 tolower((unsigned char)suffix[0]));
 		else
-			snprintf(hint, sizeof(hint), "units: bit kbit mbit gbit tbit, or Bps KBps MBps GBps");
+			snprintf(hint, sizeof(hint),
+				 "units: bit kbit mbit gbit tbit, or Bps KBps MBps GBps");
 		set_err(err, errlen, "\"%s\" is not a rate (%s)", s, hint);
 		return -EINVAL;
 	}

@@ -32,8 +32,8 @@ struct reply {
 	char msg[SHAPER_ERR_LEN];
 };
 
-static int
-fail(struct reply *r, enum ctl_error e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
+		__attribute__((format(printf, 3, 4)));
 
 /* Drop a UTF-8 sequence that truncation cut short: jansson refuses invalid UTF-8. */
 static void
@@ -190,7 +190,7 @@ check_args(const json_t *args, const char *const *known, struct reply *r)
 
 	if (args == NULL)
 		return 0;
-	json_object_foreach((json_t *)args, key, v) {
+	json_object_foreach ((json_t *)args, key, v) {
 		const char *const *k;
 
 		for (k = known; *k != NULL; k++)
@@ -205,7 +205,7 @@ check_args(const json_t *args, const char *const *known, struct reply *r)
 static int
 cmd_version(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {NULL};
+	static const char *const known[] = { NULL };
 
 	(void)be;
 	if (check_args(args, known, r) != 0)
@@ -218,7 +218,7 @@ cmd_version(const struct ctl_backend *be, const json_t *args, struct reply *r)
 static int
 cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {"direction", NULL};
+	static const char *const known[] = { "direction", NULL };
 	json_t *ports = json_object(), *dirs = json_object();
 	unsigned int mask;
 
@@ -239,7 +239,8 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 		if (!(mask & (1u << d)))
 			continue;
 		st = calloc(1, sizeof(*st));
-		if (st == NULL || be->dir_snapshot(be->opaque, (enum shaper_dir)d, &c, st, &p) != 0) {
+		if (st == NULL ||
+		    be->dir_snapshot(be->opaque, (enum shaper_dir)d, &c, st, &p) != 0) {
 			free(st);
 			fail(r, CTL_ERR_BUSY, "%s: no statistics snapshot available yet",
 			     shaper_dir_name[d]);
@@ -259,7 +260,7 @@ err:
 static int
 cmd_stats_reset(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {NULL};
+	static const char *const known[] = { NULL };
 
 	if (check_args(args, known, r) != 0)
 		return -1;
@@ -289,7 +290,7 @@ current_params(const struct ctl_backend *be, enum shaper_dir d, struct sched_par
 static int
 cmd_config_get(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {"direction", NULL};
+	static const char *const known[] = { "direction", NULL };
 	unsigned int mask;
 	json_t *o;
 
@@ -314,7 +315,7 @@ cmd_config_get(const struct ctl_backend *be, const json_t *args, struct reply *r
 static int
 cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {"direction", "settings", NULL};
+	static const char *const known[] = { "direction", "settings", NULL };
 	const json_t *settings = args != NULL ? json_object_get(args, "settings") : NULL;
 	struct sched_params p;
 	char err[SHAPER_ERR_LEN];
@@ -345,7 +346,7 @@ cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r
 static int
 cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = {"direction", "top", NULL};
+	static const char *const known[] = { "direction", "top", NULL };
 	const json_t *top = args != NULL ? json_object_get(args, "top") : NULL;
 	unsigned int mask, n = 10;
 	struct ctl_flow *flows;
@@ -374,20 +375,22 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 		if (got < 0) {
 			free(flows);
 			json_decref(o);
-			return fail(r, CTL_ERR_BUSY, "%s: flows unavailable: %s", shaper_dir_name[d],
-				    strerror(-got));
+			return fail(r, CTL_ERR_BUSY, "%s: flows unavailable: %s",
+				    shaper_dir_name[d], strerror(-got));
 		}
 		arr = json_array();
 		for (int i = 0; i < got; i++) {
 			const struct ctl_flow *f = &flows[i];
 
 			json_array_append_new(
-				arr, json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
-					       "src", f->src, "dst", f->dst, "sport", f->sport,
-					       "dport", f->dport, "proto", f->proto, "tin", f->tin,
-					       "packets", (json_int_t)f->packets, "backlog_bytes",
-					       (json_int_t)f->backlog_bytes, "sojourn_us",
-					       (json_int_t)(f->sojourn_ns / 1000)));
+					arr,
+					json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
+						  "src", f->src, "dst", f->dst, "sport", f->sport,
+						  "dport", f->dport, "proto", f->proto, "tin",
+						  f->tin, "packets", (json_int_t)f->packets,
+						  "backlog_bytes", (json_int_t)f->backlog_bytes,
+						  "sojourn_us",
+						  (json_int_t)(f->sojourn_ns / 1000)));
 		}
 		json_object_set_new(o, shaper_dir_name[d], arr);
 	}
@@ -400,9 +403,9 @@ static const struct {
 	const char *name;
 	int (*fn)(const struct ctl_backend *, const json_t *, struct reply *);
 } commands[] = {
-	{"version", cmd_version},       {"stats", cmd_stats},
-	{"stats.reset", cmd_stats_reset}, {"flows", cmd_flows},
-	{"config.get", cmd_config_get}, {"config.set", cmd_config_set},
+	{ "version", cmd_version },         { "stats", cmd_stats },
+	{ "stats.reset", cmd_stats_reset }, { "flows", cmd_flows },
+	{ "config.get", cmd_config_get },   { "config.set", cmd_config_set },
 };
 
 static char *
@@ -441,7 +444,7 @@ finish(json_t *id, struct reply *r)
 char *
 ctl_error_reply(enum ctl_error code, const char *message)
 {
-	struct reply r = {.result = NULL, .err = code, .msg = ""};
+	struct reply r = { .result = NULL, .err = code, .msg = "" };
 
 	snprintf(r.msg, sizeof(r.msg), "%s", message);
 	return finish(NULL, &r);
@@ -450,7 +453,7 @@ ctl_error_reply(enum ctl_error code, const char *message)
 char *
 ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
 {
-	struct reply r = {.result = NULL, .err = CTL_ERR_INTERNAL, .msg = ""};
+	struct reply r = { .result = NULL, .err = CTL_ERR_INTERNAL, .msg = "" };
 	json_error_t jerr;
 	json_t *req, *id = NULL, *cmd, *args;
 	char *out;
@@ -488,17 +491,17 @@ ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
 	}
 	{
 		const char *const *k;
-		const char *known[] = {"id", "cmd", "args", NULL};
+		const char *known[] = { "id", "cmd", "args", NULL };
 		const char *key;
 		json_t *v;
 
-		json_object_foreach(req, key, v) {
+		json_object_foreach (req, key, v) {
 			for (k = known; *k != NULL; k++)
 				if (strcmp(*k, key) == 0)
 					break;
 			if (*k == NULL) {
-				fail(&r, CTL_ERR_BAD_REQUEST, "%s: unknown field (known: id, cmd, args)",
-				     key);
+				fail(&r, CTL_ERR_BAD_REQUEST,
+				     "%s: unknown field (known: id, cmd, args)", key);
 				goto out;
 			}
 		}

@@ -23,7 +23,7 @@ struct ctl_conn {
 	int fd;
 	bool discarding; /* skipping the rest of an oversize line */
 	size_t inlen;
-	char *in;        /* CTL_MAX_LINE bytes */
+	char *in; /* CTL_MAX_LINE bytes */
 	char *out;
 	size_t outlen, outcap, outoff;
 };
@@ -52,7 +52,8 @@ check_existing(const char *path, char *err, size_t errlen)
 		return -errno;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it", path);
+		snprintf(err, errlen, "%s exists and is not a socket; refusing to replace it",
+			 path);
 		return -EEXIST;
 	}
 	/* Non-blocking probe: a live server with a full backlog answers EAGAIN, not never. */
@@ -71,7 +72,8 @@ check_existing(const char *path, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: another daemon is listening there", path);
 			return -EADDRINUSE;
 		}
-		snprintf(err, errlen, "%s: cannot probe the existing socket: %s", path, strerror(e));
+		snprintf(err, errlen, "%s: cannot probe the existing socket: %s", path,
+			 strerror(e));
 		return -e;
 	}
 	close(fd);
@@ -149,8 +151,8 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 		struct group *g = getgrnam(p->group);
 
 		if (g == NULL || chown(p->path, (uid_t)-1, g->gr_gid) != 0) {
-			snprintf(err, errlen, "%s: cannot give the socket to group \"%s\"%s", p->path,
-				 p->group, g == NULL ? " (no such group)" : "");
+			snprintf(err, errlen, "%s: cannot give the socket to group \"%s\"%s",
+				 p->path, p->group, g == NULL ? " (no such group)" : "");
 			unlink(p->path);
 			goto fail;
 		}
@@ -340,7 +342,8 @@ accept_all(struct ctl_server *srv)
 			/* Say why before hanging up; best effort, the socket is fresh. */
 			char *busy = ctl_error_reply(CTL_ERR_BUSY, "too many clients; try again");
 
-			if (busy != NULL && send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			if (busy != NULL &&
+			    send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 				busy[0] = '\0';
 			free(busy);
 			if (c != NULL)

@@ -180,8 +180,7 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 }
 
 static int
-be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err,
-	 size_t errlen)
+be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err, size_t errlen)
 {
 	struct dp_control *ctl = opaque;
 	struct dp_dir *d = ctl->dirs[dir];
@@ -214,7 +213,8 @@ be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *
 		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
 	if (rc != -ETIMEDOUT) {
 		if (m->type == DP_MSG_SWAP)
-			sched_free(m->sched); /* the old scheduler, now empty (or the unused new one) */
+			sched_free(m->sched); /* the old scheduler, now empty (or the unused new
+						 one) */
 		rte_free(m);
 	}
 	rte_free(s);

@@ -37,7 +37,7 @@ flatten_array(struct rte_tel_data *d, const char *name, json_t *arr)
 
 	if (!json_is_object(first))
 		return;
-	json_object_foreach(first, key, v) {
+	json_object_foreach (first, key, v) {
 		struct rte_tel_data *a = rte_tel_data_alloc();
 		bool is_str = json_is_string(v);
 		char full[RTE_TEL_MAX_STRING_LEN];
@@ -47,11 +47,13 @@ flatten_array(struct rte_tel_data *d, const char *name, json_t *arr)
 		if (a == NULL)
 			return;
 		rte_tel_data_start_array(a, is_str ? RTE_TEL_STRING_VAL : RTE_TEL_U64_VAL);
-		json_array_foreach(arr, i, el) {
+		json_array_foreach (arr, i, el) {
 			json_t *x = json_object_get(el, key);
 
 			if (is_str)
-				rte_tel_data_add_array_string(a, json_string_value(x) ? json_string_value(x) : "");
+				rte_tel_data_add_array_string(
+						a,
+						json_string_value(x) ? json_string_value(x) : "");
 			else
 				rte_tel_data_add_array_u64(a, (uint64_t)json_integer_value(x));
 		}
@@ -67,7 +69,7 @@ flatten(struct rte_tel_data *d, const char *prefix, json_t *o)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(o, key, v) {
+	json_object_foreach (o, key, v) {
 		char name[RTE_TEL_MAX_STRING_LEN];
 
 		tel_name(name, sizeof(name), prefix, key);
@@ -93,8 +95,8 @@ run_cmd(const char *cmd, const char *params, struct rte_tel_data *d)
 	int rc = -1;
 
 	if (params != NULL && params[0] != '\0')
-		snprintf(req, sizeof(req), "{\"cmd\":\"%s\",\"args\":{\"direction\":\"%.32s\"}}", cmd,
-			 strchr(params, '"') == NULL ? params : "?");
+		snprintf(req, sizeof(req), "{\"cmd\":\"%s\",\"args\":{\"direction\":\"%.32s\"}}",
+			 cmd, strchr(params, '"') == NULL ? params : "?");
 	else
 		snprintf(req, sizeof(req), "{\"cmd\":\"%s\"}", cmd);
 	reply = ctl_handle_request(tel_backend, req, strlen(req));
@@ -110,8 +112,9 @@ run_cmd(const char *cmd, const char *params, struct rte_tel_data *d)
 	} else {
 		json_t *msg = json_object_get(json_object_get(rep, "error"), "message");
 
-		rte_tel_data_add_dict_string(d, "error", json_string_value(msg) ? json_string_value(msg)
-									    : "failed");
+		rte_tel_data_add_dict_string(d, "error",
+					     json_string_value(msg) ? json_string_value(msg)
+								    : "failed");
 		rc = 0;
 	}
 	json_decref(rep);
@@ -149,6 +152,7 @@ dp_telemetry_register(const struct ctl_backend *be)
 	rte_telemetry_register_cmd("/shaper/stats", tel_stats,
 				   "Returns port, direction and per-tin statistics. "
 				   "Parameters: [upstream|downstream]");
-	rte_telemetry_register_cmd("/shaper/config", tel_config,
-				   "Returns the scheduler settings. Parameters: [upstream|downstream]");
+	rte_telemetry_register_cmd(
+			"/shaper/config", tel_config,
+			"Returns the scheduler settings. Parameters: [upstream|downstream]");
 }

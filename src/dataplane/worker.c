@@ -15,7 +15,7 @@
 
 #include "shaper/dataplane.h"
 
-#define DP_BURST_MAX 256
+#define DP_BURST_MAX  256
 #define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
 
 static volatile int stop_flag;

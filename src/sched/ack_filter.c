@@ -18,31 +18,31 @@
 
 #include "sched/ack_filter.h"
 
-#define AF_PROTO_TCP 6
+#define AF_PROTO_TCP  6
 #define AF_PROTO_IPV6 41
 
-#define AF_TCP_FIN 0x01
-#define AF_TCP_SYN 0x02
-#define AF_TCP_ACK 0x10
-#define AF_TCP_ECE 0x40
-#define AF_TCP_CWR 0x80
+#define AF_TCP_FIN      0x01
+#define AF_TCP_SYN      0x02
+#define AF_TCP_ACK      0x10
+#define AF_TCP_ECE      0x40
+#define AF_TCP_CWR      0x80
 #define AF_TCP_ECN_MASK (AF_TCP_ECE | AF_TCP_CWR)
 
-#define AF_OPT_EOL 0
-#define AF_OPT_NOP 1
+#define AF_OPT_EOL  0
+#define AF_OPT_NOP  1
 #define AF_OPT_SACK 5
-#define AF_OPT_TS 8
-#define AF_OPT_MD5 19
+#define AF_OPT_TS   8
+#define AF_OPT_MD5  19
 
 #define AF_MAX_SACK 4 /* 40 option bytes hold at most four blocks */
 
 /* One packet's TCP facts; pointers into its frame. */
 struct af_tcp {
 	const uint8_t *saddr, *daddr;
-	const uint8_t *th;  /* TCP header */
-	uint32_t thlen;     /* doff * 4, fully inside the frame */
-	int64_t payload;    /* IP payload minus TCP header (may be < 0 if bogus) */
-	uint8_t alen;       /* 4 or 16: also the IP version key */
+	const uint8_t *th; /* TCP header */
+	uint32_t thlen;    /* doff * 4, fully inside the frame */
+	int64_t payload;   /* IP payload minus TCP header (may be < 0 if bogus) */
+	uint8_t alen;      /* 4 or 16: also the IP version key */
 };
 
 static inline uint16_t
@@ -54,8 +54,7 @@ af_be16(const uint8_t *b)
 static inline uint32_t
 af_be32(const uint8_t *b)
 {
-	return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) |
-	       ((uint32_t)b[2] << 8) | b[3];
+	return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
 }
 
 /* Serial-number order (RFC 1982 style, 32 bits): is a after b? */
@@ -73,8 +72,7 @@ af_fits(const struct sh_pkt *p, uint32_t off, uint32_t n)
 
 /* TCP header at off, checked against the frame; 0 on success. */
 static int
-af_parse_tcp(const struct sh_pkt *p, uint32_t off, int64_t ip_payload,
-	     struct af_tcp *t)
+af_parse_tcp(const struct sh_pkt *p, uint32_t off, int64_t ip_payload, struct af_tcp *t)
 {
 	uint32_t doff;
 
@@ -152,18 +150,17 @@ af_same_flow(const struct af_tcp *a, const struct af_tcp *b)
 {
 	return a->alen == b->alen &&
 	       memcmp(a->th, b->th, 4) == 0 && /* source and destination ports */
-	       memcmp(a->saddr, b->saddr, a->alen) == 0 &&
-	       memcmp(a->daddr, b->daddr, a->alen) == 0;
+	       memcmp(a->saddr, b->saddr, a->alen) == 0 && memcmp(a->daddr, b->daddr, a->alen) == 0;
 }
 
 /* Options of interest, gathered in one walk. */
 struct af_opts {
 	uint32_t sack[AF_MAX_SACK][2];
-	unsigned int nsack;  /* blocks of the first SACK option */
-	int has_sack;        /* a SACK option was seen (maybe with 0 blocks) */
+	unsigned int nsack; /* blocks of the first SACK option */
+	int has_sack;       /* a SACK option was seen (maybe with 0 blocks) */
 	uint32_t tsval, tsecr;
-	int has_ts;          /* a well-formed (length 10) timestamp */
-	int only_benign;     /* nothing beyond SACK (2 mod 8), TS (len 10), MD5 */
+	int has_ts;      /* a well-formed (length 10) timestamp */
+	int only_benign; /* nothing beyond SACK (2 mod 8), TS (len 10), MD5 */
 };
 
 /*
@@ -254,8 +251,7 @@ af_sack_compare(uint32_t ack_a, const struct af_opts *a, const struct af_opts *b
 		if (af_after(ack_a, sa))
 			return -1;
 		for (j = 0; j < b->nsack && !covered; j++)
-			covered = !af_after(b->sack[j][0], sa) &&
-				  !af_after(ea, b->sack[j][1]);
+			covered = !af_after(b->sack[j][0], sa) && !af_after(ea, b->sack[j][1]);
 		if (!covered)
 			return -1;
 		bytes_a += (uint32_t)(ea - sa);
@@ -267,8 +263,7 @@ af_sack_compare(uint32_t ack_a, const struct af_opts *a, const struct af_opts *b
 
 /* Candidate eligibility test (§7 step 2). */
 static int
-af_eligible(const struct af_tcp *c, const struct af_tcp *trig,
-	    const struct af_opts *topts)
+af_eligible(const struct af_tcp *c, const struct af_tcp *trig, const struct af_opts *topts)
 {
 	struct af_opts co;
 	uint32_t cack = af_ack_seq(c), tack = af_ack_seq(trig);
@@ -280,8 +275,7 @@ af_eligible(const struct af_tcp *c, const struct af_tcp *trig,
 	af_walk_opts(c, &co);
 	if (!co.only_benign)
 		return 0;
-	if (co.has_ts && (af_after(co.tsval, topts->tsval) ||
-			  af_after(co.tsecr, topts->tsecr)))
+	if (co.has_ts && (af_after(co.tsval, topts->tsval) || af_after(co.tsecr, topts->tsecr)))
 		return 0;
 	if (c->payload != 0)
 		return 0;
@@ -294,8 +288,8 @@ af_eligible(const struct af_tcp *c, const struct af_tcp *trig,
 }
 
 struct sh_pkt *
-ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger,
-		enum sched_ack_filter mode, struct sh_pkt **prev)
+ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger, enum sched_ack_filter mode,
+		struct sh_pkt **prev)
 {
 	struct sh_pkt *elig = NULL, *elig_prev = NULL, *cur, *cur_prev = NULL;
 	struct af_tcp trig, c;
@@ -304,8 +298,7 @@ ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger,
 	int found = 0;
 
 	*prev = NULL;
-	if (mode == SCHED_ACK_FILTER_OFF || head == NULL || head == trigger ||
-	    trigger == NULL)
+	if (mode == SCHED_ACK_FILTER_OFF || head == NULL || head == trigger || trigger == NULL)
 		return NULL;
 	if (af_parse(trigger, &trig) != 0 ||
 	    (af_flags(&trig) & (AF_TCP_ACK | AF_TCP_SYN)) != AF_TCP_ACK)
@@ -336,8 +329,7 @@ ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger,
 		}
 	}
 	if (mode == SCHED_ACK_FILTER_AGGRESSIVE && found == 1 && elig != NULL &&
-	    elig->next == trigger &&
-	    elig_ecn == (af_flags(&trig) & AF_TCP_ECN_MASK)) {
+	    elig->next == trigger && elig_ecn == (af_flags(&trig) & AF_TCP_ECN_MASK)) {
 		*prev = elig_prev;
 		return elig;
 	}

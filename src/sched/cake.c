@@ -43,19 +43,19 @@
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
-#define CAKE_QUEUES 1024u
-#define CAKE_QUEUE_MASK (CAKE_QUEUES - 1)
-#define CAKE_SET_WAYS 8u
-#define CAKE_MAX_TINS SCHED_MAX_TINS
-#define CAKE_HEAP_LEN (CAKE_MAX_TINS * CAKE_QUEUES)
-#define CAKE_NIL 0xffffu        /* end of a flow list */
-#define CAKE_PKT_LIMIT 10240u   /* only caps the derived byte limit */
+#define CAKE_QUEUES           1024u
+#define CAKE_QUEUE_MASK       (CAKE_QUEUES - 1)
+#define CAKE_SET_WAYS         8u
+#define CAKE_MAX_TINS         SCHED_MAX_TINS
+#define CAKE_HEAP_LEN         (CAKE_MAX_TINS * CAKE_QUEUES)
+#define CAKE_NIL              0xffffu /* end of a flow list */
+#define CAKE_PKT_LIMIT        10240u  /* only caps the derived byte limit */
 #define CAKE_OVERFLOW_TIMEOUT 65535u
-#define CAKE_HOST_MAX 1024u     /* host bulk counters saturate here */
+#define CAKE_HOST_MAX         1024u /* host bulk counters saturate here */
 
 /* Isolation mode bits. */
-#define CAKE_FLOW_SRC 1u
-#define CAKE_FLOW_DST 2u
+#define CAKE_FLOW_SRC   1u
+#define CAKE_FLOW_DST   2u
 #define CAKE_FLOW_FLOWS 4u
 
 enum cake_set {
@@ -74,12 +74,12 @@ struct cake_flow {
 	struct sh_pkt *tail;
 	struct cobalt_vars cvars;
 	int32_t deficit;
-	uint32_t backlog;  /* bytes (L2 length) */
+	uint32_t backlog; /* bytes (L2 length) */
 	uint32_t dropped;
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
-	uint8_t set;       /* enum cake_set */
-	uint8_t list;      /* enum cake_list_id it sits in, or CAKE_LIST_NONE */
+	uint8_t set;  /* enum cake_set */
+	uint8_t list; /* enum cake_list_id it sits in, or CAKE_LIST_NONE */
 	uint8_t flags;
 };
 
@@ -113,17 +113,17 @@ struct cake_tin {
 	uint32_t decaying_flow_count, unresponsive_flow_count;
 
 	/* Configuration (cake_tin_config). */
-	struct sched_rate rate;   /* threshold rate */
+	struct sched_rate rate; /* threshold rate */
 	struct cobalt_params cparams;
 	uint32_t flow_quantum;
-	uint32_t tin_quantum;     /* DRR weight when unshaped */
+	uint32_t tin_quantum; /* DRR weight when unshaped */
 	char name[SCHED_NAME_LEN];
 
 	/* Running state. */
 	uint64_t time_next_packet;
 	int64_t tin_deficit;
-	uint64_t backlog;         /* bytes */
-	uint32_t qlen;            /* packets */
+	uint64_t backlog; /* bytes */
+	uint32_t qlen;    /* packets */
 
 	/* Statistics. */
 	uint64_t packets, bytes;
@@ -140,9 +140,9 @@ struct cake_heap_ent {
 
 struct cake {
 	struct sched_params p;
-	uint32_t tin_cnt;    /* tins of the current diffserv mode */
-	uint32_t tin_scan;   /* tins dequeue looks at (> tin_cnt while old ones drain) */
-	uint32_t cur_tin;    /* unshaped tin DRR position */
+	uint32_t tin_cnt;      /* tins of the current diffserv mode */
+	uint32_t tin_scan;     /* tins dequeue looks at (> tin_cnt while old ones drain) */
+	uint32_t cur_tin;      /* unshaped tin DRR position */
 	uint8_t tin_index[64]; /* DSCP -> tin */
 	uint8_t tin_order[CAKE_MAX_TINS];
 	uint8_t flow_mode;
@@ -152,10 +152,10 @@ struct cake {
 	uint64_t failsafe_next_packet;
 
 	uint32_t qlen;
-	uint64_t backlog;        /* bytes */
+	uint64_t backlog; /* bytes */
 	uint64_t buffer_used, buffer_max_used, buffer_limit;
 	uint32_t overflow_timeout;
-	bool resync;             /* config changed: clocks may be stale */
+	bool resync; /* config changed: clocks may be stale */
 
 	uint64_t rng;
 	uint16_t quantum_div[CAKE_HOST_MAX + 1];
@@ -164,7 +164,7 @@ struct cake {
 	uint64_t overlimits;
 	uint64_t ecn_marked;
 	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
-	uint64_t avg_netoff;     /* EWMA of net_off << 16 */
+	uint64_t avg_netoff; /* EWMA of net_off << 16 */
 
 	/*
 	 * Overflow heap over every queue of every tin, id = (tin << 10) | queue.
@@ -306,7 +306,8 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
 	return (int32_t)(((uint64_t)b->flow_quantum * c->quantum_div[load] +
-			  (cake_rand64(c) >> 48)) >> 16);
+			  (cake_rand64(c) >> 48)) >>
+			 16);
 }
 
 /* ------------------------------------------------------ 8-way set search */
@@ -405,14 +406,15 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hin
 }
 
 static void
-cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f,
-		  const struct sh_pkt *pkt)
+cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const struct sh_pkt *pkt)
 {
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (cake_dsrc(c->flow_mode))
-		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk, pkt->src_hash, f->srchost);
+		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk, pkt->src_hash,
+					    f->srchost);
 	if (cake_ddst(c->flow_mode))
-		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk, pkt->dst_hash, f->dsthost);
+		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk, pkt->dst_hash,
+					    f->dsthost);
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
@@ -573,8 +575,8 @@ cake_backlog_set(struct cake *c, uint16_t id, const struct cake_flow *f, bool gr
 
 /* Charge a packet's adjusted length to the clocks; returns that length. */
 static inline uint32_t
-cake_advance_shaper(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt,
-		    uint64_t now, bool drop)
+cake_advance_shaper(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt, uint64_t now,
+		    bool drop)
 {
 	uint32_t len = pkt->adj_len;
 	uint64_t tin_dur, glob_dur;
@@ -626,25 +628,19 @@ struct cake_dscp_entry {
 };
 
 static const struct cake_dscp_entry cake_diffserv3_map[] = {
-	{1, 1}, {8, 1},
-	{4, 2}, {44, 2}, {46, 2}, {48, 2}, {56, 2},
+	{ 1, 1 }, { 8, 1 }, { 4, 2 }, { 44, 2 }, { 46, 2 }, { 48, 2 }, { 56, 2 },
 };
 
 static const struct cake_dscp_entry cake_diffserv4_map[] = {
-	{1, 1}, {8, 1},
-	{4, 2}, {16, 2}, {18, 2}, {20, 2}, {22, 2}, {24, 2}, {26, 2}, {28, 2},
-	{30, 2}, {34, 2}, {36, 2}, {38, 2},
-	{32, 3}, {40, 3}, {44, 3}, {46, 3}, {48, 3}, {56, 3},
+	{ 1, 1 },  { 8, 1 },  { 4, 2 },  { 16, 2 }, { 18, 2 }, { 20, 2 }, { 22, 2 },
+	{ 24, 2 }, { 26, 2 }, { 28, 2 }, { 30, 2 }, { 34, 2 }, { 36, 2 }, { 38, 2 },
+	{ 32, 3 }, { 40, 3 }, { 44, 3 }, { 46, 3 }, { 48, 3 }, { 56, 3 },
 };
 
 static const struct cake_dscp_entry cake_diffserv8_map[] = {
-	{1, 0},
-	{2, 1}, {8, 1}, {10, 1}, {12, 1}, {14, 1},
-	{24, 3}, {26, 3}, {28, 3}, {30, 3}, {34, 3}, {36, 3}, {38, 3},
-	{4, 4}, {18, 4}, {20, 4}, {22, 4},
-	{16, 5},
-	{32, 6}, {40, 6}, {44, 6}, {46, 6},
-	{48, 7}, {56, 7},
+	{ 1, 0 },  { 2, 1 },  { 8, 1 },  { 10, 1 }, { 12, 1 }, { 14, 1 }, { 24, 3 }, { 26, 3 },
+	{ 28, 3 }, { 30, 3 }, { 34, 3 }, { 36, 3 }, { 38, 3 }, { 4, 4 },  { 18, 4 }, { 20, 4 },
+	{ 22, 4 }, { 16, 5 }, { 32, 6 }, { 40, 6 }, { 44, 6 }, { 46, 6 }, { 48, 7 }, { 56, 7 },
 };
 
 static void
@@ -753,7 +749,7 @@ cake_config_tins(struct cake *c)
 		break;
 	}
 	if (c->p.diffserv == SCHED_DIFFSERV3 || c->p.diffserv == SCHED_DIFFSERV4) {
-		static const uint8_t order[] = {1, 0, 2, 3};
+		static const uint8_t order[] = { 1, 0, 2, 3 };
 
 		memcpy(c->tin_order, order, sizeof(order));
 	}
@@ -1353,8 +1349,8 @@ cake_next_time(const void *impl, uint64_t now)
 		return UINT64_MAX;
 	if (c->rate.rate == 0 || c->resync)
 		return now; /* after an update the clocks are recomputed at dequeue */
-	t = c->time_next_packet < c->failsafe_next_packet ? c->time_next_packet :
-							      c->failsafe_next_packet;
+	t = c->time_next_packet < c->failsafe_next_packet ? c->time_next_packet
+							  : c->failsafe_next_packet;
 	return t > now ? t : now;
 }
 

@@ -24,13 +24,13 @@ struct cobalt_params {
 
 /* Per-flow state; all zero is the idle state. */
 struct cobalt_vars {
-	uint64_t drop_next;   /* next signal time, or activity timeout */
-	uint64_t blue_timer;  /* last BLUE adjustment */
+	uint64_t drop_next;  /* next signal time, or activity timeout */
+	uint64_t blue_timer; /* last BLUE adjustment */
 	uint32_t count;
 	uint32_t rec_inv_sqrt; /* ~1/sqrt(count), Q0.32 */
-	uint32_t p_drop;      /* BLUE probability, Q0.32 */
+	uint32_t p_drop;       /* BLUE probability, Q0.32 */
 	bool dropping;
-	bool ecn_marked;      /* the last packet judged was CE-marked */
+	bool ecn_marked; /* the last packet judged was CE-marked */
 };
 
 /* Newton step towards 1/sqrt(count), exposed for the unit tests. */
@@ -141,8 +141,7 @@ cobalt_should_drop(struct cobalt_vars *v, const struct cobalt_params *p, uint64_
 	 * slow links (and two MTUs per bulk flow in ingress mode), where one
 	 * packet alone can take longer than target.
 	 */
-	over_target = sojourn > p->target &&
-		      sojourn > 2 * p->mtu_time * bulk_flows &&
+	over_target = sojourn > p->target && sojourn > 2 * p->mtu_time * bulk_flows &&
 		      sojourn > 4 * p->mtu_time;
 	next_due = v->count != 0 && sched >= 0;
 	v->ecn_marked = false;

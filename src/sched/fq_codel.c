@@ -21,8 +21,8 @@
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
-#define FQC_MAX_FLOWS 65536
-#define FQC_MIN_QUANTUM 256
+#define FQC_MAX_FLOWS             65536
+#define FQC_MIN_QUANTUM           256
 /* Bounds the CoDel drop loop of one dequeue, like recent Linux. */
 #define FQC_MAX_DROPS_PER_DEQUEUE 256
 
@@ -38,16 +38,16 @@ struct fqc_codel {
 	uint64_t drop_next;
 	uint32_t count;
 	uint32_t lastcount;
-	uint32_t rec_inv_sqrt;     /* Q0.32, ~1/sqrt(count) */
+	uint32_t rec_inv_sqrt; /* Q0.32, ~1/sqrt(count) */
 	bool dropping;
 };
 
 struct fqc_flow {
 	struct sh_pkt *head, *tail;
-	struct fqc_flow *next;     /* link in new_flows or old_flows */
-	uint64_t backlog;          /* bytes */
+	struct fqc_flow *next; /* link in new_flows or old_flows */
+	uint64_t backlog;      /* bytes */
 	int32_t deficit;
-	uint8_t list;              /* enum fqc_list */
+	uint8_t list; /* enum fqc_list */
 	struct fqc_codel cv;
 };
 
@@ -60,7 +60,7 @@ struct fqc_flow_list {
 struct fqc_cfg {
 	uint64_t target_ns;
 	uint64_t interval_ns;
-	uint64_t ce_threshold_ns;  /* 0 = off */
+	uint64_t ce_threshold_ns; /* 0 = off */
 	uint64_t memory_limit;
 	uint32_t limit;
 	uint32_t quantum;
@@ -78,17 +78,17 @@ struct fq_codel {
 	struct fqc_flow_list new_flows, old_flows;
 
 	uint32_t qlen;
-	uint64_t backlog;          /* bytes */
+	uint64_t backlog; /* bytes */
 	uint64_t mem, mem_max;
-	uint64_t time_next;        /* shaper clock */
+	uint64_t time_next; /* shaper clock */
 
 	/* counters, reset by reset_stats */
 	uint64_t overlimits;
-	uint64_t drop_overlimit;   /* overflow drops, all causes */
-	uint64_t drop_overmemory;  /* overflow drops while over memory_limit */
+	uint64_t drop_overlimit;  /* overflow drops, all causes */
+	uint64_t drop_overmemory; /* overflow drops while over memory_limit */
 	uint64_t aqm_drops;
-	uint64_t ecn_mark;         /* CoDel marks */
-	uint64_t ce_mark;          /* ce_threshold marks */
+	uint64_t ecn_mark; /* CoDel marks */
+	uint64_t ce_mark;  /* ce_threshold marks */
 	uint64_t new_flow_count;
 	uint64_t accepted_pkts, accepted_bytes;
 	uint32_t maxpacket;
@@ -108,13 +108,13 @@ fqc_check(const struct sched_params *p, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (p->fqc_flows < 1 || p->fqc_flows > FQC_MAX_FLOWS) {
-		SCHED_ERR(err, errlen, "fq_codel flows %u out of range 1..%u",
-			  p->fqc_flows, FQC_MAX_FLOWS);
+		SCHED_ERR(err, errlen, "fq_codel flows %u out of range 1..%u", p->fqc_flows,
+			  FQC_MAX_FLOWS);
 		return -EINVAL;
 	}
 	if (p->fqc_quantum < FQC_MIN_QUANTUM || p->fqc_quantum > (1u << 20)) {
-		SCHED_ERR(err, errlen, "fq_codel quantum %u out of range %u..%u",
-			  p->fqc_quantum, FQC_MIN_QUANTUM, 1u << 20);
+		SCHED_ERR(err, errlen, "fq_codel quantum %u out of range %u..%u", p->fqc_quantum,
+			  FQC_MIN_QUANTUM, 1u << 20);
 		return -EINVAL;
 	}
 	if (p->fqc_limit < 1) {
@@ -318,8 +318,7 @@ fqc_control_law(const struct fq_codel *q, const struct fqc_codel *cv, uint64_t t
  * target (with more than an MTU queued in the whole qdisc) for an interval.
  */
 static bool
-fqc_should_drop(struct fq_codel *q, struct fqc_codel *cv, const struct sh_pkt *pkt,
-		uint64_t now)
+fqc_should_drop(struct fq_codel *q, struct fqc_codel *cv, const struct sh_pkt *pkt, uint64_t now)
 {
 	uint64_t sojourn;
 
@@ -348,8 +347,7 @@ fqc_mark(struct fq_codel *q, struct sh_pkt *pkt)
 
 /* Dequeue through CoDel: head packet of f to deliver, or NULL if f ran dry. */
 static struct sh_pkt *
-fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now,
-		  struct sh_pkt_list *dropped)
+fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct sh_pkt_list *dropped)
 {
 	struct fqc_codel *cv = &f->cv;
 	struct sh_pkt *pkt = fqc_flow_pop(q, f);
@@ -380,7 +378,8 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now,
 				drops++;
 				pkt = fqc_flow_pop(q, f);
 				if (!fqc_should_drop(q, cv, pkt, now))
-					cv->dropping = false; /* also ends the loop if pkt is NULL */
+					cv->dropping = false; /* also ends the loop if pkt is NULL
+							       */
 				else
 					cv->drop_next = fqc_control_law(q, cv, cv->drop_next);
 			}
@@ -402,8 +401,8 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now,
 		 * drop rate instead of starting over at one drop per interval.
 		 */
 		delta = cv->count - cv->lastcount;
-		if (delta > 1 && (int64_t)(now - cv->drop_next) <
-		    (int64_t)(16 * q->c.interval_ns)) {
+		if (delta > 1 &&
+		    (int64_t)(now - cv->drop_next) < (int64_t)(16 * q->c.interval_ns)) {
 			cv->count = delta;
 			cv->rec_inv_sqrt = fqc_inv_sqrt_exact(delta);
 		} else {
@@ -511,8 +510,8 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dr
 	if (over_mem)
 		q->drop_overmemory += ndrop;
 	/* Was the new packet itself among the victims? */
-	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : dropped->head;
-	     d != NULL; d = d->next)
+	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : dropped->head; d != NULL;
+	     d = d->next)
 		if (d == pkt)
 			return 1;
 	return 0;

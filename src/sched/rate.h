@@ -12,8 +12,8 @@
 #include "shaper/sched.h"
 
 struct sched_rate {
-	uint64_t rate;     /* bytes/s, 0 = unlimited */
-	uint64_t rate_ns;  /* ns per byte << rate_shft */
+	uint64_t rate;    /* bytes/s, 0 = unlimited */
+	uint64_t rate_ns; /* ns per byte << rate_shft */
 	uint32_t rate_shft;
 };
 

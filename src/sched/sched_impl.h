@@ -33,10 +33,10 @@ extern const struct sched_ops sched_fq_codel_ops;
 extern const struct sched_ops sched_cake_ops;
 
 /* Helper for validation messages. */
-#define SCHED_ERR(err, errlen, ...)                                            \
-	do {                                                                   \
-		if ((err) != NULL && (errlen) > 0)                             \
-			snprintf((err), (errlen), __VA_ARGS__);                \
+#define SCHED_ERR(err, errlen, ...)                                                                \
+	do {                                                                                       \
+		if ((err) != NULL && (errlen) > 0)                                                 \
+			snprintf((err), (errlen), __VA_ARGS__);                                    \
 	} while (0)
 
 #endif

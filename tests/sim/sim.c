@@ -15,7 +15,7 @@
 #include "sim.h"
 
 /* Packet sizes the mixed sources cycle through (L2, Ethernet header incl.). */
-static const uint32_t sim_mix[] = {64, 1514, 590, 1514, 128, 1514, 1024, 1514, 300, 1514};
+static const uint32_t sim_mix[] = { 64, 1514, 590, 1514, 128, 1514, 1024, 1514, 300, 1514 };
 #define SIM_MIX_LEN (sizeof(sim_mix) / sizeof(sim_mix[0]))
 
 static uint32_t
@@ -122,7 +122,8 @@ sim_build(struct sim_src *src, struct sim_pkt *p, uint32_t len)
 	p->pkt.dscp = src->dscp;
 	p->pkt.ecn = src->ecn & 3;
 	p->pkt.l4_proto = src->proto;
-	p->pkt.flags = SH_PKT_IPV4 | (src->proto == SIM_TCP ? SH_PKT_TCP | SH_PKT_TCP_ACK : SH_PKT_UDP);
+	p->pkt.flags = SH_PKT_IPV4 |
+		       (src->proto == SIM_TCP ? SH_PKT_TCP | SH_PKT_TCP_ACK : SH_PKT_UDP);
 	p->pkt.net_off = 14;
 	p->pkt.drop_reason = 0;
 }

@@ -16,12 +16,12 @@
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 
-#define SIM_HDR_LEN 128     /* header bytes kept per packet */
-#define SIM_MBUF_MEM 2304   /* buffer memory a packet pins (mbuf-like) */
-#define SIM_NS 1000000000ull
+#define SIM_HDR_LEN  128  /* header bytes kept per packet */
+#define SIM_MBUF_MEM 2304 /* buffer memory a packet pins (mbuf-like) */
+#define SIM_NS       1000000000ull
 
 struct sim_pkt {
-	struct sh_pkt pkt;  /* first: a struct sh_pkt * converts back */
+	struct sh_pkt pkt; /* first: a struct sh_pkt * converts back */
 	uint64_t born;
 	uint32_t src;
 	uint32_t seq;
@@ -37,24 +37,24 @@ struct sim_src {
 	/* Identity: addresses host order, ports, protocol, DS field. */
 	uint32_t saddr, daddr;
 	uint16_t sport, dport;
-	uint8_t proto;      /* enum sim_l4 */
+	uint8_t proto; /* enum sim_l4 */
 	uint8_t dscp;
-	uint8_t ecn;        /* 0 Not-ECT, 2 ECT(0), 1 ECT(1) */
-	bool tcp_ack;       /* pure-ACK stream: 54-byte ACKs, ack number rising */
+	uint8_t ecn;  /* 0 Not-ECT, 2 ECT(0), 1 ECT(1) */
+	bool tcp_ack; /* pure-ACK stream: 54-byte ACKs, ack number rising */
 
 	/* Traffic. rate (bytes/s of L2 length) or interval (ns) spaces packets. */
 	uint64_t rate;
 	uint64_t interval;
-	uint32_t size;      /* L2 length; 0 = cycle through a mix 64..1514 */
-	uint32_t burst;     /* packets per emission (default 1) */
-	uint64_t start, stop; /* stop 0 = never */
+	uint32_t size;          /* L2 length; 0 = cycle through a mix 64..1514 */
+	uint32_t burst;         /* packets per emission (default 1) */
+	uint64_t start, stop;   /* stop 0 = never */
 	uint64_t on_ns, off_ns; /* on/off pattern; on_ns 0 = always on */
 
 	/* Derived hashes (set by sim_add_src; tests may override). */
 	uint32_t flow_hash, src_hash, dst_hash;
 
 	/* Optional per-packet records, arrays owned by the test. */
-	uint64_t *delays;   /* sojourn of delivered packets, ns */
+	uint64_t *delays; /* sojourn of delivered packets, ns */
 	uint32_t delays_cap, delays_n;
 
 	/* Running state. */
@@ -93,9 +93,9 @@ struct sim {
 	struct sim_pkt *pool;
 	uint32_t *free_idx;
 	uint32_t pool_len, nfree;
-	uint32_t mem_per_pkt;     /* 0 = SIM_MBUF_MEM */
+	uint32_t mem_per_pkt; /* 0 = SIM_MBUF_MEM */
 
-	uint64_t line_rate;       /* external line (bytes/s of adj_len), 0 = none */
+	uint64_t line_rate; /* external line (bytes/s of adj_len), 0 = none */
 	uint64_t line_free;
 
 	uint64_t meas_start, meas_end; /* measurement window for meas_* */
@@ -166,11 +166,11 @@ double sim_jain(const double *x, uint32_t n);
 uint64_t sim_percentile(uint64_t *v, uint32_t n, double p);
 
 /* Print a measured figure for the report (greppable "# figure:"). */
-#define SIM_FIGURE(...)                                                        \
-	do {                                                                   \
-		printf("# figure: " __VA_ARGS__);                              \
-		printf("\n");                                                  \
-		fflush(stdout);                                                \
+#define SIM_FIGURE(...)                                                                            \
+	do {                                                                                       \
+		printf("# figure: " __VA_ARGS__);                                                  \
+		printf("\n");                                                                      \
+		fflush(stdout);                                                                    \
 	} while (0)
 
 #endif

@@ -17,9 +17,9 @@
 
 #include "sim.h"
 
-#define MBIT(x) ((uint64_t)(x) * 125000ull)
-#define MS(x) ((uint64_t)(x) * 1000000ull)
-#define SEC(x) ((uint64_t)(x) * SIM_NS)
+#define MBIT(x) ((uint64_t)(x)*125000ull)
+#define MS(x)   ((uint64_t)(x)*1000000ull)
+#define SEC(x)  ((uint64_t)(x)*SIM_NS)
 
 static void
 cake_params(struct sched_params *p, uint64_t rate)
@@ -210,7 +210,8 @@ test_blue(void **state)
 		   (double)(sim->srcs[0].rx_adj - rx2) / (MBIT(100) * 2.0),
 		   (unsigned long long)st.memory_used, (unsigned long long)st.memory_limit);
 	/* Late on, BLUE's dequeue drops do the work, not the buffer limit. */
-	assert_true(sim->drops[SHAPER_DROP_AQM] - aqm2 > 10 * (sim->drops[SHAPER_DROP_OVERFLOW] - ovf2));
+	assert_true(sim->drops[SHAPER_DROP_AQM] - aqm2 >
+		    10 * (sim->drops[SHAPER_DROP_OVERFLOW] - ovf2));
 	assert_true(fabs((double)(sim->srcs[0].rx_adj - rx2) / (MBIT(100) * 2.0) - 1) < 0.01);
 	assert_true(sim->max_in_mem <= st.memory_limit);
 	assert_int_equal(st.tins[0].unresponsive_flows, 1);
@@ -221,13 +222,13 @@ test_blue(void **state)
 static void
 test_memlimit(void **state)
 {
-	static const uint64_t limits[] = {0, 300000};
+	static const uint64_t limits[] = { 0, 300000 };
 	uint32_t l, i;
 
 	(void)state;
 	for (l = 0; l < 2; l++) {
-		static const uint8_t dscp[4] = {0, 8, 46, 0};
-		static const uint64_t mult[4] = {5, 2, 1, 2};
+		static const uint8_t dscp[4] = { 0, 8, 46, 0 };
+		static const uint64_t mult[4] = { 5, 2, 1, 2 };
 		struct sched_params p;
 		struct sched_stats st;
 		struct sim *sim;
@@ -240,9 +241,9 @@ test_memlimit(void **state)
 		sim->check_fattest = true;
 		/* Four flows in three tins, 10x the rate in total. */
 		for (i = 0; i < 4; i++) {
-			struct sim_src s = sim_src_udp(sim_ip(1, 0, (uint8_t)(1 + i)), sim_ip(2, 0, 1),
-						       (uint16_t)(1000 + i), MBIT(100) * mult[i],
-						       i == 3 ? 0 : 1514);
+			struct sim_src s = sim_src_udp(sim_ip(1, 0, (uint8_t)(1 + i)),
+						       sim_ip(2, 0, 1), (uint16_t)(1000 + i),
+						       MBIT(100) * mult[i], i == 3 ? 0 : 1514);
 
 			s.dscp = dscp[i];
 			sim_add_src(sim, &s);
@@ -278,7 +279,9 @@ static void
 test_ack_filter(void **state)
 {
 	static const enum sched_ack_filter modes[] = {
-		SCHED_ACK_FILTER_OFF, SCHED_ACK_FILTER_ON, SCHED_ACK_FILTER_AGGRESSIVE,
+		SCHED_ACK_FILTER_OFF,
+		SCHED_ACK_FILTER_ON,
+		SCHED_ACK_FILTER_AGGRESSIVE,
 	};
 	uint64_t filtered[3];
 	uint32_t m;

@@ -17,7 +17,7 @@
 #include "sched/cobalt.h"
 #include "sim.h"
 
-#define MBIT(x) ((uint64_t)(x) * 125000ull)
+#define MBIT(x) ((uint64_t)(x)*125000ull)
 
 static void
 cake_params(struct sched_params *p, uint64_t rate)
@@ -150,14 +150,14 @@ test_memlimit_derivation(void **state)
 		uint32_t rtt_us;
 		uint64_t expect;
 	} cases[] = {
-		{MBIT(100), 0, 100000, 5000000},
-		{MBIT(200), 0, 100000, 10000000},
-		{MBIT(400), 0, 100000, 15503360},  /* capped at 10240 x 1514 */
-		{MBIT(50), 0, 100000, 4194304},    /* floor 4 MiB */
-		{0, 0, 100000, 15503360},          /* unlimited rate */
-		{MBIT(100), 0, 300000, 15000000},  /* oceanic rtt */
-		{MBIT(100), 1000, 100000, 1000},   /* explicit memlimit */
-		{MBIT(100), 32u << 20, 100000, 32u << 20},
+		{ MBIT(100), 0, 100000, 5000000 },
+		{ MBIT(200), 0, 100000, 10000000 },
+		{ MBIT(400), 0, 100000, 15503360 }, /* capped at 10240 x 1514 */
+		{ MBIT(50), 0, 100000, 4194304 },   /* floor 4 MiB */
+		{ 0, 0, 100000, 15503360 },         /* unlimited rate */
+		{ MBIT(100), 0, 300000, 15000000 }, /* oceanic rtt */
+		{ MBIT(100), 1000, 100000, 1000 },  /* explicit memlimit */
+		{ MBIT(100), 32u << 20, 100000, 32u << 20 },
 	};
 	struct sched_params p;
 	struct sched_stats st;
@@ -185,14 +185,10 @@ test_low_rate_table(void **state)
 		uint64_t rate;
 		uint32_t quantum, target_us, interval_us;
 	} cases[] = {
-		{MBIT(1), 300, 18168, 113168},
-		{MBIT(2), 300, 9084, 104084},
-		{MBIT(5), 300, 5000, 100000},
-		{MBIT(10), 305, 5000, 100000},
-		{MBIT(20), 610, 5000, 100000},
-		{MBIT(50), 1514, 5000, 100000},
-		{MBIT(1000), 1514, 5000, 100000},
-		{0, 1514, 5000, 100000},
+		{ MBIT(1), 300, 18168, 113168 },    { MBIT(2), 300, 9084, 104084 },
+		{ MBIT(5), 300, 5000, 100000 },     { MBIT(10), 305, 5000, 100000 },
+		{ MBIT(20), 610, 5000, 100000 },    { MBIT(50), 1514, 5000, 100000 },
+		{ MBIT(1000), 1514, 5000, 100000 }, { 0, 1514, 5000, 100000 },
 	};
 	struct sched_params p;
 	struct sched_stats st;
@@ -224,7 +220,7 @@ test_low_rate_table(void **state)
 		assert_string_equal(st.tins[0].name, "Bulk");
 		assert_int_equal(st.tins[0].threshold_rate, 78125);
 		assert_int_equal(st.tins[0].flow_quantum, 300);
-		assert_int_equal(st.tins[0].target_us, 29068);   /* 1.5 x 19.38 ms */
+		assert_int_equal(st.tins[0].target_us, 29068); /* 1.5 x 19.38 ms */
 		assert_int_equal(st.tins[0].interval_us, 124068);
 		assert_int_equal(st.tins[1].target_us, 5000);
 		sched_free(s);
@@ -249,7 +245,7 @@ test_low_rate_table(void **state)
 static void
 test_tin_thresholds(void **state)
 {
-	static const uint16_t q8[] = {256, 224, 196, 171, 149, 130, 113, 98};
+	static const uint16_t q8[] = { 256, 224, 196, 171, 149, 130, 113, 98 };
 	struct sched_params p;
 	struct sched_stats st;
 	struct sched *s;
@@ -346,8 +342,8 @@ static void
 test_dscp_maps(void **state)
 {
 	static const enum sched_diffserv modes[] = {
-		SCHED_BESTEFFORT, SCHED_PRECEDENCE, SCHED_DIFFSERV3, SCHED_DIFFSERV4,
-		SCHED_DIFFSERV8,
+		SCHED_BESTEFFORT, SCHED_PRECEDENCE, SCHED_DIFFSERV3,
+		SCHED_DIFFSERV4,  SCHED_DIFFSERV8,
 	};
 	static struct sh_pkt pkts[64];
 	struct sched_params p;
@@ -355,7 +351,7 @@ test_dscp_maps(void **state)
 
 	(void)state;
 	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
-		uint64_t want[SCHED_MAX_TINS] = {0};
+		uint64_t want[SCHED_MAX_TINS] = { 0 };
 		struct sched_stats st;
 		struct sh_pkt_list out;
 		struct sched *s;
@@ -453,16 +449,16 @@ static void
 test_overhead(void **state)
 {
 	static const struct oh_case cases[] = {
-		{"raw", false, 0, 0, SCHED_FRAMING_NONE},
-		{"ethernet", true, 38, 84, SCHED_FRAMING_NONE},
-		{"docsis", true, 18, 64, SCHED_FRAMING_NONE},
-		{"conservative", true, 48, 0, SCHED_FRAMING_ATM},
-		{"pppoe-vcmux", true, 32, 0, SCHED_FRAMING_ATM},
-		{"pppoa-llc", true, 14, 0, SCHED_FRAMING_ATM},
-		{"bridged-ptm", true, 22, 0, SCHED_FRAMING_PTM},
-		{"pppoe-ptm", true, 30, 0, SCHED_FRAMING_PTM},
-		{"overhead -10 mpu 64", true, -10, 64, SCHED_FRAMING_NONE},
-		{"raw overhead 4 ptm", false, 4, 0, SCHED_FRAMING_PTM},
+		{ "raw", false, 0, 0, SCHED_FRAMING_NONE },
+		{ "ethernet", true, 38, 84, SCHED_FRAMING_NONE },
+		{ "docsis", true, 18, 64, SCHED_FRAMING_NONE },
+		{ "conservative", true, 48, 0, SCHED_FRAMING_ATM },
+		{ "pppoe-vcmux", true, 32, 0, SCHED_FRAMING_ATM },
+		{ "pppoa-llc", true, 14, 0, SCHED_FRAMING_ATM },
+		{ "bridged-ptm", true, 22, 0, SCHED_FRAMING_PTM },
+		{ "pppoe-ptm", true, 30, 0, SCHED_FRAMING_PTM },
+		{ "overhead -10 mpu 64", true, -10, 64, SCHED_FRAMING_NONE },
+		{ "raw overhead 4 ptm", false, 4, 0, SCHED_FRAMING_PTM },
 	};
 	static struct sh_pkt pkts[1518 - 40 + 1];
 	uint32_t c, len, n = 1518 - 40 + 1;

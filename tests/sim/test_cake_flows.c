@@ -16,9 +16,9 @@
 
 #include "sim.h"
 
-#define MBIT(x) ((uint64_t)(x) * 125000ull)
-#define MS(x) ((uint64_t)(x) * 1000000ull)
-#define SEC(x) ((uint64_t)(x) * SIM_NS)
+#define MBIT(x) ((uint64_t)(x)*125000ull)
+#define MS(x)   ((uint64_t)(x)*1000000ull)
+#define SEC(x)  ((uint64_t)(x)*SIM_NS)
 
 static void
 cake_params(struct sched_params *p, uint64_t rate)
@@ -31,7 +31,7 @@ cake_params(struct sched_params *p, uint64_t rate)
 static void
 test_flow_fairness(void **state)
 {
-	static const enum sched_isolation modes[] = {SCHED_TRIPLE_ISOLATE, SCHED_FLOWS};
+	static const enum sched_isolation modes[] = { SCHED_TRIPLE_ISOLATE, SCHED_FLOWS };
 	uint32_t m, i;
 
 	(void)state;
@@ -107,7 +107,8 @@ test_sparse_flow_delay(void **state)
 	sim_run(sim, SEC(10));
 	sim_check_accounting(sim);
 	assert_int_equal(sim->srcs[sparse].drops[SHAPER_DROP_AQM] +
-				 sim->srcs[sparse].drops[SHAPER_DROP_OVERFLOW], 0);
+					 sim->srcs[sparse].drops[SHAPER_DROP_OVERFLOW],
+			 0);
 	assert_true(sim->srcs[sparse].delays_n >= 995);
 	pmax = sim_percentile(delays, sim->srcs[sparse].delays_n, 100);
 	p99 = sim_percentile(delays, sim->srcs[sparse].delays_n, 99);
@@ -121,7 +122,7 @@ test_sparse_flow_delay(void **state)
 /* Host A: 1 flow, host B: 8 flows. */
 struct host_case {
 	enum sched_isolation mode;
-	bool upstream;      /* the hosts are sources (else destinations) */
+	bool upstream; /* the hosts are sources (else destinations) */
 	double share_a;
 };
 
@@ -129,19 +130,19 @@ static void
 test_host_isolation(void **state)
 {
 	static const struct host_case cases[] = {
-		{SCHED_TRIPLE_ISOLATE, true, 0.5},
-		{SCHED_TRIPLE_ISOLATE, false, 0.5},
-		{SCHED_DUAL_SRCHOST, true, 0.5},
-		{SCHED_DUAL_DSTHOST, false, 0.5},
-		{SCHED_SRCHOST, true, 0.5},
-		{SCHED_DSTHOST, false, 0.5},
+		{ SCHED_TRIPLE_ISOLATE, true, 0.5 },
+		{ SCHED_TRIPLE_ISOLATE, false, 0.5 },
+		{ SCHED_DUAL_SRCHOST, true, 0.5 },
+		{ SCHED_DUAL_DSTHOST, false, 0.5 },
+		{ SCHED_SRCHOST, true, 0.5 },
+		{ SCHED_DSTHOST, false, 0.5 },
 		/* Host pairs: B's 8 flows are 8 different pairs. */
-		{SCHED_HOSTS, true, 1.0 / 9},
-		{SCHED_FLOWS, true, 1.0 / 9},
-		{SCHED_FLOWS, false, 1.0 / 9},
+		{ SCHED_HOSTS, true, 1.0 / 9 },
+		{ SCHED_FLOWS, true, 1.0 / 9 },
+		{ SCHED_FLOWS, false, 1.0 / 9 },
 		/* The other side's host mode gives no fairness between A and B. */
-		{SCHED_DUAL_DSTHOST, true, 1.0 / 9},
-		{SCHED_DUAL_SRCHOST, false, 1.0 / 9},
+		{ SCHED_DUAL_DSTHOST, true, 1.0 / 9 },
+		{ SCHED_DUAL_SRCHOST, false, 1.0 / 9 },
 	};
 	uint32_t c, i;
 
@@ -162,9 +163,12 @@ test_host_isolation(void **state)
 			/* Each flow talks to its own server. */
 			uint32_t host = i == 0 ? a_host : b_host;
 			uint32_t server = sim_ip(9, 0, (uint8_t)(1 + i));
-			struct sim_src s = hc->upstream ?
-				sim_src_udp(host, server, (uint16_t)(5000 + i), MBIT(50), 1514) :
-				sim_src_udp(server, host, (uint16_t)(5000 + i), MBIT(50), 1514);
+			struct sim_src s = hc->upstream ? sim_src_udp(host, server,
+								      (uint16_t)(5000 + i),
+								      MBIT(50), 1514)
+							: sim_src_udp(server, host,
+								      (uint16_t)(5000 + i),
+								      MBIT(50), 1514);
 
 			sim_add_src(sim, &s);
 		}
@@ -177,8 +181,8 @@ test_host_isolation(void **state)
 			b += sim->srcs[i].meas_adj;
 		share = (double)a / (double)(a + b);
 		SIM_FIGURE("isolation %d %s: host A (1 flow) %.4f, host B (8 flows) %.4f, expected A %.4f",
-			   (int)hc->mode, hc->upstream ? "upstream" : "downstream", share, 1 - share,
-			   hc->share_a);
+			   (int)hc->mode, hc->upstream ? "upstream" : "downstream", share,
+			   1 - share, hc->share_a);
 		assert_true(fabs(share - hc->share_a) < 0.03);
 		sim_free(sim);
 	}
@@ -188,7 +192,7 @@ test_host_isolation(void **state)
 static void
 test_set_associative(void **state)
 {
-	static const uint32_t counts[] = {100, 300, 500, 1100};
+	static const uint32_t counts[] = { 100, 300, 500, 1100 };
 	uint32_t c, i;
 
 	(void)state;
@@ -204,8 +208,9 @@ test_set_associative(void **state)
 		p.isolation = SCHED_FLOWS;
 		sim = sim_new(&p, 4096, n + 1);
 		for (i = 0; i < n; i++) {
-			struct sim_src s = sim_src_udp(sim_ip(1, (uint8_t)(i >> 8), (uint8_t)i),
-						       sim_ip(2, 0, 1), (uint16_t)(1000 + i), 0, 200);
+			struct sim_src s =
+					sim_src_udp(sim_ip(1, (uint8_t)(i >> 8), (uint8_t)i),
+						    sim_ip(2, 0, 1), (uint16_t)(1000 + i), 0, 200);
 
 			sim_add_src(sim, &s);
 			sim_emit(sim, i); /* all active at once: nothing dequeued */

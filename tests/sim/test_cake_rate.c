@@ -15,9 +15,9 @@
 
 #include "sim.h"
 
-#define MBIT(x) ((uint64_t)(x) * 125000ull)
-#define MS(x) ((uint64_t)(x) * 1000000ull)
-#define SEC(x) ((uint64_t)(x) * SIM_NS)
+#define MBIT(x) ((uint64_t)(x)*125000ull)
+#define MS(x)   ((uint64_t)(x)*1000000ull)
+#define SEC(x)  ((uint64_t)(x)*SIM_NS)
 
 static void
 cake_params(struct sched_params *p, uint64_t rate)
@@ -54,8 +54,8 @@ run_rate(uint64_t rate, uint32_t size, bool ethernet, uint64_t dur)
 	      ((double)rate * dur / 1e9);
 	sim_drain(sim);
 	sim_check_accounting(sim);
-	assert_int_equal(sim->enq, sim->deq + sim->drops[SHAPER_DROP_AQM] +
-					   sim->drops[SHAPER_DROP_OVERFLOW]);
+	assert_int_equal(sim->enq,
+			 sim->deq + sim->drops[SHAPER_DROP_AQM] + sim->drops[SHAPER_DROP_OVERFLOW]);
 	sim_free(sim);
 	return err;
 }
@@ -63,7 +63,7 @@ run_rate(uint64_t rate, uint32_t size, bool ethernet, uint64_t dur)
 static void
 test_rate_accuracy(void **state)
 {
-	static const uint64_t rates[] = {MBIT(1), MBIT(100), MBIT(1000), MBIT(10000)};
+	static const uint64_t rates[] = { MBIT(1), MBIT(100), MBIT(1000), MBIT(10000) };
 	uint32_t i;
 
 	(void)state;
@@ -134,7 +134,7 @@ max_window_excess(const struct dep_log *l, double bytes_per_ns)
 static void
 test_no_burst_after_idle(void **state)
 {
-	static const uint64_t rates[] = {MBIT(100), MBIT(1000)};
+	static const uint64_t rates[] = { MBIT(100), MBIT(1000) };
 	uint32_t r;
 
 	(void)state;
@@ -210,15 +210,15 @@ test_no_burst_after_idle(void **state)
 struct tin_case {
 	enum sched_diffserv mode;
 	uint32_t ntins;
-	uint8_t dscp[8];   /* a codepoint for each internal tin */
-	double thresh[8];  /* threshold as a fraction of the rate */
+	uint8_t dscp[8];  /* a codepoint for each internal tin */
+	double thresh[8]; /* threshold as a fraction of the rate */
 };
 
 static const struct tin_case tin_cases[] = {
-	{SCHED_DIFFSERV3, 3, {0, 8, 46}, {1, 1.0 / 16, 1.0 / 4}},
-	{SCHED_DIFFSERV4, 4, {0, 8, 34, 46}, {1, 1.0 / 16, 1.0 / 2, 1.0 / 4}},
-	{SCHED_DIFFSERV8, 8, {1, 10, 0, 26, 18, 16, 46, 48}, {0}},
-	{SCHED_PRECEDENCE, 8, {0, 8, 16, 24, 32, 40, 48, 56}, {0}},
+	{ SCHED_DIFFSERV3, 3, { 0, 8, 46 }, { 1, 1.0 / 16, 1.0 / 4 } },
+	{ SCHED_DIFFSERV4, 4, { 0, 8, 34, 46 }, { 1, 1.0 / 16, 1.0 / 2, 1.0 / 4 } },
+	{ SCHED_DIFFSERV8, 8, { 1, 10, 0, 26, 18, 16, 46, 48 }, { 0 } },
+	{ SCHED_PRECEDENCE, 8, { 0, 8, 16, 24, 32, 40, 48, 56 }, { 0 } },
 };
 
 static void
@@ -258,8 +258,9 @@ test_tin_shares_shaped(void **state)
 		p.diffserv = tc->mode;
 		sim = sim_new(&p, 16384, 8);
 		for (i = 0; i < tc->ntins; i++) {
-			struct sim_src s = sim_src_udp(sim_ip(1, 0, (uint8_t)(i + 1)), sim_ip(2, 0, 1),
-						       (uint16_t)(1000 + i), MBIT(100), 1514);
+			struct sim_src s =
+					sim_src_udp(sim_ip(1, 0, (uint8_t)(i + 1)), sim_ip(2, 0, 1),
+						    (uint16_t)(1000 + i), MBIT(100), 1514);
 
 			s.dscp = tc->dscp[i];
 			sim_add_src(sim, &s);
@@ -311,7 +312,7 @@ test_tin_lone_bulk(void **state)
 static void
 test_tin_drr_unlimited(void **state)
 {
-	static const double w[3] = {1024, 64, 256};
+	static const double w[3] = { 1024, 64, 256 };
 	struct sched_params p;
 	struct sim *sim;
 	uint64_t total = 0;

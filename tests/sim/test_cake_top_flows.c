@@ -27,8 +27,8 @@ test_top_flows_order(void **state)
 	sim = sim_new(&p, 4096, 8);
 	/* Five flows with 1..5 packets of 1000 bytes; flow 4 is EF (Voice tin). */
 	for (uint32_t f = 0; f < 5; f++) {
-		struct sim_src s = sim_src_udp(sim_ip(10, 0, 1), sim_ip(10, 0, 2), (uint16_t)(1000 + f),
-					       0, 1000);
+		struct sim_src s = sim_src_udp(sim_ip(10, 0, 1), sim_ip(10, 0, 2),
+					       (uint16_t)(1000 + f), 0, 1000);
 		uint32_t i;
 
 		if (f == 4)

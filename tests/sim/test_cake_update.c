@@ -17,9 +17,9 @@
 
 #include "sim.h"
 
-#define MBIT(x) ((uint64_t)(x) * 125000ull)
-#define MS(x) ((uint64_t)(x) * 1000000ull)
-#define SEC(x) ((uint64_t)(x) * SIM_NS)
+#define MBIT(x) ((uint64_t)(x)*125000ull)
+#define MS(x)   ((uint64_t)(x)*1000000ull)
+#define SEC(x)  ((uint64_t)(x)*SIM_NS)
 
 static void
 update(struct sim *sim, const struct sched_params *p)
@@ -59,7 +59,7 @@ reset_meas(struct sim *sim, uint64_t from, uint64_t to)
 static void
 test_update_rate(void **state)
 {
-	static const uint8_t dscps[] = {0, 8, 46, 10, 26, 18, 16, 48};
+	static const uint8_t dscps[] = { 0, 8, 46, 10, 26, 18, 16, 48 };
 	struct sched_params p;
 	struct sched_stats st;
 	struct sim *sim;
@@ -161,13 +161,13 @@ test_update_modes(void **state)
 		enum sched_isolation iso;
 		uint64_t rate;
 	} steps[] = {
-		{SCHED_DIFFSERV8, SCHED_TRIPLE_ISOLATE, MBIT(100)},
-		{SCHED_BESTEFFORT, SCHED_FLOWS, MBIT(100)},  /* strands tins 1..7 */
-		{SCHED_DIFFSERV4, SCHED_DUAL_DSTHOST, MBIT(100)},
-		{SCHED_PRECEDENCE, SCHED_DUAL_SRCHOST, 0},   /* unshaped */
-		{SCHED_DIFFSERV3, SCHED_FLOWBLIND, MBIT(80)},
-		{SCHED_DIFFSERV8, SCHED_HOSTS, MBIT(100)},
-		{SCHED_DIFFSERV3, SCHED_TRIPLE_ISOLATE, MBIT(100)},
+		{ SCHED_DIFFSERV8, SCHED_TRIPLE_ISOLATE, MBIT(100) },
+		{ SCHED_BESTEFFORT, SCHED_FLOWS, MBIT(100) }, /* strands tins 1..7 */
+		{ SCHED_DIFFSERV4, SCHED_DUAL_DSTHOST, MBIT(100) },
+		{ SCHED_PRECEDENCE, SCHED_DUAL_SRCHOST, 0 }, /* unshaped */
+		{ SCHED_DIFFSERV3, SCHED_FLOWBLIND, MBIT(80) },
+		{ SCHED_DIFFSERV8, SCHED_HOSTS, MBIT(100) },
+		{ SCHED_DIFFSERV3, SCHED_TRIPLE_ISOLATE, MBIT(100) },
 	};
 	struct sched_params p;
 	struct sched_stats st;
@@ -183,9 +183,10 @@ test_update_modes(void **state)
 	sim->line_rate = MBIT(100); /* paces the unshaped step */
 	for (i = 0; i < 64; i++) {
 		/* Every codepoint, several hosts, offered 3x the link in total. */
-		struct sim_src s = sim_src_udp(sim_ip(1, 0, (uint8_t)(1 + i % 5)),
-					       sim_ip(2, 0, (uint8_t)(1 + i % 7)),
-					       (uint16_t)(1000 + i), MBIT(300) / 64, i % 3 ? 1514 : 0);
+		struct sim_src s =
+				sim_src_udp(sim_ip(1, 0, (uint8_t)(1 + i % 5)),
+					    sim_ip(2, 0, (uint8_t)(1 + i % 7)),
+					    (uint16_t)(1000 + i), MBIT(300) / 64, i % 3 ? 1514 : 0);
 
 		s.dscp = (uint8_t)i;
 		sim_add_src(sim, &s);
@@ -203,9 +204,10 @@ test_update_modes(void **state)
 		sched_get_stats(sim->s, &st);
 		if (steps[k].ds == SCHED_BESTEFFORT) /* old tins still hold packets */
 			assert_true(st.tins[0].backlog_bytes < st.backlog_bytes);
-		assert_int_equal(st.tin_count, steps[k].ds == SCHED_BESTEFFORT ? 1 :
-					       steps[k].ds == SCHED_DIFFSERV3 ? 3 :
-					       steps[k].ds == SCHED_DIFFSERV4 ? 4 : 8);
+		assert_int_equal(st.tin_count, steps[k].ds == SCHED_BESTEFFORT  ? 1
+					       : steps[k].ds == SCHED_DIFFSERV3 ? 3
+					       : steps[k].ds == SCHED_DIFFSERV4 ? 4
+										: 8);
 	}
 	/* Stranded tins drain too; the stats then see all of the backlog. */
 	t += MS(700);
@@ -305,7 +307,7 @@ test_update_rate_up_no_stall(void **state)
 	sched_params_default(&p, SCHED_DISC_CAKE);
 	p.rate = 1000; /* 8 kbit */
 	sim = sim_new(&p, 64, 1);
-	i = sim_add_src(sim, &(struct sim_src){0});
+	i = sim_add_src(sim, &(struct sim_src){ 0 });
 	sim->srcs[i] = sim_src_udp(sim_ip(10, 0, 1), sim_ip(10, 0, 2), 9, 0, 1500);
 	sim->now = 1000000;
 	for (int k = 0; k < 3; k++)

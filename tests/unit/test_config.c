@@ -25,7 +25,7 @@
 #include "shaper/sched.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define PORTS "'ports': {'wan': 'net_null0', 'lan': 'net_null1'}"
+#define PORTS    "'ports': {'wan': 'net_null0', 'lan': 'net_null1'}"
 
 /* 'x' -> "x" into a static buffer. */
 static const char *
@@ -55,14 +55,37 @@ jparse(const char *single_quoted)
 
 /* ---- field-by-field comparison of sched_params ---- */
 
+/* clang-format off: one field per line reads better than its reflow */
 #define PARAM_FIELDS(X)                                                                            \
 	X(discipline)                                                                              \
-	X(rate) X(mtu) X(upstream) X(seed) X(diffserv) X(isolation) X(rtt_us) X(target_us) X(      \
-			overhead_mode) X(overhead) X(mpu) X(framing) X(wash) X(ingress) X(ecn)     \
-			X(ack_filter) X(memlimit) X(fifo_limit_pkts) X(fifo_limit_bytes) X(        \
-					fqc_flows) X(fqc_quantum) X(fqc_limit) X(fqc_memory_limit) \
-					X(fqc_target_us) X(fqc_interval_us) X(fqc_ce_threshold_us) \
-							X(fqc_drop_batch)
+	X(rate)                                                                                    \
+	X(mtu)                                                                                     \
+	X(upstream)                                                                                \
+	X(seed)                                                                                    \
+	X(diffserv)                                                                                \
+	X(isolation)                                                                               \
+	X(rtt_us)                                                                                  \
+	X(target_us)                                                                               \
+	X(overhead_mode)                                                                           \
+	X(overhead)                                                                                \
+	X(mpu)                                                                                     \
+	X(framing)                                                                                 \
+	X(wash)                                                                                    \
+	X(ingress)                                                                                 \
+	X(ecn)                                                                                     \
+	X(ack_filter)                                                                              \
+	X(memlimit)                                                                                \
+	X(fifo_limit_pkts)                                                                         \
+	X(fifo_limit_bytes)                                                                        \
+	X(fqc_flows)                                                                               \
+	X(fqc_quantum)                                                                             \
+	X(fqc_limit)                                                                               \
+	X(fqc_memory_limit)                                                                        \
+	X(fqc_target_us)                                                                           \
+	X(fqc_interval_us)                                                                         \
+	X(fqc_ce_threshold_us)                                                                     \
+	X(fqc_drop_batch)
+/* clang-format on */
 
 /* Returns the number of fields that differ, printing each. */
 static int
@@ -251,195 +274,191 @@ struct dir_case {
 };
 
 static const struct dir_case dir_cases[] = {
-		{"{}", {{0}}},
-		{"{'discipline': 'cake'}", {{0}}},
-		/* bandwidth, mtu, seed: every discipline */
-		{"{'bandwidth': '280mbit'}", {F(rate, 35000000)}},
-		{"{'bandwidth': '45Mbit'}", {F(rate, 5625000)}},
-		{"{'bandwidth': '1gbit'}", {F(rate, 125000000)}},
-		{"{'bandwidth': '500kbit'}", {F(rate, 62500)}},
-		{"{'bandwidth': '10MBps'}", {F(rate, 10000000)}},
-		{"{'bandwidth': '1kbit'}", {F(rate, 125)}},
-		{"{'bandwidth': '100tbit'}", {F(rate, 12500000000000LL)}},
-		{"{'bandwidth': 'unlimited'}", {F(rate, 0)}},
-		{"{'bandwidth': '0bit'}", {F(rate, 0)}},
-		{"{'mtu': 1500}", {F(mtu, 1500)}},
-		{"{'mtu': 68}", {F(mtu, 68)}},
-		{"{'mtu': 65535}", {F(mtu, 65535)}},
-		{"{'seed': 42}", {F(seed, 42)}},
-		{"{'seed': 0}", {F(seed, 0)}},
-		{"{'seed': 9223372036854775807}", {F(seed, INT64_MAX)}},
-		/* rtt: every preset, and times (target = rtt / 20, at least 1 us) */
-		{"{'rtt': 'datacentre'}", {F(rtt_us, 100), F(target_us, 5)}},
-		{"{'rtt': 'lan'}", {F(rtt_us, 1000), F(target_us, 50)}},
-		{"{'rtt': 'metro'}", {F(rtt_us, 10000), F(target_us, 500)}},
-		{"{'rtt': 'regional'}", {F(rtt_us, 30000), F(target_us, 1500)}},
-		{"{'rtt': 'internet'}", {F(rtt_us, 100000), F(target_us, 5000)}},
-		{"{'rtt': 'oceanic'}", {F(rtt_us, 300000), F(target_us, 15000)}},
-		{"{'rtt': 'satellite'}", {F(rtt_us, 1000000), F(target_us, 50000)}},
-		{"{'rtt': 'interplanetary'}", {F(rtt_us, 1000000000), F(target_us, 50000000)}},
-		{"{'rtt': '40ms'}", {F(rtt_us, 40000), F(target_us, 2000)}},
-		{"{'rtt': '200ms'}", {F(rtt_us, 200000), F(target_us, 10000)}},
-		{"{'rtt': '1.5s'}", {F(rtt_us, 1500000), F(target_us, 75000)}},
-		{"{'rtt': '1ms'}", {F(rtt_us, 1000), F(target_us, 50)}},
-		{"{'rtt': '10us'}", {F(rtt_us, 10), F(target_us, 1)}},
-		{"{'rtt': '1us'}", {F(rtt_us, 1), F(target_us, 1)}},
-		{"{'rtt': '1000s'}", {F(rtt_us, 1000000000), F(target_us, 50000000)}},
-		{"{'target': '10ms'}", {F(target_us, 10000)}},
-		{"{'target': '1us'}", {F(target_us, 1)}},
-		{"{'rtt': '40ms', 'target': '3ms'}", {F(rtt_us, 40000), F(target_us, 3000)}},
-		/* diffserv and isolation: every name */
-		{"{'diffserv': 'diffserv3'}", {F(diffserv, SCHED_DIFFSERV3)}},
-		{"{'diffserv': 'diffserv4'}", {F(diffserv, SCHED_DIFFSERV4)}},
-		{"{'diffserv': 'diffserv8'}", {F(diffserv, SCHED_DIFFSERV8)}},
-		{"{'diffserv': 'besteffort'}", {F(diffserv, SCHED_BESTEFFORT)}},
-		{"{'diffserv': 'precedence'}", {F(diffserv, SCHED_PRECEDENCE)}},
-		{"{'isolation': 'flowblind'}", {F(isolation, SCHED_FLOWBLIND)}},
-		{"{'isolation': 'srchost'}", {F(isolation, SCHED_SRCHOST)}},
-		{"{'isolation': 'dsthost'}", {F(isolation, SCHED_DSTHOST)}},
-		{"{'isolation': 'hosts'}", {F(isolation, SCHED_HOSTS)}},
-		{"{'isolation': 'flows'}", {F(isolation, SCHED_FLOWS)}},
-		{"{'isolation': 'dual-srchost'}", {F(isolation, SCHED_DUAL_SRCHOST)}},
-		{"{'isolation': 'dual-dsthost'}", {F(isolation, SCHED_DUAL_DSTHOST)}},
-		{"{'isolation': 'triple-isolate'}", {F(isolation, SCHED_TRIPLE_ISOLATE)}},
-		/* overhead as an integer */
-		{"{'overhead': 0}", {F(overhead_mode, 1), F(overhead, 0)}},
-		{"{'overhead': 18}", {F(overhead_mode, 1), F(overhead, 18)}},
-		{"{'overhead': -4}", {F(overhead_mode, 1), F(overhead, -4)}},
-		{"{'overhead': -64}", {F(overhead_mode, 1), F(overhead, -64)}},
-		{"{'overhead': 256}", {F(overhead_mode, 1), F(overhead, 256)}},
-		/* overhead keywords: every one, and combinations */
-		{"{'overhead': 'raw'}", {F(overhead_mode, 0), F(overhead, 0)}},
-		{"{'overhead': 'ethernet'}", {F(overhead_mode, 1), F(overhead, 38), F(mpu, 84)}},
-		{"{'overhead': 'ether-vlan'}", {F(overhead_mode, 1), F(overhead, 4)}},
-		{"{'overhead': 'ethernet ether-vlan'}",
-		 {F(overhead_mode, 1), F(overhead, 42), F(mpu, 84)}},
-		{"{'overhead': '  ethernet   ether-vlan '}",
-		 {F(overhead_mode, 1), F(overhead, 42), F(mpu, 84)}},
-		{"{'overhead': 'docsis'}",
-		 {F(overhead_mode, 1), F(overhead, 18), F(mpu, 64),
-		  F(framing, SCHED_FRAMING_NONE)}},
-		{"{'overhead': 'docsis ether-vlan'}",
-		 {F(overhead_mode, 1), F(overhead, 22), F(mpu, 64)}},
-		{"{'overhead': 'conservative'}",
-		 {F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoe-ptm'}",
-		 {F(overhead_mode, 1), F(overhead, 30), F(framing, SCHED_FRAMING_PTM)}},
-		{"{'overhead': 'bridged-ptm'}",
-		 {F(overhead_mode, 1), F(overhead, 22), F(framing, SCHED_FRAMING_PTM)}},
-		{"{'overhead': 'ipoa-vcmux'}",
-		 {F(overhead_mode, 1), F(overhead, 8), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'ipoa-llcsnap'}",
-		 {F(overhead_mode, 1), F(overhead, 16), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'bridged-vcmux'}",
-		 {F(overhead_mode, 1), F(overhead, 24), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'bridged-llcsnap'}",
-		 {F(overhead_mode, 1), F(overhead, 32), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoa-vcmux'}",
-		 {F(overhead_mode, 1), F(overhead, 10), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoa-llc'}",
-		 {F(overhead_mode, 1), F(overhead, 14), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoe-vcmux'}",
-		 {F(overhead_mode, 1), F(overhead, 32), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoe-llcsnap'}",
-		 {F(overhead_mode, 1), F(overhead, 40), F(framing, SCHED_FRAMING_ATM)}},
-		{"{'overhead': 'pppoe-ptm ether-vlan'}",
-		 {F(overhead_mode, 1), F(overhead, 34), F(framing, SCHED_FRAMING_PTM)}},
-		/* explicit mpu / atm win over the keyword's, in either order */
-		{"{'overhead': 'ethernet', 'mpu': 64}",
-		 {F(overhead_mode, 1), F(overhead, 38), F(mpu, 64)}},
-		{"{'mpu': 64, 'overhead': 'ethernet'}",
-		 {F(overhead_mode, 1), F(overhead, 38), F(mpu, 64)}},
-		{"{'mpu': 0, 'overhead': 'docsis'}",
-		 {F(overhead_mode, 1), F(overhead, 18), F(mpu, 0)}},
-		{"{'overhead': 'docsis', 'atm': 'ptm'}",
-		 {F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM)}},
-		{"{'atm': 'ptm', 'overhead': 'docsis'}",
-		 {F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM)}},
-		{"{'atm': 'noatm', 'overhead': 'conservative'}",
-		 {F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_NONE)}},
-		/* mpu and atm alone */
-		{"{'mpu': 0}", {F(mpu, 0)}},
-		{"{'mpu': 64}", {F(mpu, 64)}},
-		{"{'mpu': 256}", {F(mpu, 256)}},
-		{"{'atm': 'atm'}", {F(framing, SCHED_FRAMING_ATM)}},
-		{"{'atm': 'ptm'}", {F(framing, SCHED_FRAMING_PTM)}},
-		{"{'atm': 'noatm'}", {F(framing, SCHED_FRAMING_NONE)}},
-		/* cake flags */
-		{"{'wash': true}", {F(wash, 1)}},
-		{"{'wash': false}", {F(wash, 0)}},
-		{"{'ingress': true}", {F(ingress, 1)}},
-		{"{'ingress': false}", {F(ingress, 0)}},
-		{"{'ecn': false}", {F(ecn, 0)}},
-		{"{'ecn': true}", {F(ecn, 1)}},
-		{"{'ack_filter': true}", {F(ack_filter, SCHED_ACK_FILTER_ON)}},
-		{"{'ack_filter': false}", {F(ack_filter, SCHED_ACK_FILTER_OFF)}},
-		{"{'ack_filter': 'ack-filter'}", {F(ack_filter, SCHED_ACK_FILTER_ON)}},
-		{"{'ack_filter': 'ack-filter-aggressive'}",
-		 {F(ack_filter, SCHED_ACK_FILTER_AGGRESSIVE)}},
-		{"{'ack_filter': 'no-ack-filter'}", {F(ack_filter, SCHED_ACK_FILTER_OFF)}},
-		{"{'memlimit': '32mb'}", {F(memlimit, 33554432)}},
-		{"{'memlimit': '4kb'}", {F(memlimit, 4096)}},
-		{"{'memlimit': '0b'}", {F(memlimit, 0)}},
-		{"{'memlimit': '1024gb'}", {F(memlimit, 1099511627776LL)}},
-		/* fq_codel: every key */
-		{"{'discipline': 'fq_codel'}", {F(discipline, SCHED_DISC_FQ_CODEL)}},
-		{"{'discipline': 'fq_codel', 'flows': 1}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 1)}},
-		{"{'discipline': 'fq_codel', 'flows': 65536}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 65536)}},
-		{"{'discipline': 'fq_codel', 'quantum': 300}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_quantum, 300)}},
-		{"{'discipline': 'fq_codel', 'quantum': 256}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_quantum, 256)}},
-		{"{'discipline': 'fq_codel', 'limit': 1000}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_limit, 1000)}},
-		{"{'discipline': 'fq_codel', 'limit': 1}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_limit, 1)}},
-		{"{'discipline': 'fq_codel', 'memory_limit': '4mb'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_memory_limit, 4194304)}},
-		{"{'discipline': 'fq_codel', 'memory_limit': '4kb'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_memory_limit, 4096)}},
-		{"{'discipline': 'fq_codel', 'target': '1ms'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_target_us, 1000), F(target_us, 5000)}},
-		{"{'discipline': 'fq_codel', 'interval': '200ms'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_interval_us, 200000)}},
-		{"{'discipline': 'fq_codel', 'ce_threshold': '2ms'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_ce_threshold_us, 2000)}},
-		{"{'discipline': 'fq_codel', 'ce_threshold': '0us'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_ce_threshold_us, 0)}},
-		{"{'discipline': 'fq_codel', 'drop_batch': 32}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_drop_batch, 32)}},
-		{"{'discipline': 'fq_codel', 'drop_batch': 4096}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_drop_batch, 4096)}},
-		{"{'discipline': 'fq_codel', 'ecn': false}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(ecn, 0)}},
-		{"{'discipline': 'fq_codel', 'bandwidth': '20mbit', 'overhead': 'ethernet', 'atm': "
-		 "'ptm'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(rate, 2500000), F(overhead_mode, 1),
-		  F(overhead, 38), F(mpu, 84), F(framing, SCHED_FRAMING_PTM)}},
-		/* the discipline is read first, wherever it is written */
-		{"{'flows': 16, 'discipline': 'fq_codel'}",
-		 {F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 16)}},
-		/* fifo: limit as packets or as bytes */
-		{"{'discipline': 'fifo'}", {F(discipline, SCHED_DISC_FIFO)}},
-		{"{'discipline': 'fifo', 'limit': 500}",
-		 {F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 500), F(fifo_limit_bytes, 0)}},
-		{"{'discipline': 'fifo', 'limit': 16777216}",
-		 {F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 16777216)}},
-		{"{'discipline': 'fifo', 'limit': '1mb'}",
-		 {F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0),
-		  F(fifo_limit_bytes, 1048576)}},
-		{"{'discipline': 'fifo', 'limit': '64b'}",
-		 {F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0), F(fifo_limit_bytes, 64)}},
-		{"{'discipline': 'fifo', 'limit': '1500kb'}",
-		 {F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0),
-		  F(fifo_limit_bytes, 1536000)}},
-		{"{'discipline': 'fifo', 'bandwidth': '10mbit', 'mtu': 9000, 'overhead': 'docsis'}",
-		 {F(discipline, SCHED_DISC_FIFO), F(rate, 1250000), F(mtu, 9000),
-		  F(overhead_mode, 1), F(overhead, 18), F(mpu, 64)}},
-		/* emulate does not touch the scheduler's parameters */
-		{"{'emulate': {'delay': '20ms'}}", {{0}}},
+	{ "{}", { { 0 } } },
+	{ "{'discipline': 'cake'}", { { 0 } } },
+	/* bandwidth, mtu, seed: every discipline */
+	{ "{'bandwidth': '280mbit'}", { F(rate, 35000000) } },
+	{ "{'bandwidth': '45Mbit'}", { F(rate, 5625000) } },
+	{ "{'bandwidth': '1gbit'}", { F(rate, 125000000) } },
+	{ "{'bandwidth': '500kbit'}", { F(rate, 62500) } },
+	{ "{'bandwidth': '10MBps'}", { F(rate, 10000000) } },
+	{ "{'bandwidth': '1kbit'}", { F(rate, 125) } },
+	{ "{'bandwidth': '100tbit'}", { F(rate, 12500000000000LL) } },
+	{ "{'bandwidth': 'unlimited'}", { F(rate, 0) } },
+	{ "{'bandwidth': '0bit'}", { F(rate, 0) } },
+	{ "{'mtu': 1500}", { F(mtu, 1500) } },
+	{ "{'mtu': 68}", { F(mtu, 68) } },
+	{ "{'mtu': 65535}", { F(mtu, 65535) } },
+	{ "{'seed': 42}", { F(seed, 42) } },
+	{ "{'seed': 0}", { F(seed, 0) } },
+	{ "{'seed': 9223372036854775807}", { F(seed, INT64_MAX) } },
+	/* rtt: every preset, and times (target = rtt / 20, at least 1 us) */
+	{ "{'rtt': 'datacentre'}", { F(rtt_us, 100), F(target_us, 5) } },
+	{ "{'rtt': 'lan'}", { F(rtt_us, 1000), F(target_us, 50) } },
+	{ "{'rtt': 'metro'}", { F(rtt_us, 10000), F(target_us, 500) } },
+	{ "{'rtt': 'regional'}", { F(rtt_us, 30000), F(target_us, 1500) } },
+	{ "{'rtt': 'internet'}", { F(rtt_us, 100000), F(target_us, 5000) } },
+	{ "{'rtt': 'oceanic'}", { F(rtt_us, 300000), F(target_us, 15000) } },
+	{ "{'rtt': 'satellite'}", { F(rtt_us, 1000000), F(target_us, 50000) } },
+	{ "{'rtt': 'interplanetary'}", { F(rtt_us, 1000000000), F(target_us, 50000000) } },
+	{ "{'rtt': '40ms'}", { F(rtt_us, 40000), F(target_us, 2000) } },
+	{ "{'rtt': '200ms'}", { F(rtt_us, 200000), F(target_us, 10000) } },
+	{ "{'rtt': '1.5s'}", { F(rtt_us, 1500000), F(target_us, 75000) } },
+	{ "{'rtt': '1ms'}", { F(rtt_us, 1000), F(target_us, 50) } },
+	{ "{'rtt': '10us'}", { F(rtt_us, 10), F(target_us, 1) } },
+	{ "{'rtt': '1us'}", { F(rtt_us, 1), F(target_us, 1) } },
+	{ "{'rtt': '1000s'}", { F(rtt_us, 1000000000), F(target_us, 50000000) } },
+	{ "{'target': '10ms'}", { F(target_us, 10000) } },
+	{ "{'target': '1us'}", { F(target_us, 1) } },
+	{ "{'rtt': '40ms', 'target': '3ms'}", { F(rtt_us, 40000), F(target_us, 3000) } },
+	/* diffserv and isolation: every name */
+	{ "{'diffserv': 'diffserv3'}", { F(diffserv, SCHED_DIFFSERV3) } },
+	{ "{'diffserv': 'diffserv4'}", { F(diffserv, SCHED_DIFFSERV4) } },
+	{ "{'diffserv': 'diffserv8'}", { F(diffserv, SCHED_DIFFSERV8) } },
+	{ "{'diffserv': 'besteffort'}", { F(diffserv, SCHED_BESTEFFORT) } },
+	{ "{'diffserv': 'precedence'}", { F(diffserv, SCHED_PRECEDENCE) } },
+	{ "{'isolation': 'flowblind'}", { F(isolation, SCHED_FLOWBLIND) } },
+	{ "{'isolation': 'srchost'}", { F(isolation, SCHED_SRCHOST) } },
+	{ "{'isolation': 'dsthost'}", { F(isolation, SCHED_DSTHOST) } },
+	{ "{'isolation': 'hosts'}", { F(isolation, SCHED_HOSTS) } },
+	{ "{'isolation': 'flows'}", { F(isolation, SCHED_FLOWS) } },
+	{ "{'isolation': 'dual-srchost'}", { F(isolation, SCHED_DUAL_SRCHOST) } },
+	{ "{'isolation': 'dual-dsthost'}", { F(isolation, SCHED_DUAL_DSTHOST) } },
+	{ "{'isolation': 'triple-isolate'}", { F(isolation, SCHED_TRIPLE_ISOLATE) } },
+	/* overhead as an integer */
+	{ "{'overhead': 0}", { F(overhead_mode, 1), F(overhead, 0) } },
+	{ "{'overhead': 18}", { F(overhead_mode, 1), F(overhead, 18) } },
+	{ "{'overhead': -4}", { F(overhead_mode, 1), F(overhead, -4) } },
+	{ "{'overhead': -64}", { F(overhead_mode, 1), F(overhead, -64) } },
+	{ "{'overhead': 256}", { F(overhead_mode, 1), F(overhead, 256) } },
+	/* overhead keywords: every one, and combinations */
+	{ "{'overhead': 'raw'}", { F(overhead_mode, 0), F(overhead, 0) } },
+	{ "{'overhead': 'ethernet'}", { F(overhead_mode, 1), F(overhead, 38), F(mpu, 84) } },
+	{ "{'overhead': 'ether-vlan'}", { F(overhead_mode, 1), F(overhead, 4) } },
+	{ "{'overhead': 'ethernet ether-vlan'}",
+	  { F(overhead_mode, 1), F(overhead, 42), F(mpu, 84) } },
+	{ "{'overhead': '  ethernet   ether-vlan '}",
+	  { F(overhead_mode, 1), F(overhead, 42), F(mpu, 84) } },
+	{ "{'overhead': 'docsis'}",
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_NONE) } },
+	{ "{'overhead': 'docsis ether-vlan'}",
+	  { F(overhead_mode, 1), F(overhead, 22), F(mpu, 64) } },
+	{ "{'overhead': 'conservative'}",
+	  { F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoe-ptm'}",
+	  { F(overhead_mode, 1), F(overhead, 30), F(framing, SCHED_FRAMING_PTM) } },
+	{ "{'overhead': 'bridged-ptm'}",
+	  { F(overhead_mode, 1), F(overhead, 22), F(framing, SCHED_FRAMING_PTM) } },
+	{ "{'overhead': 'ipoa-vcmux'}",
+	  { F(overhead_mode, 1), F(overhead, 8), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'ipoa-llcsnap'}",
+	  { F(overhead_mode, 1), F(overhead, 16), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'bridged-vcmux'}",
+	  { F(overhead_mode, 1), F(overhead, 24), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'bridged-llcsnap'}",
+	  { F(overhead_mode, 1), F(overhead, 32), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoa-vcmux'}",
+	  { F(overhead_mode, 1), F(overhead, 10), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoa-llc'}",
+	  { F(overhead_mode, 1), F(overhead, 14), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoe-vcmux'}",
+	  { F(overhead_mode, 1), F(overhead, 32), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoe-llcsnap'}",
+	  { F(overhead_mode, 1), F(overhead, 40), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'pppoe-ptm ether-vlan'}",
+	  { F(overhead_mode, 1), F(overhead, 34), F(framing, SCHED_FRAMING_PTM) } },
+	/* explicit mpu / atm win over the keyword's, in either order */
+	{ "{'overhead': 'ethernet', 'mpu': 64}",
+	  { F(overhead_mode, 1), F(overhead, 38), F(mpu, 64) } },
+	{ "{'mpu': 64, 'overhead': 'ethernet'}",
+	  { F(overhead_mode, 1), F(overhead, 38), F(mpu, 64) } },
+	{ "{'mpu': 0, 'overhead': 'docsis'}", { F(overhead_mode, 1), F(overhead, 18), F(mpu, 0) } },
+	{ "{'overhead': 'docsis', 'atm': 'ptm'}",
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM) } },
+	{ "{'atm': 'ptm', 'overhead': 'docsis'}",
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM) } },
+	{ "{'atm': 'noatm', 'overhead': 'conservative'}",
+	  { F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_NONE) } },
+	/* mpu and atm alone */
+	{ "{'mpu': 0}", { F(mpu, 0) } },
+	{ "{'mpu': 64}", { F(mpu, 64) } },
+	{ "{'mpu': 256}", { F(mpu, 256) } },
+	{ "{'atm': 'atm'}", { F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'atm': 'ptm'}", { F(framing, SCHED_FRAMING_PTM) } },
+	{ "{'atm': 'noatm'}", { F(framing, SCHED_FRAMING_NONE) } },
+	/* cake flags */
+	{ "{'wash': true}", { F(wash, 1) } },
+	{ "{'wash': false}", { F(wash, 0) } },
+	{ "{'ingress': true}", { F(ingress, 1) } },
+	{ "{'ingress': false}", { F(ingress, 0) } },
+	{ "{'ecn': false}", { F(ecn, 0) } },
+	{ "{'ecn': true}", { F(ecn, 1) } },
+	{ "{'ack_filter': true}", { F(ack_filter, SCHED_ACK_FILTER_ON) } },
+	{ "{'ack_filter': false}", { F(ack_filter, SCHED_ACK_FILTER_OFF) } },
+	{ "{'ack_filter': 'ack-filter'}", { F(ack_filter, SCHED_ACK_FILTER_ON) } },
+	{ "{'ack_filter': 'ack-filter-aggressive'}",
+	  { F(ack_filter, SCHED_ACK_FILTER_AGGRESSIVE) } },
+	{ "{'ack_filter': 'no-ack-filter'}", { F(ack_filter, SCHED_ACK_FILTER_OFF) } },
+	{ "{'memlimit': '32mb'}", { F(memlimit, 33554432) } },
+	{ "{'memlimit': '4kb'}", { F(memlimit, 4096) } },
+	{ "{'memlimit': '0b'}", { F(memlimit, 0) } },
+	{ "{'memlimit': '1024gb'}", { F(memlimit, 1099511627776LL) } },
+	/* fq_codel: every key */
+	{ "{'discipline': 'fq_codel'}", { F(discipline, SCHED_DISC_FQ_CODEL) } },
+	{ "{'discipline': 'fq_codel', 'flows': 1}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 1) } },
+	{ "{'discipline': 'fq_codel', 'flows': 65536}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 65536) } },
+	{ "{'discipline': 'fq_codel', 'quantum': 300}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_quantum, 300) } },
+	{ "{'discipline': 'fq_codel', 'quantum': 256}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_quantum, 256) } },
+	{ "{'discipline': 'fq_codel', 'limit': 1000}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_limit, 1000) } },
+	{ "{'discipline': 'fq_codel', 'limit': 1}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_limit, 1) } },
+	{ "{'discipline': 'fq_codel', 'memory_limit': '4mb'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_memory_limit, 4194304) } },
+	{ "{'discipline': 'fq_codel', 'memory_limit': '4kb'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_memory_limit, 4096) } },
+	{ "{'discipline': 'fq_codel', 'target': '1ms'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_target_us, 1000), F(target_us, 5000) } },
+	{ "{'discipline': 'fq_codel', 'interval': '200ms'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_interval_us, 200000) } },
+	{ "{'discipline': 'fq_codel', 'ce_threshold': '2ms'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_ce_threshold_us, 2000) } },
+	{ "{'discipline': 'fq_codel', 'ce_threshold': '0us'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_ce_threshold_us, 0) } },
+	{ "{'discipline': 'fq_codel', 'drop_batch': 32}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_drop_batch, 32) } },
+	{ "{'discipline': 'fq_codel', 'drop_batch': 4096}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_drop_batch, 4096) } },
+	{ "{'discipline': 'fq_codel', 'ecn': false}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(ecn, 0) } },
+	{ "{'discipline': 'fq_codel', 'bandwidth': '20mbit', 'overhead': 'ethernet', 'atm': "
+	  "'ptm'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(rate, 2500000), F(overhead_mode, 1),
+	    F(overhead, 38), F(mpu, 84), F(framing, SCHED_FRAMING_PTM) } },
+	/* the discipline is read first, wherever it is written */
+	{ "{'flows': 16, 'discipline': 'fq_codel'}",
+	  { F(discipline, SCHED_DISC_FQ_CODEL), F(fqc_flows, 16) } },
+	/* fifo: limit as packets or as bytes */
+	{ "{'discipline': 'fifo'}", { F(discipline, SCHED_DISC_FIFO) } },
+	{ "{'discipline': 'fifo', 'limit': 500}",
+	  { F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 500), F(fifo_limit_bytes, 0) } },
+	{ "{'discipline': 'fifo', 'limit': 16777216}",
+	  { F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 16777216) } },
+	{ "{'discipline': 'fifo', 'limit': '1mb'}",
+	  { F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0), F(fifo_limit_bytes, 1048576) } },
+	{ "{'discipline': 'fifo', 'limit': '64b'}",
+	  { F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0), F(fifo_limit_bytes, 64) } },
+	{ "{'discipline': 'fifo', 'limit': '1500kb'}",
+	  { F(discipline, SCHED_DISC_FIFO), F(fifo_limit_pkts, 0), F(fifo_limit_bytes, 1536000) } },
+	{ "{'discipline': 'fifo', 'bandwidth': '10mbit', 'mtu': 9000, 'overhead': 'docsis'}",
+	  { F(discipline, SCHED_DISC_FIFO), F(rate, 1250000), F(mtu, 9000), F(overhead_mode, 1),
+	    F(overhead, 18), F(mpu, 64) } },
+	/* emulate does not touch the scheduler's parameters */
+	{ "{'emulate': {'delay': '20ms'}}", { { 0 } } },
 };
 
 static void
@@ -669,10 +688,10 @@ struct err_case {
 };
 
 #define DOWN(body) "{" PORTS ", 'downstream': " body "}"
-#define UP(body) "{" PORTS ", 'upstream': " body "}"
-#define FQC(keys) DOWN("{'discipline': 'fq_codel', " keys "}")
+#define UP(body)   "{" PORTS ", 'upstream': " body "}"
+#define FQC(keys)  DOWN("{'discipline': 'fq_codel', " keys "}")
 #define FIFO(keys) DOWN("{'discipline': 'fifo', " keys "}")
-#define TOP(keys) "{" PORTS ", " keys "}"
+#define TOP(keys)  "{" PORTS ", " keys "}"
 
 #define TOP_KEYS "(known: ports, upstream, downstream, control, lcores, dataplane, comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
@@ -694,327 +713,301 @@ struct err_case {
 #define SIZE_TYPE "expected a size as a string such as \"32mb\""
 
 static const struct err_case err_cases[] = {
-		/* top level */
-		{"[1]", "(top level): expected an object, got an array"},
-		{TOP("'foo': 1"), "foo: unknown key " TOP_KEYS},
-		{TOP("'Comment': 'x'"), "Comment: unknown key " TOP_KEYS},
-		{TOP("'port': {}"), "port: unknown key " TOP_KEYS},
-		/* ports */
-		{"{}", "ports.wan: missing: name the wan port's device"},
-		{"{'ports': {}}", "ports.wan: missing: name the wan port's device"},
-		{"{'ports': {'lan': 'eth1'}}", "ports.wan: missing: name the wan port's device"},
-		{"{'ports': {'wan': 'eth0'}}", "ports.lan: missing: name the lan port's device"},
-		{"{'ports': {'wan': '', 'lan': 'eth1'}}",
-		 "ports.wan: missing: name the wan port's device"},
-		{"{'ports': {'wan': 'eth0', 'lan': 'eth0'}}",
-		 "ports: wan and lan name the same device \"eth0\""},
-		{"{'ports': {'wan': {'device': '0000:01:00.0'}, 'lan': '0000:01:00.0'}}",
-		 "ports: wan and lan name the same device \"0000:01:00.0\""},
-		{"{'ports': ['eth0', 'eth1']}", "ports: expected an object, got an array"},
-		{"{'ports': 'eth0'}", "ports: expected an object, got a string"},
-		{"{'ports': {'wan': 'eth0', 'lan': 'eth1', 'dmz': 'eth2'}}",
-		 "ports.dmz: unknown port (known: wan, lan)"},
-		{"{'ports': {'WAN': 'eth0', 'lan': 'eth1'}}",
-		 "ports.WAN: unknown port (known: wan, lan)"},
-		{"{'ports': {'wan': 5, 'lan': 'eth1'}}",
-		 "ports.wan: expected a device string or an object, got an integer"},
-		{"{'ports': {'wan': null, 'lan': 'eth1'}}",
-		 "ports.wan: expected a device string or an object, got null"},
-		{"{'ports': {'wan': {}, 'lan': 'eth1'}}",
-		 "ports.wan: missing \"device\" (a PCI address, vdev string or port name)"},
-		{"{'ports': {'wan': {'device': 5}, 'lan': 'eth1'}}",
-		 "ports.wan.device: expected a string, got an integer"},
-		{"{'ports': {'wan': {'device': 'eth0', 'rx_descriptors': 32}, 'lan': 'eth1'}}",
-		 "ports.wan.rx_descriptors: 32 is out of range 64..16384"},
-		{"{'ports': {'wan': 'eth0', 'lan': {'device': 'eth1', 'tx_descriptors': 16385}}}",
-		 "ports.lan.tx_descriptors: 16385 is out of range 64..16384"},
-		{"{'ports': {'wan': {'device': 'eth0', 'rx_descriptors': '1024'}, 'lan': 'eth1'}}",
-		 "ports.wan.rx_descriptors: expected an integer, got a string"},
-		{"{'ports': {'wan': {'device': 'eth0', 'mtu': 1500}, 'lan': 'eth1'}}",
-		 "ports.wan.mtu: unknown key (known: device, rx_descriptors, tx_descriptors)"},
-		/* direction: shape and keys */
-		{DOWN("'cake'"), "downstream: expected an object, got a string"},
-		{UP("[]"), "upstream: expected an object, got an array"},
-		{DOWN("{'foo': 1}"), "downstream.foo: unknown key"},
-		{DOWN("{'comment': 'no'}"), "downstream.comment: unknown key"},
-		{DOWN("{'Bandwidth': '1mbit'}"), "downstream.Bandwidth: unknown key"},
-		{DOWN("{'discipline': 'htb'}"), "downstream.discipline: \"htb\" is not a valid "
-						"discipline (one of: fifo, fq_codel, cake)"},
-		{DOWN("{'discipline': 'CAKE'}"), "downstream.discipline: \"CAKE\" is not a valid "
-						 "discipline (one of: fifo, fq_codel, cake)"},
-		{DOWN("{'discipline': 2}"), "downstream.discipline: expected a string (discipline: "
-					    "fifo, fq_codel, cake), got an "
-					    "integer"},
-		/* keys that do not apply to the discipline */
-		{FIFO("'diffserv': 'diffserv4'"),
-		 "downstream.diffserv: does not apply to discipline \"fifo\""},
-		{FIFO("'rtt': '40ms'"), "downstream.rtt: does not apply to discipline \"fifo\""},
-		{FIFO("'target': '5ms'"),
-		 "downstream.target: does not apply to discipline \"fifo\""},
-		{FIFO("'ecn': true"), "downstream.ecn: does not apply to discipline \"fifo\""},
-		{FIFO("'flows': 1024"), "downstream.flows: does not apply to discipline \"fifo\""},
-		{FIFO("'ack_filter': true"),
-		 "downstream.ack_filter: does not apply to discipline \"fifo\""},
-		{FIFO("'wash': true"), "downstream.wash: does not apply to discipline \"fifo\""},
-		{FQC("'diffserv': 'diffserv3'"),
-		 "downstream.diffserv: does not apply to discipline \"fq_codel\""},
-		{FQC("'rtt': 'internet'"),
-		 "downstream.rtt: does not apply to discipline \"fq_codel\""},
-		{FQC("'isolation': 'flows'"),
-		 "downstream.isolation: does not apply to discipline \"fq_codel\""},
-		{FQC("'wash': true"), "downstream.wash: does not apply to discipline \"fq_codel\""},
-		{FQC("'ingress': true"),
-		 "downstream.ingress: does not apply to discipline \"fq_codel\""},
-		{FQC("'memlimit': '4mb'"),
-		 "downstream.memlimit: does not apply to discipline \"fq_codel\""},
-		{FQC("'ack_filter': true"),
-		 "downstream.ack_filter: does not apply to discipline \"fq_codel\""},
-		{DOWN("{'flows': 1024}"),
-		 "downstream.flows: does not apply to discipline \"cake\""},
-		{DOWN("{'limit': 1000}"),
-		 "downstream.limit: does not apply to discipline \"cake\""},
-		{DOWN("{'quantum': 1514}"),
-		 "downstream.quantum: does not apply to discipline \"cake\""},
-		{DOWN("{'interval': '100ms'}"),
-		 "downstream.interval: does not apply to discipline \"cake\""},
-		{DOWN("{'ce_threshold': '1ms'}"),
-		 "downstream.ce_threshold: does not apply to discipline \"cake\""},
-		{DOWN("{'drop_batch': 64}"),
-		 "downstream.drop_batch: does not apply to discipline \"cake\""},
-		{DOWN("{'memory_limit': '32mb'}"),
-		 "downstream.memory_limit: does not apply to discipline \"cake\""},
-		/* bandwidth */
-		{DOWN("{'bandwidth': '280mbps'}"),
-		 "downstream.bandwidth: \"280mbps\" is not a rate (try \"280mbit\")"},
-		{UP("{'bandwidth': '20Mbps'}"),
-		 "upstream.bandwidth: \"20Mbps\" is not a rate (try \"20mbit\")"},
-		{UP("{'bandwidth': '20'}"),
-		 "upstream.bandwidth: \"20\" has no unit (a bare number is ambiguous: write e.g. "
-		 "\"100mbit\" or \"500kbit\")"},
-		{DOWN("{'bandwidth': 'fast'}"),
-		 "downstream.bandwidth: \"fast\" is not a rate (write a number and a unit, e.g. "
-		 "\"100mbit\" or \"unlimited\")"},
-		{DOWN("{'bandwidth': ''}"),
-		 "downstream.bandwidth: \"\" is not a rate (write a number and a unit, e.g. "
-		 "\"100mbit\" or \"unlimited\")"},
-		{DOWN("{'bandwidth': 280}"), "downstream.bandwidth: " RATE_TYPE ", got an integer"},
-		{DOWN("{'bandwidth': 2.5}"), "downstream.bandwidth: " RATE_TYPE ", got a number"},
-		{DOWN("{'bandwidth': null}"), "downstream.bandwidth: " RATE_TYPE ", got null"},
-		{DOWN("{'bandwidth': '101tbit'}"),
-		 "downstream.bandwidth: \"101tbit\" is out of range for a rate"},
-		{DOWN("{'bandwidth': '992bit'}"),
-		 "downstream.bandwidth: below the minimum of 1kbit"},
-		{DOWN("{'bandwidth': '0.5kbit'}"),
-		 "downstream.bandwidth: below the minimum of 1kbit"},
-		{DOWN("{'bandwidth': '100bit'}"),
-		 "downstream.bandwidth: below the minimum of 1kbit"},
-		/* mtu, overhead, mpu, atm, seed */
-		{DOWN("{'mtu': 67}"), "downstream.mtu: 67 is out of range 68..65535"},
-		{DOWN("{'mtu': 65536}"), "downstream.mtu: 65536 is out of range 68..65535"},
-		{DOWN("{'mtu': 1500.0}"), "downstream.mtu: expected an integer, got a number"},
-		{DOWN("{'mtu': '1500'}"), "downstream.mtu: expected an integer, got a string"},
-		{DOWN("{'overhead': 300}"), "downstream.overhead: 300 is out of range -64..256"},
-		{DOWN("{'overhead': 257}"), "downstream.overhead: 257 is out of range -64..256"},
-		{DOWN("{'overhead': -65}"), "downstream.overhead: -65 is out of range -64..256"},
-		{DOWN("{'overhead': true}"), "downstream.overhead: expected an integer (-64..256) "
-					     "or link-layer keywords such as "
-					     "\"ethernet\" or \"docsis\", got a boolean"},
-		{DOWN("{'overhead': 1.5}"), "downstream.overhead: expected an integer (-64..256) "
-					    "or link-layer keywords such as "
-					    "\"ethernet\" or \"docsis\", got a number"},
-		{DOWN("{'overhead': 'ethernt'}"),
-		 "downstream.overhead: \"ethernt\" is not a link-layer keyword " LL_KEYWORDS},
-		{DOWN("{'overhead': 'Ethernet'}"),
-		 "downstream.overhead: \"Ethernet\" is not a link-layer keyword " LL_KEYWORDS},
-		{DOWN("{'overhead': 'ethernet vlan'}"),
-		 "downstream.overhead: \"vlan\" is not a link-layer keyword " LL_KEYWORDS},
-		{DOWN("{'overhead': '18'}"),
-		 "downstream.overhead: \"18\" is not a link-layer keyword " LL_KEYWORDS},
-		{DOWN("{'overhead': 'pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap "
-		      "pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap'}"),
-		 "downstream.overhead: the keywords add up to 280 bytes, more than 256"},
-		{DOWN("{'mpu': -1}"), "downstream.mpu: -1 is out of range 0..256"},
-		{DOWN("{'mpu': 257}"), "downstream.mpu: 257 is out of range 0..256"},
-		{DOWN("{'mpu': '64'}"), "downstream.mpu: expected an integer, got a string"},
-		{DOWN("{'atm': 'yes'}"),
-		 "downstream.atm: \"yes\" is not a valid framing (one of: noatm, atm, ptm)"},
-		{DOWN("{'atm': true}"),
-		 "downstream.atm: expected a string (framing: noatm, atm, ptm), got a boolean"},
-		{DOWN("{'seed': -1}"),
-		 "downstream.seed: -1 is out of range 0..9223372036854775807"},
-		{DOWN("{'seed': '42'}"), "downstream.seed: expected an integer, got a string"},
-		/* rtt and target */
-		{DOWN("{'rtt': 'fast'}"), "downstream.rtt: \"fast\" " RTT_HINT},
-		{DOWN("{'rtt': 'Internet'}"), "downstream.rtt: \"Internet\" " RTT_HINT},
-		{DOWN("{'rtt': '100'}"), "downstream.rtt: \"100\" " RTT_HINT},
-		{DOWN("{'rtt': '40mbit'}"), "downstream.rtt: \"40mbit\" " RTT_HINT},
-		{DOWN("{'rtt': 100}"), "downstream.rtt: " TIME_TYPE ", got an integer"},
-		{DOWN("{'rtt': '0.5us'}"), "downstream.rtt: \"0.5us\" is out of range for a time"},
-		{DOWN("{'rtt': '0ms'}"), "downstream.rtt: \"0ms\" is out of range for a time"},
-		{DOWN("{'rtt': '1001s'}"), "downstream.rtt: \"1001s\" is out of range for a time"},
-		{DOWN("{'target': '0us'}"),
-		 "downstream.target: \"0us\" is out of range for a time"},
-		{DOWN("{'target': 'internet'}"),
-		 "downstream.target: \"internet\" is not a time (write a number and a unit, e.g. "
-		 "\"30ms\" or \"100us\")"},
-		{DOWN("{'target': '5'}"),
-		 "downstream.target: \"5\" has no unit (a bare number is ambiguous: write e.g. "
-		 "\"30ms\" or \"100us\")"},
-		{DOWN("{'target': 5}"), "downstream.target: " TIME_TYPE ", got an integer"},
-		/* cake enums and flags */
-		{DOWN("{'diffserv': 'diffserv5'}"),
-		 "downstream.diffserv: \"diffserv5\" is not a valid diffserv mode (one of: " DS_NAMES
-		 ")"},
-		{DOWN("{'diffserv': 'Diffserv3'}"),
-		 "downstream.diffserv: \"Diffserv3\" is not a valid diffserv mode (one of: " DS_NAMES
-		 ")"},
-		{DOWN("{'diffserv': 3}"),
-		 "downstream.diffserv: expected a string (diffserv mode: " DS_NAMES
-		 "), got an integer"},
-		{DOWN("{'isolation': 'dual'}"),
-		 "downstream.isolation: \"dual\" is not a valid isolation mode (one of: " ISO_NAMES ")"},
-		{DOWN("{'isolation': ['flows']}"),
-		 "downstream.isolation: expected a string (isolation mode: " ISO_NAMES
-		 "), got an array"},
-		{DOWN("{'wash': 'yes'}"), "downstream.wash: expected true or false, got a string"},
-		{DOWN("{'wash': 1}"), "downstream.wash: expected true or false, got an integer"},
-		{DOWN("{'ingress': null}"), "downstream.ingress: expected true or false, got null"},
-		{DOWN("{'ecn': 'on'}"), "downstream.ecn: expected true or false, got a string"},
-		{DOWN("{'ack_filter': 'aggressive'}"),
-		 "downstream.ack_filter: \"aggressive\" is not a valid ACK filter mode (one "
-		 "of: " ACK_NAMES ")"},
-		{DOWN("{'ack_filter': 1}"),
-		 "downstream.ack_filter: expected a string (ACK filter mode: " ACK_NAMES
-		 "), got an "
-		 "integer"},
-		{DOWN("{'memlimit': '2tb'}"),
-		 "downstream.memlimit: \"2tb\" is not a size (units: b kb mb gb)"},
-		{DOWN("{'memlimit': '1025gb'}"),
-		 "downstream.memlimit: \"1025gb\" is out of range for a size"},
-		{DOWN("{'memlimit': 1000}"), "downstream.memlimit: " SIZE_TYPE ", got an integer"},
-		{DOWN("{'memlimit': '32'}"), "downstream.memlimit: \"32\" has no unit (write e.g. "
-					     "\"1500b\", \"64kb\" or \"32mb\")"},
-		/* fq_codel */
-		{FQC("'flows': 0"), "downstream.flows: 0 is out of range 1..65536"},
-		{FQC("'flows': 65537"), "downstream.flows: 65537 is out of range 1..65536"},
-		{FQC("'flows': '1024'"), "downstream.flows: expected an integer, got a string"},
-		{FQC("'quantum': 255"), "downstream.quantum: 255 is out of range 256..1048576"},
-		{FQC("'quantum': 1048577"),
-		 "downstream.quantum: 1048577 is out of range 256..1048576"},
-		{FQC("'limit': 0"), "downstream.limit: 0 is out of range 1..16777216"},
-		{FQC("'limit': 16777217"),
-		 "downstream.limit: 16777217 is out of range 1..16777216"},
-		{FQC("'limit': '1mb'"), "downstream.limit: expected an integer, got a string"},
-		{FQC("'memory_limit': '1kb'"),
-		 "downstream.memory_limit: \"1kb\" is out of range for a size"},
-		{FQC("'memory_limit': 4096"),
-		 "downstream.memory_limit: " SIZE_TYPE ", got an integer"},
-		{FQC("'target': '0ms'"), "downstream.target: \"0ms\" is out of range for a time"},
-		{FQC("'interval': '0us'"),
-		 "downstream.interval: \"0us\" is out of range for a time"},
-		{FQC("'interval': '100'"),
-		 "downstream.interval: \"100\" has no unit (a bare number is ambiguous: write e.g. "
-		 "\"30ms\" or \"100us\")"},
-		{FQC("'ce_threshold': 1"),
-		 "downstream.ce_threshold: " TIME_TYPE ", got an integer"},
-		{FQC("'ce_threshold': '1h'"),
-		 "downstream.ce_threshold: \"1h\" is not a time (units: s ms us ns)"},
-		{FQC("'drop_batch': 0"), "downstream.drop_batch: 0 is out of range 1..4096"},
-		{FQC("'drop_batch': 4097"), "downstream.drop_batch: 4097 is out of range 1..4096"},
-		{FQC("'ecn': 0"), "downstream.ecn: expected true or false, got an integer"},
-		/* fifo */
-		{FIFO("'limit': -1"), "downstream.limit: -1 is out of range 0..16777216"},
-		{FIFO("'limit': '32b'"), "downstream.limit: \"32b\" is out of range for a size"},
-		{FIFO("'limit': '1mbps'"),
-		 "downstream.limit: \"1mbps\" is not a size (units: b kb mb gb)"},
-		{FIFO("'limit': '1000'"), "downstream.limit: \"1000\" has no unit (write e.g. "
-					  "\"1500b\", \"64kb\" or \"32mb\")"},
-		{FIFO("'limit': true"), "downstream.limit: expected an integer, got a boolean"},
-		/* emulate */
-		{DOWN("{'emulate': 'none'}"),
-		 "downstream.emulate: expected an object, got a string"},
-		{DOWN("{'emulate': {'delay': '61s'}}"),
-		 "downstream.emulate.delay: \"61s\" is out of range for a time"},
-		{DOWN("{'emulate': {'delay': 20}}"),
-		 "downstream.emulate.delay: " TIME_TYPE ", got an integer"},
-		{UP("{'emulate': {'jitter': '5'}}"), "upstream.emulate.jitter: \"5\" has no unit "
-						     "(a bare number is ambiguous: write e.g. "
-						     "\"30ms\" or \"100us\")"},
-		{DOWN("{'emulate': {'loss': 101}}"),
-		 "downstream.emulate.loss: expected a percentage 0..100"},
-		{DOWN("{'emulate': {'loss': -0.5}}"),
-		 "downstream.emulate.loss: expected a percentage 0..100"},
-		{DOWN("{'emulate': {'loss': '1%'}}"),
-		 "downstream.emulate.loss: expected a percentage 0..100"},
-		{DOWN("{'emulate': {'seed': -1}}"),
-		 "downstream.emulate.seed: -1 is out of range 0..9223372036854775807"},
-		{DOWN("{'emulate': {'rate': '1mbit'}}"),
-		 "downstream.emulate.rate: unknown key (known: delay, jitter, loss, seed, limit)"},
-		/* control */
-		{TOP("'control': true"), "control: expected an object, got a boolean"},
-		{TOP("'control': {'enabled': 'yes'}"),
-		 "control.enabled: expected true or false, got a string"},
-		{TOP("'control': {'socket': 'shaper.sock'}"),
-		 "control.socket: must be an absolute path"},
-		{TOP("'control': {'socket': './shaper.sock'}"),
-		 "control.socket: must be an absolute path"},
-		{TOP("'control': {'socket': ''}"), "control.socket: must be an absolute path"},
-		{TOP("'control': {'socket': 5}"),
-		 "control.socket: expected a string, got an integer"},
-		{TOP("'control': {'group': 0}"),
-		 "control.group: expected a string, got an integer"},
-		{TOP("'control': {'mode': 432}"),
-		 "control.mode: expected a string, got an integer"},
-		{TOP("'control': {'mode': '0999'}"),
-		 "control.mode: \"0999\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': '8'}"),
-		 "control.mode: \"8\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': '1777'}"),
-		 "control.mode: \"1777\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': 'rw-rw----'}"),
-		 "control.mode: \"rw-rw----\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': ''}"),
-		 "control.mode: \"\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': '0660 '}"),
-		 "control.mode: \"0660 \" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': '-1'}"),
-		 "control.mode: \"-1\" is not an octal mode such as \"0660\""},
-		{TOP("'control': {'mode': '00000000000000000660'}"),
-		 "control.mode: longer than 15 characters"},
-		{TOP("'control': {'path': '/run/x'}"),
-		 "control.path: unknown key (known: enabled, socket, group, mode)"},
-		/* lcores */
-		{TOP("'lcores': [1]"), "lcores: expected an object, got an array"},
-		{TOP("'lcores': {'workers': []}"), WORKERS_MSG},
-		{TOP("'lcores': {'workers': [1, 2, 3]}"), WORKERS_MSG},
-		{TOP("'lcores': {'workers': 1}"), WORKERS_MSG},
-		{TOP("'lcores': {'workers': ['1']}"),
-		 "lcores.workers[0]: expected an integer, got a string"},
-		{TOP("'lcores': {'workers': [1, 1024]}"),
-		 "lcores.workers[1]: 1024 is out of range 0..1023"},
-		{TOP("'lcores': {'workers': [-1]}"),
-		 "lcores.workers[0]: -1 is out of range 0..1023"},
-		{TOP("'lcores': {'workers': [3, 3]}"),
-		 "lcores.workers: the two workers need different lcores"},
-		{TOP("'lcores': {'main': 0}"), "lcores: unknown key \"main\" (known: workers)"},
-		/* dataplane */
-		{TOP("'dataplane': 1"), "dataplane: expected an object, got an integer"},
-		{TOP("'dataplane': {'mbufs': 1023}"),
-		 "dataplane.mbufs: 1023 is out of range 1024..16777216"},
-		{TOP("'dataplane': {'burst': 0}"), "dataplane.burst: 0 is out of range 1..256"},
-		{TOP("'dataplane': {'burst': 257}"), "dataplane.burst: 257 is out of range 1..256"},
-		{TOP("'dataplane': {'burst': 32.0}"),
-		 "dataplane.burst: expected an integer, got a number"},
-		{TOP("'dataplane': {'idle_sleep': 20}"),
-		 "dataplane.idle_sleep: " TIME_TYPE ", got an integer"},
-		{TOP("'dataplane': {'idle_sleep': '11ms'}"),
-		 "dataplane.idle_sleep: \"11ms\" is out of range for a time"},
-		{TOP("'dataplane': {'ring': 1024}"),
-		 "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep)"},
-		/* the first error in file order is the one reported */
-		{"{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS},
-		{DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"),
-		 "downstream.mtu: 1 is out of range 68..65535"},
+	/* top level */
+	{ "[1]", "(top level): expected an object, got an array" },
+	{ TOP("'foo': 1"), "foo: unknown key " TOP_KEYS },
+	{ TOP("'Comment': 'x'"), "Comment: unknown key " TOP_KEYS },
+	{ TOP("'port': {}"), "port: unknown key " TOP_KEYS },
+	/* ports */
+	{ "{}", "ports.wan: missing: name the wan port's device" },
+	{ "{'ports': {}}", "ports.wan: missing: name the wan port's device" },
+	{ "{'ports': {'lan': 'eth1'}}", "ports.wan: missing: name the wan port's device" },
+	{ "{'ports': {'wan': 'eth0'}}", "ports.lan: missing: name the lan port's device" },
+	{ "{'ports': {'wan': '', 'lan': 'eth1'}}",
+	  "ports.wan: missing: name the wan port's device" },
+	{ "{'ports': {'wan': 'eth0', 'lan': 'eth0'}}",
+	  "ports: wan and lan name the same device \"eth0\"" },
+	{ "{'ports': {'wan': {'device': '0000:01:00.0'}, 'lan': '0000:01:00.0'}}",
+	  "ports: wan and lan name the same device \"0000:01:00.0\"" },
+	{ "{'ports': ['eth0', 'eth1']}", "ports: expected an object, got an array" },
+	{ "{'ports': 'eth0'}", "ports: expected an object, got a string" },
+	{ "{'ports': {'wan': 'eth0', 'lan': 'eth1', 'dmz': 'eth2'}}",
+	  "ports.dmz: unknown port (known: wan, lan)" },
+	{ "{'ports': {'WAN': 'eth0', 'lan': 'eth1'}}",
+	  "ports.WAN: unknown port (known: wan, lan)" },
+	{ "{'ports': {'wan': 5, 'lan': 'eth1'}}",
+	  "ports.wan: expected a device string or an object, got an integer" },
+	{ "{'ports': {'wan': null, 'lan': 'eth1'}}",
+	  "ports.wan: expected a device string or an object, got null" },
+	{ "{'ports': {'wan': {}, 'lan': 'eth1'}}",
+	  "ports.wan: missing \"device\" (a PCI address, vdev string or port name)" },
+	{ "{'ports': {'wan': {'device': 5}, 'lan': 'eth1'}}",
+	  "ports.wan.device: expected a string, got an integer" },
+	{ "{'ports': {'wan': {'device': 'eth0', 'rx_descriptors': 32}, 'lan': 'eth1'}}",
+	  "ports.wan.rx_descriptors: 32 is out of range 64..16384" },
+	{ "{'ports': {'wan': 'eth0', 'lan': {'device': 'eth1', 'tx_descriptors': 16385}}}",
+	  "ports.lan.tx_descriptors: 16385 is out of range 64..16384" },
+	{ "{'ports': {'wan': {'device': 'eth0', 'rx_descriptors': '1024'}, 'lan': 'eth1'}}",
+	  "ports.wan.rx_descriptors: expected an integer, got a string" },
+	{ "{'ports': {'wan': {'device': 'eth0', 'mtu': 1500}, 'lan': 'eth1'}}",
+	  "ports.wan.mtu: unknown key (known: device, rx_descriptors, tx_descriptors)" },
+	/* direction: shape and keys */
+	{ DOWN("'cake'"), "downstream: expected an object, got a string" },
+	{ UP("[]"), "upstream: expected an object, got an array" },
+	{ DOWN("{'foo': 1}"), "downstream.foo: unknown key" },
+	{ DOWN("{'comment': 'no'}"), "downstream.comment: unknown key" },
+	{ DOWN("{'Bandwidth': '1mbit'}"), "downstream.Bandwidth: unknown key" },
+	{ DOWN("{'discipline': 'htb'}"), "downstream.discipline: \"htb\" is not a valid "
+					 "discipline (one of: fifo, fq_codel, cake)" },
+	{ DOWN("{'discipline': 'CAKE'}"), "downstream.discipline: \"CAKE\" is not a valid "
+					  "discipline (one of: fifo, fq_codel, cake)" },
+	{ DOWN("{'discipline': 2}"), "downstream.discipline: expected a string (discipline: "
+				     "fifo, fq_codel, cake), got an "
+				     "integer" },
+	/* keys that do not apply to the discipline */
+	{ FIFO("'diffserv': 'diffserv4'"),
+	  "downstream.diffserv: does not apply to discipline \"fifo\"" },
+	{ FIFO("'rtt': '40ms'"), "downstream.rtt: does not apply to discipline \"fifo\"" },
+	{ FIFO("'target': '5ms'"), "downstream.target: does not apply to discipline \"fifo\"" },
+	{ FIFO("'ecn': true"), "downstream.ecn: does not apply to discipline \"fifo\"" },
+	{ FIFO("'flows': 1024"), "downstream.flows: does not apply to discipline \"fifo\"" },
+	{ FIFO("'ack_filter': true"),
+	  "downstream.ack_filter: does not apply to discipline \"fifo\"" },
+	{ FIFO("'wash': true"), "downstream.wash: does not apply to discipline \"fifo\"" },
+	{ FQC("'diffserv': 'diffserv3'"),
+	  "downstream.diffserv: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'rtt': 'internet'"), "downstream.rtt: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'isolation': 'flows'"),
+	  "downstream.isolation: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'wash': true"), "downstream.wash: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'ingress': true"), "downstream.ingress: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'memlimit': '4mb'"),
+	  "downstream.memlimit: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'ack_filter': true"),
+	  "downstream.ack_filter: does not apply to discipline \"fq_codel\"" },
+	{ DOWN("{'flows': 1024}"), "downstream.flows: does not apply to discipline \"cake\"" },
+	{ DOWN("{'limit': 1000}"), "downstream.limit: does not apply to discipline \"cake\"" },
+	{ DOWN("{'quantum': 1514}"), "downstream.quantum: does not apply to discipline \"cake\"" },
+	{ DOWN("{'interval': '100ms'}"),
+	  "downstream.interval: does not apply to discipline \"cake\"" },
+	{ DOWN("{'ce_threshold': '1ms'}"),
+	  "downstream.ce_threshold: does not apply to discipline \"cake\"" },
+	{ DOWN("{'drop_batch': 64}"),
+	  "downstream.drop_batch: does not apply to discipline \"cake\"" },
+	{ DOWN("{'memory_limit': '32mb'}"),
+	  "downstream.memory_limit: does not apply to discipline \"cake\"" },
+	/* bandwidth */
+	{ DOWN("{'bandwidth': '280mbps'}"),
+	  "downstream.bandwidth: \"280mbps\" is not a rate (try \"280mbit\")" },
+	{ UP("{'bandwidth': '20Mbps'}"),
+	  "upstream.bandwidth: \"20Mbps\" is not a rate (try \"20mbit\")" },
+	{ UP("{'bandwidth': '20'}"),
+	  "upstream.bandwidth: \"20\" has no unit (a bare number is ambiguous: write e.g. "
+	  "\"100mbit\" or \"500kbit\")" },
+	{ DOWN("{'bandwidth': 'fast'}"),
+	  "downstream.bandwidth: \"fast\" is not a rate (write a number and a unit, e.g. "
+	  "\"100mbit\" or \"unlimited\")" },
+	{ DOWN("{'bandwidth': ''}"),
+	  "downstream.bandwidth: \"\" is not a rate (write a number and a unit, e.g. "
+	  "\"100mbit\" or \"unlimited\")" },
+	{ DOWN("{'bandwidth': 280}"), "downstream.bandwidth: " RATE_TYPE ", got an integer" },
+	{ DOWN("{'bandwidth': 2.5}"), "downstream.bandwidth: " RATE_TYPE ", got a number" },
+	{ DOWN("{'bandwidth': null}"), "downstream.bandwidth: " RATE_TYPE ", got null" },
+	{ DOWN("{'bandwidth': '101tbit'}"),
+	  "downstream.bandwidth: \"101tbit\" is out of range for a rate" },
+	{ DOWN("{'bandwidth': '992bit'}"), "downstream.bandwidth: below the minimum of 1kbit" },
+	{ DOWN("{'bandwidth': '0.5kbit'}"), "downstream.bandwidth: below the minimum of 1kbit" },
+	{ DOWN("{'bandwidth': '100bit'}"), "downstream.bandwidth: below the minimum of 1kbit" },
+	/* mtu, overhead, mpu, atm, seed */
+	{ DOWN("{'mtu': 67}"), "downstream.mtu: 67 is out of range 68..65535" },
+	{ DOWN("{'mtu': 65536}"), "downstream.mtu: 65536 is out of range 68..65535" },
+	{ DOWN("{'mtu': 1500.0}"), "downstream.mtu: expected an integer, got a number" },
+	{ DOWN("{'mtu': '1500'}"), "downstream.mtu: expected an integer, got a string" },
+	{ DOWN("{'overhead': 300}"), "downstream.overhead: 300 is out of range -64..256" },
+	{ DOWN("{'overhead': 257}"), "downstream.overhead: 257 is out of range -64..256" },
+	{ DOWN("{'overhead': -65}"), "downstream.overhead: -65 is out of range -64..256" },
+	{ DOWN("{'overhead': true}"), "downstream.overhead: expected an integer (-64..256) "
+				      "or link-layer keywords such as "
+				      "\"ethernet\" or \"docsis\", got a boolean" },
+	{ DOWN("{'overhead': 1.5}"), "downstream.overhead: expected an integer (-64..256) "
+				     "or link-layer keywords such as "
+				     "\"ethernet\" or \"docsis\", got a number" },
+	{ DOWN("{'overhead': 'ethernt'}"),
+	  "downstream.overhead: \"ethernt\" is not a link-layer keyword " LL_KEYWORDS },
+	{ DOWN("{'overhead': 'Ethernet'}"),
+	  "downstream.overhead: \"Ethernet\" is not a link-layer keyword " LL_KEYWORDS },
+	{ DOWN("{'overhead': 'ethernet vlan'}"),
+	  "downstream.overhead: \"vlan\" is not a link-layer keyword " LL_KEYWORDS },
+	{ DOWN("{'overhead': '18'}"),
+	  "downstream.overhead: \"18\" is not a link-layer keyword " LL_KEYWORDS },
+	{ DOWN("{'overhead': 'pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap "
+	       "pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap'}"),
+	  "downstream.overhead: the keywords add up to 280 bytes, more than 256" },
+	{ DOWN("{'mpu': -1}"), "downstream.mpu: -1 is out of range 0..256" },
+	{ DOWN("{'mpu': 257}"), "downstream.mpu: 257 is out of range 0..256" },
+	{ DOWN("{'mpu': '64'}"), "downstream.mpu: expected an integer, got a string" },
+	{ DOWN("{'atm': 'yes'}"),
+	  "downstream.atm: \"yes\" is not a valid framing (one of: noatm, atm, ptm)" },
+	{ DOWN("{'atm': true}"),
+	  "downstream.atm: expected a string (framing: noatm, atm, ptm), got a boolean" },
+	{ DOWN("{'seed': -1}"), "downstream.seed: -1 is out of range 0..9223372036854775807" },
+	{ DOWN("{'seed': '42'}"), "downstream.seed: expected an integer, got a string" },
+	/* rtt and target */
+	{ DOWN("{'rtt': 'fast'}"), "downstream.rtt: \"fast\" " RTT_HINT },
+	{ DOWN("{'rtt': 'Internet'}"), "downstream.rtt: \"Internet\" " RTT_HINT },
+	{ DOWN("{'rtt': '100'}"), "downstream.rtt: \"100\" " RTT_HINT },
+	{ DOWN("{'rtt': '40mbit'}"), "downstream.rtt: \"40mbit\" " RTT_HINT },
+	{ DOWN("{'rtt': 100}"), "downstream.rtt: " TIME_TYPE ", got an integer" },
+	{ DOWN("{'rtt': '0.5us'}"), "downstream.rtt: \"0.5us\" is out of range for a time" },
+	{ DOWN("{'rtt': '0ms'}"), "downstream.rtt: \"0ms\" is out of range for a time" },
+	{ DOWN("{'rtt': '1001s'}"), "downstream.rtt: \"1001s\" is out of range for a time" },
+	{ DOWN("{'target': '0us'}"), "downstream.target: \"0us\" is out of range for a time" },
+	{ DOWN("{'target': 'internet'}"),
+	  "downstream.target: \"internet\" is not a time (write a number and a unit, e.g. "
+	  "\"30ms\" or \"100us\")" },
+	{ DOWN("{'target': '5'}"),
+	  "downstream.target: \"5\" has no unit (a bare number is ambiguous: write e.g. "
+	  "\"30ms\" or \"100us\")" },
+	{ DOWN("{'target': 5}"), "downstream.target: " TIME_TYPE ", got an integer" },
+	/* cake enums and flags */
+	{ DOWN("{'diffserv': 'diffserv5'}"),
+	  "downstream.diffserv: \"diffserv5\" is not a valid diffserv mode (one of: " DS_NAMES
+	  ")" },
+	{ DOWN("{'diffserv': 'Diffserv3'}"),
+	  "downstream.diffserv: \"Diffserv3\" is not a valid diffserv mode (one of: " DS_NAMES
+	  ")" },
+	{ DOWN("{'diffserv': 3}"),
+	  "downstream.diffserv: expected a string (diffserv mode: " DS_NAMES "), got an integer" },
+	{ DOWN("{'isolation': 'dual'}"),
+	  "downstream.isolation: \"dual\" is not a valid isolation mode (one of: " ISO_NAMES ")" },
+	{ DOWN("{'isolation': ['flows']}"),
+	  "downstream.isolation: expected a string (isolation mode: " ISO_NAMES "), got an array" },
+	{ DOWN("{'wash': 'yes'}"), "downstream.wash: expected true or false, got a string" },
+	{ DOWN("{'wash': 1}"), "downstream.wash: expected true or false, got an integer" },
+	{ DOWN("{'ingress': null}"), "downstream.ingress: expected true or false, got null" },
+	{ DOWN("{'ecn': 'on'}"), "downstream.ecn: expected true or false, got a string" },
+	{ DOWN("{'ack_filter': 'aggressive'}"),
+	  "downstream.ack_filter: \"aggressive\" is not a valid ACK filter mode (one "
+	  "of: " ACK_NAMES ")" },
+	{ DOWN("{'ack_filter': 1}"),
+	  "downstream.ack_filter: expected a string (ACK filter mode: " ACK_NAMES "), got an "
+	  "integer" },
+	{ DOWN("{'memlimit': '2tb'}"),
+	  "downstream.memlimit: \"2tb\" is not a size (units: b kb mb gb)" },
+	{ DOWN("{'memlimit': '1025gb'}"),
+	  "downstream.memlimit: \"1025gb\" is out of range for a size" },
+	{ DOWN("{'memlimit': 1000}"), "downstream.memlimit: " SIZE_TYPE ", got an integer" },
+	{ DOWN("{'memlimit': '32'}"), "downstream.memlimit: \"32\" has no unit (write e.g. "
+				      "\"1500b\", \"64kb\" or \"32mb\")" },
+	/* fq_codel */
+	{ FQC("'flows': 0"), "downstream.flows: 0 is out of range 1..65536" },
+	{ FQC("'flows': 65537"), "downstream.flows: 65537 is out of range 1..65536" },
+	{ FQC("'flows': '1024'"), "downstream.flows: expected an integer, got a string" },
+	{ FQC("'quantum': 255"), "downstream.quantum: 255 is out of range 256..1048576" },
+	{ FQC("'quantum': 1048577"), "downstream.quantum: 1048577 is out of range 256..1048576" },
+	{ FQC("'limit': 0"), "downstream.limit: 0 is out of range 1..16777216" },
+	{ FQC("'limit': 16777217"), "downstream.limit: 16777217 is out of range 1..16777216" },
+	{ FQC("'limit': '1mb'"), "downstream.limit: expected an integer, got a string" },
+	{ FQC("'memory_limit': '1kb'"),
+	  "downstream.memory_limit: \"1kb\" is out of range for a size" },
+	{ FQC("'memory_limit': 4096"), "downstream.memory_limit: " SIZE_TYPE ", got an integer" },
+	{ FQC("'target': '0ms'"), "downstream.target: \"0ms\" is out of range for a time" },
+	{ FQC("'interval': '0us'"), "downstream.interval: \"0us\" is out of range for a time" },
+	{ FQC("'interval': '100'"),
+	  "downstream.interval: \"100\" has no unit (a bare number is ambiguous: write e.g. "
+	  "\"30ms\" or \"100us\")" },
+	{ FQC("'ce_threshold': 1"), "downstream.ce_threshold: " TIME_TYPE ", got an integer" },
+	{ FQC("'ce_threshold': '1h'"),
+	  "downstream.ce_threshold: \"1h\" is not a time (units: s ms us ns)" },
+	{ FQC("'drop_batch': 0"), "downstream.drop_batch: 0 is out of range 1..4096" },
+	{ FQC("'drop_batch': 4097"), "downstream.drop_batch: 4097 is out of range 1..4096" },
+	{ FQC("'ecn': 0"), "downstream.ecn: expected true or false, got an integer" },
+	/* fifo */
+	{ FIFO("'limit': -1"), "downstream.limit: -1 is out of range 0..16777216" },
+	{ FIFO("'limit': '32b'"), "downstream.limit: \"32b\" is out of range for a size" },
+	{ FIFO("'limit': '1mbps'"),
+	  "downstream.limit: \"1mbps\" is not a size (units: b kb mb gb)" },
+	{ FIFO("'limit': '1000'"), "downstream.limit: \"1000\" has no unit (write e.g. "
+				   "\"1500b\", \"64kb\" or \"32mb\")" },
+	{ FIFO("'limit': true"), "downstream.limit: expected an integer, got a boolean" },
+	/* emulate */
+	{ DOWN("{'emulate': 'none'}"), "downstream.emulate: expected an object, got a string" },
+	{ DOWN("{'emulate': {'delay': '61s'}}"),
+	  "downstream.emulate.delay: \"61s\" is out of range for a time" },
+	{ DOWN("{'emulate': {'delay': 20}}"),
+	  "downstream.emulate.delay: " TIME_TYPE ", got an integer" },
+	{ UP("{'emulate': {'jitter': '5'}}"), "upstream.emulate.jitter: \"5\" has no unit "
+					      "(a bare number is ambiguous: write e.g. "
+					      "\"30ms\" or \"100us\")" },
+	{ DOWN("{'emulate': {'loss': 101}}"),
+	  "downstream.emulate.loss: expected a percentage 0..100" },
+	{ DOWN("{'emulate': {'loss': -0.5}}"),
+	  "downstream.emulate.loss: expected a percentage 0..100" },
+	{ DOWN("{'emulate': {'loss': '1%'}}"),
+	  "downstream.emulate.loss: expected a percentage 0..100" },
+	{ DOWN("{'emulate': {'seed': -1}}"),
+	  "downstream.emulate.seed: -1 is out of range 0..9223372036854775807" },
+	{ DOWN("{'emulate': {'rate': '1mbit'}}"),
+	  "downstream.emulate.rate: unknown key (known: delay, jitter, loss, seed, limit)" },
+	/* control */
+	{ TOP("'control': true"), "control: expected an object, got a boolean" },
+	{ TOP("'control': {'enabled': 'yes'}"),
+	  "control.enabled: expected true or false, got a string" },
+	{ TOP("'control': {'socket': 'shaper.sock'}"), "control.socket: must be an absolute path" },
+	{ TOP("'control': {'socket': './shaper.sock'}"),
+	  "control.socket: must be an absolute path" },
+	{ TOP("'control': {'socket': ''}"), "control.socket: must be an absolute path" },
+	{ TOP("'control': {'socket': 5}"), "control.socket: expected a string, got an integer" },
+	{ TOP("'control': {'group': 0}"), "control.group: expected a string, got an integer" },
+	{ TOP("'control': {'mode': 432}"), "control.mode: expected a string, got an integer" },
+	{ TOP("'control': {'mode': '0999'}"),
+	  "control.mode: \"0999\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': '8'}"),
+	  "control.mode: \"8\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': '1777'}"),
+	  "control.mode: \"1777\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': 'rw-rw----'}"),
+	  "control.mode: \"rw-rw----\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': ''}"),
+	  "control.mode: \"\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': '0660 '}"),
+	  "control.mode: \"0660 \" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': '-1'}"),
+	  "control.mode: \"-1\" is not an octal mode such as \"0660\"" },
+	{ TOP("'control': {'mode': '00000000000000000660'}"),
+	  "control.mode: longer than 15 characters" },
+	{ TOP("'control': {'path': '/run/x'}"),
+	  "control.path: unknown key (known: enabled, socket, group, mode)" },
+	/* lcores */
+	{ TOP("'lcores': [1]"), "lcores: expected an object, got an array" },
+	{ TOP("'lcores': {'workers': []}"), WORKERS_MSG },
+	{ TOP("'lcores': {'workers': [1, 2, 3]}"), WORKERS_MSG },
+	{ TOP("'lcores': {'workers': 1}"), WORKERS_MSG },
+	{ TOP("'lcores': {'workers': ['1']}"),
+	  "lcores.workers[0]: expected an integer, got a string" },
+	{ TOP("'lcores': {'workers': [1, 1024]}"),
+	  "lcores.workers[1]: 1024 is out of range 0..1023" },
+	{ TOP("'lcores': {'workers': [-1]}"), "lcores.workers[0]: -1 is out of range 0..1023" },
+	{ TOP("'lcores': {'workers': [3, 3]}"),
+	  "lcores.workers: the two workers need different lcores" },
+	{ TOP("'lcores': {'main': 0}"), "lcores: unknown key \"main\" (known: workers)" },
+	/* dataplane */
+	{ TOP("'dataplane': 1"), "dataplane: expected an object, got an integer" },
+	{ TOP("'dataplane': {'mbufs': 1023}"),
+	  "dataplane.mbufs: 1023 is out of range 1024..16777216" },
+	{ TOP("'dataplane': {'burst': 0}"), "dataplane.burst: 0 is out of range 1..256" },
+	{ TOP("'dataplane': {'burst': 257}"), "dataplane.burst: 257 is out of range 1..256" },
+	{ TOP("'dataplane': {'burst': 32.0}"),
+	  "dataplane.burst: expected an integer, got a number" },
+	{ TOP("'dataplane': {'idle_sleep': 20}"),
+	  "dataplane.idle_sleep: " TIME_TYPE ", got an integer" },
+	{ TOP("'dataplane': {'idle_sleep': '11ms'}"),
+	  "dataplane.idle_sleep: \"11ms\" is out of range for a time" },
+	{ TOP("'dataplane': {'ring': 1024}"),
+	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep)" },
+	/* the first error in file order is the one reported */
+	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
+	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },
 };
 
 static void
@@ -1039,21 +1032,21 @@ test_errors(void **state)
 
 /* JSON syntax errors: "(string):line:col: jansson's text". Not single-quoted. */
 static const struct err_case syntax_cases[] = {
-		{"{", "(string):1:1: string or '}' expected near end of file"},
-		{"", "(string):1:0: '[' or '{' expected near end of file"},
-		{"{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},}",
-		 "(string):1:36: string or '}' expected near '}'"},
-		{"{'ports': 1}", "(string):1:2: string or '}' expected near '''"},
-		{"{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"}, \"ports\": {}}",
-		 "(string):1:43: duplicate object key near '\"ports\"'"},
-		{"{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},\n \"downstream\": {\"rtt\": "
-		 "\"40ms\",\n"
-		 "  \"rtt\": \"50ms\"}}",
-		 "(string):3:7: duplicate object key near '\"rtt\"'"},
-		{"{\"ports\": {\"wan\": \"a\", \"wan\": \"b\"}}",
-		 "(string):1:28: duplicate object key near '\"wan\"'"},
-		{"\"ports\"", "(string):1:7: '[' or '{' expected near '\"ports\"'"},
-		{"{\"a\": 1} x", "(string):1:10: end of file expected near 'x'"},
+	{ "{", "(string):1:1: string or '}' expected near end of file" },
+	{ "", "(string):1:0: '[' or '{' expected near end of file" },
+	{ "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},}",
+	  "(string):1:36: string or '}' expected near '}'" },
+	{ "{'ports': 1}", "(string):1:2: string or '}' expected near '''" },
+	{ "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"}, \"ports\": {}}",
+	  "(string):1:43: duplicate object key near '\"ports\"'" },
+	{ "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},\n \"downstream\": {\"rtt\": "
+	  "\"40ms\",\n"
+	  "  \"rtt\": \"50ms\"}}",
+	  "(string):3:7: duplicate object key near '\"rtt\"'" },
+	{ "{\"ports\": {\"wan\": \"a\", \"wan\": \"b\"}}",
+	  "(string):1:28: duplicate object key near '\"wan\"'" },
+	{ "\"ports\"", "(string):1:7: '[' or '{' expected near '\"ports\"'" },
+	{ "{\"a\": 1} x", "(string):1:10: end of file expected near 'x'" },
 };
 
 static void
@@ -1183,37 +1176,37 @@ round_trip(const char *what, const struct sched_params *p, enum sched_discipline
 
 /* Parameters built by loading a direction object, then round-tripped. */
 static const char *const rt_cases[] = {
-		"{}",
-		"{'bandwidth': '280mbit', 'rtt': '40ms', 'diffserv': 'diffserv4',"
-		" 'isolation': 'dual-dsthost', 'overhead': 'docsis', 'wash': true, 'ingress': true,"
-		" 'ecn': false, 'ack_filter': 'ack-filter-aggressive', 'memlimit': '32mb', 'mtu': "
-		"1500}",
-		"{'bandwidth': '20mbit', 'rtt': 'satellite', 'diffserv': 'besteffort',"
-		" 'isolation': 'flowblind', 'overhead': 'pppoe-ptm', 'ack_filter': true, 'mpu': "
-		"72}",
-		"{'bandwidth': '45Mbit', 'rtt': 'interplanetary', 'diffserv': 'diffserv8',"
-		" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm'}",
-		"{'bandwidth': '500kbit', 'rtt': 'datacentre', 'diffserv': 'precedence',"
-		" 'overhead': 'ethernet ether-vlan', 'target': '1234us'}",
-		"{'bandwidth': '1kbit', 'rtt': '1us', 'overhead': 0}",
-		"{'bandwidth': '100tbit', 'rtt': '1000s', 'overhead': 256}",
-		"{'discipline': 'fq_codel'}",
-		"{'discipline': 'fq_codel', 'bandwidth': '1gbit', 'flows': 4096, 'quantum': 300,"
-		" 'limit': 1000, 'memory_limit': '4mb', 'target': '1ms', 'interval': '20ms',"
-		" 'ce_threshold': '500us', 'drop_batch': 8, 'ecn': false, 'overhead': 'docsis'}",
-		"{'discipline': 'fq_codel', 'memory_limit': '1500kb', 'target': '2.5ms',"
-		" 'interval': '999.999ms', 'ce_threshold': '1us', 'atm': 'ptm'}",
-		"{'discipline': 'fifo'}",
-		"{'discipline': 'fifo', 'bandwidth': '10mbit', 'limit': 500}",
-		"{'discipline': 'fifo', 'bandwidth': 'unlimited', 'limit': '1mb', 'mtu': 9000}",
-		"{'discipline': 'fifo', 'limit': '1500b', 'overhead': 'conservative', 'mpu': 0}",
+	"{}",
+	"{'bandwidth': '280mbit', 'rtt': '40ms', 'diffserv': 'diffserv4',"
+	" 'isolation': 'dual-dsthost', 'overhead': 'docsis', 'wash': true, 'ingress': true,"
+	" 'ecn': false, 'ack_filter': 'ack-filter-aggressive', 'memlimit': '32mb', 'mtu': "
+	"1500}",
+	"{'bandwidth': '20mbit', 'rtt': 'satellite', 'diffserv': 'besteffort',"
+	" 'isolation': 'flowblind', 'overhead': 'pppoe-ptm', 'ack_filter': true, 'mpu': "
+	"72}",
+	"{'bandwidth': '45Mbit', 'rtt': 'interplanetary', 'diffserv': 'diffserv8',"
+	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm'}",
+	"{'bandwidth': '500kbit', 'rtt': 'datacentre', 'diffserv': 'precedence',"
+	" 'overhead': 'ethernet ether-vlan', 'target': '1234us'}",
+	"{'bandwidth': '1kbit', 'rtt': '1us', 'overhead': 0}",
+	"{'bandwidth': '100tbit', 'rtt': '1000s', 'overhead': 256}",
+	"{'discipline': 'fq_codel'}",
+	"{'discipline': 'fq_codel', 'bandwidth': '1gbit', 'flows': 4096, 'quantum': 300,"
+	" 'limit': 1000, 'memory_limit': '4mb', 'target': '1ms', 'interval': '20ms',"
+	" 'ce_threshold': '500us', 'drop_batch': 8, 'ecn': false, 'overhead': 'docsis'}",
+	"{'discipline': 'fq_codel', 'memory_limit': '1500kb', 'target': '2.5ms',"
+	" 'interval': '999.999ms', 'ce_threshold': '1us', 'atm': 'ptm'}",
+	"{'discipline': 'fifo'}",
+	"{'discipline': 'fifo', 'bandwidth': '10mbit', 'limit': 500}",
+	"{'discipline': 'fifo', 'bandwidth': 'unlimited', 'limit': '1mb', 'mtu': 9000}",
+	"{'discipline': 'fifo', 'limit': '1500b', 'overhead': 'conservative', 'mpu': 0}",
 };
 
 static void
 test_direction_round_trip(void **state)
 {
-	static const enum sched_discipline starts[] = {SCHED_DISC_FIFO, SCHED_DISC_FQ_CODEL,
-						       SCHED_DISC_CAKE};
+	static const enum sched_discipline starts[] = { SCHED_DISC_FIFO, SCHED_DISC_FQ_CODEL,
+							SCHED_DISC_CAKE };
 	int failures = 0;
 
 	(void)state;
@@ -1248,13 +1241,12 @@ test_direction_to_json_keys(void **state)
 		enum sched_discipline d;
 		const char *keys;
 	} want[] = {
-			{SCHED_DISC_CAKE,
-			 "discipline bandwidth mtu overhead mpu atm rtt target diffserv "
-			 "isolation wash ingress ecn ack_filter memlimit "},
-			{SCHED_DISC_FQ_CODEL,
-			 "discipline bandwidth mtu overhead mpu atm limit flows quantum "
-			 "memory_limit target interval ecn ce_threshold drop_batch "},
-			{SCHED_DISC_FIFO, "discipline bandwidth mtu overhead mpu atm limit "},
+		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm rtt target diffserv "
+				   "isolation wash ingress ecn ack_filter memlimit " },
+		{ SCHED_DISC_FQ_CODEL,
+		  "discipline bandwidth mtu overhead mpu atm limit flows quantum "
+		  "memory_limit target interval ecn ce_threshold drop_batch " },
+		{ SCHED_DISC_FIFO, "discipline bandwidth mtu overhead mpu atm limit " },
 	};
 	struct sched_params p;
 
@@ -1266,8 +1258,7 @@ test_direction_to_json_keys(void **state)
 
 		sched_params_default(&p, want[i].d);
 		j = shaper_config_direction_to_json(&p);
-		json_object_foreach(j, k, v)
-		{
+		json_object_foreach (j, k, v) {
 			strcat(keys, k);
 			strcat(keys, " ");
 		}
@@ -1385,7 +1376,8 @@ test_load_file(void **state)
 	err[0] = '\0';
 	assert_int_equal(shaper_config_load_file("/nonexistent/shaper.json", &c, err, sizeof(err)),
 			 -1);
-	assert_string_equal(err, "unable to open /nonexistent/shaper.json: No such file or directory");
+	assert_string_equal(err,
+			    "unable to open /nonexistent/shaper.json: No such file or directory");
 }
 
 #ifndef SHAPER_SOURCE_ROOT
@@ -1559,27 +1551,27 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-			cmocka_unit_test(test_defaults),
-			cmocka_unit_test(test_ports),
-			cmocka_unit_test(test_direction_keys),
-			cmocka_unit_test(test_discipline_switch),
-			cmocka_unit_test(test_direction_error_is_atomic),
-			cmocka_unit_test(test_emulate),
-			cmocka_unit_test(test_control_lcores_dataplane),
-			cmocka_unit_test(test_errors),
-			cmocka_unit_test(test_syntax_errors),
-			cmocka_unit_test(test_lengths),
-			cmocka_unit_test(test_direction_round_trip),
-			cmocka_unit_test(test_direction_to_json_keys),
-			cmocka_unit_test(test_names),
-			cmocka_unit_test(test_load_file),
-			cmocka_unit_test(test_example_shaper_json),
-			cmocka_unit_test(test_example_pcap_bridge),
-			cmocka_unit_test(test_example_af_packet_bed),
-			cmocka_unit_test(test_example_fq_codel),
-			cmocka_unit_test(test_bug_target_before_rtt),
-			cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
-			cmocka_unit_test(test_bug_round_trip_precision),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_ports),
+		cmocka_unit_test(test_direction_keys),
+		cmocka_unit_test(test_discipline_switch),
+		cmocka_unit_test(test_direction_error_is_atomic),
+		cmocka_unit_test(test_emulate),
+		cmocka_unit_test(test_control_lcores_dataplane),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_lengths),
+		cmocka_unit_test(test_direction_round_trip),
+		cmocka_unit_test(test_direction_to_json_keys),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_load_file),
+		cmocka_unit_test(test_example_shaper_json),
+		cmocka_unit_test(test_example_pcap_bridge),
+		cmocka_unit_test(test_example_af_packet_bed),
+		cmocka_unit_test(test_example_fq_codel),
+		cmocka_unit_test(test_bug_target_before_rtt),
+		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
+		cmocka_unit_test(test_bug_round_trip_precision),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -21,7 +21,7 @@ static struct sh_pkt pkts[N];
 static void
 test_fixed_delay(void **state)
 {
-	struct emu_params p = {.delay_ns = 20000000, .limit = N};
+	struct emu_params p = { .delay_ns = 20000000, .limit = N };
 	struct emulate *e = emu_create(&p);
 	struct sh_pkt_list drops;
 
@@ -49,7 +49,7 @@ test_fixed_delay(void **state)
 static void
 test_jitter_keeps_order(void **state)
 {
-	struct emu_params p = {.delay_ns = 10000000, .jitter_ns = 3000000, .seed = 7, .limit = N};
+	struct emu_params p = { .delay_ns = 10000000, .jitter_ns = 3000000, .seed = 7, .limit = N };
 	struct emulate *e = emu_create(&p);
 	struct sh_pkt_list drops;
 	uint64_t last = 0, min_d = UINT64_MAX, max_d = 0;
@@ -84,7 +84,7 @@ test_jitter_keeps_order(void **state)
 static void
 test_loss_rate(void **state)
 {
-	struct emu_params p = {.loss_ppm = 10000, .seed = 42, .limit = N}; /* 1 % */
+	struct emu_params p = { .loss_ppm = 10000, .seed = 42, .limit = N }; /* 1 % */
 	struct emulate *e = emu_create(&p);
 	struct sh_pkt_list drops;
 	int lost = 0;
@@ -113,7 +113,7 @@ test_loss_rate(void **state)
 static void
 test_limit_and_flush(void **state)
 {
-	struct emu_params p = {.delay_ns = 1000, .limit = 10};
+	struct emu_params p = { .delay_ns = 1000, .limit = 10 };
 	struct emulate *e = emu_create(&p);
 	struct sh_pkt_list drops, out;
 
@@ -129,7 +129,7 @@ test_limit_and_flush(void **state)
 	assert_int_equal(out.count, 10);
 	assert_ptr_equal(out.head, &pkts[0]);
 	assert_int_equal(emu_count(e), 0);
-	assert_false(emu_params_active(&(struct emu_params){.limit = 1}));
+	assert_false(emu_params_active(&(struct emu_params){ .limit = 1 }));
 	assert_true(emu_params_active(&p));
 	p.limit = 0;
 	assert_null(emu_create(&p));

@@ -73,69 +73,69 @@ check_bad(parser_fn parse, const char *what, const struct bad_case *t, size_t n)
 /* ---- rates ---- */
 
 static const struct ok_case rate_ok[] = {
-		/* the examples from the brief and tc's documentation */
-		{"280mbit", 35000000},
-		{"45Mbit", 5625000},
-		{"1gbit", 125000000},
-		{"500kbit", 62500},
-		{"10000kbit", 1250000},
-		{"1.5mbit", 187500},
-		{"1kibit", 128},
-		{"10MBps", 10000000},
-		{"unlimited", 0},
-		{"UNLIMITED", 0},
-		{"Unlimited", 0},
-		{"0bit", 0},
-		{"0mbit", 0},
-		/* every decimal bit unit, in every case */
-		{"8000bit", 1000},
-		{"8000BIT", 1000},
-		{"8000Bit", 1000},
-		{"1kbit", 125},
-		{"1KBIT", 125},
-		{"1Kbit", 125},
-		{"1mbit", 125000},
-		{"1MBIT", 125000},
-		{"1Mbit", 125000},
-		{"1gbit", 125000000},
-		{"1Gbit", 125000000},
-		{"1GBIT", 125000000},
-		{"1tbit", 125000000000ULL},
-		{"1Tbit", 125000000000ULL},
-		/* binary bit units */
-		{"8kibit", 1024},
-		{"1KiBit", 128},
-		{"1mibit", 131072},
-		{"1Mibit", 131072},
-		{"1gibit", 134217728},
-		{"1GIBIT", 134217728},
-		{"1tibit", 137438953472ULL},
-		/* byte units: only with a capital B */
-		{"125Bps", 125},
-		{"1000Bps", 1000},
-		{"1KBps", 1000},
-		{"1kBps", 1000},
-		{"1MBps", 1000000},
-		{"1mBps", 1000000},
-		{"1GBps", 1000000000},
-		{"1TBps", 1000000000000ULL},
-		{"1KiBps", 1024},
-		{"1kiBps", 1024},
-		{"1MiBps", 1048576},
-		{"1GiBps", 1073741824},
-		/* all capitals count as a capital B: bytes */
-		{"1000BPS", 1000},
-		{"100MBPS", 100000000},
-		/* fractions */
-		{"0.5mbit", 62500},
-		{".5mbit", 62500},
-		{"5.mbit", 625000},
-		{"2.5gbit", 312500000},
-		{"0.1mbit", 12500},
-		{"1.25kbit", 156}, /* 156.25 */
-		{"007mbit", 875000},
-		/* the largest rate the config accepts */
-		{"100tbit", 12500000000000ULL},
+	/* the examples from the brief and tc's documentation */
+	{ "280mbit", 35000000 },
+	{ "45Mbit", 5625000 },
+	{ "1gbit", 125000000 },
+	{ "500kbit", 62500 },
+	{ "10000kbit", 1250000 },
+	{ "1.5mbit", 187500 },
+	{ "1kibit", 128 },
+	{ "10MBps", 10000000 },
+	{ "unlimited", 0 },
+	{ "UNLIMITED", 0 },
+	{ "Unlimited", 0 },
+	{ "0bit", 0 },
+	{ "0mbit", 0 },
+	/* every decimal bit unit, in every case */
+	{ "8000bit", 1000 },
+	{ "8000BIT", 1000 },
+	{ "8000Bit", 1000 },
+	{ "1kbit", 125 },
+	{ "1KBIT", 125 },
+	{ "1Kbit", 125 },
+	{ "1mbit", 125000 },
+	{ "1MBIT", 125000 },
+	{ "1Mbit", 125000 },
+	{ "1gbit", 125000000 },
+	{ "1Gbit", 125000000 },
+	{ "1GBIT", 125000000 },
+	{ "1tbit", 125000000000ULL },
+	{ "1Tbit", 125000000000ULL },
+	/* binary bit units */
+	{ "8kibit", 1024 },
+	{ "1KiBit", 128 },
+	{ "1mibit", 131072 },
+	{ "1Mibit", 131072 },
+	{ "1gibit", 134217728 },
+	{ "1GIBIT", 134217728 },
+	{ "1tibit", 137438953472ULL },
+	/* byte units: only with a capital B */
+	{ "125Bps", 125 },
+	{ "1000Bps", 1000 },
+	{ "1KBps", 1000 },
+	{ "1kBps", 1000 },
+	{ "1MBps", 1000000 },
+	{ "1mBps", 1000000 },
+	{ "1GBps", 1000000000 },
+	{ "1TBps", 1000000000000ULL },
+	{ "1KiBps", 1024 },
+	{ "1kiBps", 1024 },
+	{ "1MiBps", 1048576 },
+	{ "1GiBps", 1073741824 },
+	/* all capitals count as a capital B: bytes */
+	{ "1000BPS", 1000 },
+	{ "100MBPS", 100000000 },
+	/* fractions */
+	{ "0.5mbit", 62500 },
+	{ ".5mbit", 62500 },
+	{ "5.mbit", 625000 },
+	{ "2.5gbit", 312500000 },
+	{ "0.1mbit", 12500 },
+	{ "1.25kbit", 156 }, /* 156.25 */
+	{ "007mbit", 875000 },
+	/* the largest rate the config accepts */
+	{ "100tbit", 12500000000000ULL },
 };
 
 static void
@@ -148,87 +148,76 @@ test_rate_ok(void **state)
 #define RATE_UNITS_HINT "units: bit kbit mbit gbit tbit, or Bps KBps MBps GBps"
 
 static const struct bad_case rate_bad[] = {
-		/* mbps and friends: megabytes to tc, megabits to most people */
-		{"280mbps", "\"280mbps\" is not a rate (try \"280mbit\")"},
-		{"100Mbps", "\"100Mbps\" is not a rate (try \"100mbit\")"},
-		{"1.5Mbps", "\"1.5Mbps\" is not a rate (try \"1.5mbit\")"},
-		{"500kbps", "\"500kbps\" is not a rate (try \"500kbit\")"},
-		{"500Kbps", "\"500Kbps\" is not a rate (try \"500kbit\")"},
-		{"1gbps", "\"1gbps\" is not a rate (try \"1gbit\")"},
-		{"1Gbps", "\"1Gbps\" is not a rate (try \"1gbit\")"},
-		{"1tbps", "\"1tbps\" is not a rate (try \"1tbit\")"},
-		{"1mibps", "\"1mibps\" is not a rate (try \"1mbit\")"},
-		{"10bps", "\"10bps\" is not a rate (" RATE_UNITS_HINT ")"},
-		/* a unit with no number */
-		{"kbps", "\"kbps\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-			 "\"unlimited\")"},
-		{"mbit", "\"mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-			 "\"unlimited\")"},
-		/* bare numbers */
-		{"280",
-		 "\"280\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
-		 "\"500kbit\")"},
-		{"0", "\"0\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
-		      "\"500kbit\")"},
-		{"1.5",
-		 "\"1.5\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
-		 "\"500kbit\")"},
-		/* unknown or misspelt units */
-		{"280m", "\"280m\" is not a rate (try \"280mbit\")"},
-		{"280mb", "\"280mb\" is not a rate (try \"280mbit\")"},
-		{"280mbits", "\"280mbits\" is not a rate (try \"280mbit\")"},
-		{"100bit", "below the minimum of 1kbit"},
-		{"8bit", "below the minimum of 1kbit"},
-		{"999bit", "below the minimum of 1kbit"},
-		{"1Bps", "below the minimum of 1kbit"},
-		{"0.0009mbit", "below the minimum of 1kbit"},
-		{"280megabit", "\"280megabit\" is not a rate (try \"280mbit\")"},
-		{"1k", "\"1k\" is not a rate (try \"1kbit\")"},
-		{"1g", "\"1g\" is not a rate (try \"1gbit\")"},
-		{"280xbit", "\"280xbit\" is not a rate (" RATE_UNITS_HINT ")"},
-		{"280bits", "\"280bits\" is not a rate (" RATE_UNITS_HINT ")"},
-		{"280 mbit", "\"280 mbit\" is not a rate (" RATE_UNITS_HINT ")"},
-		/* trailing blank: the hint repeats the input, which reads oddly */
-		{"280mbit ", "\"280mbit \" is not a rate (try \"280mbit\")"},
-		{"1.2.3mbit", "\"1.2.3mbit\" is not a rate (" RATE_UNITS_HINT ")"},
-		{"1e", "\"1e\" is not a rate (" RATE_UNITS_HINT ")"},
-		/* garbage, signs, whitespace, exponents, hex, inf/nan */
-		{"", "\"\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		     "\"unlimited\")"},
-		{"fast", "\"fast\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-			 "\"unlimited\")"},
-		{"-5mbit",
-		 "\"-5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{"+5mbit",
-		 "\"+5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{" 5mbit",
-		 "\" 5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{"1e6bit",
-		 "\"1e6bit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{"1E3kbit",
-		 "\"1E3kbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{"0x10mbit",
-		 "\"0x10mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" "
-		 "or \"unlimited\")"},
-		{"infbit",
-		 "\"infbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{"nanbit",
-		 "\"nanbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-		 "\"unlimited\")"},
-		{".mbit", "\".mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
-			  "\"unlimited\")"},
-		{"unlimitedx", "\"unlimitedx\" is not a rate (write a number and a unit, e.g. "
-			       "\"100mbit\" or \"unlimited\")"},
-		/* too large for 64 bits of bytes/s */
-		{"200000000tbit", "\"200000000tbit\" is too large a rate"},
-		{"20000000000000000000000bit",
-		 "\"20000000000000000000000bit\" is too large a rate"},
+	/* mbps and friends: megabytes to tc, megabits to most people */
+	{ "280mbps", "\"280mbps\" is not a rate (try \"280mbit\")" },
+	{ "100Mbps", "\"100Mbps\" is not a rate (try \"100mbit\")" },
+	{ "1.5Mbps", "\"1.5Mbps\" is not a rate (try \"1.5mbit\")" },
+	{ "500kbps", "\"500kbps\" is not a rate (try \"500kbit\")" },
+	{ "500Kbps", "\"500Kbps\" is not a rate (try \"500kbit\")" },
+	{ "1gbps", "\"1gbps\" is not a rate (try \"1gbit\")" },
+	{ "1Gbps", "\"1Gbps\" is not a rate (try \"1gbit\")" },
+	{ "1tbps", "\"1tbps\" is not a rate (try \"1tbit\")" },
+	{ "1mibps", "\"1mibps\" is not a rate (try \"1mbit\")" },
+	{ "10bps", "\"10bps\" is not a rate (" RATE_UNITS_HINT ")" },
+	/* a unit with no number */
+	{ "kbps", "\"kbps\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		  "\"unlimited\")" },
+	{ "mbit", "\"mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		  "\"unlimited\")" },
+	/* bare numbers */
+	{ "280", "\"280\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
+		 "\"500kbit\")" },
+	{ "0", "\"0\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
+	       "\"500kbit\")" },
+	{ "1.5", "\"1.5\" has no unit (a bare number is ambiguous: write e.g. \"100mbit\" or "
+		 "\"500kbit\")" },
+	/* unknown or misspelt units */
+	{ "280m", "\"280m\" is not a rate (try \"280mbit\")" },
+	{ "280mb", "\"280mb\" is not a rate (try \"280mbit\")" },
+	{ "280mbits", "\"280mbits\" is not a rate (try \"280mbit\")" },
+	{ "100bit", "below the minimum of 1kbit" },
+	{ "8bit", "below the minimum of 1kbit" },
+	{ "999bit", "below the minimum of 1kbit" },
+	{ "1Bps", "below the minimum of 1kbit" },
+	{ "0.0009mbit", "below the minimum of 1kbit" },
+	{ "280megabit", "\"280megabit\" is not a rate (try \"280mbit\")" },
+	{ "1k", "\"1k\" is not a rate (try \"1kbit\")" },
+	{ "1g", "\"1g\" is not a rate (try \"1gbit\")" },
+	{ "280xbit", "\"280xbit\" is not a rate (" RATE_UNITS_HINT ")" },
+	{ "280bits", "\"280bits\" is not a rate (" RATE_UNITS_HINT ")" },
+	{ "280 mbit", "\"280 mbit\" is not a rate (" RATE_UNITS_HINT ")" },
+	/* trailing blank: the hint repeats the input, which reads oddly */
+	{ "280mbit ", "\"280mbit \" is not a rate (try \"280mbit\")" },
+	{ "1.2.3mbit", "\"1.2.3mbit\" is not a rate (" RATE_UNITS_HINT ")" },
+	{ "1e", "\"1e\" is not a rate (" RATE_UNITS_HINT ")" },
+	/* garbage, signs, whitespace, exponents, hex, inf/nan */
+	{ "", "\"\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+	      "\"unlimited\")" },
+	{ "fast", "\"fast\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		  "\"unlimited\")" },
+	{ "-5mbit", "\"-5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ "+5mbit", "\"+5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ " 5mbit", "\" 5mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ "1e6bit", "\"1e6bit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ "1E3kbit", "\"1E3kbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		     "\"unlimited\")" },
+	{ "0x10mbit", "\"0x10mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" "
+		      "or \"unlimited\")" },
+	{ "infbit", "\"infbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ "nanbit", "\"nanbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		    "\"unlimited\")" },
+	{ ".mbit", "\".mbit\" is not a rate (write a number and a unit, e.g. \"100mbit\" or "
+		   "\"unlimited\")" },
+	{ "unlimitedx", "\"unlimitedx\" is not a rate (write a number and a unit, e.g. "
+			"\"100mbit\" or \"unlimited\")" },
+	/* too large for 64 bits of bytes/s */
+	{ "200000000tbit", "\"200000000tbit\" is too large a rate" },
+	{ "20000000000000000000000bit", "\"20000000000000000000000bit\" is too large a rate" },
 };
 
 static void
@@ -269,44 +258,44 @@ test_rate_null_and_small_buffers(void **state)
 /* ---- times ---- */
 
 static const struct ok_case time_ok[] = {
-		{"30ms", 30000000},
-		{"100us", 100000},
-		{"1.5s", 1500000000},
-		{"5ns", 5},
-		{"2sec", 2000000000},
-		{"10msec", 10000000},
-		/* every suffix */
-		{"1s", 1000000000},
-		{"1sec", 1000000000},
-		{"3secs", 3000000000ULL},
-		{"1ms", 1000000},
-		{"1msec", 1000000},
-		{"5msecs", 5000000},
-		{"1us", 1000},
-		{"7usec", 7000},
-		{"7usecs", 7000},
-		{"1ns", 1},
-		{"9nsec", 9},
-		{"9nsecs", 9},
-		/* case-insensitive */
-		{"1S", 1000000000},
-		{"2SEC", 2000000000},
-		{"30MS", 30000000},
-		{"30Ms", 30000000},
-		{"100US", 100000},
-		{"100Us", 100000},
-		{"5NS", 5},
-		{"10MSEC", 10000000},
-		/* fractions and zero */
-		{"0ms", 0},
-		{"0s", 0},
-		{".5s", 500000000},
-		{"0.5ms", 500000},
-		{"2.5us", 2500},
-		{"1.0005s", 1000500000},
-		{"0.001ms", 1000},
-		{"100000ms", 100000000000ULL},
-		{"1000s", 1000000000000ULL},
+	{ "30ms", 30000000 },
+	{ "100us", 100000 },
+	{ "1.5s", 1500000000 },
+	{ "5ns", 5 },
+	{ "2sec", 2000000000 },
+	{ "10msec", 10000000 },
+	/* every suffix */
+	{ "1s", 1000000000 },
+	{ "1sec", 1000000000 },
+	{ "3secs", 3000000000ULL },
+	{ "1ms", 1000000 },
+	{ "1msec", 1000000 },
+	{ "5msecs", 5000000 },
+	{ "1us", 1000 },
+	{ "7usec", 7000 },
+	{ "7usecs", 7000 },
+	{ "1ns", 1 },
+	{ "9nsec", 9 },
+	{ "9nsecs", 9 },
+	/* case-insensitive */
+	{ "1S", 1000000000 },
+	{ "2SEC", 2000000000 },
+	{ "30MS", 30000000 },
+	{ "30Ms", 30000000 },
+	{ "100US", 100000 },
+	{ "100Us", 100000 },
+	{ "5NS", 5 },
+	{ "10MSEC", 10000000 },
+	/* fractions and zero */
+	{ "0ms", 0 },
+	{ "0s", 0 },
+	{ ".5s", 500000000 },
+	{ "0.5ms", 500000 },
+	{ "2.5us", 2500 },
+	{ "1.0005s", 1000500000 },
+	{ "0.001ms", 1000 },
+	{ "100000ms", 100000000000ULL },
+	{ "1000s", 1000000000000ULL },
 };
 
 static void
@@ -323,27 +312,27 @@ test_time_ok(void **state)
 #define TIME_UNIT_MSG(s) "\"" s "\" is not a time (units: s ms us ns)"
 
 static const struct bad_case time_bad[] = {
-		{"30", TIME_BARE_MSG("30")},
-		{"0", TIME_BARE_MSG("0")},
-		{"1.5", TIME_BARE_MSG("1.5")},
-		{"30m", TIME_UNIT_MSG("30m")},
-		{"30min", TIME_UNIT_MSG("30min")},
-		{"1h", TIME_UNIT_MSG("1h")},
-		{"30mss", TIME_UNIT_MSG("30mss")},
-		{"30 ms", TIME_UNIT_MSG("30 ms")},
-		{"30ms ", TIME_UNIT_MSG("30ms ")},
-		{"30µs", TIME_UNIT_MSG("30µs")},
-		{"1mbit", TIME_UNIT_MSG("1mbit")},
-		{"", TIME_NUM_MSG("")},
-		{"ms", TIME_NUM_MSG("ms")},
-		{"soon", TIME_NUM_MSG("soon")},
-		{"-1ms", TIME_NUM_MSG("-1ms")},
-		{"+1ms", TIME_NUM_MSG("+1ms")},
-		{" 1ms", TIME_NUM_MSG(" 1ms")},
-		{"1e3ms", TIME_NUM_MSG("1e3ms")},
-		{"0x1Ams", TIME_NUM_MSG("0x1Ams")},
-		{"infs", TIME_NUM_MSG("infs")},
-		{"100000000000s", "\"100000000000s\" is too long a time"},
+	{ "30", TIME_BARE_MSG("30") },
+	{ "0", TIME_BARE_MSG("0") },
+	{ "1.5", TIME_BARE_MSG("1.5") },
+	{ "30m", TIME_UNIT_MSG("30m") },
+	{ "30min", TIME_UNIT_MSG("30min") },
+	{ "1h", TIME_UNIT_MSG("1h") },
+	{ "30mss", TIME_UNIT_MSG("30mss") },
+	{ "30 ms", TIME_UNIT_MSG("30 ms") },
+	{ "30ms ", TIME_UNIT_MSG("30ms ") },
+	{ "30µs", TIME_UNIT_MSG("30µs") },
+	{ "1mbit", TIME_UNIT_MSG("1mbit") },
+	{ "", TIME_NUM_MSG("") },
+	{ "ms", TIME_NUM_MSG("ms") },
+	{ "soon", TIME_NUM_MSG("soon") },
+	{ "-1ms", TIME_NUM_MSG("-1ms") },
+	{ "+1ms", TIME_NUM_MSG("+1ms") },
+	{ " 1ms", TIME_NUM_MSG(" 1ms") },
+	{ "1e3ms", TIME_NUM_MSG("1e3ms") },
+	{ "0x1Ams", TIME_NUM_MSG("0x1Ams") },
+	{ "infs", TIME_NUM_MSG("infs") },
+	{ "100000000000s", "\"100000000000s\" is too long a time" },
 };
 
 static void
@@ -363,38 +352,38 @@ test_time_bad(void **state)
 /* ---- sizes ---- */
 
 static const struct ok_case size_ok[] = {
-		{"32mb", 33554432},
-		{"4kb", 4096},
-		{"1500b", 1500},
-		{"1k", 1024},
-		{"1g", 1073741824},
-		/* every suffix */
-		{"0b", 0},
-		{"1b", 1},
-		{"64k", 65536},
-		{"64kb", 65536},
-		{"1m", 1048576},
-		{"1mb", 1048576},
-		{"2g", 2147483648ULL},
-		{"2gb", 2147483648ULL},
-		{"8kbit", 1024},
-		{"1kbit", 128},
-		{"1mbit", 131072},
-		{"1gbit", 134217728},
-		/* case-insensitive */
-		{"32MB", 33554432},
-		{"32Mb", 33554432},
-		{"4KB", 4096},
-		{"4K", 4096},
-		{"1500B", 1500},
-		{"1G", 1073741824},
-		{"1GB", 1073741824},
-		{"1KBIT", 128},
-		/* fractions */
-		{"1.5kb", 1536},
-		{".5mb", 524288},
-		{"0.25g", 268435456},
-		{"1024gb", 1099511627776ULL},
+	{ "32mb", 33554432 },
+	{ "4kb", 4096 },
+	{ "1500b", 1500 },
+	{ "1k", 1024 },
+	{ "1g", 1073741824 },
+	/* every suffix */
+	{ "0b", 0 },
+	{ "1b", 1 },
+	{ "64k", 65536 },
+	{ "64kb", 65536 },
+	{ "1m", 1048576 },
+	{ "1mb", 1048576 },
+	{ "2g", 2147483648ULL },
+	{ "2gb", 2147483648ULL },
+	{ "8kbit", 1024 },
+	{ "1kbit", 128 },
+	{ "1mbit", 131072 },
+	{ "1gbit", 134217728 },
+	/* case-insensitive */
+	{ "32MB", 33554432 },
+	{ "32Mb", 33554432 },
+	{ "4KB", 4096 },
+	{ "4K", 4096 },
+	{ "1500B", 1500 },
+	{ "1G", 1073741824 },
+	{ "1GB", 1073741824 },
+	{ "1KBIT", 128 },
+	/* fractions */
+	{ "1.5kb", 1536 },
+	{ ".5mb", 524288 },
+	{ "0.25g", 268435456 },
+	{ "1024gb", 1099511627776ULL },
 };
 
 static void
@@ -410,24 +399,24 @@ test_size_ok(void **state)
 #define SIZE_UNIT_MSG(s) "\"" s "\" is not a size (units: b kb mb gb)"
 
 static const struct bad_case size_bad[] = {
-		{"1500", SIZE_BARE_MSG("1500")},
-		{"0", SIZE_BARE_MSG("0")},
-		{"32mib", SIZE_UNIT_MSG("32mib")},
-		{"32bytes", SIZE_UNIT_MSG("32bytes")},
-		{"32 mb", SIZE_UNIT_MSG("32 mb")},
-		{"1t", SIZE_UNIT_MSG("1t")},
-		{"1tb", SIZE_UNIT_MSG("1tb")},
-		{"1bit", SIZE_UNIT_MSG("1bit")},
-		{"1ms", SIZE_UNIT_MSG("1ms")},
-		{"", SIZE_NUM_MSG("")},
-		{"mb", SIZE_NUM_MSG("mb")},
-		{"big", SIZE_NUM_MSG("big")},
-		{"-1kb", SIZE_NUM_MSG("-1kb")},
-		{"+1kb", SIZE_NUM_MSG("+1kb")},
-		{"\t1kb", SIZE_NUM_MSG("\t1kb")},
-		{"1e3b", SIZE_NUM_MSG("1e3b")},
-		{"0x100b", SIZE_NUM_MSG("0x100b")},
-		{"100000000000gb", "\"100000000000gb\" is too large a size"},
+	{ "1500", SIZE_BARE_MSG("1500") },
+	{ "0", SIZE_BARE_MSG("0") },
+	{ "32mib", SIZE_UNIT_MSG("32mib") },
+	{ "32bytes", SIZE_UNIT_MSG("32bytes") },
+	{ "32 mb", SIZE_UNIT_MSG("32 mb") },
+	{ "1t", SIZE_UNIT_MSG("1t") },
+	{ "1tb", SIZE_UNIT_MSG("1tb") },
+	{ "1bit", SIZE_UNIT_MSG("1bit") },
+	{ "1ms", SIZE_UNIT_MSG("1ms") },
+	{ "", SIZE_NUM_MSG("") },
+	{ "mb", SIZE_NUM_MSG("mb") },
+	{ "big", SIZE_NUM_MSG("big") },
+	{ "-1kb", SIZE_NUM_MSG("-1kb") },
+	{ "+1kb", SIZE_NUM_MSG("+1kb") },
+	{ "\t1kb", SIZE_NUM_MSG("\t1kb") },
+	{ "1e3b", SIZE_NUM_MSG("1e3b") },
+	{ "0x100b", SIZE_NUM_MSG("0x100b") },
+	{ "100000000000gb", "\"100000000000gb\" is too large a size" },
 };
 
 static void
@@ -449,14 +438,14 @@ static const struct {
 	uint64_t bytes_per_sec;
 	const char *text;
 } rate_fmt[] = {
-		{0, "unlimited"},        {128, "1024bit"},
-		{131072, "1048576bit"},  {156, "1248bit"},
-		{125, "1Kbit"},          {62500, "500Kbit"},
-		{187500, "1500Kbit"},    {125000, "1Mbit"},
-		{5625000, "45Mbit"},     {35000000, "280Mbit"},
-		{12500000, "100Mbit"},   {781250, "6250Kbit"},
-		{125000000, "1Gbit"},    {1250000000, "10Gbit"},
-		{137500000, "1100Mbit"}, {12500000000000ULL, "100000Gbit"},
+	{ 0, "unlimited" },        { 128, "1024bit" },
+	{ 131072, "1048576bit" },  { 156, "1248bit" },
+	{ 125, "1Kbit" },          { 62500, "500Kbit" },
+	{ 187500, "1500Kbit" },    { 125000, "1Mbit" },
+	{ 5625000, "45Mbit" },     { 35000000, "280Mbit" },
+	{ 12500000, "100Mbit" },   { 781250, "6250Kbit" },
+	{ 125000000, "1Gbit" },    { 1250000000, "10Gbit" },
+	{ 137500000, "1100Mbit" }, { 12500000000000ULL, "100000Gbit" },
 };
 
 static void
@@ -503,24 +492,24 @@ static const struct {
 	uint64_t ns;
 	const char *text;
 } time_fmt[] = {
-		{0, "0ns"},
-		{5, "5ns"},
-		{999, "999ns"},
-		{1000, "1us"},
-		{100000, "100us"},
-		{2500, "2.5us"},
-		{999999, "999.999us"},
-		{1000000, "1ms"},
-		{1500000, "1.5ms"},
-		{5000000, "5ms"},
-		{30000000, "30ms"},
-		{100000000, "100ms"},
-		{123456000, "123.456ms"},
-		{1000000000, "1s"},
-		{1500000000, "1500ms"},
-		{2000000000, "2s"},
-		{1000000000000ULL, "1000s"},
-		{50000000000ULL, "50s"},
+	{ 0, "0ns" },
+	{ 5, "5ns" },
+	{ 999, "999ns" },
+	{ 1000, "1us" },
+	{ 100000, "100us" },
+	{ 2500, "2.5us" },
+	{ 999999, "999.999us" },
+	{ 1000000, "1ms" },
+	{ 1500000, "1.5ms" },
+	{ 5000000, "5ms" },
+	{ 30000000, "30ms" },
+	{ 100000000, "100ms" },
+	{ 123456000, "123.456ms" },
+	{ 1000000000, "1s" },
+	{ 1500000000, "1500ms" },
+	{ 2000000000, "2s" },
+	{ 1000000000000ULL, "1000s" },
+	{ 50000000000ULL, "50s" },
 };
 
 static void
@@ -640,7 +629,7 @@ test_bug_llround_overflow(void **state)
 static void
 test_bug_format_rate_truncates(void **state)
 {
-	static const uint64_t rates[] = {128, 131072, 1048576, 62501, 156};
+	static const uint64_t rates[] = { 128, 131072, 1048576, 62501, 156 };
 	int failures = 0;
 
 	(void)state;
@@ -666,7 +655,7 @@ test_bug_format_rate_truncates(void **state)
 static void
 test_bug_format_time_precision(void **state)
 {
-	static const uint64_t times[] = {1234567000ULL, 999999500000ULL, 1000001000ULL};
+	static const uint64_t times[] = { 1234567000ULL, 999999500000ULL, 1000001000ULL };
 	int failures = 0;
 
 	(void)state;
@@ -689,21 +678,21 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-			cmocka_unit_test(test_rate_ok),
-			cmocka_unit_test(test_rate_bad),
-			cmocka_unit_test(test_rate_null_and_small_buffers),
-			cmocka_unit_test(test_time_ok),
-			cmocka_unit_test(test_time_bad),
-			cmocka_unit_test(test_size_ok),
-			cmocka_unit_test(test_size_bad),
-			cmocka_unit_test(test_format_rate),
-			cmocka_unit_test(test_format_rate_small_buffer),
-			cmocka_unit_test(test_format_time),
-			cmocka_unit_test(test_parse_format_parse),
-			cmocka_unit_test(test_format_time_us_round_trip),
-			cmocka_unit_test(test_bug_llround_overflow),
-			cmocka_unit_test(test_bug_format_rate_truncates),
-			cmocka_unit_test(test_bug_format_time_precision),
+		cmocka_unit_test(test_rate_ok),
+		cmocka_unit_test(test_rate_bad),
+		cmocka_unit_test(test_rate_null_and_small_buffers),
+		cmocka_unit_test(test_time_ok),
+		cmocka_unit_test(test_time_bad),
+		cmocka_unit_test(test_size_ok),
+		cmocka_unit_test(test_size_bad),
+		cmocka_unit_test(test_format_rate),
+		cmocka_unit_test(test_format_rate_small_buffer),
+		cmocka_unit_test(test_format_time),
+		cmocka_unit_test(test_parse_format_parse),
+		cmocka_unit_test(test_format_time_us_round_trip),
+		cmocka_unit_test(test_bug_llround_overflow),
+		cmocka_unit_test(test_bug_format_rate_truncates),
+		cmocka_unit_test(test_bug_format_time_precision),
 	};
 
 	return cmocka_run_group_tests_name("units", tests, NULL, NULL);

@@ -33,14 +33,14 @@
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 
-#define SB_HDR 128         /* header bytes a record keeps (the first segment) */
-#define SB_TRUESIZE 2432   /* buffer memory per packet, as a default DPDK mbuf */
+#define SB_HDR       128  /* header bytes a record keeps (the first segment) */
+#define SB_TRUESIZE  2432 /* buffer memory per packet, as a default DPDK mbuf */
 #define SB_BURST_MAX 256
-#define SB_TX_ROOM 512     /* DP_TX_PENDING_MAX */
+#define SB_TX_ROOM   512 /* DP_TX_PENDING_MAX */
 
 struct sb_frame {
-	uint32_t len;      /* frame length */
-	uint32_t caplen;   /* bytes kept (<= SB_HDR) */
+	uint32_t len;    /* frame length */
+	uint32_t caplen; /* bytes kept (<= SB_HDR) */
 	uint8_t hdr[SB_HDR];
 };
 
@@ -62,7 +62,7 @@ struct sb {
 	uint64_t ns_per_kbyte; /* arrival time of 1000 bytes at the offered rate */
 	/* counters */
 	uint64_t offered, offered_bytes, delivered, delivered_bytes, dropped;
-	uint64_t starved;      /* bursts cut short by an empty pool */
+	uint64_t starved; /* bursts cut short by an empty pool */
 };
 
 static int
@@ -136,8 +136,10 @@ make_sched(struct sb *b, const char *dir_json, char *err, size_t errlen)
 	if (doc == NULL)
 		return -1;
 	/* The daemon's own loader, so defaults and seeds match shaperd's. */
-	snprintf(doc, n, "{\"ports\": {\"wan\": \"bench_wan\", \"lan\": \"bench_lan\"}, "
-			 "\"upstream\": %s}", dir_json);
+	snprintf(doc, n,
+		 "{\"ports\": {\"wan\": \"bench_wan\", \"lan\": \"bench_lan\"}, "
+		 "\"upstream\": %s}",
+		 dir_json);
 	if (shaper_config_load_string(doc, &cfg, err, errlen) != 0) {
 		free(doc);
 		return -1;
@@ -236,31 +238,30 @@ mono_ns(void)
 static void
 usage(FILE *f)
 {
-	fprintf(f,
-		"usage: sched_bench --pcap FILE [--dir JSON] [--packets N] [--warmup N]\n"
-		"                   [--burst N] [--offered BITS_PER_S] [--pool N]\n"
-		"  --dir      one direction's settings, as in shaperd's config\n"
-		"             (default {\"discipline\":\"cake\"})\n"
-		"  --packets  measured packets (default 1000000)\n"
-		"  --warmup   packets before measuring (default 2 x the pcap, >= 200000)\n"
-		"  --offered  simulated arrival rate in bit/s of frame bytes (default\n"
-		"             2 x the shaped rate, or 10e9 when unlimited)\n"
-		"Prints one JSON line with the counters and ns per packet.\n");
+	fprintf(f, "usage: sched_bench --pcap FILE [--dir JSON] [--packets N] [--warmup N]\n"
+		   "                   [--burst N] [--offered BITS_PER_S] [--pool N]\n"
+		   "  --dir      one direction's settings, as in shaperd's config\n"
+		   "             (default {\"discipline\":\"cake\"})\n"
+		   "  --packets  measured packets (default 1000000)\n"
+		   "  --warmup   packets before measuring (default 2 x the pcap, >= 200000)\n"
+		   "  --offered  simulated arrival rate in bit/s of frame bytes (default\n"
+		   "             2 x the shaped rate, or 10e9 when unlimited)\n"
+		   "Prints one JSON line with the counters and ns per packet.\n");
 }
 
 int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"pcap", required_argument, NULL, 'p'},
-		{"dir", required_argument, NULL, 'd'},
-		{"packets", required_argument, NULL, 'n'},
-		{"warmup", required_argument, NULL, 'w'},
-		{"burst", required_argument, NULL, 'b'},
-		{"offered", required_argument, NULL, 'o'},
-		{"pool", required_argument, NULL, 'P'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "pcap", required_argument, NULL, 'p' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "packets", required_argument, NULL, 'n' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "burst", required_argument, NULL, 'b' },
+		{ "offered", required_argument, NULL, 'o' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	static struct sb b;
 	const char *pcap = NULL, *dir = "{\"discipline\": \"cake\"}";
@@ -358,8 +359,7 @@ main(int argc, char **argv)
 	       "\"starved\": %llu, \"offered_bps\": %.0f}\n",
 	       b.n_frames, (unsigned long long)(b.offered - off0),
 	       (unsigned long long)(b.delivered - del0), (unsigned long long)(b.dropped - drop0),
-	       (unsigned long long)(b.delivered_bytes - bytes0),
-	       (unsigned long long)(b.now - now0),
+	       (unsigned long long)(b.delivered_bytes - bytes0), (unsigned long long)(b.now - now0),
 	       (double)(t1 - t0) / (double)(b.offered - off0),
 	       (unsigned long long)st->dropped[SHAPER_DROP_AQM],
 	       (unsigned long long)st->dropped[SHAPER_DROP_OVERFLOW],

@@ -155,7 +155,7 @@ send_all(struct sc_conn *c, const char *s, size_t n, int64_t deadline)
 {
 	while (n > 0) {
 		ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
-		struct pollfd pfd = {.fd = c->fd, .events = POLLOUT};
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 
 		if (w > 0) {
 			s += w;
@@ -191,7 +191,7 @@ recv_line(struct sc_conn *c, int64_t deadline, char **line, size_t *n)
 	for (;;) {
 		char *nl = c->len > scanned ? memchr(c->buf + scanned, '\n', c->len - scanned)
 					    : NULL;
-		struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+		struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 		ssize_t r;
 		int p;
 

@@ -15,7 +15,7 @@
 void
 sc_fmt_rate(uint64_t bytes_per_sec, char *buf, size_t len)
 {
-	static const char *const units[] = {"", "K", "M", "G", "T"};
+	static const char *const units[] = { "", "K", "M", "G", "T" };
 	uint64_t rate = bytes_per_sec * 8;
 	unsigned int i;
 
@@ -37,7 +37,7 @@ sc_fmt_rate(uint64_t bytes_per_sec, char *buf, size_t len)
 void
 sc_fmt_bits(double bits, char *buf, size_t len)
 {
-	static const char *const units[] = {"", "K", "M", "G", "T"};
+	static const char *const units[] = { "", "K", "M", "G", "T" };
 	unsigned int i = 0;
 
 	while (bits >= 1000 && i < sizeof(units) / sizeof(units[0]) - 1) {
@@ -124,7 +124,7 @@ sc_table_cell(struct sc_table *t, const char *fmt, ...)
 void
 sc_table_print(struct sc_table *t, FILE *f, const char *indent)
 {
-	unsigned int width[SC_TABLE_MAX_COLS] = {0};
+	unsigned int width[SC_TABLE_MAX_COLS] = { 0 };
 
 	for (unsigned int i = 0; i < t->ncells; i++) {
 		size_t w = t->cells[i] != NULL ? strlen(t->cells[i]) : 0;

@@ -12,110 +12,118 @@
 
 #include "shapectl.h"
 
-enum scope { S_PORT, S_DIR, S_TIN };
+enum scope {
+	S_PORT,
+	S_DIR,
+	S_TIN
+};
 
-enum scale { V_INT, V_US_TO_S };
+enum scale {
+	V_INT,
+	V_US_TO_S
+};
 
 struct metric {
 	const char *name;
 	const char *type; /* "counter" or "gauge" */
 	enum scope scope;
-	const char *key;  /* field of the port, direction or tin object */
+	const char *key; /* field of the port, direction or tin object */
 	enum scale scale;
 	const char *help;
 };
 
 static const struct metric metrics[] = {
 	/* ports (rte_eth_stats) */
-	{"shaper_port_receive_packets_total", "counter", S_PORT, "rx_packets", V_INT,
-	 "Packets received by the port"},
-	{"shaper_port_receive_bytes_total", "counter", S_PORT, "rx_bytes", V_INT,
-	 "Bytes received by the port"},
-	{"shaper_port_transmit_packets_total", "counter", S_PORT, "tx_packets", V_INT,
-	 "Packets transmitted by the port"},
-	{"shaper_port_transmit_bytes_total", "counter", S_PORT, "tx_bytes", V_INT,
-	 "Bytes transmitted by the port"},
-	{"shaper_port_receive_missed_total", "counter", S_PORT, "rx_missed", V_INT,
-	 "Packets the port dropped because the receive queue was full (imissed)"},
-	{"shaper_port_receive_errors_total", "counter", S_PORT, "rx_errors", V_INT,
-	 "Erroneous packets received by the port"},
-	{"shaper_port_transmit_errors_total", "counter", S_PORT, "tx_errors", V_INT,
-	 "Packets the port failed to transmit"},
-	{"shaper_port_receive_nombuf_total", "counter", S_PORT, "rx_nombuf", V_INT,
-	 "Receive failures for want of an mbuf"},
+	{ "shaper_port_receive_packets_total", "counter", S_PORT, "rx_packets", V_INT,
+	  "Packets received by the port" },
+	{ "shaper_port_receive_bytes_total", "counter", S_PORT, "rx_bytes", V_INT,
+	  "Bytes received by the port" },
+	{ "shaper_port_transmit_packets_total", "counter", S_PORT, "tx_packets", V_INT,
+	  "Packets transmitted by the port" },
+	{ "shaper_port_transmit_bytes_total", "counter", S_PORT, "tx_bytes", V_INT,
+	  "Bytes transmitted by the port" },
+	{ "shaper_port_receive_missed_total", "counter", S_PORT, "rx_missed", V_INT,
+	  "Packets the port dropped because the receive queue was full (imissed)" },
+	{ "shaper_port_receive_errors_total", "counter", S_PORT, "rx_errors", V_INT,
+	  "Erroneous packets received by the port" },
+	{ "shaper_port_transmit_errors_total", "counter", S_PORT, "tx_errors", V_INT,
+	  "Packets the port failed to transmit" },
+	{ "shaper_port_receive_nombuf_total", "counter", S_PORT, "rx_nombuf", V_INT,
+	  "Receive failures for want of an mbuf" },
 	/* directions: the shaper's own counters */
-	{"shaper_config_bandwidth_bytes_per_second", "gauge", S_DIR, "bandwidth", V_INT,
-	 "Configured shaper rate of the direction, 0 = unlimited"},
-	{"shaper_direction_receive_packets_total", "counter", S_DIR, "rx_packets", V_INT,
-	 "Packets read from the direction's input port"},
-	{"shaper_direction_receive_bytes_total", "counter", S_DIR, "rx_bytes", V_INT,
-	 "Bytes read from the direction's input port"},
-	{"shaper_direction_transmit_packets_total", "counter", S_DIR, "tx_packets", V_INT,
-	 "Packets handed to the direction's output port"},
-	{"shaper_direction_transmit_bytes_total", "counter", S_DIR, "tx_bytes", V_INT,
-	 "Bytes handed to the direction's output port"},
-	{"shaper_direction_transmit_retries_total", "counter", S_DIR, "tx_retries", V_INT,
-	 "Transmit bursts the output port did not take in full at once"},
+	{ "shaper_config_bandwidth_bytes_per_second", "gauge", S_DIR, "bandwidth", V_INT,
+	  "Configured shaper rate of the direction, 0 = unlimited" },
+	{ "shaper_direction_receive_packets_total", "counter", S_DIR, "rx_packets", V_INT,
+	  "Packets read from the direction's input port" },
+	{ "shaper_direction_receive_bytes_total", "counter", S_DIR, "rx_bytes", V_INT,
+	  "Bytes read from the direction's input port" },
+	{ "shaper_direction_transmit_packets_total", "counter", S_DIR, "tx_packets", V_INT,
+	  "Packets handed to the direction's output port" },
+	{ "shaper_direction_transmit_bytes_total", "counter", S_DIR, "tx_bytes", V_INT,
+	  "Bytes handed to the direction's output port" },
+	{ "shaper_direction_transmit_retries_total", "counter", S_DIR, "tx_retries", V_INT,
+	  "Transmit bursts the output port did not take in full at once" },
 	/* directions: the scheduler, named like node_exporter's qdisc collector */
-	{"shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
-	 "Packets dequeued by the scheduler"},
-	{"shaper_qdisc_bytes_total", "counter", S_DIR, "bytes", V_INT,
-	 "Bytes dequeued by the scheduler"},
-	{"shaper_qdisc_drops_total", "counter", S_DIR, "drops", V_INT,
-	 "Packets dropped in the direction, any reason (the sum of shaper_drops_total)"},
-	{"shaper_qdisc_overlimits_total", "counter", S_DIR, "overlimits", V_INT,
-	 "Times the shaper held a packet back to keep to the rate"},
-	{"shaper_qdisc_ecn_marks_total", "counter", S_DIR, "ecn_mark", V_INT,
-	 "Packets CE-marked instead of dropped"},
-	{"shaper_qdisc_backlog_bytes", "gauge", S_DIR, "backlog", V_INT,
-	 "Bytes queued in the scheduler"},
-	{"shaper_qdisc_current_queue_length", "gauge", S_DIR, "qlen", V_INT,
-	 "Packets queued in the scheduler"},
-	{"shaper_qdisc_memory_used_bytes", "gauge", S_DIR, "memory_used", V_INT,
-	 "Peak buffer memory used by the scheduler (as tc reports it)"},
-	{"shaper_qdisc_memory_limit_bytes", "gauge", S_DIR, "memory_limit", V_INT,
-	 "Buffer memory limit of the scheduler"},
-	{"shaper_qdisc_capacity_estimate_bytes_per_second", "gauge", S_DIR, "capacity_estimate",
-	 V_INT, "Scheduler's estimate of the link capacity"},
+	{ "shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
+	  "Packets dequeued by the scheduler" },
+	{ "shaper_qdisc_bytes_total", "counter", S_DIR, "bytes", V_INT,
+	  "Bytes dequeued by the scheduler" },
+	{ "shaper_qdisc_drops_total", "counter", S_DIR, "drops", V_INT,
+	  "Packets dropped in the direction, any reason (the sum of shaper_drops_total)" },
+	{ "shaper_qdisc_overlimits_total", "counter", S_DIR, "overlimits", V_INT,
+	  "Times the shaper held a packet back to keep to the rate" },
+	{ "shaper_qdisc_ecn_marks_total", "counter", S_DIR, "ecn_mark", V_INT,
+	  "Packets CE-marked instead of dropped" },
+	{ "shaper_qdisc_backlog_bytes", "gauge", S_DIR, "backlog", V_INT,
+	  "Bytes queued in the scheduler" },
+	{ "shaper_qdisc_current_queue_length", "gauge", S_DIR, "qlen", V_INT,
+	  "Packets queued in the scheduler" },
+	{ "shaper_qdisc_memory_used_bytes", "gauge", S_DIR, "memory_used", V_INT,
+	  "Peak buffer memory used by the scheduler (as tc reports it)" },
+	{ "shaper_qdisc_memory_limit_bytes", "gauge", S_DIR, "memory_limit", V_INT,
+	  "Buffer memory limit of the scheduler" },
+	{ "shaper_qdisc_capacity_estimate_bytes_per_second", "gauge", S_DIR, "capacity_estimate",
+	  V_INT, "Scheduler's estimate of the link capacity" },
 	/* tins (CAKE; one tin for fq_codel, none for fifo) */
-	{"shaper_tin_sent_packets_total", "counter", S_TIN, "sent_packets", V_INT,
-	 "Packets accepted into the tin"},
-	{"shaper_tin_sent_bytes_total", "counter", S_TIN, "sent_bytes", V_INT,
-	 "Bytes accepted into the tin"},
-	{"shaper_tin_drops_total", "counter", S_TIN, "drops", V_INT, "Packets dropped by the tin"},
-	{"shaper_tin_ecn_marks_total", "counter", S_TIN, "ecn_mark", V_INT,
-	 "Packets CE-marked by the tin"},
-	{"shaper_tin_ack_drops_total", "counter", S_TIN, "ack_drops", V_INT,
-	 "TCP ACKs removed by the ACK filter"},
-	{"shaper_tin_way_indirect_hits_total", "counter", S_TIN, "way_indirect_hits", V_INT,
-	 "Flow lookups that found their queue by set-associative search"},
-	{"shaper_tin_way_misses_total", "counter", S_TIN, "way_misses", V_INT,
-	 "Flow lookups that took an empty queue"},
-	{"shaper_tin_way_collisions_total", "counter", S_TIN, "way_collisions", V_INT,
-	 "Flow lookups that had to share a queue with another flow"},
-	{"shaper_tin_backlog_bytes", "gauge", S_TIN, "backlog_bytes", V_INT,
-	 "Bytes queued in the tin"},
-	{"shaper_tin_threshold_rate_bytes_per_second", "gauge", S_TIN, "threshold_rate", V_INT,
-	 "Rate above which the tin loses priority"},
-	{"shaper_tin_target_seconds", "gauge", S_TIN, "target_us", V_US_TO_S,
-	 "CoDel target delay of the tin"},
-	{"shaper_tin_interval_seconds", "gauge", S_TIN, "interval_us", V_US_TO_S,
-	 "CoDel interval of the tin"},
-	{"shaper_tin_peak_delay_seconds", "gauge", S_TIN, "peak_delay_us", V_US_TO_S,
-	 "Peak queueing delay of the tin (decaying)"},
-	{"shaper_tin_avg_delay_seconds", "gauge", S_TIN, "avg_delay_us", V_US_TO_S,
-	 "Average queueing delay of the tin (decaying)"},
-	{"shaper_tin_base_delay_seconds", "gauge", S_TIN, "base_delay_us", V_US_TO_S,
-	 "Base (sparse) queueing delay of the tin (decaying)"},
-	{"shaper_tin_sparse_flows", "gauge", S_TIN, "sparse_flows", V_INT,
-	 "Sparse flows in the tin"},
-	{"shaper_tin_bulk_flows", "gauge", S_TIN, "bulk_flows", V_INT, "Bulk flows in the tin"},
-	{"shaper_tin_unresponsive_flows", "gauge", S_TIN, "unresponsive_flows", V_INT,
-	 "Flows in the tin that do not respond to drops or marks"},
-	{"shaper_tin_max_packet_length_bytes", "gauge", S_TIN, "max_pkt_len", V_INT,
-	 "Largest packet seen by the tin"},
-	{"shaper_tin_flow_quantum_bytes", "gauge", S_TIN, "flow_quantum", V_INT,
-	 "Bytes a flow of the tin may send per round"},
+	{ "shaper_tin_sent_packets_total", "counter", S_TIN, "sent_packets", V_INT,
+	  "Packets accepted into the tin" },
+	{ "shaper_tin_sent_bytes_total", "counter", S_TIN, "sent_bytes", V_INT,
+	  "Bytes accepted into the tin" },
+	{ "shaper_tin_drops_total", "counter", S_TIN, "drops", V_INT,
+	  "Packets dropped by the tin" },
+	{ "shaper_tin_ecn_marks_total", "counter", S_TIN, "ecn_mark", V_INT,
+	  "Packets CE-marked by the tin" },
+	{ "shaper_tin_ack_drops_total", "counter", S_TIN, "ack_drops", V_INT,
+	  "TCP ACKs removed by the ACK filter" },
+	{ "shaper_tin_way_indirect_hits_total", "counter", S_TIN, "way_indirect_hits", V_INT,
+	  "Flow lookups that found their queue by set-associative search" },
+	{ "shaper_tin_way_misses_total", "counter", S_TIN, "way_misses", V_INT,
+	  "Flow lookups that took an empty queue" },
+	{ "shaper_tin_way_collisions_total", "counter", S_TIN, "way_collisions", V_INT,
+	  "Flow lookups that had to share a queue with another flow" },
+	{ "shaper_tin_backlog_bytes", "gauge", S_TIN, "backlog_bytes", V_INT,
+	  "Bytes queued in the tin" },
+	{ "shaper_tin_threshold_rate_bytes_per_second", "gauge", S_TIN, "threshold_rate", V_INT,
+	  "Rate above which the tin loses priority" },
+	{ "shaper_tin_target_seconds", "gauge", S_TIN, "target_us", V_US_TO_S,
+	  "CoDel target delay of the tin" },
+	{ "shaper_tin_interval_seconds", "gauge", S_TIN, "interval_us", V_US_TO_S,
+	  "CoDel interval of the tin" },
+	{ "shaper_tin_peak_delay_seconds", "gauge", S_TIN, "peak_delay_us", V_US_TO_S,
+	  "Peak queueing delay of the tin (decaying)" },
+	{ "shaper_tin_avg_delay_seconds", "gauge", S_TIN, "avg_delay_us", V_US_TO_S,
+	  "Average queueing delay of the tin (decaying)" },
+	{ "shaper_tin_base_delay_seconds", "gauge", S_TIN, "base_delay_us", V_US_TO_S,
+	  "Base (sparse) queueing delay of the tin (decaying)" },
+	{ "shaper_tin_sparse_flows", "gauge", S_TIN, "sparse_flows", V_INT,
+	  "Sparse flows in the tin" },
+	{ "shaper_tin_bulk_flows", "gauge", S_TIN, "bulk_flows", V_INT, "Bulk flows in the tin" },
+	{ "shaper_tin_unresponsive_flows", "gauge", S_TIN, "unresponsive_flows", V_INT,
+	  "Flows in the tin that do not respond to drops or marks" },
+	{ "shaper_tin_max_packet_length_bytes", "gauge", S_TIN, "max_pkt_len", V_INT,
+	  "Largest packet seen by the tin" },
+	{ "shaper_tin_flow_quantum_bytes", "gauge", S_TIN, "flow_quantum", V_INT,
+	  "Bytes a flow of the tin may send per round" },
 };
 
 /* Label values may hold anything: escape \, " and newline as the format requires. */
@@ -163,7 +171,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 
 	/* Emit the header only for families with samples (fifo has no tins). */
 	if (m->scope == S_PORT) {
-		json_object_foreach((json_t *)ports, k, o) {
+		json_object_foreach ((json_t *)ports, k, o) {
 			if (json_object_get(o, m->key) == NULL)
 				continue;
 			if (!any)
@@ -176,7 +184,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 		}
 		return;
 	}
-	json_object_foreach((json_t *)dirs, dk, d) {
+	json_object_foreach ((json_t *)dirs, dk, d) {
 		size_t i;
 
 		if (m->scope == S_DIR) {
@@ -191,7 +199,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 			put_value(f, d, m->key, m->scale);
 			continue;
 		}
-		json_array_foreach(json_object_get(d, "tins"), i, o) {
+		json_array_foreach (json_object_get(d, "tins"), i, o) {
 			if (json_object_get(o, m->key) == NULL)
 				continue;
 			if (!any)
@@ -225,14 +233,14 @@ sc_metrics_print(FILE *f, const json_t *version, const json_t *stats)
 	put_label(f, "protocol", buf, false);
 	fprintf(f, "} 1\n");
 	header(f, "shaper_port_info", "gauge", "Device behind each port role");
-	json_object_foreach((json_t *)ports, k, o) {
+	json_object_foreach ((json_t *)ports, k, o) {
 		fprintf(f, "shaper_port_info{");
 		put_label(f, "port", k, true);
 		put_label(f, "device", sc_str(o, "name"), false);
 		fprintf(f, "} 1\n");
 	}
 	header(f, "shaper_qdisc_info", "gauge", "Discipline shaping each direction");
-	json_object_foreach((json_t *)dirs, k, o) {
+	json_object_foreach ((json_t *)dirs, k, o) {
 		fprintf(f, "shaper_qdisc_info{");
 		put_label(f, "direction", k, true);
 		put_label(f, "discipline", sc_str(o, "discipline"), false);
@@ -242,8 +250,8 @@ sc_metrics_print(FILE *f, const json_t *version, const json_t *stats)
 		family(f, &metrics[i], ports, dirs);
 	/* Drop reasons: the daemon's table, whatever reasons it has. */
 	any = false;
-	json_object_foreach((json_t *)dirs, k, o) {
-		json_object_foreach(json_object_get(o, "drop_reasons"), r, v) {
+	json_object_foreach ((json_t *)dirs, k, o) {
+		json_object_foreach (json_object_get(o, "drop_reasons"), r, v) {
 			if (!any)
 				header(f, "shaper_drops_total", "counter",
 				       "Packets dropped, by direction and reason");

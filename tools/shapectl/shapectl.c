@@ -78,8 +78,7 @@ usage(FILE *f)
 		"  5  I/O or protocol error, or timeout\n");
 }
 
-static int
-usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int
 usage_error(const char *fmt, ...)
@@ -174,8 +173,8 @@ show_version(const struct opts *o, const json_t *r)
 static void
 print_ports(const json_t *ports)
 {
-	static const char *const cols[] = {"rx_packets", "rx_bytes",  "tx_packets", "tx_bytes",
-					   "rx_missed",  "rx_errors", "tx_errors",  "rx_nombuf"};
+	static const char *const cols[] = { "rx_packets", "rx_bytes",  "tx_packets", "tx_bytes",
+					    "rx_missed",  "rx_errors", "tx_errors",  "rx_nombuf" };
 	struct sc_table t;
 	const char *k;
 	json_t *p;
@@ -188,7 +187,7 @@ print_ports(const json_t *ports)
 	sc_table_cell(&t, "device");
 	for (size_t i = 0; i < 8; i++)
 		sc_table_cell(&t, "%s", cols[i]);
-	json_object_foreach((json_t *)ports, k, p) {
+	json_object_foreach ((json_t *)ports, k, p) {
 		sc_table_cell(&t, "%s", k);
 		sc_table_cell(&t, "%s", sc_str(p, "name"));
 		for (size_t i = 0; i < 8; i++)
@@ -202,21 +201,36 @@ print_ports(const json_t *ports)
 static void
 print_tins(const json_t *tins)
 {
-	enum kind { K_RATE, K_TIME, K_SIZE, K_INT };
+	enum kind {
+		K_RATE,
+		K_TIME,
+		K_SIZE,
+		K_INT
+	};
 	static const struct {
 		const char *label, *key;
 		enum kind kind;
 	} rows[] = {
-		{"thresh", "threshold_rate", K_RATE},   {"target", "target_us", K_TIME},
-		{"interval", "interval_us", K_TIME},    {"pk_delay", "peak_delay_us", K_TIME},
-		{"av_delay", "avg_delay_us", K_TIME},   {"sp_delay", "base_delay_us", K_TIME},
-		{"backlog", "backlog_bytes", K_SIZE},   {"pkts", "sent_packets", K_INT},
-		{"bytes", "sent_bytes", K_INT},         {"way_inds", "way_indirect_hits", K_INT},
-		{"way_miss", "way_misses", K_INT},      {"way_cols", "way_collisions", K_INT},
-		{"drops", "drops", K_INT},              {"marks", "ecn_mark", K_INT},
-		{"ack_drop", "ack_drops", K_INT},       {"sp_flows", "sparse_flows", K_INT},
-		{"bk_flows", "bulk_flows", K_INT},      {"un_flows", "unresponsive_flows", K_INT},
-		{"max_len", "max_pkt_len", K_INT},      {"quantum", "flow_quantum", K_INT},
+		{ "thresh", "threshold_rate", K_RATE },
+		{ "target", "target_us", K_TIME },
+		{ "interval", "interval_us", K_TIME },
+		{ "pk_delay", "peak_delay_us", K_TIME },
+		{ "av_delay", "avg_delay_us", K_TIME },
+		{ "sp_delay", "base_delay_us", K_TIME },
+		{ "backlog", "backlog_bytes", K_SIZE },
+		{ "pkts", "sent_packets", K_INT },
+		{ "bytes", "sent_bytes", K_INT },
+		{ "way_inds", "way_indirect_hits", K_INT },
+		{ "way_miss", "way_misses", K_INT },
+		{ "way_cols", "way_collisions", K_INT },
+		{ "drops", "drops", K_INT },
+		{ "marks", "ecn_mark", K_INT },
+		{ "ack_drop", "ack_drops", K_INT },
+		{ "sp_flows", "sparse_flows", K_INT },
+		{ "bk_flows", "bulk_flows", K_INT },
+		{ "un_flows", "unresponsive_flows", K_INT },
+		{ "max_len", "max_pkt_len", K_INT },
+		{ "quantum", "flow_quantum", K_INT },
 	};
 	size_t i, n = json_array_size(tins);
 	json_t *tin;
@@ -225,12 +239,12 @@ print_tins(const json_t *tins)
 	if (n == 0)
 		return;
 	printf("%-10s", "");
-	json_array_foreach(tins, i, tin)
+	json_array_foreach (tins, i, tin)
 		printf(" %12s", sc_str(tin, "name"));
 	printf("\n");
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
 		printf("  %-8s", rows[r].label);
-		json_array_foreach(tins, i, tin) {
+		json_array_foreach (tins, i, tin) {
 			uint64_t v = (uint64_t)sc_int(tin, rows[r].key);
 
 			switch (rows[r].kind) {
@@ -256,7 +270,7 @@ print_tins(const json_t *tins)
 static void
 print_direction(const char *name, const json_t *d)
 {
-	static const char *const flow[] = {"lan -> wan", "wan -> lan"};
+	static const char *const flow[] = { "lan -> wan", "wan -> lan" };
 	char b1[64], b2[64];
 	const char *k;
 	json_t *v;
@@ -287,7 +301,7 @@ print_direction(const char *name, const json_t *d)
 	       sc_int(d, "rx_packets"), sc_int(d, "rx_bytes"), sc_int(d, "tx_packets"),
 	       sc_int(d, "tx_bytes"), sc_int(d, "tx_retries"));
 	printf(" dropped:");
-	json_object_foreach(json_object_get(d, "drop_reasons"), k, v)
+	json_object_foreach (json_object_get(d, "drop_reasons"), k, v)
 		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
 	printf("\n");
 	if (json_array_size(json_object_get(d, "tins")) > 0) {
@@ -306,7 +320,7 @@ show_stats(const struct opts *o, const json_t *r)
 	if (o->json)
 		return print_json(r);
 	print_ports(json_object_get(r, "ports"));
-	json_object_foreach((json_t *)dirs, k, d) {
+	json_object_foreach ((json_t *)dirs, k, d) {
 		printf("\n");
 		print_direction(k, d);
 	}
@@ -354,7 +368,7 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 
 	if (o->json)
 		return print_json(r);
-	json_object_foreach((json_t *)r, k, arr) {
+	json_object_foreach ((json_t *)r, k, arr) {
 		struct sc_table t;
 		size_t i;
 		char b1[32], b2[32];
@@ -379,7 +393,7 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 		sc_table_cell(&t, "packets");
 		sc_table_cell(&t, "backlog");
 		sc_table_cell(&t, "sojourn");
-		json_array_foreach(arr, i, f) {
+		json_array_foreach (arr, i, f) {
 			sc_table_cell(&t, "%s", proto_name(sc_int(f, "proto"), b1, sizeof(b1)));
 			sc_table_cell(&t, "%s", sc_str(f, "src"));
 			sc_table_cell(&t, "%lld", sc_int(f, "sport"));
@@ -411,7 +425,7 @@ flows_with_names(struct sc_conn *c, const struct opts *o, const json_t *flows)
 
 	/* One direction asked: fetch just its tins. */
 	if (json_object_size(flows) == 1) {
-		json_object_foreach((json_t *)flows, k, v)
+		json_object_foreach ((json_t *)flows, k, v)
 			args = json_pack("{s:s}", "direction", k);
 	}
 	rc = sc_call(c, "stats", args, &stats);
@@ -434,7 +448,7 @@ print_settings(const char *dir, const json_t *s)
 	printf("%s\n", dir);
 	sc_table_init(&t, 2);
 	t.left[1] = true;
-	json_object_foreach((json_t *)s, k, v) {
+	json_object_foreach ((json_t *)s, k, v) {
 		sc_table_cell(&t, "%s", k);
 		if (json_is_string(v)) {
 			sc_table_cell(&t, "%s", json_string_value(v));
@@ -458,7 +472,7 @@ show_settings(const struct opts *o, const json_t *r)
 
 	if (o->json)
 		return print_json(r);
-	json_object_foreach((json_t *)r, k, v) {
+	json_object_foreach ((json_t *)r, k, v) {
 		if (!first)
 			printf("\n");
 		first = false;
@@ -591,7 +605,7 @@ watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt
 	sc_table_cell(&t, "qlen");
 	sc_table_cell(&t, "drops");
 	t.left[1] = true;
-	json_object_foreach((json_t *)dirs, k, d) {
+	json_object_foreach ((json_t *)dirs, k, d) {
 		const json_t *p = json_object_get(pdirs, k);
 
 		sc_table_cell(&t, "%s", k);
@@ -628,10 +642,10 @@ watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt
 	sc_table_cell(&t, "marks");
 	sc_table_cell(&t, "sp/bk/un flows");
 	sc_table_cell(&t, "max_len");
-	json_object_foreach((json_t *)dirs, k, d) {
+	json_object_foreach ((json_t *)dirs, k, d) {
 		size_t i;
 
-		json_array_foreach(json_object_get(d, "tins"), i, tin) {
+		json_array_foreach (json_object_get(d, "tins"), i, tin) {
 			sc_table_cell(&t, "%s", i == 0 ? k : "");
 			sc_table_cell(&t, "%s", sc_str(tin, "name"));
 			sc_fmt_rate((uint64_t)sc_int(tin, "threshold_rate"), b1, sizeof(b1));
@@ -662,7 +676,7 @@ watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt
 static void
 nap(double s)
 {
-	struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+	struct timespec ts = { .tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9) };
 
 	while (!stop_watch && nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -733,15 +747,24 @@ cmd_metrics(struct sc_conn *c)
 
 /* ---- main ---- */
 
-enum cmd_id { C_VERSION, C_STATS, C_FLOWS, C_GET, C_SET, C_RESET, C_WATCH, C_METRICS };
+enum cmd_id {
+	C_VERSION,
+	C_STATS,
+	C_FLOWS,
+	C_GET,
+	C_SET,
+	C_RESET,
+	C_WATCH,
+	C_METRICS
+};
 
 static const struct {
 	const char *name;
 	enum cmd_id id;
 } commands[] = {
-	{"version", C_VERSION}, {"stats", C_STATS}, {"flows", C_FLOWS},
-	{"get", C_GET},         {"set", C_SET},     {"reset", C_RESET},
-	{"watch", C_WATCH},     {"metrics", C_METRICS},
+	{ "version", C_VERSION }, { "stats", C_STATS },     { "flows", C_FLOWS },
+	{ "get", C_GET },         { "set", C_SET },         { "reset", C_RESET },
+	{ "watch", C_WATCH },     { "metrics", C_METRICS },
 };
 
 /* Options after the command: --top for flows, -n/--count for watch, -j anywhere. */
@@ -749,9 +772,11 @@ static int
 parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, struct opts *o)
 {
 	static const struct option lopts[] = {
-		{"json", no_argument, NULL, 'j'},   {"top", required_argument, NULL, 'T'},
-		{"count", required_argument, NULL, 'C'}, {"interval", required_argument, NULL, 'n'},
-		{NULL, 0, NULL, 0},
+		{ "json", no_argument, NULL, 'j' },
+		{ "top", required_argument, NULL, 'T' },
+		{ "count", required_argument, NULL, 'C' },
+		{ "interval", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c;
 
@@ -805,11 +830,11 @@ int
 main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{"socket", required_argument, NULL, 's'}, {"json", no_argument, NULL, 'j'},
-		{"timeout", required_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+		{ "socket", required_argument, NULL, 's' },  { "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },       { NULL, 0, NULL, 0 },
 	};
-	struct opts o = {.timeout_ms = 5000, .interval_s = 1.0};
+	struct opts o = { .timeout_ms = 5000, .interval_s = 1.0 };
 	const char *env = getenv("SHAPER_SOCKET");
 	json_t *args = NULL, *r = NULL;
 	struct sc_conn conn;
@@ -907,9 +932,8 @@ main(int argc, char **argv)
 		break;
 	default: {
 		static const char *const wire[] = {
-			[C_VERSION] = "version",  [C_STATS] = "stats", [C_FLOWS] = "flows",
-			[C_GET] = "config.get",   [C_SET] = "config.set",
-			[C_RESET] = "stats.reset",
+			[C_VERSION] = "version", [C_STATS] = "stats",    [C_FLOWS] = "flows",
+			[C_GET] = "config.get",  [C_SET] = "config.set", [C_RESET] = "stats.reset",
 		};
 
 		rc = sc_call(&conn, wire[id], args, &r);

@@ -24,7 +24,7 @@ enum sc_exit {
 };
 
 #define SC_DEFAULT_SOCKET "/run/shaper/shaper.sock"
-#define SC_MAX_REPLY (16u * 1024 * 1024) /* well above the daemon's 4 MiB queue */
+#define SC_MAX_REPLY      (16u * 1024 * 1024) /* well above the daemon's 4 MiB queue */
 
 /* client.c: one connection, requests answered in order. */
 struct sc_conn {
@@ -49,9 +49,9 @@ int sc_call(struct sc_conn *c, const char *cmd, json_t *args, json_t **result);
 
 /* format.c: numbers the way tc prints them. */
 void sc_fmt_rate(uint64_t bytes_per_sec, char *buf, size_t len); /* 100Mbit, 6250Kbit */
-void sc_fmt_time_us(uint64_t us, char *buf, size_t len);       /* 5.0ms, 24us */
-void sc_fmt_size(uint64_t bytes, char *buf, size_t len);       /* 1514b, 4Kb, 4Mb */
-void sc_fmt_bits(double bits_per_sec, char *buf, size_t len);  /* measured rates */
+void sc_fmt_time_us(uint64_t us, char *buf, size_t len);         /* 5.0ms, 24us */
+void sc_fmt_size(uint64_t bytes, char *buf, size_t len);         /* 1514b, 4Kb, 4Mb */
+void sc_fmt_bits(double bits_per_sec, char *buf, size_t len);    /* measured rates */
 
 /* An aligned text table: add rows of strings, then print. */
 #define SC_TABLE_MAX_COLS 24

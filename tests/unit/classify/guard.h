@@ -21,8 +21,8 @@ static inline int
 guard_init(struct guard *g)
 {
 	g->page = (size_t)sysconf(_SC_PAGESIZE);
-	g->map = mmap(NULL, 33 * g->page, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	g->map = mmap(NULL, 33 * g->page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		      0);
 	if (g->map == MAP_FAILED)
 		return -1;
 	return mprotect(g->map + 16 * g->page, g->page, PROT_NONE);

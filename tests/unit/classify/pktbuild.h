@@ -17,11 +17,11 @@
 struct pb {
 	uint8_t b[PB_MAX];
 	uint32_t len;
-	uint32_t ip_off;    /* last IP header started */
-	uint32_t ip4_off;   /* last IPv4 header, for total length/checksum */
-	uint32_t ip6_off;   /* last IPv6 header, for payload length */
+	uint32_t ip_off;  /* last IP header started */
+	uint32_t ip4_off; /* last IPv4 header, for total length/checksum */
+	uint32_t ip6_off; /* last IPv6 header, for payload length */
 	int has_ip4, has_ip6;
-	uint32_t ip4_outer;  /* first IPv4 header (6in4 outer) */
+	uint32_t ip4_outer; /* first IPv4 header (6in4 outer) */
 	int has_ip4_outer;
 };
 
@@ -96,8 +96,8 @@ pb_pppoe(struct pb *p, uint16_t ppp_proto)
 }
 
 static inline void
-pb_ipv4(struct pb *p, uint32_t src, uint32_t dst, uint8_t proto, uint8_t tos,
-	uint16_t frag, uint32_t opt_words)
+pb_ipv4(struct pb *p, uint32_t src, uint32_t dst, uint8_t proto, uint8_t tos, uint16_t frag,
+	uint32_t opt_words)
 {
 	if (!p->has_ip4_outer) {
 		p->ip4_outer = p->len;
@@ -120,8 +120,8 @@ pb_ipv4(struct pb *p, uint32_t src, uint32_t dst, uint8_t proto, uint8_t tos,
 }
 
 static inline void
-pb_ipv6(struct pb *p, const uint8_t src[16], const uint8_t dst[16], uint8_t nh,
-	uint8_t tc, uint32_t flow_label)
+pb_ipv6(struct pb *p, const uint8_t src[16], const uint8_t dst[16], uint8_t nh, uint8_t tc,
+	uint32_t flow_label)
 {
 	p->ip_off = p->ip6_off = p->len;
 	p->has_ip6 = 1;
@@ -174,8 +174,8 @@ pb_ipv6_ah(struct pb *p, uint8_t nh, uint8_t n4)
 
 /* TCP header with raw options, padded with EOL to a multiple of 4. */
 static inline void
-pb_tcp(struct pb *p, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
-       uint8_t flags, const uint8_t *opts, uint32_t optlen)
+pb_tcp(struct pb *p, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+       const uint8_t *opts, uint32_t optlen)
 {
 	uint32_t pad = (4 - optlen % 4) % 4;
 
@@ -257,9 +257,8 @@ pb_to_pkt(struct pb *p, struct sh_pkt *pkt)
 
 /* A whole IPv4/TCP frame in one call. */
 static inline void
-pb_ipv4_tcp(struct pb *p, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport,
-	    uint32_t seq, uint32_t ack, uint8_t flags, const uint8_t *opts,
-	    uint32_t optlen, uint32_t payload)
+pb_ipv4_tcp(struct pb *p, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t seq,
+	    uint32_t ack, uint8_t flags, const uint8_t *opts, uint32_t optlen, uint32_t payload)
 {
 	pb_init(p);
 	pb_eth_macs(p, 1, 2);

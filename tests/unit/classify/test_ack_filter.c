@@ -18,13 +18,17 @@
 #include "sched/ack_filter.h"
 #include "pktbuild.h"
 
-#define QMAX 64
+#define QMAX            64
 #define IP4(a, b, c, d) (((uint32_t)(a) << 24) | ((b) << 16) | ((c) << 8) | (d))
 
 static const uint8_t v6a[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
 static const uint8_t v6b[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2 };
 
-enum af_family { FAM_V4, FAM_V6, FAM_6IN4 };
+enum af_family {
+	FAM_V4,
+	FAM_V6,
+	FAM_6IN4
+};
 
 /* A flow queue of built packets. */
 struct q {
@@ -38,7 +42,7 @@ struct q {
 /* What goes into one segment. */
 struct seg {
 	enum af_family fam;
-	uint32_t src;      /* IPv4 source (or a tweak of the IPv6 source) */
+	uint32_t src; /* IPv4 source (or a tweak of the IPv6 source) */
 	uint16_t sport;
 	uint32_t ack;
 	uint8_t flags;
@@ -59,8 +63,9 @@ q_reset(void)
 static struct seg
 ack(uint32_t a)
 {
-	struct seg s = { .fam = FAM_V4, .src = IP4(10, 0, 0, 1), .sport = 40000,
-			 .ack = a, .flags = PB_ACK };
+	struct seg s = {
+		.fam = FAM_V4, .src = IP4(10, 0, 0, 1), .sport = 40000, .ack = a, .flags = PB_ACK
+	};
 	return s;
 }
 
@@ -176,7 +181,8 @@ stream(enum af_family fam, enum sched_ack_filter mode, int keep)
 		assert_ptr_equal(last, Q.tail);
 		th = last->data + last->l4_off;
 		assert_int_equal(((uint32_t)th[8] << 24) | ((uint32_t)th[9] << 16) |
-				 ((uint32_t)th[10] << 8) | th[11], 40000);
+						 ((uint32_t)th[10] << 8) | th[11],
+				 40000);
 	}
 }
 
@@ -366,7 +372,8 @@ test_options(void **state)
 	static const uint8_t sackok[] = { 1, 1, 4, 2 };
 	static const uint8_t tfo[] = { 34, 2, 1, 1 };
 	static const uint8_t unknown[] = { 99, 4, 0, 0 };
-	static const uint8_t md5[] = { 1, 1, 19, 18, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	static const uint8_t md5[] = { 1, 1, 19, 18, 1,  2,  3,  4,  5,  6,
+				       7, 8, 9,  10, 11, 12, 13, 14, 15, 16 };
 	static const uint8_t bad_sack_len[] = { 1, 1, 5, 9, 0, 0, 0, 1, 0, 0, 0, 2, 0 };
 	static const uint8_t bad_ts_len[] = { 1, 1, 8, 8, 0, 0, 0, 1, 0, 0 };
 	static const uint8_t malformed[] = { 1, 1, 2, 0 }; /* length 0 ends the walk */
@@ -451,10 +458,10 @@ static void
 test_timestamps(void **state)
 {
 	(void)state;
-	assert_true(ts_case(100, 50, 100, 50, 1));   /* same: fine */
-	assert_true(ts_case(100, 50, 101, 51, 1));   /* older: fine */
-	assert_false(ts_case(102, 50, 101, 50, 1));  /* newer TSval */
-	assert_false(ts_case(100, 52, 101, 51, 1));  /* newer TSecr */
+	assert_true(ts_case(100, 50, 100, 50, 1));  /* same: fine */
+	assert_true(ts_case(100, 50, 101, 51, 1));  /* older: fine */
+	assert_false(ts_case(102, 50, 101, 50, 1)); /* newer TSval */
+	assert_false(ts_case(100, 52, 101, 51, 1)); /* newer TSecr */
 	/* serial-number order across the wrap */
 	assert_true(ts_case(0xfffffff0u, 7, 0x10, 7, 1));
 	assert_false(ts_case(0x10, 7, 0xfffffff0u, 7, 1));
@@ -480,8 +487,8 @@ sack_opt(uint8_t *o, const uint32_t (*blk)[2], unsigned int n)
 
 /* Candidate (ack ca, blocks A) vs trigger (ack ta, blocks B): removable? */
 static int
-sack_case(uint32_t ca, const uint32_t (*a)[2], unsigned int na, uint32_t ta,
-	  const uint32_t (*b)[2], unsigned int nb)
+sack_case(uint32_t ca, const uint32_t (*a)[2], unsigned int na, uint32_t ta, const uint32_t (*b)[2],
+	  unsigned int nb)
 {
 	uint8_t oa[40], ob[40];
 	struct seg s = ack(ca);

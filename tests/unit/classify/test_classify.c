@@ -43,8 +43,8 @@ classify(struct pb *b, struct sh_pkt *p)
 }
 
 static void
-build_v4_tcp(struct pb *b, uint32_t s, uint32_t d, uint16_t sp, uint16_t dp,
-	     uint8_t flags, uint8_t tos)
+build_v4_tcp(struct pb *b, uint32_t s, uint32_t d, uint16_t sp, uint16_t dp, uint8_t flags,
+	     uint8_t tos)
 {
 	pb_init(b);
 	pb_eth_macs(b, 1, 2);
@@ -56,8 +56,8 @@ build_v4_tcp(struct pb *b, uint32_t s, uint32_t d, uint16_t sp, uint16_t dp,
 }
 
 static void
-build_v6_udp(struct pb *b, const uint8_t *s, const uint8_t *d, uint16_t sp,
-	     uint16_t dp, uint8_t tc, uint32_t label)
+build_v6_udp(struct pb *b, const uint8_t *s, const uint8_t *d, uint16_t sp, uint16_t dp, uint8_t tc,
+	     uint32_t label)
 {
 	pb_init(b);
 	pb_eth_macs(b, 1, 2);
@@ -481,7 +481,10 @@ test_hash_symmetric(void **state)
 static void
 test_hash_distinct_and_keyed(void **state)
 {
-	enum { N = 20000, BUCKETS = 1024 };
+	enum {
+		N = 20000,
+		BUCKETS = 1024
+	};
 	static uint32_t hashes[N];
 	static uint32_t bucket[BUCKETS];
 	struct classify_key other;
@@ -533,7 +536,9 @@ test_hash_distinct_and_keyed(void **state)
 static void
 test_burst_matches_single(void **state)
 {
-	enum { N = 37 };
+	enum {
+		N = 37
+	};
 	static struct pb bufs[N];
 	struct sh_pkt one, many[N], *ptr[N];
 
@@ -772,7 +777,8 @@ test_set_dscp(void **state)
 			assert_int_equal(p.dscp, d);
 			assert_int_equal(p.ecn, ecn);
 			assert_int_equal(b.b[14] >> 4, 6);
-			assert_int_equal(((b.b[15] & 0x0f) << 16) | (b.b[16] << 8) | b.b[17], 0xfffff);
+			assert_int_equal(((b.b[15] & 0x0f) << 16) | (b.b[16] << 8) | b.b[17],
+					 0xfffff);
 		}
 	}
 	/*

@@ -23,8 +23,8 @@
 #include "pktbuild.h"
 
 #define POOL 24000
-#define HDR 64
-#define MS 1000000ULL
+#define HDR  64
+#define MS   1000000ULL
 
 /* Packets with their own small header buffer; len is set independently. */
 struct pool {
@@ -267,8 +267,8 @@ test_anti_starvation(void **state)
  * and how many were drops vs marks.
  */
 static int
-codel_run(uint8_t ecn_bits, bool ecn_on, uint64_t *times, int max, uint64_t *drops,
-	  uint64_t *marks, uint64_t *ce_delivered)
+codel_run(uint8_t ecn_bits, bool ecn_on, uint64_t *times, int max, uint64_t *drops, uint64_t *marks,
+	  uint64_t *ce_delivered)
 {
 	struct sched_params prm;
 	struct sched *s;
@@ -411,8 +411,8 @@ test_ce_threshold(void **state)
 	prm.fqc_ce_threshold_us = 1000;
 	s = mk_sched(&prm);
 	sh_pkt_list_init(&d);
-	sched_enqueue(s, mk(1, 1000, 1), 0, &d);   /* ECT(1), waits 2 ms */
-	sched_enqueue(s, mk(2, 1000, 0), 0, &d);   /* Not-ECT, waits 2 ms */
+	sched_enqueue(s, mk(1, 1000, 1), 0, &d);           /* ECT(1), waits 2 ms */
+	sched_enqueue(s, mk(2, 1000, 0), 0, &d);           /* Not-ECT, waits 2 ms */
 	sched_enqueue(s, mk(3, 1000, 2), 1500 * 1000, &d); /* waits 0.5 ms */
 	for (int k = 0; k < 3; k++) {
 		p = sched_dequeue(s, 2 * MS, &d);
@@ -455,7 +455,8 @@ test_overflow_fattest(void **state)
 		sched_enqueue(s, p, 0, &d);
 	}
 	for (int k = 0; k < 30; k++)
-		sched_enqueue(s, mk(2, 1500, 0), 0, &d); /* more packets would not matter: bytes do */
+		sched_enqueue(s, mk(2, 1500, 0), 0,
+			      &d); /* more packets would not matter: bytes do */
 	assert_int_equal(d.count, 0);
 	/* flow 1: 70000 B, flow 2: 45000 B; the 101st packet overflows */
 	assert_int_equal(sched_enqueue(s, mk(3, 100, 0), 0, &d), 0);
@@ -561,7 +562,7 @@ test_rate_no_burst_after_idle(void **state)
 
 	(void)state;
 	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
-	prm.rate = 125000; /* 1 Mbit/s: a 1250-byte packet every 10 ms */
+	prm.rate = 125000;          /* 1 Mbit/s: a 1250-byte packet every 10 ms */
 	prm.fqc_target_us = 500000; /* keep CoDel out of the pacing check */
 	s = mk_sched(&prm);
 	sh_pkt_list_init(&d);
@@ -666,7 +667,8 @@ test_accounting_random(void **state)
 		if (rnd() % 3 != 0) {
 			uint32_t len = 60 + rnd() % 1455;
 
-			sched_enqueue(s, mk((int)(rnd() % 100), len, (uint8_t)(rnd() % 4)), now, &d);
+			sched_enqueue(s, mk((int)(rnd() % 100), len, (uint8_t)(rnd() % 4)), now,
+				      &d);
 		} else {
 			struct sh_pkt *p = sched_dequeue(s, now, &d);
 
@@ -682,11 +684,13 @@ test_accounting_random(void **state)
 			sched_get_stats(s, &st);
 			for (int r = 0; r < SHAPER_DROP_MAX; r++)
 				drops += st.dropped[r];
-			assert_int_equal(st.enqueued_pkts, st.dequeued_pkts + drops + st.backlog_pkts);
+			assert_int_equal(st.enqueued_pkts,
+					 st.dequeued_pkts + drops + st.backlog_pkts);
 			assert_int_equal(st.enqueued_bytes,
 					 st.dequeued_bytes + dropped_bytes + st.backlog_bytes);
 			assert_int_equal(st.tins[0].drops,
-					 st.dropped[SHAPER_DROP_AQM] + st.dropped[SHAPER_DROP_OVERFLOW]);
+					 st.dropped[SHAPER_DROP_AQM] +
+							 st.dropped[SHAPER_DROP_OVERFLOW]);
 			assert_true(st.backlog_pkts <= 500);
 		}
 	}

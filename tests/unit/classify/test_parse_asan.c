@@ -19,8 +19,8 @@
 
 static const uint8_t v6a[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
 static const uint8_t v6b[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2 };
-static const uint8_t opts[] = { 1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 3,
-				1, 1, 5, 18, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0 };
+static const uint8_t opts[] = { 1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 3, 1, 1, 5, 18,
+				0, 0, 1, 0,  0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0 };
 
 #define NTEMPL 6
 
@@ -133,7 +133,9 @@ test_truncations(void **state)
 static void
 test_random(void **state)
 {
-	enum { QLEN = 6 };
+	enum {
+		QLEN = 6
+	};
 	struct classify_key k;
 	struct pb b;
 

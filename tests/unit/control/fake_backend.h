@@ -44,7 +44,7 @@ struct fake {
 };
 
 /* Upstream tins: 3 tins (diffserv3), distinct values everywhere. */
-static const char *const fake_tin_names[3] = {"Bulk", "Best Effort", "Voice"};
+static const char *const fake_tin_names[3] = { "Bulk", "Best Effort", "Voice" };
 
 static __attribute__((unused)) void
 fake_fill_dir(struct fake *f, enum shaper_dir d)
@@ -115,7 +115,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 		p->rate = 12500000; /* 100Mbit */
 		p->diffserv = SCHED_DIFFSERV3;
 	} else {
-		p->rate = 35000000; /* 280Mbit */
+		p->rate = 35000000;            /* 280Mbit */
 		p->diffserv = SCHED_DIFFSERV4; /* so we see it is kept by config.set */
 	}
 }
@@ -132,8 +132,8 @@ fake_init(struct fake *f)
 		struct ctl_port_counters *pc = &f->port[r];
 		uint64_t b = r == SHAPER_PORT_WAN ? 0 : 500000;
 
-		snprintf(pc->name, sizeof(pc->name), "%s", r == SHAPER_PORT_WAN ? "0000:01:00.0"
-										 : "net_tap_lan");
+		snprintf(pc->name, sizeof(pc->name), "%s",
+			 r == SHAPER_PORT_WAN ? "0000:01:00.0" : "net_tap_lan");
 		pc->rx_packets = 2001 + b;
 		pc->tx_packets = 2002 + b;
 		pc->rx_bytes = 2003 + b;
@@ -245,9 +245,9 @@ fake_backend(struct fake *f, struct ctl_backend *be)
 static __attribute__((unused)) int
 is_error_code(const char *s)
 {
-	static const char *const codes[] = {"bad_json",  "bad_request", "unknown_command",
-					    "invalid_argument", "too_large", "busy",
-					    "internal"};
+	static const char *const codes[] = { "bad_json",         "bad_request", "unknown_command",
+					     "invalid_argument", "too_large",   "busy",
+					     "internal" };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		if (strcmp(s, codes[i]) == 0)

@@ -254,7 +254,7 @@ test_version(void **state)
 	assert_int_at(r, "protocol", 1);
 	assert_str_at(r, "version", SHAPER_VERSION);
 	assert_str_at(r, "name", "shaperd");
-	assert_keys(r, "", (const char *const[]){"protocol", "version", "name"}, 3);
+	assert_keys(r, "", (const char *const[]){ "protocol", "version", "name" }, 3);
 	/* Empty and null args are the same as none. */
 	ok("{'id':2,'cmd':'version','args':{}}");
 	assert_id(last, 2);
@@ -304,23 +304,45 @@ test_id_echo(void **state)
 }
 
 static const char *const dir_keys[] = {
-	"discipline", "bandwidth", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
-	"tx_retries", "emulator_qlen", "drops", "drop_reasons", "packets", "bytes", "backlog", "qlen",
-	"overlimits", "ecn_mark", "memory_used", "memory_limit", "capacity_estimate",
-	"min_network_size", "max_network_size", "min_adj_size", "max_adj_size",
-	"avg_hdr_offset", "tins",
+	"discipline",
+	"bandwidth",
+	"rx_packets",
+	"rx_bytes",
+	"tx_packets",
+	"tx_bytes",
+	"tx_retries",
+	"emulator_qlen",
+	"drops",
+	"drop_reasons",
+	"packets",
+	"bytes",
+	"backlog",
+	"qlen",
+	"overlimits",
+	"ecn_mark",
+	"memory_used",
+	"memory_limit",
+	"capacity_estimate",
+	"min_network_size",
+	"max_network_size",
+	"min_adj_size",
+	"max_adj_size",
+	"avg_hdr_offset",
+	"tins",
 };
 
 static const char *const tin_keys[] = {
-	"name", "threshold_rate", "sent_bytes", "backlog_bytes", "target_us", "interval_us",
-	"peak_delay_us", "avg_delay_us", "base_delay_us", "sent_packets", "way_indirect_hits",
-	"way_misses", "way_collisions", "drops", "ecn_mark", "ack_drops", "sparse_flows",
-	"bulk_flows", "unresponsive_flows", "max_pkt_len", "flow_quantum",
+	"name",           "threshold_rate", "sent_bytes",         "backlog_bytes",
+	"target_us",      "interval_us",    "peak_delay_us",      "avg_delay_us",
+	"base_delay_us",  "sent_packets",   "way_indirect_hits",  "way_misses",
+	"way_collisions", "drops",          "ecn_mark",           "ack_drops",
+	"sparse_flows",   "bulk_flows",     "unresponsive_flows", "max_pkt_len",
+	"flow_quantum",
 };
 
 static const char *const port_keys[] = {
-	"name", "rx_packets", "tx_packets", "rx_bytes", "tx_bytes",
-	"rx_missed", "rx_errors", "tx_errors", "rx_nombuf",
+	"name",      "rx_packets", "tx_packets", "rx_bytes",  "tx_bytes",
+	"rx_missed", "rx_errors",  "tx_errors",  "rx_nombuf",
 };
 
 static void
@@ -331,10 +353,10 @@ check_port(json_t *r, enum shaper_port_role role)
 
 	snprintf(base, sizeof(base), "ports.%s", shaper_port_name[role]);
 	assert_keys(r, base, port_keys, NELEM(port_keys));
-#define PORT_FIELD(f)                                                          \
-	do {                                                                   \
-		snprintf(p, sizeof(p), "%s.%s", base, #f);                     \
-		assert_int_at(r, p, (long long)pc->f);                        \
+#define PORT_FIELD(f)                                                                              \
+	do {                                                                                       \
+		snprintf(p, sizeof(p), "%s.%s", base, #f);                                         \
+		assert_int_at(r, p, (long long)pc->f);                                             \
 	} while (0)
 	snprintf(p, sizeof(p), "%s.name", base);
 	assert_str_at(r, p, pc->name);
@@ -369,7 +391,8 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "tx_retries"), (long long)c->tx_retries);
 	assert_int_at(r, AT("%s", "emulator_qlen"), (long long)c->emulator_qlen);
 	for (int i = 0; i < SHAPER_DROP_MAX; i++) {
-		assert_int_at(r, AT("drop_reasons.%s", shaper_drop_name((enum shaper_drop_reason)i)),
+		assert_int_at(r,
+			      AT("drop_reasons.%s", shaper_drop_name((enum shaper_drop_reason)i)),
 			      (long long)c->dropped[i]);
 		total += c->dropped[i];
 	}
@@ -429,9 +452,9 @@ test_stats(void **state)
 	(void)state;
 	r = ok("{'id':10,'cmd':'stats'}");
 	assert_id(last, 10);
-	assert_keys(r, "", (const char *const[]){"ports", "directions"}, 2);
-	assert_keys(r, "ports", (const char *const[]){"wan", "lan"}, 2);
-	assert_keys(r, "directions", (const char *const[]){"upstream", "downstream"}, 2);
+	assert_keys(r, "", (const char *const[]){ "ports", "directions" }, 2);
+	assert_keys(r, "ports", (const char *const[]){ "wan", "lan" }, 2);
+	assert_keys(r, "directions", (const char *const[]){ "upstream", "downstream" }, 2);
 	check_port(r, SHAPER_PORT_WAN);
 	check_port(r, SHAPER_PORT_LAN);
 	check_dir_stats(r, SHAPER_UP);
@@ -476,13 +499,13 @@ test_stats_direction_filter(void **state)
 
 	(void)state;
 	r = ok("{'id':11,'cmd':'stats','args':{'direction':'upstream'}}");
-	assert_keys(r, "directions", (const char *const[]){"upstream"}, 1);
-	assert_keys(r, "ports", (const char *const[]){"wan", "lan"}, 2);
+	assert_keys(r, "directions", (const char *const[]){ "upstream" }, 1);
+	assert_keys(r, "ports", (const char *const[]){ "wan", "lan" }, 2);
 	check_dir_stats(r, SHAPER_UP);
 	assert_int_equal(F.snapshot_calls, 1);
 
 	r = ok("{'id':12,'cmd':'stats','args':{'direction':'downstream'}}");
-	assert_keys(r, "directions", (const char *const[]){"downstream"}, 1);
+	assert_keys(r, "directions", (const char *const[]){ "downstream" }, 1);
 	check_dir_stats(r, SHAPER_DOWN);
 	assert_int_equal(F.snapshot_calls, 2);
 
@@ -501,7 +524,7 @@ test_stats_port_unavailable(void **state)
 	/* A port whose counters cannot be read is left out, the rest still answers. */
 	F.port_rc[SHAPER_PORT_LAN] = -ENODEV;
 	r = ok("{'cmd':'stats'}");
-	assert_keys(r, "ports", (const char *const[]){"wan"}, 1);
+	assert_keys(r, "ports", (const char *const[]){ "wan" }, 1);
 	check_port(r, SHAPER_PORT_WAN);
 	check_dir_stats(r, SHAPER_UP);
 }
@@ -540,8 +563,8 @@ check_flow(json_t *r, enum shaper_dir d, unsigned int i)
 
 #define AT(f) (snprintf(p, sizeof(p), "%s.%u.%s", shaper_dir_name[d], i, f), p)
 	assert_keys(r, (snprintf(p, sizeof(p), "%s.%u", shaper_dir_name[d], i), p),
-		    (const char *const[]){"src", "dst", "sport", "dport", "proto", "tin",
-					  "packets", "backlog_bytes", "sojourn_us"},
+		    (const char *const[]){ "src", "dst", "sport", "dport", "proto", "tin",
+					   "packets", "backlog_bytes", "sojourn_us" },
 		    9);
 	snprintf(want, sizeof(want), "192.168.%u.%u", (unsigned int)d, i % 250 + 1);
 	assert_str_at(r, AT("src"), want);
@@ -565,7 +588,7 @@ test_flows(void **state)
 	(void)state;
 	r = ok("{'id':20,'cmd':'flows'}");
 	assert_id(last, 20);
-	assert_keys(r, "", (const char *const[]){"upstream", "downstream"}, 2);
+	assert_keys(r, "", (const char *const[]){ "upstream", "downstream" }, 2);
 	assert_int_equal(F.flows_max, 10); /* the default top */
 	assert_int_equal(F.flows_calls, 2);
 	assert_int_equal(json_array_size(json_object_get(r, "upstream")), 3);
@@ -578,13 +601,13 @@ test_flows(void **state)
 	assert_int_at(r, "downstream.4.sojourn_us", 2504);
 
 	r = ok("{'id':21,'cmd':'flows','args':{'direction':'downstream','top':2}}");
-	assert_keys(r, "", (const char *const[]){"downstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "downstream" }, 1);
 	assert_int_equal(F.flows_max, 2);
 	assert_int_equal(json_array_size(json_object_get(r, "downstream")), 2);
 	check_flow(r, SHAPER_DOWN, 1);
 
 	r = ok("{'cmd':'flows','args':{'direction':'upstream','top':1}}");
-	assert_keys(r, "", (const char *const[]){"upstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "upstream" }, 1);
 	assert_int_equal(F.flows_max, 1);
 	assert_int_equal(json_array_size(json_object_get(r, "upstream")), 1);
 
@@ -610,7 +633,7 @@ test_config_get(void **state)
 	(void)state;
 	r = ok("{'id':30,'cmd':'config.get'}");
 	assert_id(last, 30);
-	assert_keys(r, "", (const char *const[]){"upstream", "downstream"}, 2);
+	assert_keys(r, "", (const char *const[]){ "upstream", "downstream" }, 2);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		want = shaper_config_direction_to_json(&F.params[d]);
 		assert_true(json_equal(json_object_get(r, shaper_dir_name[d]), want));
@@ -625,10 +648,10 @@ test_config_get(void **state)
 	assert_str_at(r, "downstream.target", "5ms");
 
 	r = ok("{'cmd':'config.get','args':{'direction':'downstream'}}");
-	assert_keys(r, "", (const char *const[]){"downstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "downstream" }, 1);
 	assert_str_at(r, "downstream.bandwidth", "280Mbit");
 	r = ok("{'cmd':'config.get','args':{'direction':'upstream'}}");
-	assert_keys(r, "", (const char *const[]){"upstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "upstream" }, 1);
 	assert_str_at(r, "upstream.bandwidth", "100Mbit");
 	assert_int_equal(F.apply_calls, 0);
 }
@@ -649,7 +672,7 @@ test_config_set(void **state)
 	/* Everything else is carried over from the current settings. */
 	before.rate = 25000000;
 	assert_memory_equal(&F.applied, &before, sizeof(before));
-	assert_keys(r, "", (const char *const[]){"downstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "downstream" }, 1);
 	assert_str_at(r, "downstream.bandwidth", "200Mbit");
 	assert_str_at(r, "downstream.diffserv", "diffserv4");
 	assert_str_at(r, "downstream.discipline", "cake");
@@ -678,7 +701,7 @@ test_config_set_several(void **state)
 	assert_int_equal(F.applied.ack_filter, SCHED_ACK_FILTER_AGGRESSIVE);
 	assert_true(F.applied.wash);
 	assert_true(F.applied.upstream);
-	assert_keys(r, "", (const char *const[]){"upstream"}, 1);
+	assert_keys(r, "", (const char *const[]){ "upstream" }, 1);
 	assert_str_at(r, "upstream.bandwidth", "20Mbit");
 	assert_str_at(r, "upstream.diffserv", "besteffort");
 	assert_str_at(r, "upstream.rtt", "50ms");
@@ -712,27 +735,27 @@ test_bad_json(void **state)
 		const char *s;
 		size_t len; /* 0 = strlen */
 	} cases[] = {
-		{"{", 0},
-		{"{'id':1,", 0},
-		{"{'id':1,'cmd':'version'", 0},
-		{"not json", 0},
-		{"{id:1,cmd:version}", 0},
-		{"[1,2", 0},
-		{"{'id':1,'cmd':'version'} trailing", 0},
-		{"{'id':1,'cmd':'version'}{'id':2}", 0},
-		{"{'cmd':'version','cmd':'stats'}", 0},            /* duplicate key */
-		{"{'cmd':'stats','args':{'direction':'upstream','direction':'upstream'}}", 0},
-		{"{'cmd':'version','id':1,}", 0},                  /* trailing comma */
-		{"{'cmd':'\\uZZZZ'}", 0},                          /* bad escape */
-		{"{'cmd':'\\u0000'}", 0},                          /* NUL in a string */
-		{"{'id':99999999999999999999999,'cmd':'version'}", 0}, /* integer too big */
-		{"{'id':1,'cmd':'version','args':{'x':1e999}}", 0}, /* real overflow */
-		{"1", 0},                                            /* not an object or array */
-		{"'version'", 0},
-		{"null", 0},
-		{"true", 0},
-		{" ", 0},
-		{"{'cmd':'ver\tsion'}", 0},                          /* raw control character */
+		{ "{", 0 },
+		{ "{'id':1,", 0 },
+		{ "{'id':1,'cmd':'version'", 0 },
+		{ "not json", 0 },
+		{ "{id:1,cmd:version}", 0 },
+		{ "[1,2", 0 },
+		{ "{'id':1,'cmd':'version'} trailing", 0 },
+		{ "{'id':1,'cmd':'version'}{'id':2}", 0 },
+		{ "{'cmd':'version','cmd':'stats'}", 0 }, /* duplicate key */
+		{ "{'cmd':'stats','args':{'direction':'upstream','direction':'upstream'}}", 0 },
+		{ "{'cmd':'version','id':1,}", 0 },                      /* trailing comma */
+		{ "{'cmd':'\\uZZZZ'}", 0 },                              /* bad escape */
+		{ "{'cmd':'\\u0000'}", 0 },                              /* NUL in a string */
+		{ "{'id':99999999999999999999999,'cmd':'version'}", 0 }, /* integer too big */
+		{ "{'id':1,'cmd':'version','args':{'x':1e999}}", 0 },    /* real overflow */
+		{ "1", 0 }, /* not an object or array */
+		{ "'version'", 0 },
+		{ "null", 0 },
+		{ "true", 0 },
+		{ " ", 0 },
+		{ "{'cmd':'ver\tsion'}", 0 }, /* raw control character */
 	};
 	char buf[256];
 
@@ -786,8 +809,7 @@ test_bad_request(void **state)
 	err("{'id':true,'cmd':'version'}", "bad_request", "id: expected an integer or a string");
 	assert_id_null(last);
 	err("{'id':[1],'cmd':'version'}", "bad_request", "id: expected an integer or a string");
-	err("{'id':{'a':1},'cmd':'version'}", "bad_request",
-	    "id: expected an integer or a string");
+	err("{'id':{'a':1},'cmd':'version'}", "bad_request", "id: expected an integer or a string");
 	err("{'id':null,'cmd':'version'}", "bad_request", "id: expected an integer or a string");
 	assert_id_null(last);
 	/* a bad id wins over a missing cmd */
@@ -856,7 +878,7 @@ test_unknown_argument(void **state)
 static void
 test_bad_direction(void **state)
 {
-	static const char *const cmds[] = {"stats", "flows", "config.get", "config.set"};
+	static const char *const cmds[] = { "stats", "flows", "config.get", "config.set" };
 	char req[256];
 
 	(void)state;
@@ -865,7 +887,8 @@ test_bad_direction(void **state)
 		err(req, "invalid_argument",
 		    "args.direction: expected \"upstream\" or \"downstream\"");
 		assert_id(last, 5);
-		snprintf(req, sizeof(req), "{'cmd':'%s','args':{'direction':['upstream']}}", cmds[i]);
+		snprintf(req, sizeof(req), "{'cmd':'%s','args':{'direction':['upstream']}}",
+			 cmds[i]);
 		err(req, "invalid_argument",
 		    "args.direction: expected \"upstream\" or \"downstream\"");
 		snprintf(req, sizeof(req), "{'cmd':'%s','args':{'direction':null}}", cmds[i]);
@@ -931,7 +954,8 @@ test_config_set_bad(void **state)
 	    "invalid_argument", "downstream.emulate: cannot be changed here");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':"
 	    "{'diffserv':'diffserv5'}}}",
-	    "invalid_argument", "downstream.diffserv: \"diffserv5\" is not a valid diffserv mode (one of: diffserv3, "
+	    "invalid_argument",
+	    "downstream.diffserv: \"diffserv5\" is not a valid diffserv mode (one of: diffserv3, "
 	    "diffserv4, diffserv8, besteffort, precedence)");
 	/* one bad key spoils the whole set: nothing is applied */
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':"
@@ -978,8 +1002,11 @@ test_config_set_apply_fails(void **state)
 static void
 test_flows_bad_top(void **state)
 {
-	static const char *const tops[] = {"0", "1001", "'x'", "-1", "1.5", "true", "null", "'10'",
-					   "[10]", "9223372036854775807", "4294967297"};
+	static const char *const tops[] = {
+		"0",         "1001", "'x'",  "-1",   "1.5",
+		"true",      "null", "'10'", "[10]", "9223372036854775807",
+		"4294967297"
+	};
 	char req[256];
 
 	(void)state;
@@ -1092,8 +1119,8 @@ test_bug_utf8_cut_in_message(void **state)
 {
 	/* "€" is 3 bytes, so one of three prefix lengths always splits it. */
 	static const char *const templates[] = {
-		"{\"id\":1,\"cmd\":\"%s\"}",                    /* unknown_command */
-		"{\"id\":1,\"cmd\":\"version\",\"%s\":1}",     /* unknown field */
+		"{\"id\":1,\"cmd\":\"%s\"}",                          /* unknown_command */
+		"{\"id\":1,\"cmd\":\"version\",\"%s\":1}",            /* unknown field */
 		"{\"id\":1,\"cmd\":\"version\",\"args\":{\"%s\":1}}", /* unknown argument */
 		"{\"id\":1,\"cmd\":\"stats\",\"args\":{\"direction\":\"%s\"}}",
 		"{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
@@ -1162,28 +1189,76 @@ static const char *const corpus[] = {
 };
 
 static const char *const fragments[] = {
-	"{", "}", "[", "]", "\"", ":", ",", "null", "true", "false", "0", "-1", "1e999", "1.5",
-	"\"id\"", "\"cmd\"", "\"args\"", "\"direction\"", "\"settings\"", "\"top\"",
-	"\"upstream\"", "\"downstream\"", "\"bandwidth\"", "\"200mbit\"", "\"280mbps\"",
-	"{}", "[]", "\"\\u00e9\"", "\"\\ud800\"", "\"\\u0000\"", "\\", "\\u", "\xc3\xa9",
-	"\xe2\x82\xac", "\xff", "\x80", "\t", " ", "\n", "\r", "9223372036854775808",
-	"\"version\"", "\"stats\"", "\"flows\"", "\"config.set\"", "\"config.get\"",
-	"\"stats.reset\"", "\"discipline\"", "\"cake\"", "\"fq_codel\"", "\"fifo\"",
-	"\"overhead\"", "\"emulate\"", "\"limit\"", "1000", "1001",
+	"{",
+	"}",
+	"[",
+	"]",
+	"\"",
+	":",
+	",",
+	"null",
+	"true",
+	"false",
+	"0",
+	"-1",
+	"1e999",
+	"1.5",
+	"\"id\"",
+	"\"cmd\"",
+	"\"args\"",
+	"\"direction\"",
+	"\"settings\"",
+	"\"top\"",
+	"\"upstream\"",
+	"\"downstream\"",
+	"\"bandwidth\"",
+	"\"200mbit\"",
+	"\"280mbps\"",
+	"{}",
+	"[]",
+	"\"\\u00e9\"",
+	"\"\\ud800\"",
+	"\"\\u0000\"",
+	"\\",
+	"\\u",
+	"\xc3\xa9",
+	"\xe2\x82\xac",
+	"\xff",
+	"\x80",
+	"\t",
+	" ",
+	"\n",
+	"\r",
+	"9223372036854775808",
+	"\"version\"",
+	"\"stats\"",
+	"\"flows\"",
+	"\"config.set\"",
+	"\"config.get\"",
+	"\"stats.reset\"",
+	"\"discipline\"",
+	"\"cake\"",
+	"\"fq_codel\"",
+	"\"fifo\"",
+	"\"overhead\"",
+	"\"emulate\"",
+	"\"limit\"",
+	"1000",
+	"1001",
 };
 
 /* A random JSON value, depth-limited. */
 static void
 rand_value(char *buf, size_t cap, size_t *k, int depth)
 {
-#define PUT(s)                                                                 \
-	do {                                                                   \
-		const char *s_ = (s);                                          \
-		size_t n_ = strlen(s_);                                        \
-		if (*k + n_ < cap) {                                           \
-			memcpy(buf + *k, s_, n_);                              \
-			*k += n_;                                              \
-		}                                                              \
+#define PUT(s)                                                                                     \
+	do {                                                                                       \
+		const char *s_ = (s);                                                              \
+		size_t n_ = strlen(s_);                                                            \
+		if (*k + n_ < cap) {                                                               \
+			memcpy(buf + *k, s_, n_);                                                  \
+			*k += n_;                                                                  \
+		}                                                                                  \
 	} while (0)
 	unsigned int kind = rng() % (depth > 2 ? 4 : 6);
 
@@ -1288,10 +1363,10 @@ mutate(char *buf, size_t len, size_t cap)
 static void
 test_robustness(void **state)
 {
-	static const char *const cmds[] = {"version", "stats", "stats.reset", "flows",
-					   "config.get", "config.set", "bogus"};
+	static const char *const cmds[] = { "version",    "stats",      "stats.reset", "flows",
+					    "config.get", "config.set", "bogus" };
 	char buf[4096];
-	unsigned int n_ok = 0, n_err = 0, codes[8] = {0};
+	unsigned int n_ok = 0, n_err = 0, codes[8] = { 0 };
 
 	(void)state;
 	rng_state = 0x5eedc0ffee123457ULL;
@@ -1321,8 +1396,8 @@ test_robustness(void **state)
 				for (unsigned int i = 0; i < n; i++) {
 					if (i)
 						buf[k++] = ',';
-					k += (size_t)snprintf(buf + k, sizeof(buf) - k, "%s:",
-							      fragments[14 + rng() % 12]);
+					k += (size_t)snprintf(buf + k, sizeof(buf) - k,
+							      "%s:", fragments[14 + rng() % 12]);
 					rand_value(buf, sizeof(buf) - 8, &k, 0);
 				}
 				buf[k++] = '}';
@@ -1385,7 +1460,7 @@ test_error_names(void **state)
 	assert_string_equal(ctl_error_name(CTL_ERR_BUSY), "busy");
 	assert_string_equal(ctl_error_name(CTL_ERR_INTERNAL), "internal");
 	assert_string_equal(ctl_error_name(CTL_ERR_MAX), "internal");
-	assert_string_equal(ctl_error_name((enum ctl_error)-1), "internal");
+	assert_string_equal(ctl_error_name((enum ctl_error) - 1), "internal");
 }
 
 int

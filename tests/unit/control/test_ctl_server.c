@@ -39,9 +39,9 @@
 #include "shaper/config.h"
 #include "shaper/control.h"
 
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
-#define MAX_FDS 300
-#define POLL_MS 10
+#define NELEM(a)   (sizeof(a) / sizeof((a)[0]))
+#define MAX_FDS    300
+#define POLL_MS    10
 #define MAX_ROUNDS 500 /* x POLL_MS: how long any wait may take */
 
 static struct {
@@ -100,7 +100,7 @@ teardown(void **state)
 static struct ctl_server *
 open_server_at(const char *path, uint32_t mode, char *err, size_t errlen)
 {
-	struct ctl_server_params p = {.path = path, .group = NULL, .mode = mode};
+	struct ctl_server_params p = { .path = path, .group = NULL, .mode = mode };
 
 	return ctl_server_open(&p, &E.be, err, errlen);
 }
@@ -338,7 +338,7 @@ repeat(char c, size_t n)
 static void
 test_one_request(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	json_t *j;
 	int fd;
 
@@ -367,9 +367,13 @@ test_one_request(void **state)
 static void
 test_split_request(void **state)
 {
-	static const char *const parts[] = {"{\"id\":7,", "\"cm", "d\":\"con", "fig.get\",\"ar",
-					    "gs\":{\"direction\":\"downstream\"}", "}"};
-	struct rx rx = {0};
+	static const char *const parts[] = { "{\"id\":7,",
+					     "\"cm",
+					     "d\":\"con",
+					     "fig.get\",\"ar",
+					     "gs\":{\"direction\":\"downstream\"}",
+					     "}" };
+	struct rx rx = { 0 };
 	json_t *j;
 	int fd;
 
@@ -408,7 +412,7 @@ test_pipelined(void **state)
 	const unsigned int n = 2000; /* ~100 KB: the input buffer refills several times */
 	size_t cap = n * 128, len = 0;
 	char *buf = malloc(cap);
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -425,9 +429,9 @@ test_pipelined(void **state)
 						"{\"direction\":\"upstream\"}}\n",
 						i);
 		else
-			len += (size_t)snprintf(buf + len, cap - len,
-						"{\"cmd\":\"flows\",\"id\":%u,\"args\":{\"top\":2}}\n",
-						i);
+			len += (size_t)snprintf(
+					buf + len, cap - len,
+					"{\"cmd\":\"flows\",\"id\":%u,\"args\":{\"top\":2}}\n", i);
 	}
 	open_server(0600);
 	fd = client();
@@ -453,7 +457,7 @@ static void
 test_oversize_line(void **state)
 {
 	char *big = repeat('a', 70000);
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -485,7 +489,7 @@ static void
 test_oversize_line_in_pieces(void **state)
 {
 	char *chunk = repeat('{', 50000);
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -522,7 +526,7 @@ test_line_size_boundary(void **state)
 {
 	const char *req = "{\"id\":6,\"cmd\":\"version\"}";
 	char *line = repeat(' ', CTL_MAX_LINE + 1);
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -557,13 +561,14 @@ test_line_size_boundary(void **state)
 static void
 test_empty_lines(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
 	open_server(0600);
 	fd = client();
-	send_str(fd, "\n\n\n{\"id\":1,\"cmd\":\"version\"}\n\n{\"id\":2,\"cmd\":\"version\"}\n\n\n");
+	send_str(fd,
+		 "\n\n\n{\"id\":1,\"cmd\":\"version\"}\n\n{\"id\":2,\"cmd\":\"version\"}\n\n\n");
 	expect_exactly(fd, &rx, 2);
 	assert_ok_id(&rx, 0, 1);
 	assert_ok_id(&rx, 1, 2);
@@ -575,7 +580,7 @@ test_empty_lines(void **state)
 static void
 test_crlf(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -592,7 +597,7 @@ test_crlf(void **state)
 static void
 test_half_close(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -611,7 +616,7 @@ test_half_close(void **state)
 static void
 test_disconnect_mid_line(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int a, b;
 
 	(void)state;
@@ -646,7 +651,9 @@ test_disconnect_mid_line(void **state)
 static void
 test_many_clients(void **state)
 {
-	enum { N = 100 };
+	enum {
+		N = 100
+	};
 	struct rx rx[N];
 	int fd[N];
 	char req[128];
@@ -691,9 +698,11 @@ test_many_clients(void **state)
 static void
 test_client_limit(void **state)
 {
-	enum { N = CTL_MAX_CLIENTS };
+	enum {
+		N = CTL_MAX_CLIENTS
+	};
 	struct rlimit rl;
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd[N + 3];
 
 	(void)state;
@@ -736,7 +745,7 @@ test_client_limit(void **state)
 static void
 test_slow_reader(void **state)
 {
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	json_t *j;
 	int fd;
 
@@ -748,7 +757,8 @@ test_slow_reader(void **state)
 	for (int i = 0; i < 5; i++) {
 		char req[96];
 
-		snprintf(req, sizeof(req), "{\"id\":%d,\"cmd\":\"flows\",\"args\":{\"top\":1000}}\n", i);
+		snprintf(req, sizeof(req),
+			 "{\"id\":%d,\"cmd\":\"flows\",\"args\":{\"top\":1000}}\n", i);
 		send_str(fd, req);
 	}
 	for (int k = 0; k < 10; k++)
@@ -768,7 +778,7 @@ test_slow_reader(void **state)
 static void
 test_output_cap(void **state)
 {
-	struct rx rx = {0}, rb = {0};
+	struct rx rx = { 0 }, rb = { 0 };
 	int fd, other;
 
 	(void)state;
@@ -801,7 +811,7 @@ test_stale_socket_replaced(void **state)
 {
 	struct sockaddr_un sa;
 	struct stat st;
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int s, fd;
 
 	(void)state;
@@ -861,7 +871,7 @@ static void
 test_refuse_second_server(void **state)
 {
 	char err[SHAPER_ERR_LEN] = "";
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	struct stat st;
 	int fd;
 
@@ -886,7 +896,7 @@ static void
 test_close_unlinks(void **state)
 {
 	struct stat st;
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	int fd;
 
 	(void)state;
@@ -910,7 +920,7 @@ test_close_unlinks(void **state)
 static void
 test_mode(void **state)
 {
-	static const uint32_t modes[] = {0600, 0660, 0666, 0700, 0640};
+	static const uint32_t modes[] = { 0600, 0660, 0666, 0700, 0640 };
 	struct stat st;
 
 	(void)state;
@@ -930,7 +940,7 @@ static void
 test_group(void **state)
 {
 	char err[SHAPER_ERR_LEN] = "";
-	struct ctl_server_params p = {.path = E.path, .mode = 0660};
+	struct ctl_server_params p = { .path = E.path, .mode = 0660 };
 	struct group *g = getgrgid(getegid());
 	struct stat st;
 
@@ -1034,7 +1044,7 @@ test_bug_outq_grows_without_bound(void **state)
 	const size_t per_round = 1u << 20; /* consumed per round, close to what is produced */
 	struct mallinfo2 before, after;
 	size_t produced = 0, consumed = 0, reply_len;
-	struct rx rx = {0};
+	struct rx rx = { 0 };
 	char *sink;
 	int fd;
 
@@ -1077,7 +1087,8 @@ test_bug_outq_grows_without_bound(void **state)
 	print_message("heap grew by %zu KB while %zu MB passed\n",
 		      (after.uordblks + after.hblkhd - before.uordblks - before.hblkhd) / 1024,
 		      consumed >> 20);
-	assert_true(after.uordblks + after.hblkhd < before.uordblks + before.hblkhd + 3 * CTL_MAX_OUTQ);
+	assert_true(after.uordblks + after.hblkhd <
+		    before.uordblks + before.hblkhd + 3 * CTL_MAX_OUTQ);
 }
 
 /*
