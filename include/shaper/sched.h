@@ -187,11 +187,25 @@ void sched_free(struct sched *s);
 int sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped);
 
 /*
+ * sched_enqueue for pkts[0..n-1] in order, with the per-call accounting
+ * done once per burst. Returns how many of them were dropped at once.
+ */
+unsigned int sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n,
+				 uint64_t now, struct sh_pkt_list *dropped);
+
+/*
  * Release the next packet allowed at time now, or NULL if none is due
  * (queue empty or the shaper is holding back). AQM drops made on the way
  * are appended to dropped.
  */
 struct sh_pkt *sched_dequeue(struct sched *s, uint64_t now, struct sh_pkt_list *dropped);
+
+/*
+ * sched_dequeue repeated into out[] until max packets or the first NULL;
+ * returns the count.
+ */
+unsigned int sched_dequeue_burst(struct sched *s, struct sh_pkt **out, unsigned int max,
+				 uint64_t now, struct sh_pkt_list *dropped);
 
 /* Earliest time a dequeue could return a packet; UINT64_MAX if empty. */
 uint64_t sched_next_time(const struct sched *s, uint64_t now);

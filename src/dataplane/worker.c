@@ -143,10 +143,9 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
 		classify_burst(pkts, nb_rx, &d->key);
-		for (i = 0; i < nb_rx; i++) {
+		for (i = 0; i < nb_rx; i++)
 			pkts[i]->len = rx[i]->pkt_len;
-			sched_enqueue(d->sched, pkts[i], now, &drops);
-		}
+		sched_enqueue_burst(d->sched, pkts, nb_rx, now, &drops);
 	}
 
 	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
@@ -156,13 +155,10 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
 	due = sched_next_time(d->sched, now) <= now;
 	if (d->emu == NULL) {
-		while (due && n_out < room) {
-			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
-
-			if (p == NULL)
-				break;
-			d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
-			n_out++;
+		if (due) {
+			n_out = (uint16_t)sched_dequeue_burst(d->sched, pkts, room, now, &drops);
+			for (i = 0; i < n_out; i++)
+				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
 		}
 	} else {
 		/* The emulated path holds what the shaper released until its time. */

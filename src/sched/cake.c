@@ -167,11 +167,12 @@ struct cake {
 	uint64_t avg_netoff; /* EWMA of net_off << 16 */
 
 	/*
-	 * Overflow heap over every queue of every tin, id = (tin << 10) | queue.
-	 * Each entry carries its key (the flow's backlog) so a sift compares
+	 * Overflow heap over every queue of the scanned tins, id = (tin << 10)
+	 * | queue. Each entry carries its key (the flow's backlog) so a sift compares
 	 * without following the id; positions live in a dense array. Kept only
 	 * while overflow_timeout runs; rebuilt from the flows otherwise.
 	 */
+	uint32_t heap_len;                        /* entries in use: tin_scan x 1024 */
 	struct cake_heap_ent heap[CAKE_HEAP_LEN]; /* max-heap on key */
 	uint16_t heap_pos[CAKE_HEAP_LEN];         /* id -> position in heap[] */
 	struct cake_tin tins[CAKE_MAX_TINS];
@@ -480,39 +481,60 @@ found:
 /* ------------------------------------------------------- overflow heap */
 
 /*
- * Sifts move a hole instead of swapping at every level: the same
- * comparisons and the same final arrangement as the textbook swaps (ties
- * resolve identically), with one write per level. Out of line: only used
- * while overflows are recent, and inlined they slow the callers' fast path.
+ * A 4-ary max-heap: half the depth of a binary one, so a sift-up (every
+ * enqueue while overflows are recent) takes half the steps and a sift-down
+ * half the moves. It covers the tins dequeue scans (heap_len = tin_scan x
+ * 1024: the only tins that can hold packets); a change of tin_scan stops
+ * the heap (overflow_timeout = 0) so the next overflow rebuilds it. Ties
+ * are left in heap order (the reference leaves them open).
+ *
+ * Sifts move a hole instead of swapping at every level: one write per
+ * level. Out of line: only used while overflows are recent, and inlined
+ * they slow the callers' fast path.
  */
+#define CAKE_HEAP_ARY 4u
+
 static __attribute__((noinline)) void
 cake_heap_down(struct cake *c, uint32_t i)
 {
 	struct cake_heap_ent x = c->heap[i];
+	struct cake_heap_ent *h = c->heap;
+	uint32_t n = c->heap_len;
 
-	/* The heap is always full (CAKE_HEAP_LEN, even): every node above
-	 * the last parent has both children, so only that one is checked. */
 	for (;;) {
-		uint32_t l = 2 * i + 1, r = l + 1, m = i, km = x.key;
+		uint32_t l = CAKE_HEAP_ARY * i + 1, m = i, km = x.key, j;
 
-		if (r >= CAKE_HEAP_LEN) {
-			if (l < CAKE_HEAP_LEN && c->heap[l].key > km)
+		if (l + CAKE_HEAP_ARY <= n) {
+			/* All four children exist (every parent but the last). */
+			if (h[l].key > km) {
 				m = l;
-		} else {
-			if (c->heap[l].key > km) {
-				m = l;
-				km = c->heap[l].key;
+				km = h[l].key;
 			}
-			if (c->heap[r].key > km)
-				m = r;
+			if (h[l + 1].key > km) {
+				m = l + 1;
+				km = h[l + 1].key;
+			}
+			if (h[l + 2].key > km) {
+				m = l + 2;
+				km = h[l + 2].key;
+			}
+			if (h[l + 3].key > km)
+				m = l + 3;
+		} else {
+			for (j = l; j < n; j++) {
+				if (h[j].key > km) {
+					m = j;
+					km = h[j].key;
+				}
+			}
 		}
 		if (m == i)
 			break;
-		c->heap[i] = c->heap[m];
-		c->heap_pos[c->heap[i].id] = (uint16_t)i;
+		h[i] = h[m];
+		c->heap_pos[h[i].id] = (uint16_t)i;
 		i = m;
 	}
-	c->heap[i] = x;
+	h[i] = x;
 	c->heap_pos[x.id] = (uint16_t)i;
 }
 
@@ -520,17 +542,18 @@ static __attribute__((noinline)) void
 cake_heap_up(struct cake *c, uint32_t i)
 {
 	struct cake_heap_ent x = c->heap[i];
+	struct cake_heap_ent *h = c->heap;
 
 	while (i > 0) {
-		uint32_t parent = (i - 1) / 2;
+		uint32_t parent = (i - 1) / CAKE_HEAP_ARY;
 
-		if (c->heap[parent].key >= x.key)
+		if (h[parent].key >= x.key)
 			break;
-		c->heap[i] = c->heap[parent];
-		c->heap_pos[c->heap[i].id] = (uint16_t)i;
+		h[i] = h[parent];
+		c->heap_pos[h[i].id] = (uint16_t)i;
 		i = parent;
 	}
-	c->heap[i] = x;
+	h[i] = x;
 	c->heap_pos[x.id] = (uint16_t)i;
 }
 
@@ -539,12 +562,13 @@ cake_heap_rebuild(struct cake *c)
 {
 	uint32_t i;
 
-	for (i = 0; i < CAKE_HEAP_LEN; i++) {
+	c->heap_len = c->tin_scan * CAKE_QUEUES;
+	for (i = 0; i < c->heap_len; i++) {
 		c->heap[i].key = c->tins[i >> 10].flows[i & CAKE_QUEUE_MASK].backlog;
 		c->heap[i].id = (uint16_t)i;
 		c->heap_pos[i] = (uint16_t)i;
 	}
-	for (i = CAKE_HEAP_LEN / 2; i-- > 0;)
+	for (i = (c->heap_len + CAKE_HEAP_ARY - 2) / CAKE_HEAP_ARY; i-- > 0;)
 		cake_heap_down(c, i);
 }
 
@@ -555,20 +579,26 @@ cake_flow_id(uint32_t tin, uint32_t queue)
 	return (uint16_t)((tin << 10) | queue);
 }
 
-/* Record a flow's new backlog; restore the heap if it is being kept. */
+/*
+ * The heap's keys are upper bounds of the backlogs: a queue that shrinks
+ * (dequeue, ACK filter) keeps its old key, and only the root is made
+ * exact, by cake_drop_fattest. An exact root is at least every key, so at
+ * least every backlog: the fattest queue. This keeps the common operations
+ * off the heap: a dequeue never sifts, and an enqueue only when the queue
+ * grows past its recorded key.
+ */
 static inline void
-cake_backlog_set(struct cake *c, uint16_t id, const struct cake_flow *f, bool grew)
+cake_backlog_grew(struct cake *c, uint16_t id, const struct cake_flow *f)
 {
 	uint32_t pos;
 
 	if (c->overflow_timeout == 0)
 		return;
 	pos = c->heap_pos[id];
+	if (c->heap[pos].key >= f->backlog)
+		return;
 	c->heap[pos].key = f->backlog;
-	if (grew)
-		cake_heap_up(c, pos);
-	else
-		cake_heap_down(c, pos);
+	cake_heap_up(c, pos);
 }
 
 /* ------------------------------------------------------------- shaper */
@@ -886,6 +916,8 @@ cake_update_scan(struct cake *c)
 	/* Retired tins that emptied lose their (decaying) flow state. */
 	for (i = n; i < c->tin_scan; i++)
 		cake_tin_reset(&c->tins[i]);
+	if (n != c->tin_scan)
+		c->overflow_timeout = 0; /* the heap's size follows tin_scan: rebuild */
 	c->tin_scan = n;
 	if (c->cur_tin >= n)
 		c->cur_tin = 0;
@@ -980,8 +1012,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 	c->backlog -= pkt->len;
 	c->qlen--;
 	c->buffer_used -= pkt->mem;
-	cake_backlog_set(c, cake_flow_id(pkt->tin, pkt->queue), f, false);
-	return pkt;
+	return pkt; /* the heap key stays as an upper bound */
 }
 
 /* Drop one packet from the head of the fattest queue (§6). */
@@ -996,9 +1027,16 @@ cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 	if (c->overflow_timeout == 0)
 		cake_heap_rebuild(c);
 	c->overflow_timeout = CAKE_OVERFLOW_TIMEOUT;
-	e = c->heap[0].id;
-	b = &c->tins[e >> 10];
-	f = &b->flows[e & CAKE_QUEUE_MASK];
+	/* Make the root exact; once it is, it is the fattest queue. */
+	for (;;) {
+		e = c->heap[0].id;
+		b = &c->tins[e >> 10];
+		f = &b->flows[e & CAKE_QUEUE_MASK];
+		if (c->heap[0].key == f->backlog)
+			break;
+		c->heap[0].key = f->backlog;
+		cake_heap_down(c, 0);
+	}
 	pkt = cake_flow_pop(c, b, f);
 	if (pkt == NULL) {
 		c->overflow_timeout = 0; /* heap out of date: rebuild next time */
@@ -1054,7 +1092,6 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	struct cake_flow *f;
 	uint32_t tin;
 	uint16_t idx;
-	uint32_t old_backlog;
 	bool self_dropped = false;
 
 	if (c->resync)
@@ -1067,7 +1104,6 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	b = &c->tins[tin];
 	idx = cake_lookup(c, b, pkt);
 	f = &b->flows[idx];
-	old_backlog = f->backlog;
 
 	/* No credit for idle time: pull stale clocks up to now. */
 	if (b->backlog == 0 && c->rate.rate != 0) {
@@ -1107,8 +1143,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 
 	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
-	/* Net of a filtered ACK the queue may have shrunk: sift the way it moved. */
-	cake_backlog_set(c, cake_flow_id(tin, idx), f, f->backlog >= old_backlog);
+	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
 		if (f->set == CAKE_SET_DECAYING)

@@ -153,6 +153,53 @@ sched_dequeue(struct sched *s, uint64_t now, struct sh_pkt_list *dropped)
 	return p;
 }
 
+unsigned int
+sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+		    struct sh_pkt_list *dropped)
+{
+	int (*enqueue)(void *, struct sh_pkt *, uint64_t, struct sh_pkt_list *) = s->ops->enqueue;
+	struct sh_pkt *old_tail = dropped->tail;
+	void *impl = s->impl;
+	uint64_t bytes = 0;
+	unsigned int i, self = 0;
+
+	/* One walk of the new drops and one counter update per burst. */
+	for (i = 0; i < n; i++) {
+		bytes += pkts[i]->len;
+		self += (unsigned int)enqueue(impl, pkts[i], now, dropped);
+	}
+	s->enqueued_pkts += n;
+	s->enqueued_bytes += bytes;
+	if (dropped->tail != old_tail)
+		count_new_drops(s, dropped, old_tail);
+	return self;
+}
+
+unsigned int
+sched_dequeue_burst(struct sched *s, struct sh_pkt **out, unsigned int max, uint64_t now,
+		    struct sh_pkt_list *dropped)
+{
+	struct sh_pkt *(*dequeue)(void *, uint64_t, struct sh_pkt_list *) = s->ops->dequeue;
+	struct sh_pkt *old_tail = dropped->tail;
+	void *impl = s->impl;
+	uint64_t bytes = 0;
+	unsigned int n;
+
+	for (n = 0; n < max; n++) {
+		struct sh_pkt *p = dequeue(impl, now, dropped);
+
+		if (p == NULL)
+			break;
+		bytes += p->len;
+		out[n] = p;
+	}
+	s->dequeued_pkts += n;
+	s->dequeued_bytes += bytes;
+	if (dropped->tail != old_tail)
+		count_new_drops(s, dropped, old_tail);
+	return n;
+}
+
 uint64_t
 sched_next_time(const struct sched *s, uint64_t now)
 {
