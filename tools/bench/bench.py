@@ -584,13 +584,15 @@ def run_callgrind(args, workdir, flows_list, modes, packets):
             for ir, fn, _ in cg_annotate(out, True):
                 incl[fn] = max(incl.get(fn, 0), ir)
             fast = sum(incl.get(fn, 0) for fn in ("classify_burst", "sched_enqueue",
-                                                   "sched_dequeue", "sched_next_time"))
+                                                   "sched_dequeue", "sched_enqueue_burst",
+                                                   "sched_dequeue_burst", "sched_next_time"))
             n = info["offered"]
             results[(mode, flows)] = {
                 "total_per_pkt": total / n, "fast_per_pkt": fast / n,
                 "classify_per_pkt": incl.get("classify_burst", 0) / n,
-                "enq_per_pkt": incl.get("sched_enqueue", 0) / n,
-                "deq_per_pkt": (incl.get("sched_dequeue", 0) + incl.get("sched_next_time", 0)) / n,
+                "enq_per_pkt": (incl.get("sched_enqueue", 0) + incl.get("sched_enqueue_burst", 0)) / n,
+                "deq_per_pkt": (incl.get("sched_dequeue", 0) + incl.get("sched_dequeue_burst", 0)
+                                + incl.get("sched_next_time", 0)) / n,
                 "delivered_share": info["delivered"] / n, "packets": n,
             }
             log("callgrind %-10s %6d flows: %7.1f instr/pkt fast path (%.1f with harness)" % (
@@ -849,7 +851,7 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info):
         w("## Instructions per packet (callgrind)")
         w("")
         w("`sched_bench` (tools/bench/sched_bench.c): the frames of the `64B` pcaps in a "
-          "loop through `classify_burst` + `sched_enqueue` + `sched_dequeue` (+ `sched_next_time`) "
+          "loop through `classify_burst` + `sched_enqueue_burst` + `sched_dequeue_burst` (+ `sched_next_time`) "
           "in bursts of 32, as `dir_turn()` does, with a simulated clock; no DPDK. Counts are the "
           "inclusive instructions of those four calls per offered packet over %d measured "
           "packets after a warm-up, from `valgrind --tool=callgrind` (deterministic; the harness's "

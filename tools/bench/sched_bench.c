@@ -7,8 +7,8 @@
  * Packets are the frames of a pcap (tools/bench/gen_pcap.py), replayed in a
  * cycle into a pool of preallocated sh_pkt records with their own header
  * bytes, the way the worker loop (src/dataplane/worker.c, dir_turn) treats
- * mbufs: a burst is classified (classify_burst), enqueued (sched_enqueue),
- * then up to a burst is dequeued (sched_dequeue); delivered and dropped
+ * mbufs: a burst is classified (classify_burst), enqueued (sched_enqueue_burst),
+ * then up to a burst is dequeued (sched_dequeue_burst); delivered and dropped
  * records go back to the pool. The clock is simulated: it advances by each
  * burst's bytes at the offered rate, so a shaped mode sees a fixed
  * overload (AQM and overflow drops busy) whatever the host's speed.
@@ -192,19 +192,18 @@ sb_turn(struct sb *b)
 	}
 	sh_pkt_list_init(&drops);
 	classify_burst(pkts, n, &b->key);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i++)
 		pkts[i]->len = lens[i];
-		sched_enqueue(b->s, pkts[i], b->now, &drops);
-	}
+	/* The burst entry points, as dir_turn() uses them. */
+	sched_enqueue_burst(b->s, pkts, n, b->now, &drops);
 	b->offered += n;
 	b->offered_bytes += bytes;
-	for (i = 0; i < b->burst && i < SB_TX_ROOM; i++) {
-		p = sched_dequeue(b->s, b->now, &drops);
-		if (p == NULL)
-			break;
+	n = sched_dequeue_burst(b->s, pkts, b->burst < SB_TX_ROOM ? b->burst : SB_TX_ROOM, b->now,
+				&drops);
+	for (i = 0; i < n; i++) {
 		b->delivered++;
-		b->delivered_bytes += p->len;
-		sb_release(b, p);
+		b->delivered_bytes += pkts[i]->len;
+		sb_release(b, pkts[i]);
 	}
 	(void)sched_next_time(b->s, b->now);
 	while ((p = sh_pkt_list_pop(&drops)) != NULL) {
