@@ -49,20 +49,28 @@ dp_dir_control_free(struct dp_dir *d)
 int
 dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out)
 {
-	for (int tries = 0; tries < 1000; tries++) {
+	/*
+	 * Spin briefly, then sleep between tries: on a loaded box the worker
+	 * can be preempted in the middle of a publish for milliseconds, and the
+	 * control thread can afford to wait (up to 200 ms) rather than answer
+	 * "busy".
+	 */
+	for (int tries = 0; tries < 1000 + 10000; tries++) {
 		uint32_t s1 = __atomic_load_n(&d->snap->seq, __ATOMIC_ACQUIRE), s2;
 
 		if (s1 == 0)
 			return -EAGAIN; /* nothing published yet */
-		if (s1 & 1) {
-			rte_pause();
-			continue;
+		if (!(s1 & 1)) {
+			memcpy(out, d->snap, sizeof(*out));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			s2 = __atomic_load_n(&d->snap->seq, __ATOMIC_RELAXED);
+			if (s1 == s2)
+				return 0;
 		}
-		memcpy(out, d->snap, sizeof(*out));
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(&d->snap->seq, __ATOMIC_RELAXED);
-		if (s1 == s2)
-			return 0;
+		if (tries < 1000)
+			rte_pause();
+		else
+			usleep(20);
 	}
 	return -EAGAIN;
 }

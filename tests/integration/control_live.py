@@ -166,8 +166,11 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
             last = -1
             for _ in range(25):
                 r = cl.call("stats")
+                if not r["ok"]:
+                    errors.append("client %d: refused: %r" % (k, r.get("error")))
+                    break
                 up = r["result"]["directions"]["upstream"]
-                if not r["ok"] or up["rx_packets"] < last or up["rx_packets"] > N_PKTS:
+                if up["rx_packets"] < last or up["rx_packets"] > N_PKTS:
                     errors.append("client %d: bad reply %r" % (k, r)[:200])
                 last = up["rx_packets"]
             cl.close()
