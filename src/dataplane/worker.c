@@ -162,13 +162,11 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		}
 	} else {
 		/* The emulated path holds what the shaper released until its time. */
-		for (unsigned int k = 0; due && k < burst; k++) {
-			struct sh_pkt *p = sched_dequeue(d->sched, now, &drops);
+		unsigned int n_sched =
+				due ? sched_dequeue_burst(d->sched, pkts, burst, now, &drops) : 0;
 
-			if (p == NULL)
-				break;
-			emu_enqueue(d->emu, p, now, &drops);
-		}
+		for (i = 0; i < n_sched; i++)
+			emu_enqueue(d->emu, pkts[i], now, &drops);
 		while (n_out < room) {
 			struct sh_pkt *p = emu_dequeue(d->emu, now);
 

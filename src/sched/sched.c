@@ -124,35 +124,6 @@ count_new_drops(struct sched *s, const struct sh_pkt_list *dropped, struct sh_pk
 		s->dropped[d->drop_reason < SHAPER_DROP_MAX ? d->drop_reason : SHAPER_DROP_AQM]++;
 }
 
-int
-sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
-{
-	struct sh_pkt *old_tail = dropped->tail;
-	int rc;
-
-	s->enqueued_pkts++;
-	s->enqueued_bytes += pkt->len;
-	rc = s->ops->enqueue(s->impl, pkt, now, dropped);
-	if (dropped->tail != old_tail)
-		count_new_drops(s, dropped, old_tail);
-	return rc;
-}
-
-struct sh_pkt *
-sched_dequeue(struct sched *s, uint64_t now, struct sh_pkt_list *dropped)
-{
-	struct sh_pkt *old_tail = dropped->tail;
-	struct sh_pkt *p = s->ops->dequeue(s->impl, now, dropped);
-
-	if (dropped->tail != old_tail)
-		count_new_drops(s, dropped, old_tail);
-	if (p != NULL) {
-		s->dequeued_pkts++;
-		s->dequeued_bytes += p->len;
-	}
-	return p;
-}
-
 unsigned int
 sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
 		    struct sh_pkt_list *dropped)
@@ -198,6 +169,21 @@ sched_dequeue_burst(struct sched *s, struct sh_pkt **out, unsigned int max, uint
 	if (dropped->tail != old_tail)
 		count_new_drops(s, dropped, old_tail);
 	return n;
+}
+
+/* The one-packet forms are bursts of one: one place counts and walks drops. */
+int
+sched_enqueue(struct sched *s, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+{
+	return (int)sched_enqueue_burst(s, &pkt, 1, now, dropped);
+}
+
+struct sh_pkt *
+sched_dequeue(struct sched *s, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct sh_pkt *p;
+
+	return sched_dequeue_burst(s, &p, 1, now, dropped) == 1 ? p : NULL;
 }
 
 uint64_t
