@@ -259,6 +259,7 @@ launch_workers(struct app *a)
 
 		wk->burst = a->cfg.burst;
 		wk->idle_sleep_us = a->cfg.idle_sleep_us;
+		wk->rt_priority = a->cfg.rt_priority;
 		if (n == 1) {
 			wk->n_dirs = 2;
 			wk->dirs[0] = &a->dir[SHAPER_UP];

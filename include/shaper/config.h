@@ -60,6 +60,7 @@ struct shaper_config {
 	uint32_t mbufs;         /* mempool size */
 	uint32_t burst;         /* rx/tx burst, 1..256 */
 	uint32_t idle_sleep_us; /* back-off after idle polls; 0 = busy-poll */
+	uint32_t rt_priority;   /* workers under SCHED_FIFO at this priority; 0 = off */
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

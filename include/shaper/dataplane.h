@@ -46,7 +46,7 @@ struct dp_snapshot {
 	struct sched_stats st;
 };
 
-/* Control -> worker requests, posted on the direction's request ring. */
+/* Control -> worker requests, posted in the direction's mailbox. */
 enum dp_msg_type {
 	DP_MSG_UPDATE, /* sched_update with params */
 	DP_MSG_SWAP,   /* replace the scheduler (new discipline): queued packets move over */
@@ -54,16 +54,53 @@ enum dp_msg_type {
 	DP_MSG_FLOWS,  /* list the top flows */
 };
 
+/*
+ * A message owns everything it points to (dp_msg_free releases it all): the
+ * scheduler of a SWAP is the new one until the worker installs it and the
+ * old one after, so whoever frees the message frees the right one.
+ */
 struct dp_msg {
 	enum dp_msg_type type;
+	uint64_t gen; /* the mailbox generation it was posted under */
 	struct sched_params params;
 	struct sched *sched;    /* SWAP: the new one in, the old one back out */
-	struct ctl_flow *flows; /* FLOWS: max_flows of each, owned by the message */
+	struct ctl_flow *flows; /* FLOWS: max_flows of each */
 	struct sched_flow_info *infos;
 	unsigned int max_flows;
 	int rc; /* result: 0 / -errno, or the flow count */
 	char err[256];
 };
+
+/*
+ * A direction's control mailbox: one request slot. The state word holds a
+ * generation (bits 8..63, one per posted request) and a state (bits 0..7);
+ * every transition is a compare-and-swap of the whole word, so a caller can
+ * only ever act on the request it posted itself, never on an older answer.
+ *   FREE -> POSTING -> POSTED                 control posts a request
+ *   POSTED -> TAKEN -> DONE -> FREE           worker serves, caller collects
+ *   POSTED -> FREE                            caller times out first: withdrawn
+ *   TAKEN -> ABANDONED -> ORPHANED -> FREE    caller times out while the worker
+ *                                             works; the worker answers anyway
+ *                                             and the next caller (or
+ *                                             dp_dir_control_free) frees it
+ * The worker's side is two atomic operations, no lock, no allocation.
+ */
+enum dp_mbox_state {
+	DP_MBOX_FREE,
+	DP_MBOX_POSTING,
+	DP_MBOX_POSTED,
+	DP_MBOX_TAKEN,
+	DP_MBOX_DONE,
+	DP_MBOX_ABANDONED,
+	DP_MBOX_ORPHANED,
+};
+
+struct dp_mailbox {
+	uint64_t state;     /* gen << 8 | enum dp_mbox_state */
+	struct dp_msg *msg; /* written by the poster before POSTED */
+};
+
+#define DP_CALL_TIMEOUT_MS 2000 /* how long the control thread waits for an answer */
 
 struct dp_dir {
 	enum shaper_dir dir;
@@ -74,7 +111,7 @@ struct dp_dir {
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
 	struct ctl_dir_counters stats; /* written only by the owning worker */
-	struct rte_ring *req, *resp;   /* control mailbox (SPSC each way) */
+	struct dp_mailbox mbox;        /* control requests */
 	struct dp_snapshot *snap;
 	uint64_t next_snap_ns;
 };
@@ -91,6 +128,7 @@ struct dp_worker {
 	struct dp_dir *dirs[SHAPER_NUM_DIRS];
 	uint32_t burst;
 	uint32_t idle_sleep_us;
+	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
 };
 
 /* Memory a queued packet pins, charged against the buffer limit. */
@@ -128,8 +166,30 @@ void dp_dir_control_free(struct dp_dir *d);
 /* Read a consistent snapshot (control thread); 0 or -EAGAIN if none yet. */
 int dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out);
 
-/* Post a request and wait for the worker's answer (control thread). */
-int dp_dir_call(struct dp_dir *d, struct dp_msg *m, unsigned int timeout_ms);
+/*
+ * Post *mp and wait up to timeout_ms for the worker's answer (control
+ * thread). Returns 0 (answered: m->rc holds the result), -EBUSY (an earlier
+ * request is still with the worker; nothing posted) or -ETIMEDOUT. On
+ * return *mp is NULL when the mailbox kept the message (the worker took it
+ * and has not answered: it will be freed once it has), else still the
+ * caller's to dp_msg_free. A timed-out request the worker never took is
+ * withdrawn and not applied.
+ */
+int dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms);
+
+/* Free a message and everything it owns (NULL is fine). */
+void dp_msg_free(struct dp_msg *m);
+
+/* Worker side: the posted request, now taken, or NULL. Lock-free. */
+struct dp_msg *dp_mailbox_take(struct dp_dir *d);
+/* Worker side: hand back the answer to a request dp_mailbox_take returned. */
+void dp_mailbox_answer(struct dp_dir *d, struct dp_msg *m);
+
+/* Apply one request to the direction (worker side, between bursts). */
+void dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now);
+
+/* The worker's control turn: serve at most one request, publish the snapshot when due. */
+void dp_control_turn(struct dp_dir *d, uint64_t now);
 
 /* Fill out[0..max) with the direction's top flows (worker side). */
 int dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *info,
@@ -139,6 +199,7 @@ int dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *in
 struct dp_control {
 	struct dp_dir *dirs[SHAPER_NUM_DIRS];
 	struct dp_port *ports[SHAPER_NUM_PORTS];
+	unsigned int timeout_ms; /* mailbox answer timeout; 0 = DP_CALL_TIMEOUT_MS */
 };
 
 void dp_control_backend(struct dp_control *ctl, struct ctl_backend *be);

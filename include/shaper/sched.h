@@ -89,6 +89,13 @@ struct sched_params {
 	uint32_t mtu;  /* largest L2 frame, for mtu_time (default 1514) */
 	bool upstream; /* LAN->WAN: the internal host is the source */
 	uint64_t seed; /* seeds hash key, quantum dither and BLUE draws */
+	/*
+	 * How far the shaper's clock may fall behind now (ns) before the lag
+	 * is written off: after a stall (the worker not scheduled) a backlog
+	 * leaves at the rate again instead of as a catch-up burst. SCHED_LAG_AUTO
+	 * = one MTU time at the rate, at least SCHED_LAG_AUTO_MIN_NS.
+	 */
+	uint64_t lag_limit_ns;
 
 	/* cake */
 	enum sched_diffserv diffserv;
@@ -120,8 +127,42 @@ struct sched_params {
 	uint32_t fqc_drop_batch;      /* default 64 */
 };
 
+#define SCHED_LAG_AUTO        UINT64_MAX
+#define SCHED_LAG_AUTO_MIN_NS 250000ull /* covers a worker turn and a nap's overshoot */
+#define SCHED_LAG_MAX_NS      10000000000ull
+
 /* Fill p with tc's defaults for the given discipline. */
 void sched_params_default(struct sched_params *p, enum sched_discipline d);
+
+/*
+ * Sojourn-time histogram (enqueue to dequeue, as the scheduler saw it), in
+ * buckets of about 19 % width: below 4 µs one per µs, then four per octave.
+ * Times are counted in units of 1024 ns ("µs" below); the last bucket holds
+ * everything from about 7.5 s up.
+ */
+#define SCHED_SOJOURN_BUCKETS 84
+
+static inline unsigned int
+sched_sojourn_bucket(uint64_t ns)
+{
+	uint64_t v = ns >> 10;
+	unsigned int o, b;
+
+	if (v < 4)
+		return (unsigned int)v;
+	o = 63u - (unsigned int)__builtin_clzll(v);
+	b = 4u * (o - 1u) + (unsigned int)((v >> (o - 2u)) & 3u);
+	return b < SCHED_SOJOURN_BUCKETS ? b : SCHED_SOJOURN_BUCKETS - 1;
+}
+
+/* Lower bound of bucket b in ns (the upper bound is that of b + 1). */
+static inline uint64_t
+sched_sojourn_bucket_lo_ns(unsigned int b)
+{
+	if (b < 4)
+		return (uint64_t)b << 10;
+	return ((uint64_t)(4u + (b & 3u)) << (b / 4u - 1u)) << 10;
+}
 
 /* Per-tin statistics, named after tc -s -j qdisc show. Times in µs. */
 struct sched_tin_stats {
@@ -146,6 +187,7 @@ struct sched_tin_stats {
 	uint32_t unresponsive_flows;
 	uint32_t max_pkt_len;
 	uint32_t flow_quantum;
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS]; /* packets by sojourn time */
 };
 
 /* Direction-wide statistics. */
@@ -158,6 +200,8 @@ struct sched_stats {
 	uint64_t backlog_pkts;
 	uint64_t backlog_bytes;
 	uint64_t overlimits;
+	uint64_t lag_skips;      /* times the shaper's clock lag was written off */
+	uint64_t lag_skipped_ns; /* time written off (stalls beyond lag_limit) */
 	uint64_t ecn_marked;
 	uint64_t memory_used; /* peak buffer memory (CAKE's quirk) */
 	uint64_t memory_limit;
@@ -167,6 +211,7 @@ struct sched_stats {
 	uint32_t avg_hdr_offset;
 	uint32_t tin_count;
 	struct sched_tin_stats tins[SCHED_MAX_TINS]; /* in tc's display order */
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];     /* all tins */
 };
 
 struct sched;

@@ -383,29 +383,18 @@ static const struct {
 	const char *key;
 	unsigned int disciplines;
 } direction_keys[] = {
-	{ "discipline", D_ALL },
-	{ "bandwidth", D_ALL },
-	{ "mtu", D_ALL },
-	{ "overhead", D_ALL },
-	{ "mpu", D_ALL },
-	{ "atm", D_ALL },
-	{ "seed", D_ALL },
-	{ "rtt", D_CAKE },
-	{ "target", D_CAKE | D_FQC },
-	{ "diffserv", D_CAKE },
-	{ "isolation", D_CAKE },
-	{ "wash", D_CAKE },
-	{ "ingress", D_CAKE },
-	{ "ecn", D_CAKE | D_FQC },
-	{ "ack_filter", D_CAKE },
-	{ "memlimit", D_CAKE },
-	{ "limit", D_FIFO | D_FQC },
-	{ "flows", D_FQC },
-	{ "quantum", D_FQC },
-	{ "memory_limit", D_FQC },
-	{ "interval", D_FQC },
-	{ "ce_threshold", D_FQC },
-	{ "drop_batch", D_FQC },
+	{ "discipline", D_ALL },   { "bandwidth", D_ALL },
+	{ "mtu", D_ALL },          { "overhead", D_ALL },
+	{ "mpu", D_ALL },          { "atm", D_ALL },
+	{ "seed", D_ALL },         { "lag_limit", D_ALL },
+	{ "rtt", D_CAKE },         { "target", D_CAKE | D_FQC },
+	{ "diffserv", D_CAKE },    { "isolation", D_CAKE },
+	{ "wash", D_CAKE },        { "ingress", D_CAKE },
+	{ "ecn", D_CAKE | D_FQC }, { "ack_filter", D_CAKE },
+	{ "memlimit", D_CAKE },    { "limit", D_FIFO | D_FQC },
+	{ "flows", D_FQC },        { "quantum", D_FQC },
+	{ "memory_limit", D_FQC }, { "interval", D_FQC },
+	{ "ce_threshold", D_FQC }, { "drop_batch", D_FQC },
 	{ "emulate", D_ALL },
 };
 
@@ -489,6 +478,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			d.mtu = n.mtu;
 			d.upstream = n.upstream;
 			d.seed = n.seed;
+			d.lag_limit_ns = n.lag_limit_ns;
 			d.overhead = n.overhead;
 			d.overhead_mode = n.overhead_mode;
 			d.mpu = n.mpu;
@@ -549,6 +539,20 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
 				return -1;
 			n.seed = (uint64_t)x;
+		} else if (strcmp(key, "lag_limit") == 0) {
+			/* "auto" or how far the shaper may fall behind before it forgets. */
+			if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0) {
+				n.lag_limit_ns = SCHED_LAG_AUTO;
+			} else if (json_is_string(v) &&
+				   shaper_parse_time(json_string_value(v), &u, NULL, 0) != 0) {
+				errf(err, errlen, sub,
+				     "\"%s\" is neither \"auto\" nor a time such as \"1ms\"",
+				     json_string_value(v));
+				return -1;
+			} else if (get_unit(v, sub, shaper_parse_time, "time or \"auto\"", 0,
+					    SCHED_LAG_MAX_NS, &n.lag_limit_ns, err, errlen) != 0) {
+				return -1;
+			}
 		} else if (strcmp(key, "target") == 0) {
 			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
 				     err, errlen) != 0)
@@ -672,6 +676,12 @@ shaper_config_direction_to_json(const struct sched_params *p)
 	json_object_set_new(o, "mpu", json_integer(p->mpu));
 	json_object_set_new(o, "atm",
 			    json_string(name_of(framing_names, NELEM(framing_names), p->framing)));
+	if (p->lag_limit_ns == SCHED_LAG_AUTO) {
+		json_object_set_new(o, "lag_limit", json_string("auto"));
+	} else {
+		shaper_format_time(p->lag_limit_ns, buf, sizeof(buf));
+		json_object_set_new(o, "lag_limit", json_string(buf));
+	}
 	switch (p->discipline) {
 	case SCHED_DISC_CAKE:
 		shaper_format_time((uint64_t)p->rtt_us * 1000, buf, sizeof(buf));
@@ -897,8 +907,14 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 				     errlen) != 0)
 				return -1;
 			c->idle_sleep_us = (uint32_t)((ns + 999) / 1000); /* never 0 by rounding */
+		} else if (strcmp(key, "rt_priority") == 0) {
+			/* SCHED_FIFO for the workers: no wait behind other threads. */
+			if (get_int(x, sub, 0, 99, &n, err, errlen) != 0)
+				return -1;
+			c->rt_priority = (uint32_t)n;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: mbufs, burst, idle_sleep)");
+			errf(err, errlen, sub,
+			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority)");
 			return -1;
 		}
 	}

@@ -86,6 +86,25 @@ ctl_port_stats_json(const struct ctl_port_counters *pc)
 	return o;
 }
 
+/* Sojourn histogram: [lower ns, upper ns, packets] for each bucket in use. */
+static json_t *
+sojourn_json(const uint64_t *hist)
+{
+	json_t *a = json_array();
+
+	for (unsigned int b = 0; b < SCHED_SOJOURN_BUCKETS; b++) {
+		uint64_t hi = b + 1 < SCHED_SOJOURN_BUCKETS ? sched_sojourn_bucket_lo_ns(b + 1)
+							    : UINT64_MAX >> 1;
+
+		if (hist[b] != 0)
+			json_array_append_new(a,
+					      json_pack("[III]",
+							(json_int_t)sched_sojourn_bucket_lo_ns(b),
+							(json_int_t)hi, (json_int_t)hist[b]));
+	}
+	return a;
+}
+
 static json_t *
 tin_json(const struct sched_tin_stats *t)
 {
@@ -112,6 +131,7 @@ tin_json(const struct sched_tin_stats *t)
 	json_object_set_new(o, "unresponsive_flows", J_U64(t->unresponsive_flows));
 	json_object_set_new(o, "max_pkt_len", J_U64(t->max_pkt_len));
 	json_object_set_new(o, "flow_quantum", J_U64(t->flow_quantum));
+	json_object_set_new(o, "sojourn", sojourn_json(t->sojourn));
 	return o;
 }
 
@@ -141,6 +161,10 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "backlog", J_U64(st->backlog_bytes));
 	json_object_set_new(o, "qlen", J_U64(st->backlog_pkts));
 	json_object_set_new(o, "overlimits", J_U64(st->overlimits));
+	json_object_set_new(o, "lag_skips", J_U64(st->lag_skips));
+	json_object_set_new(o, "lag_skipped_us", J_U64(st->lag_skipped_ns / 1000));
+	json_object_set_new(o, "time_ns", J_U64(c->time_ns));
+	json_object_set_new(o, "sojourn", sojourn_json(st->sojourn));
 	json_object_set_new(o, "ecn_mark", J_U64(st->ecn_marked));
 	json_object_set_new(o, "memory_used", J_U64(st->memory_used));
 	json_object_set_new(o, "memory_limit", J_U64(st->memory_limit));

@@ -1,48 +1,82 @@
 /*
  * The control plane's view of the data plane: seqlock snapshots the
- * workers publish, and an SPSC request/response ring pair per direction so
- * changes are applied by the owning worker between bursts. No locks are
- * taken on the worker's side.
+ * workers publish, and a one-slot mailbox per direction (see struct
+ * dp_mailbox) so changes are applied by the owning worker between bursts.
+ * No locks are taken on the worker's side.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
-#include <rte_ring.h>
 
 #include "shaper/dataplane.h"
 
-#define DP_RING_SIZE 16
+#define MBOX_WORD(gen, st) ((gen) << 8 | (uint64_t)(st))
+#define MBOX_GEN(w)        ((w) >> 8)
+#define MBOX_ST(w)         ((enum dp_mbox_state)((w)&0xff))
+
+void
+dp_msg_free(struct dp_msg *m)
+{
+	if (m == NULL)
+		return;
+	sched_free(m->sched);
+	rte_free(m->flows);
+	rte_free(m->infos);
+	rte_free(m);
+}
+
+static bool
+mbox_cas(struct dp_mailbox *mb, uint64_t *expect, uint64_t want)
+{
+	return __atomic_compare_exchange_n(&mb->state, expect, want, false, __ATOMIC_ACQ_REL,
+					   __ATOMIC_ACQUIRE);
+}
+
+/* Free an answer nobody waited for; true if the slot was (or now is) free. */
+static bool
+mbox_reclaim(struct dp_mailbox *mb)
+{
+	uint64_t w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
+	struct dp_msg *orphan;
+
+	if (MBOX_ST(w) == DP_MBOX_FREE)
+		return true;
+	if (MBOX_ST(w) != DP_MBOX_ORPHANED)
+		return false;
+	orphan = mb->msg; /* read before the slot is free for the next poster */
+	if (!mbox_cas(mb, &w, MBOX_WORD(MBOX_GEN(w), DP_MBOX_FREE)))
+		return false;
+	dp_msg_free(orphan); /* an old scheduler coming back from a swap included */
+	return true;
+}
 
 int
 dp_dir_control_init(struct dp_dir *d)
 {
-	char name[RTE_RING_NAMESIZE];
-
-	snprintf(name, sizeof(name), "ctl_req_%d", (int)d->dir);
-	d->req = rte_ring_create(name, DP_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	snprintf(name, sizeof(name), "ctl_resp_%d", (int)d->dir);
-	d->resp = rte_ring_create(name, DP_RING_SIZE, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	memset(&d->mbox, 0, sizeof(d->mbox));
 	d->snap = rte_zmalloc("ctl_snapshot", sizeof(*d->snap), RTE_CACHE_LINE_SIZE);
-	if (d->req == NULL || d->resp == NULL || d->snap == NULL) {
-		dp_dir_control_free(d);
+	if (d->snap == NULL)
 		return -ENOMEM;
-	}
 	d->next_snap_ns = 0; /* the first worker turn publishes */
 	return 0;
 }
 
+/* Called once the worker has stopped: whatever the mailbox still holds is nobody's but ours. */
 void
 dp_dir_control_free(struct dp_dir *d)
 {
-	rte_ring_free(d->req);
-	rte_ring_free(d->resp);
+	uint64_t w = __atomic_load_n(&d->mbox.state, __ATOMIC_ACQUIRE);
+
+	if (MBOX_ST(w) == DP_MBOX_ORPHANED || MBOX_ST(w) == DP_MBOX_ABANDONED)
+		dp_msg_free(d->mbox.msg);
+	memset(&d->mbox, 0, sizeof(d->mbox));
 	rte_free(d->snap);
-	d->req = d->resp = NULL;
 	d->snap = NULL;
 }
 
@@ -75,20 +109,91 @@ dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out)
 	return -EAGAIN;
 }
 
-int
-dp_dir_call(struct dp_dir *d, struct dp_msg *m, unsigned int timeout_ms)
+struct dp_msg *
+dp_mailbox_take(struct dp_dir *d)
 {
-	void *back;
+	struct dp_mailbox *mb = &d->mbox;
+	uint64_t w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
 
-	if (rte_ring_sp_enqueue(d->req, m) != 0)
+	if (MBOX_ST(w) != DP_MBOX_POSTED)
+		return NULL;
+	/* Fails only if the caller withdrew it at this moment: then it is not ours. */
+	if (!mbox_cas(mb, &w, MBOX_WORD(MBOX_GEN(w), DP_MBOX_TAKEN)))
+		return NULL;
+	return mb->msg;
+}
+
+void
+dp_mailbox_answer(struct dp_dir *d, struct dp_msg *m)
+{
+	struct dp_mailbox *mb = &d->mbox;
+	uint64_t w = MBOX_WORD(m->gen, DP_MBOX_TAKEN);
+
+	/* The caller waits (TAKEN) or gave up (ABANDONED): only it can have changed the state. */
+	if (!mbox_cas(mb, &w, MBOX_WORD(m->gen, DP_MBOX_DONE)))
+		__atomic_store_n(&mb->state, MBOX_WORD(m->gen, DP_MBOX_ORPHANED), __ATOMIC_RELEASE);
+}
+
+static uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int
+dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
+{
+	struct dp_mailbox *mb = &d->mbox;
+	uint64_t deadline = mono_us() + (uint64_t)timeout_ms * 1000u;
+	uint64_t w, gen;
+
+	/* An earlier answer that came after its caller gave up is freed here. */
+	if (!mbox_reclaim(mb))
 		return -EBUSY;
-	for (unsigned int waited_us = 0; waited_us < timeout_ms * 1000; waited_us += 50) {
-		if (rte_ring_sc_dequeue(d->resp, &back) == 0)
-			return back == m ? 0 : -EPROTO;
+	w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
+	gen = MBOX_GEN(w) + 1;
+	if (MBOX_ST(w) != DP_MBOX_FREE || !mbox_cas(mb, &w, MBOX_WORD(gen, DP_MBOX_POSTING)))
+		return -EBUSY; /* another control thread posts at this moment */
+	(*mp)->gen = gen;
+	mb->msg = *mp;
+	__atomic_store_n(&mb->state, MBOX_WORD(gen, DP_MBOX_POSTED), __ATOMIC_RELEASE);
+
+	for (;;) {
+		w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
+		if (w == MBOX_WORD(gen, DP_MBOX_DONE)) {
+			__atomic_store_n(&mb->state, MBOX_WORD(gen, DP_MBOX_FREE),
+					 __ATOMIC_RELEASE);
+			return 0;
+		}
+		if (mono_us() >= deadline)
+			break;
 		usleep(50);
 	}
-	/* The worker still owns m: the caller must not free it. */
-	return -ETIMEDOUT;
+	/* Timed out: withdraw the request if the worker has not taken it yet. */
+	for (;;) {
+		w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
+		switch (MBOX_ST(w)) {
+		case DP_MBOX_POSTED: /* never seen: not applied, still the caller's */
+			if (mbox_cas(mb, &w, MBOX_WORD(gen, DP_MBOX_FREE)))
+				return -ETIMEDOUT;
+			break;
+		case DP_MBOX_TAKEN: /* the worker has it: it answers to the mailbox */
+			if (mbox_cas(mb, &w, MBOX_WORD(gen, DP_MBOX_ABANDONED))) {
+				*mp = NULL;
+				return -ETIMEDOUT;
+			}
+			break;
+		case DP_MBOX_DONE: /* answered just now */
+			__atomic_store_n(&mb->state, MBOX_WORD(gen, DP_MBOX_FREE),
+					 __ATOMIC_RELEASE);
+			return 0;
+		default:
+			return -EPROTO; /* cannot happen: only this caller moves gen on */
+		}
+	}
 }
 
 /* Addresses and ports of a flow, read from its oldest queued packet. */
@@ -187,6 +292,12 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 	return dp_port_counters(ctl->ports[r], pc);
 }
 
+static unsigned int
+call_timeout(const struct dp_control *ctl)
+{
+	return ctl->timeout_ms != 0 ? ctl->timeout_ms : DP_CALL_TIMEOUT_MS;
+}
+
 static int
 be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err, size_t errlen)
 {
@@ -214,17 +325,21 @@ be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *
 		m->type = DP_MSG_UPDATE;
 	}
 	if (rc == 0)
-		rc = dp_dir_call(d, m, 2000);
+		rc = dp_dir_call(d, &m, call_timeout(ctl));
 	if (rc == 0)
 		rc = m->rc;
-	if (rc != 0)
+	if (m == NULL)
+		snprintf(err, errlen,
+			 "the data plane did not answer in time; the change is "
+			 "still being applied");
+	else if (rc == -ETIMEDOUT)
+		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
+	else if (rc == -EBUSY)
+		snprintf(err, errlen, "the data plane is still busy with an earlier request");
+	else if (rc != 0)
 		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
-	if (rc != -ETIMEDOUT) {
-		if (m->type == DP_MSG_SWAP)
-			sched_free(m->sched); /* the old scheduler, now empty (or the unused new
-						 one) */
-		rte_free(m);
-	}
+	/* The old scheduler after a swap (now empty), or the unused new one. */
+	dp_msg_free(m);
 	rte_free(s);
 	return rc;
 }
@@ -241,10 +356,8 @@ be_reset(void *opaque)
 		if (m == NULL)
 			return -ENOMEM;
 		m->type = DP_MSG_RESET;
-		rc = dp_dir_call(ctl->dirs[dir], m, 2000);
-		if (rc == -ETIMEDOUT)
-			return rc;
-		rte_free(m);
+		rc = dp_dir_call(ctl->dirs[dir], &m, call_timeout(ctl));
+		dp_msg_free(m);
 		if (rc != 0)
 			return rc;
 	}
@@ -264,25 +377,17 @@ be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int m
 		m->infos = rte_calloc(NULL, max, sizeof(*m->infos), 0);
 	}
 	if (m == NULL || m->flows == NULL || m->infos == NULL) {
-		if (m != NULL) {
-			rte_free(m->flows);
-			rte_free(m->infos);
-		}
-		rte_free(m);
+		dp_msg_free(m);
 		return -ENOMEM;
 	}
 	m->type = DP_MSG_FLOWS;
 	m->max_flows = max;
-	rc = dp_dir_call(ctl->dirs[dir], m, 2000);
-	if (rc == -ETIMEDOUT)
-		return rc; /* the worker still owns m: leak rather than race */
+	rc = dp_dir_call(ctl->dirs[dir], &m, call_timeout(ctl));
 	if (rc == 0)
 		rc = m->rc;
 	if (rc > 0)
 		memcpy(out, m->flows, (size_t)rc * sizeof(*out));
-	rte_free(m->flows);
-	rte_free(m->infos);
-	rte_free(m);
+	dp_msg_free(m);
 	return rc;
 }
 

@@ -4,6 +4,8 @@
  * allows, transmit, and free the scheduler's drops counted by reason.
  * Time is read once per turn and passed into the scheduler.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -204,6 +206,7 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	s->time_ns = now;
 	s->c = d->stats;
 	s->c.emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
+	s->c.time_ns = now;
 	s->params = *sched_get_params(d->sched);
 	sched_get_stats(d->sched, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
@@ -211,8 +214,8 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 }
 
 /* Handle one control request between bursts. */
-static void
-handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
+void
+dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 {
 	struct sh_pkt_list drops, moved;
 	struct sh_pkt *p;
@@ -248,20 +251,49 @@ handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 	publish_snapshot(d, now);
 }
 
-static void
-control_turn(struct dp_dir *d, uint64_t now)
+void
+dp_control_turn(struct dp_dir *d, uint64_t now)
 {
-	void *m;
+	struct dp_msg *m;
 
-	if (d->req == NULL)
+	if (d->snap == NULL)
 		return;
-	if (rte_ring_sc_dequeue(d->req, &m) == 0) {
-		handle_msg(d, m, now);
-		/* The reply ring is as large as the request ring: this cannot fail. */
-		rte_ring_sp_enqueue(d->resp, m);
+	m = dp_mailbox_take(d);
+	if (m != NULL) {
+		dp_dir_handle_msg(d, m, now);
+		dp_mailbox_answer(d, m);
 	}
 	if (now >= d->next_snap_ns)
 		publish_snapshot(d, now);
+}
+
+static inline void
+control_turn(struct dp_dir *d, uint64_t now)
+{
+	dp_control_turn(d, now);
+}
+
+/*
+ * A worker that must wait behind other threads on its core holds every
+ * packet that long: under SCHED_FIFO it preempts them. Its idle naps give
+ * the core back, so the rest of the box keeps running.
+ */
+static void
+worker_set_realtime(const struct dp_worker *w)
+{
+	struct sched_param sp = { .sched_priority = (int)w->rt_priority };
+	int rc;
+
+	if (w->rt_priority == 0)
+		return;
+	rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	if (rc != 0)
+		fprintf(stderr, "shaperd: worker on lcore %u: SCHED_FIFO priority %u refused: %s\n",
+			w->lcore, w->rt_priority, strerror(rc));
+	else
+		printf("shaperd: worker on lcore %u runs under SCHED_FIFO priority %u\n", w->lcore,
+		       w->rt_priority);
+	fflush(NULL);
 }
 
 int
@@ -269,6 +301,8 @@ dp_worker_main(void *arg)
 {
 	struct dp_worker *w = arg;
 	unsigned int idle = 0;
+
+	worker_set_realtime(w);
 
 	while (!dp_stop_requested()) {
 		uint64_t now = dp_now_ns();

@@ -131,6 +131,7 @@ struct cake_tin {
 	uint64_t drops, ecn_marks, ack_drops, drop_overlimit;
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
 	uint32_t max_len;
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
 };
 
 struct cake_heap_ent {
@@ -150,6 +151,7 @@ struct cake {
 	struct sched_rate rate; /* global shaper */
 	uint64_t time_next_packet;
 	uint64_t failsafe_next_packet;
+	uint64_t lag; /* effective lag limit of the clocks, ns */
 
 	uint32_t qlen;
 	uint64_t backlog; /* bytes */
@@ -162,6 +164,7 @@ struct cake {
 
 	/* Statistics. */
 	uint64_t overlimits;
+	uint64_t lag_skips, lag_skipped_ns;
 	uint64_t ecn_marked;
 	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
 	uint64_t avg_netoff; /* EWMA of net_off << 16 */
@@ -794,6 +797,7 @@ cake_config_tins(struct cake *c)
 		cake_tin_config(c, &c->tins[i], r, 1024, name);
 	}
 	sched_rate_set(&c->rate, r);
+	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
 static void
@@ -992,6 +996,27 @@ cake_resync(struct cake *c, uint64_t now)
 		if (b->time_next_packet > tcap)
 			b->time_next_packet = tcap;
 	}
+}
+
+/*
+ * The worker was away (not scheduled) while packets waited: the clocks lag
+ * now by more than the limit. Write the lost time off rather than pay it
+ * back as a back-to-back burst; tin clocks lose the same time so no tin
+ * gains priority from the stall.
+ */
+static void
+cake_write_off_lag(struct cake *c, uint64_t now)
+{
+	uint64_t skipped = sched_clamp_lag(&c->time_next_packet, now, c->lag);
+	uint32_t i;
+
+	if (skipped == 0)
+		return;
+	c->lag_skips++;
+	c->lag_skipped_ns += skipped;
+	sched_clamp_lag(&c->failsafe_next_packet, now, c->lag);
+	for (i = 0; i < c->tin_scan && i < CAKE_MAX_TINS; i++)
+		sched_clamp_lag(&c->tins[i].time_next_packet, now, c->lag);
 }
 
 /* Remove the head packet of a flow and account for it. */
@@ -1286,6 +1311,8 @@ begin:
 		c->overlimits++;
 		return NULL;
 	}
+	if (c->rate.rate != 0 && now > c->lag && c->time_next_packet < now - c->lag)
+		cake_write_off_lag(c, now);
 	b = c->rate.rate != 0 ? cake_pick_tin_shaped(c, now) : cake_pick_tin_drr(c);
 	if (b == NULL)
 		return NULL;
@@ -1365,6 +1392,7 @@ retry:
 		b->avg_delay = cake_ewma(b->avg_delay, delay, 8);
 		b->peak_delay = cake_ewma(b->peak_delay, delay, delay > b->peak_delay ? 2 : 8);
 		b->base_delay = cake_ewma(b->base_delay, delay, delay < b->base_delay ? 2 : 8);
+		b->sojourn[sched_sojourn_bucket(delay)]++;
 	}
 	len = cake_advance_shaper(c, b, pkt, now, false);
 	f->deficit -= (int32_t)len;
@@ -1460,6 +1488,8 @@ cake_get_stats(const void *impl, struct sched_stats *st)
 	st->backlog_pkts = c->qlen;
 	st->backlog_bytes = c->backlog;
 	st->overlimits = c->overlimits;
+	st->lag_skips = c->lag_skips;
+	st->lag_skipped_ns = c->lag_skipped_ns;
 	st->ecn_marked = c->ecn_marked;
 	st->memory_used = c->buffer_max_used;
 	st->memory_limit = c->buffer_limit;
@@ -1495,6 +1525,7 @@ cake_get_stats(const void *impl, struct sched_stats *st)
 		t->unresponsive_flows = b->unresponsive_flow_count;
 		t->max_pkt_len = b->max_len;
 		t->flow_quantum = b->flow_quantum;
+		memcpy(t->sojourn, b->sojourn, sizeof(t->sojourn));
 	}
 }
 
@@ -1505,6 +1536,7 @@ cake_reset_stats(void *impl)
 	uint32_t i;
 
 	c->overlimits = 0;
+	c->lag_skips = c->lag_skipped_ns = 0;
 	c->ecn_marked = 0;
 	c->buffer_max_used = c->buffer_used;
 	cake_reset_size_stats(c);
@@ -1516,6 +1548,7 @@ cake_reset_stats(void *impl)
 		b->drops = b->ecn_marks = b->ack_drops = b->drop_overlimit = 0;
 		b->peak_delay = b->avg_delay = b->base_delay = 0;
 		b->max_len = 0;
+		memset(b->sojourn, 0, sizeof(b->sojourn));
 	}
 }
 

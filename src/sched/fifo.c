@@ -6,18 +6,19 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
 struct fifo {
 	struct sched_params p;
-	struct sched_rate rate;
+	struct sched_pacer pacer;
 	struct sh_pkt_list q;
 	uint64_t bytes;
 	uint64_t mem, mem_max;
-	uint64_t time_next; /* shaper clock */
 	uint64_t overlimits;
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
 };
 
 static int
@@ -43,7 +44,7 @@ fifo_create(const struct sched_params *p, char *err, size_t errlen)
 		return NULL;
 	}
 	f->p = *p;
-	sched_rate_set(&f->rate, p->rate);
+	sched_pacer_set(&f->pacer, p);
 	sh_pkt_list_init(&f->q);
 	return f;
 }
@@ -65,9 +66,10 @@ fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 		sh_pkt_list_push(dropped, pkt);
 		return 1;
 	}
-	if (f->q.count == 0 && f->time_next < now)
-		f->time_next = now; /* no credit accrues while idle */
+	if (f->q.count == 0)
+		sched_pacer_wake(&f->pacer, now);
 	pkt->enq_ns = now;
+	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&f->p, pkt->len, pkt->net_off, NULL);
 	sh_pkt_list_push(&f->q, pkt);
 	f->bytes += pkt->len;
@@ -86,15 +88,15 @@ fifo_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 	(void)dropped;
 	if (f->q.count == 0)
 		return NULL;
-	if (f->rate.rate != 0 && f->time_next > now) {
+	if (sched_pacer_hold(&f->pacer, now)) {
 		f->overlimits++;
 		return NULL;
 	}
 	pkt = sh_pkt_list_pop(&f->q);
 	f->bytes -= pkt->len;
 	f->mem -= pkt->mem;
-	if (f->rate.rate != 0)
-		f->time_next += sched_rate_ns(&f->rate, pkt->adj_len);
+	sched_pacer_charge(&f->pacer, pkt->adj_len);
+	sched_sojourn_add(f->sojourn, pkt->enq_ns, now);
 	return pkt;
 }
 
@@ -105,9 +107,7 @@ fifo_next_time(const void *impl, uint64_t now)
 
 	if (f->q.count == 0)
 		return UINT64_MAX;
-	if (f->rate.rate == 0 || f->time_next <= now)
-		return now;
-	return f->time_next;
+	return sched_pacer_next(&f->pacer, now);
 }
 
 static int
@@ -118,7 +118,7 @@ fifo_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 	if (fifo_check(p, err, errlen) != 0)
 		return -EINVAL;
 	f->p = *p;
-	sched_rate_set(&f->rate, p->rate);
+	sched_pacer_set(&f->pacer, p);
 	return 0;
 }
 
@@ -142,6 +142,9 @@ fifo_get_stats(const void *impl, struct sched_stats *st)
 	st->backlog_pkts = f->q.count;
 	st->backlog_bytes = f->bytes;
 	st->overlimits = f->overlimits;
+	st->lag_skips = f->pacer.lag_skips;
+	st->lag_skipped_ns = f->pacer.lag_skipped_ns;
+	memcpy(st->sojourn, f->sojourn, sizeof(st->sojourn));
 	st->memory_used = f->mem_max;
 	st->memory_limit = f->p.fifo_limit_bytes;
 	st->capacity_estimate = f->p.rate;
@@ -154,6 +157,8 @@ fifo_reset_stats(void *impl)
 	struct fifo *f = impl;
 
 	f->overlimits = 0;
+	f->pacer.lag_skips = f->pacer.lag_skipped_ns = 0;
+	memset(f->sojourn, 0, sizeof(f->sojourn));
 	f->mem_max = f->mem;
 }
 

@@ -72,7 +72,7 @@ struct fqc_cfg {
 struct fq_codel {
 	struct sched_params p;
 	struct fqc_cfg c;
-	struct sched_rate rate;
+	struct sched_pacer pacer;
 	struct fqc_flow *flows;
 	uint32_t nflows;
 	struct fqc_flow_list new_flows, old_flows;
@@ -80,7 +80,7 @@ struct fq_codel {
 	uint32_t qlen;
 	uint64_t backlog; /* bytes */
 	uint64_t mem, mem_max;
-	uint64_t time_next; /* shaper clock */
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
 
 	/* counters, reset by reset_stats */
 	uint64_t overlimits;
@@ -149,7 +149,7 @@ fqc_apply(struct fq_codel *q, const struct sched_params *p)
 	q->c.drop_batch = p->fqc_drop_batch;
 	q->c.mtu = p->mtu;
 	q->c.ecn = p->ecn;
-	sched_rate_set(&q->rate, p->rate);
+	sched_pacer_set(&q->pacer, p);
 }
 
 static void *
@@ -474,8 +474,8 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dr
 
 	idx = (uint32_t)(((uint64_t)pkt->flow_hash * q->nflows) >> 32);
 	f = &q->flows[idx];
-	if (q->qlen == 0 && q->time_next < now)
-		q->time_next = now; /* no credit accrues while idle */
+	if (q->qlen == 0)
+		sched_pacer_wake(&q->pacer, now);
 	pkt->enq_ns = now;
 	pkt->queue = (uint16_t)idx;
 	pkt->tin = 0;
@@ -546,7 +546,7 @@ fqc_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 
 	if (q->qlen == 0)
 		return NULL;
-	if (q->rate.rate != 0 && q->time_next > now) {
+	if (sched_pacer_hold(&q->pacer, now)) {
 		q->overlimits++;
 		return NULL;
 	}
@@ -570,9 +570,9 @@ fqc_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 			fqc_list_append(&q->old_flows, f, FQC_LIST_OLD);
 	}
 	f->deficit -= (int32_t)pkt->len;
-	if (q->rate.rate != 0)
-		q->time_next += sched_rate_ns(&q->rate, pkt->adj_len);
+	sched_pacer_charge(&q->pacer, pkt->adj_len);
 	fqc_delay_stats(q, now > pkt->enq_ns ? now - pkt->enq_ns : 0);
+	sched_sojourn_add(q->sojourn, pkt->enq_ns, now);
 	return pkt;
 }
 
@@ -583,9 +583,7 @@ fqc_next_time(const void *impl, uint64_t now)
 
 	if (q->qlen == 0)
 		return UINT64_MAX;
-	if (q->rate.rate == 0 || q->time_next <= now)
-		return now;
-	return q->time_next;
+	return sched_pacer_next(&q->pacer, now);
 }
 
 static int
@@ -655,6 +653,8 @@ fqc_get_stats(const void *impl, struct sched_stats *st)
 	st->backlog_pkts = q->qlen;
 	st->backlog_bytes = q->backlog;
 	st->overlimits = q->overlimits;
+	st->lag_skips = q->pacer.lag_skips;
+	st->lag_skipped_ns = q->pacer.lag_skipped_ns;
 	st->ecn_marked = q->ecn_mark + q->ce_mark;
 	st->memory_used = q->mem_max;
 	st->memory_limit = q->c.memory_limit;
@@ -678,6 +678,7 @@ fqc_get_stats(const void *impl, struct sched_stats *st)
 	t->bulk_flows = q->old_flows.len;
 	t->max_pkt_len = q->maxpacket;
 	t->flow_quantum = q->c.quantum;
+	memcpy(t->sojourn, q->sojourn, sizeof(t->sojourn));
 }
 
 static void
@@ -686,6 +687,8 @@ fqc_reset_stats(void *impl)
 	struct fq_codel *q = impl;
 
 	q->overlimits = 0;
+	q->pacer.lag_skips = q->pacer.lag_skipped_ns = 0;
+	memset(q->sojourn, 0, sizeof(q->sojourn));
 	q->drop_overlimit = q->drop_overmemory = 0;
 	q->aqm_drops = 0;
 	q->ecn_mark = q->ce_mark = 0;

@@ -6,6 +6,7 @@
 #ifndef SHAPER_SCHED_RATE_H
 #define SHAPER_SCHED_RATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "shaper/pkt.h"
@@ -42,6 +43,102 @@ static inline uint64_t
 sched_rate_ns(const struct sched_rate *r, uint32_t len)
 {
 	return ((uint64_t)len * r->rate_ns) >> r->rate_shft;
+}
+
+/* The clock lag a discipline tolerates at rate r (see sched_params.lag_limit_ns). */
+static inline uint64_t
+sched_lag_limit(const struct sched_params *p, const struct sched_rate *r)
+{
+	uint64_t mtu_ns;
+
+	if (p->lag_limit_ns != SCHED_LAG_AUTO)
+		return p->lag_limit_ns;
+	mtu_ns = sched_rate_ns(r, p->mtu);
+	return mtu_ns > SCHED_LAG_AUTO_MIN_NS ? mtu_ns : SCHED_LAG_AUTO_MIN_NS;
+}
+
+/*
+ * Pull a pacing clock that lags now by more than lag up to now - lag: time
+ * the worker lost in a stall is not paid back as a burst. Returns the time
+ * written off (0 if none).
+ */
+static inline uint64_t
+sched_clamp_lag(uint64_t *clock, uint64_t now, uint64_t lag)
+{
+	uint64_t skipped;
+
+	if (now <= lag || *clock >= now - lag)
+		return 0;
+	skipped = now - lag - *clock;
+	*clock = now - lag;
+	return skipped;
+}
+
+/*
+ * A single pacing clock, as fifo and fq_codel use it: each released packet
+ * moves time_next by its transmission time; idle time earns no credit, and
+ * a lag beyond the limit is written off.
+ */
+struct sched_pacer {
+	struct sched_rate rate;
+	uint64_t time_next;
+	uint64_t lag; /* effective lag limit, ns */
+	uint64_t lag_skips, lag_skipped_ns;
+};
+
+static inline void
+sched_pacer_set(struct sched_pacer *pc, const struct sched_params *p)
+{
+	sched_rate_set(&pc->rate, p->rate);
+	pc->lag = sched_lag_limit(p, &pc->rate);
+}
+
+/* A packet arrives at an empty queue: no credit for the idle time. */
+static inline void
+sched_pacer_wake(struct sched_pacer *pc, uint64_t now)
+{
+	if (pc->time_next < now)
+		pc->time_next = now;
+}
+
+/* True if the pacer holds the next packet back at now. */
+static inline bool
+sched_pacer_hold(struct sched_pacer *pc, uint64_t now)
+{
+	uint64_t skipped;
+
+	if (pc->rate.rate == 0)
+		return false;
+	if (pc->time_next > now)
+		return true;
+	skipped = sched_clamp_lag(&pc->time_next, now, pc->lag);
+	if (skipped != 0) {
+		pc->lag_skips++;
+		pc->lag_skipped_ns += skipped;
+	}
+	return false;
+}
+
+static inline void
+sched_pacer_charge(struct sched_pacer *pc, uint32_t adj_len)
+{
+	if (pc->rate.rate != 0)
+		pc->time_next += sched_rate_ns(&pc->rate, adj_len);
+}
+
+/* Earliest release time of a non-empty queue. */
+static inline uint64_t
+sched_pacer_next(const struct sched_pacer *pc, uint64_t now)
+{
+	if (pc->rate.rate == 0 || pc->time_next <= now)
+		return now;
+	return pc->time_next;
+}
+
+static inline void
+sched_sojourn_add(uint64_t *hist, uint64_t enq_ns, uint64_t now)
+{
+	hist[sched_sojourn_bucket(now > enq_ns ? now - enq_ns : 0)]++;
 }
 
 /*

@@ -51,6 +51,7 @@ sched_params_default(struct sched_params *p, enum sched_discipline d)
 	p->discipline = d;
 	p->mtu = 1514;
 	p->seed = 0x5eed5eed5eedULL;
+	p->lag_limit_ns = SCHED_LAG_AUTO;
 	p->diffserv = SCHED_DIFFSERV3;
 	p->isolation = SCHED_TRIPLE_ISOLATE;
 	p->rtt_us = 100000;
@@ -231,6 +232,9 @@ sched_get_stats(const struct sched *s, struct sched_stats *st)
 	st->dequeued_pkts = s->dequeued_pkts;
 	st->dequeued_bytes = s->dequeued_bytes;
 	memcpy(st->dropped, s->dropped, sizeof(st->dropped));
+	for (uint32_t t = 0; t < st->tin_count && t < SCHED_MAX_TINS; t++)
+		for (unsigned int b = 0; b < SCHED_SOJOURN_BUCKETS; b++)
+			st->sojourn[b] += st->tins[t].sojourn[b];
 }
 
 void

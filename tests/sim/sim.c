@@ -404,6 +404,10 @@ sim_run(struct sim *sim, uint64_t until)
 			if (t_deq < stall_until)
 				t_deq = stall_until;
 		}
+		if (t_src != UINT64_MAX && t_src >= sim->pause_from && t_src < sim->pause_until)
+			t_src = sim->pause_until;
+		if (t_deq != UINT64_MAX && t_deq >= sim->pause_from && t_deq < sim->pause_until)
+			t_deq = sim->pause_until;
 		if (t_src >= until && t_deq >= until) {
 			sim->now = until;
 			return;

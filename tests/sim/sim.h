@@ -100,6 +100,11 @@ struct sim {
 
 	uint64_t meas_start, meas_end; /* measurement window for meas_* */
 
+	/* A stall of the whole worker: no arrival is taken and nothing is sent
+	 * in [pause_from, pause_until); arrivals wait (as in a NIC ring) and are
+	 * enqueued together when it ends. */
+	uint64_t pause_from, pause_until;
+
 	/* Totals. */
 	uint64_t enq, deq, drops[SHAPER_DROP_MAX];
 	uint64_t in_pkts, in_bytes, in_mem, max_in_mem;

@@ -205,6 +205,132 @@ test_no_burst_after_idle(void **state)
 	}
 }
 
+/* ------------------------------------------------------ no burst after a stall */
+
+/* Most bytes that left in any window [t, t + len) starting at a departure. */
+static uint64_t
+max_window_bytes(const struct dep_log *l, uint64_t len)
+{
+	uint64_t best = 0, sum = 0;
+	uint32_t i, j = 0;
+
+	for (i = 0; i < l->n; i++) {
+		while (j < l->n && l->t[j] < l->t[i] + len)
+			sum += l->adj[j++];
+		if (sum > best)
+			best = sum;
+		sum -= l->adj[i];
+	}
+	return best;
+}
+
+struct stall_result {
+	double excess;       /* worst window: bytes beyond rate * its length */
+	uint64_t max_100ms;  /* most bytes in a 100 ms window */
+	uint64_t after_30ms; /* bytes in the 30 ms after the stall */
+	uint64_t lag_skips, lag_skipped_ns;
+};
+
+/*
+ * A backlog at twice the rate (80 Mbit/s, 1514-byte frames) and a 30 ms
+ * stall of the whole worker at 1 s: nothing taken in, nothing sent.
+ */
+static void
+run_stall(enum sched_discipline disc, uint64_t lag_ns, struct stall_result *r)
+{
+	const uint64_t rate = MBIT(80);
+	struct sched_params p;
+	struct sched_stats st;
+	struct dep_log log;
+	struct sim_src a;
+	struct sim *sim;
+	uint32_t i;
+
+	log.cap = 400000;
+	log.n = 0;
+	log.t = calloc(log.cap, sizeof(*log.t));
+	log.adj = calloc(log.cap, sizeof(*log.adj));
+	log.src = calloc(log.cap, sizeof(*log.src));
+	sched_params_default(&p, disc);
+	p.rate = rate;
+	p.diffserv = SCHED_BESTEFFORT;
+	p.lag_limit_ns = lag_ns;
+	sim = sim_new(&p, 16384, 2);
+	sim->on_deliver = log_deliver;
+	sim->ctx = &log;
+	a = sim_src_udp(sim_ip(1, 0, 1), sim_ip(2, 0, 1), 1000, 2 * rate, 1514);
+	sim_add_src(sim, &a);
+	sim->pause_from = SEC(1);
+	sim->pause_until = SEC(1) + MS(30);
+	sim_run(sim, SEC(2));
+	sim_check_accounting(sim);
+	r->excess = max_window_excess(&log, (double)rate / 1e9);
+	r->max_100ms = max_window_bytes(&log, MS(100));
+	r->after_30ms = 0;
+	for (i = 0; i < log.n; i++)
+		if (log.t[i] >= sim->pause_until && log.t[i] < sim->pause_until + MS(30))
+			r->after_30ms += log.adj[i];
+	sched_get_stats(sim->s, &st);
+	r->lag_skips = st.lag_skips;
+	r->lag_skipped_ns = st.lag_skipped_ns;
+	free(log.t);
+	free(log.adj);
+	free(log.src);
+	sim_free(sim);
+}
+
+static void
+test_no_burst_after_stall(void **state)
+{
+	static const enum sched_discipline discs[] = { SCHED_DISC_CAKE, SCHED_DISC_FQ_CODEL,
+						       SCHED_DISC_FIFO };
+	static const char *const names[] = { "cake", "fq_codel", "fifo" };
+	const double rate_Bps = 10e6; /* 80 Mbit/s */
+	const double mtu_ns = 1514 / rate_Bps * 1e9;
+	uint32_t d;
+
+	(void)state;
+	for (d = 0; d < 3; d++) {
+		struct stall_result dflt, mtu, off;
+
+		/* The default (one MTU time, at least 250 µs), one MTU time, and a
+		 * limit so large that all lost time is paid back (sch_cake's way). */
+		run_stall(discs[d], SCHED_LAG_AUTO, &dflt);
+		run_stall(discs[d], (uint64_t)mtu_ns, &mtu);
+		run_stall(discs[d], SEC(1), &off);
+		SIM_FIGURE("stall 30 ms, %s, lag limit auto (250 us): worst window rate*L + %.0f bytes, "
+			   "largest 100 ms window %.4f x rate*100ms, 30 ms after the stall %.4f x "
+			   "rate, %llu write-offs of %.3f ms in all",
+			   names[d], dflt.excess, dflt.max_100ms / (rate_Bps * 0.1),
+			   dflt.after_30ms / (rate_Bps * 0.03), (unsigned long long)dflt.lag_skips,
+			   dflt.lag_skipped_ns / 1e6);
+		SIM_FIGURE("stall 30 ms, %s, lag limit one MTU time: worst window rate*L + %.0f bytes, "
+			   "largest 100 ms window %.4f x rate*100ms",
+			   names[d], mtu.excess, mtu.max_100ms / (rate_Bps * 0.1));
+		SIM_FIGURE("stall 30 ms, %s, no lag limit (1 s): worst window rate*L + %.0f bytes, "
+			   "largest 100 ms window %.4f x rate*100ms, 30 ms after the stall %.4f x rate",
+			   names[d], off.excess, off.max_100ms / (rate_Bps * 0.1),
+			   off.after_30ms / (rate_Bps * 0.03));
+		/* The lag written off plus one frame in flight: nothing more. */
+		assert_true(dflt.excess <= 250e-6 * rate_Bps + 1514 + 1);
+		assert_true(mtu.excess <= 1514 + 1514 + 1);
+		assert_true(dflt.max_100ms <=
+			    (uint64_t)(rate_Bps * 0.1 + 250e-6 * rate_Bps) + 1514);
+		assert_true(mtu.max_100ms <= (uint64_t)(rate_Bps * 0.1) + 2 * 1514);
+		/* After the stall the backlog leaves at the rate, not faster. */
+		assert_true(dflt.after_30ms <=
+			    (uint64_t)(rate_Bps * 0.03 + 250e-6 * rate_Bps) + 1514);
+		assert_true(dflt.after_30ms >= (uint64_t)(rate_Bps * 0.03) - 1514);
+		/* One write-off of the stall less the tolerated lag (±1 frame time). */
+		assert_true(dflt.lag_skips >= 1);
+		assert_true(dflt.lag_skipped_ns + 250000 + (uint64_t)mtu_ns >= MS(30));
+		assert_true(dflt.lag_skipped_ns <= MS(30));
+		/* Without the limit the same run bursts: the test can fail. */
+		assert_true(off.excess >= 0.025 * rate_Bps);
+		assert_int_equal(off.lag_skips, 0);
+	}
+}
+
 /* ---------------------------------------------------------------- tin shares */
 
 struct tin_case {
@@ -351,6 +477,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rate_accuracy),
 		cmocka_unit_test(test_no_burst_after_idle),
+		cmocka_unit_test(test_no_burst_after_stall),
 		cmocka_unit_test(test_tin_shares_shaped),
 		cmocka_unit_test(test_tin_lone_bulk),
 		cmocka_unit_test(test_tin_drr_unlimited),

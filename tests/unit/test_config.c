@@ -635,8 +635,14 @@ test_control_lcores_dataplane(void **state)
 	(void)state;
 	load_ok("{" PORTS ", 'control': {'enabled': false, 'socket': '/tmp/s/ctl.sock',"
 		" 'group': 'shaper', 'mode': '0600'}, 'lcores': {'workers': [1, 2]},"
-		" 'dataplane': {'mbufs': 32767, 'burst': 64, 'idle_sleep': '20us'}}",
+		" 'dataplane': {'mbufs': 32767, 'burst': 64, 'idle_sleep': '20us',"
+		" 'rt_priority': 50},"
+		" 'upstream': {'bandwidth': '20mbit', 'lag_limit': '1ms'},"
+		" 'downstream': {'discipline': 'fifo', 'lag_limit': 'auto'}}",
 		&c);
+	assert_int_equal(c.rt_priority, 50);
+	assert_int_equal(c.dir[SHAPER_UP].lag_limit_ns, 1000000);
+	assert_true(c.dir[SHAPER_DOWN].lag_limit_ns == SCHED_LAG_AUTO);
 	assert_false(c.control_enabled);
 	assert_string_equal(c.control_socket, "/tmp/s/ctl.sock");
 	assert_string_equal(c.control_group, "shaper");
@@ -1003,8 +1009,14 @@ static const struct err_case err_cases[] = {
 	  "dataplane.idle_sleep: " TIME_TYPE ", got an integer" },
 	{ TOP("'dataplane': {'idle_sleep': '11ms'}"),
 	  "dataplane.idle_sleep: \"11ms\" is out of range for a time" },
+	{ TOP("'dataplane': {'rt_priority': 100}"),
+	  "dataplane.rt_priority: 100 is out of range 0..99" },
+	{ DOWN("{'lag_limit': 'never'}"),
+	  "downstream.lag_limit: \"never\" is neither \"auto\" nor a time such as \"1ms\"" },
+	{ DOWN("{'lag_limit': '11s'}"),
+	  "downstream.lag_limit: \"11s\" is out of range for a time or \"auto\"" },
 	{ TOP("'dataplane': {'ring': 1024}"),
-	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep)" },
+	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority)" },
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },
@@ -1241,12 +1253,12 @@ test_direction_to_json_keys(void **state)
 		enum sched_discipline d;
 		const char *keys;
 	} want[] = {
-		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm rtt target diffserv "
-				   "isolation wash ingress ecn ack_filter memlimit " },
+		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm lag_limit rtt target "
+				   "diffserv isolation wash ingress ecn ack_filter memlimit " },
 		{ SCHED_DISC_FQ_CODEL,
-		  "discipline bandwidth mtu overhead mpu atm limit flows quantum "
+		  "discipline bandwidth mtu overhead mpu atm lag_limit limit flows quantum "
 		  "memory_limit target interval ecn ce_threshold drop_batch " },
-		{ SCHED_DISC_FIFO, "discipline bandwidth mtu overhead mpu atm limit " },
+		{ SCHED_DISC_FIFO, "discipline bandwidth mtu overhead mpu atm lag_limit limit " },
 	};
 	struct sched_params p;
 
@@ -1281,7 +1293,8 @@ test_direction_to_json_keys(void **state)
 		assert_string_equal(
 				s,
 				"{\"discipline\":\"cake\",\"bandwidth\":\"280Mbit\",\"mtu\":1514,"
-				"\"overhead\":18,\"mpu\":64,\"atm\":\"noatm\",\"rtt\":\"100ms\","
+				"\"overhead\":18,\"mpu\":64,\"atm\":\"noatm\",\"lag_limit\":\"auto\","
+				"\"rtt\":\"100ms\","
 				"\"target\":\"5ms\",\"diffserv\":\"diffserv3\",\"isolation\":"
 				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"ecn\":true,"
 				"\"ack_filter\":\"ack-filter-aggressive\",\"memlimit\":"
@@ -1298,7 +1311,7 @@ test_direction_to_json_keys(void **state)
 
 		assert_string_equal(s, "{\"discipline\":\"fifo\",\"bandwidth\":\"unlimited\","
 				       "\"mtu\":1514,\"overhead\":\"raw\",\"mpu\":0,\"atm\":"
-				       "\"noatm\",\"limit\":\"1048576b\"}");
+				       "\"noatm\",\"lag_limit\":\"auto\",\"limit\":\"1048576b\"}");
 		free(s);
 		json_decref(j);
 	}

@@ -63,6 +63,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		c->dropped[r] = 11 + (uint64_t)r + b; /* aqm 11, overflow 12, ... */
 	c->emulator_qlen = 9 + b;
+	c->time_ns = 123456789 + b;
 
 	memset(st, 0, sizeof(*st));
 	st->enqueued_pkts = 1300 + b;
@@ -72,6 +73,11 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	st->backlog_pkts = 21 + b;
 	st->backlog_bytes = 31500 + b;
 	st->overlimits = 42 + b;
+	st->lag_skips = 2 + b;
+	st->lag_skipped_ns = 30500000 + b;
+	st->sojourn[0] = 10 + b; /* [0, 1024) ns */
+	st->sojourn[40] = 3;     /* one bucket in the middle */
+	st->sojourn[SCHED_SOJOURN_BUCKETS - 1] = 1;
 	st->ecn_marked = 5 + b;
 	st->memory_used = 65536 + b;
 	st->memory_limit = 4194304 + b;
@@ -107,6 +113,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 		ti->unresponsive_flows = t;
 		ti->max_pkt_len = 1514 - t;
 		ti->flow_quantum = 1514 + t;
+		ti->sojourn[5 + t] = 100 + t;
 	}
 
 	sched_params_default(p, SCHED_DISC_CAKE);

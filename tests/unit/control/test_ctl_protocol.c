@@ -319,6 +319,10 @@ static const char *const dir_keys[] = {
 	"backlog",
 	"qlen",
 	"overlimits",
+	"lag_skips",
+	"lag_skipped_us",
+	"time_ns",
+	"sojourn",
 	"ecn_mark",
 	"memory_used",
 	"memory_limit",
@@ -337,7 +341,7 @@ static const char *const tin_keys[] = {
 	"base_delay_us",  "sent_packets",   "way_indirect_hits",  "way_misses",
 	"way_collisions", "drops",          "ecn_mark",           "ack_drops",
 	"sparse_flows",   "bulk_flows",     "unresponsive_flows", "max_pkt_len",
-	"flow_quantum",
+	"flow_quantum",   "sojourn",
 };
 
 static const char *const port_keys[] = {
@@ -403,6 +407,18 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "backlog"), (long long)st->backlog_bytes);
 	assert_int_at(r, AT("%s", "qlen"), (long long)st->backlog_pkts);
 	assert_int_at(r, AT("%s", "overlimits"), (long long)st->overlimits);
+	assert_int_at(r, AT("%s", "lag_skips"), (long long)st->lag_skips);
+	assert_int_at(r, AT("%s", "lag_skipped_us"), (long long)(st->lag_skipped_ns / 1000));
+	assert_int_at(r, AT("%s", "time_ns"), (long long)c->time_ns);
+	/* Only buckets in use, as [lower ns, upper ns, packets]. */
+	assert_int_equal(json_array_size(jpath(r, AT("%s", "sojourn"))), 3);
+	assert_int_at(r, AT("%s", "sojourn.0.0"), 0);
+	assert_int_at(r, AT("%s", "sojourn.0.1"), 1024);
+	assert_int_at(r, AT("%s", "sojourn.0.2"), (long long)st->sojourn[0]);
+	assert_int_at(r, AT("%s", "sojourn.1.0"), (long long)sched_sojourn_bucket_lo_ns(40));
+	assert_int_at(r, AT("%s", "sojourn.1.1"), (long long)sched_sojourn_bucket_lo_ns(41));
+	assert_int_at(r, AT("%s", "sojourn.1.2"), 3);
+	assert_int_at(r, AT("%s", "sojourn.2.2"), 1);
 	assert_int_at(r, AT("%s", "ecn_mark"), (long long)st->ecn_marked);
 	assert_int_at(r, AT("%s", "memory_used"), (long long)st->memory_used);
 	assert_int_at(r, AT("%s", "memory_limit"), (long long)st->memory_limit);
@@ -420,6 +436,10 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 		assert_str_at(r, AT("tins.%u.name", t), ti->name);
 #define TIN_FIELD(f) assert_int_at(r, AT("tins.%u.%s", t, #f), (long long)ti->f)
 		TIN_FIELD(threshold_rate);
+		assert_int_equal(json_array_size(jpath(r, AT("tins.%u.sojourn", t))), 1);
+		assert_int_at(r, AT("tins.%u.sojourn.0.0", t),
+			      (long long)sched_sojourn_bucket_lo_ns(5 + t));
+		assert_int_at(r, AT("tins.%u.sojourn.0.2", t), (long long)ti->sojourn[5 + t]);
 		TIN_FIELD(sent_bytes);
 		TIN_FIELD(backlog_bytes);
 		TIN_FIELD(target_us);
