@@ -127,6 +127,8 @@ class Bed:
         self.daemon = None
         self.pin_cpus = None  # taskset list for the load and the probes (not shaperd)
         self.nice = 0  # shaperd's nice value
+        self.rt_priority = 0  # shaperd's workers under SCHED_FIFO (dataplane.rt_priority)
+        self.probe_rt = 0  # probes under SCHED_FIFO at this priority (0 = not)
         self.sock = os.path.join(tmp, name + ".sock")
 
     def up(self):
@@ -144,10 +146,14 @@ class Bed:
         self.stop_daemon()
         subprocess.run(["bash", BED, "down", self.pfx], stdout=subprocess.DEVNULL)
 
-    def ns(self, where, argv, out=None, err=subprocess.DEVNULL):
-        """Start argv in netns 'cli' or 'srv'; returns the Popen (also kept for cleanup)."""
+    def ns(self, where, argv, out=None, err=subprocess.DEVNULL, probe=False):
+        """Start argv in netns 'cli' or 'srv'; returns the Popen (also kept for cleanup).
+        A probe runs under SCHED_FIFO (if probe_rt): it measures the path, not how long
+        it waited for a CPU behind the load generators."""
         ns = self.cli if where == "cli" else self.srv
         pin = ["taskset", "-c", self.pin_cpus] if self.pin_cpus else []
+        if probe and self.probe_rt:
+            pin = ["chrt", "-f", str(self.probe_rt)] + pin
         p = subprocess.Popen(["ip", "netns", "exec", ns] + pin + argv, stdout=out or subprocess.DEVNULL,
                              stderr=err, stdin=subprocess.DEVNULL)
         self.procs.append(p)
@@ -171,7 +177,7 @@ class Bed:
                         "wan": "net_af_packet1,iface=%swan0" % self.pfx}
         cfg["control"] = {"enabled": True, "socket": self.sock, "mode": "0600"}
         cfg["lcores"] = {"workers": [1]}
-        cfg["dataplane"] = {"idle_sleep": "20us"}
+        cfg["dataplane"] = {"idle_sleep": "20us", "rt_priority": self.rt_priority}
         with open(path, "w") as f:
             json.dump(cfg, f, indent=1)
         self.stats_file = os.path.join(self.tmp, self.name + ".stats")
@@ -276,14 +282,14 @@ class Probes:
     def start(self):
         iv_ms = max(1, round(self.iv * 1000))
         self.bed.ns("srv", ["irtt", "server", "-b", SRV_ADDR + ":2112", "-i", "0", "-d", "0",
-                            "--allow-fills="])
+                            "--allow-fills="], probe=True)
         time.sleep(0.3)
         count = int(self.total / self.iv)
         f = os.path.join(self.tmp, self.bed.name + ".fping")
         self.files["icmp"] = f
         # -D prints the receive wall time; lost probes are printed as timeouts.
         self.fping = self.bed.ns("cli", ["fping", "-D", "-c", str(count), "-p", str(iv_ms), "-i", "1", "-t", "3000",
-                                         "-e", SRV_ADDR], out=open(f, "w"), err=subprocess.STDOUT)
+                                         "-e", SRV_ADDR], out=open(f, "w"), err=subprocess.STDOUT, probe=True)
         self.irtt = []  # irtt --dscp takes the whole ToS byte (46 would be 0x2e)
         for name in self.udp_tos:
             f = os.path.join(self.tmp, "%s.irtt_%s.json" % (self.bed.name, name))
@@ -291,7 +297,7 @@ class Probes:
             self.irtt.append(self.bed.ns("cli", [
                 "irtt", "client", "-Q", "-i", "%dms" % iv_ms, "-d", "%.3fs" % self.total,
                 "--dscp=%d" % TOS[name], "--wait=2x1s", "--tstamp=both", "-o", f,
-                SRV_ADDR + ":2112"], err=subprocess.DEVNULL))
+                SRV_ADDR + ":2112"], err=subprocess.DEVNULL, probe=True))
 
     def wait(self, t0):
         for name, p in [("fping", self.fping)] + list(zip(self.udp_tos, self.irtt)):
@@ -447,6 +453,7 @@ class WireRate(threading.Thread):
 
     def __init__(self, bed, t0, step=0.1):
         super().__init__(daemon=True)
+        self.bed = bed
         self.files = {"down": "/sys/class/net/%slan0/statistics/tx_bytes" % bed.pfx,
                       "up": "/sys/class/net/%swan0/statistics/tx_bytes" % bed.pfx}
         self.t0, self.step, self.samples, self.stop_ev = t0, step, [], threading.Event()
@@ -484,6 +491,14 @@ class WireRate(threading.Thread):
                     out["worker_run_ns"], out["worker_wait_ns"] = int(v[0]), int(v[1])
         except (OSError, ValueError, IndexError):
             pass
+        # The scheduler's own output (before the delay line), stamped with the
+        # worker's clock: a rate over the real interval between two snapshots,
+        # whenever this sampler itself got to run.
+        st = self.bed.ctl("stats") if self.bed.daemon is not None else None
+        for d, key in (("downstream", "sched_down"), ("upstream", "sched_up")):
+            x = (st or {}).get("directions", {}).get(d)
+            if x and x.get("time_ns"):
+                out[key] = (x["time_ns"], x["bytes"], x.get("lag_skipped_us", 0))
         return out
 
     def stalls(self, a, b):
@@ -521,6 +536,16 @@ class WireRate(threading.Thread):
         for (ta, a), (tb, b) in zip(self.samples, self.samples[1:]):
             if a.get(d) is not None and b.get(d) is not None and tb > ta:
                 out.append((ta, tb, b[d] - a[d]))
+        return out
+
+    def sched_rates(self, d):
+        """[(t_start, t_end, bytes, interval_s)] of the scheduler's output between
+        consecutive snapshots; interval_s is the worker clock's interval."""
+        key = "sched_" + d
+        out = []
+        for (ta, a), (tb, b) in zip(self.samples, self.samples[1:]):
+            if key in a and key in b and b[key][0] > a[key][0]:
+                out.append((ta, tb, b[key][1] - a[key][1], (b[key][0] - a[key][0]) / 1e9))
         return out
 
 
@@ -587,12 +612,33 @@ def dir_summary(st):
     if st is None:
         return None
     out = {k: st.get(k) for k in ("rx_packets", "tx_packets", "tx_bytes", "drops", "ecn_mark", "qlen", "backlog",
-                                  "emulator_qlen")}
+                                  "emulator_qlen", "lag_skips", "lag_skipped_us", "sojourn")}
     out["drop_reasons"] = {k: v for k, v in st.get("drop_reasons", {}).items() if v}
     tins = st.get("tins")
     if tins:
         out["tins"] = [{k: t.get(k) for k in ("name", "sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops",
-                                              "peak_delay_us", "avg_delay_us")} for t in tins]
+                                              "peak_delay_us", "avg_delay_us", "sojourn")} for t in tins]
+    return out
+
+
+def hist_delta(a, b):
+    """b - a of two sojourn histograms ([[lo_ns, hi_ns, packets], ...])."""
+    old = {lo: n for lo, hi, n in (a or [])}
+    return [[lo, hi, n - old.get(lo, 0)] for lo, hi, n in (b or []) if n - old.get(lo, 0) > 0]
+
+
+def hist_summary(h):
+    """Packets and sojourn percentiles (upper bound of the bucket, ms) of a histogram."""
+    total = sum(n for _, _, n in h)
+    out = {"packets": total}
+    for name, q in (("p50_ms", 0.5), ("p90_ms", 0.9), ("p99_ms", 0.99), ("max_ms", 1.0)):
+        need, acc, val = math.ceil(q * total), 0, None
+        for lo, hi, n in sorted(h):
+            acc += n
+            if acc >= need:
+                val = hi / 1e6
+                break
+        out[name] = rnd(val, 3) if total else None
     return out
 
 
@@ -606,12 +652,17 @@ def delta(a, b):
             out[k] = b[k] - a[k]
     out["drop_reasons"] = {k: v - a["drop_reasons"].get(k, 0) for k, v in b["drop_reasons"].items()
                            if v - a["drop_reasons"].get(k, 0)}
+    for k in ("lag_skips", "lag_skipped_us"):
+        if a.get(k) is not None and b.get(k) is not None:
+            out[k] = b[k] - a[k]
+    out["sojourn"] = hist_summary(hist_delta(a.get("sojourn"), b.get("sojourn")))
     if b.get("tins") and a.get("tins"):
         out["tins"] = []
         for ta, tb in zip(a["tins"], b["tins"]):
             out["tins"].append({"name": tb["name"], **{k: tb[k] - ta[k] for k in
                                 ("sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops")},
-                                "peak_delay_us": tb["peak_delay_us"]})
+                                "peak_delay_us": tb["peak_delay_us"],
+                                "sojourn": hist_summary(hist_delta(ta.get("sojourn"), tb.get("sojourn")))})
     return out
 
 
@@ -720,7 +771,8 @@ def run_scenario(args, disc, bed, tmp):
     log("%s: probes done" % disc)
     return dict(flows=flows, starts=[load_t + s for s in starts], lat=lat, snaps=snaps,
                 load_t=load_t, load_end=load_end, idle=idle, probe_interval=iv, window=win,
-                wire={d: wire.rates(d) for d in ("down", "up")}, health=health)
+                wire={d: wire.rates(d) for d in ("down", "up")},
+                sched_out={d: wire.sched_rates(d) for d in ("down", "up")}, health=health)
 
 
 def analyse(args, raw):
@@ -784,6 +836,9 @@ def analyse(args, raw):
         samples = [n * 8 / (e - s) / 1e6 for s, e, n in f.sums if e - s > 0.09]
         # The shaper's own output per ~100 ms (L2 bytes on the LAN veth) over the loaded part.
         wire = [n * 8 / (e - s) / 1e6 for s, e, n in raw["wire"]["down"] if s >= load_t and e <= load_end]
+        # The scheduler's output per snapshot interval (~100 ms of the worker's clock).
+        sched = [n * 8 / iv / 1e6 for s, e, n, iv in raw["sched_out"]["down"]
+                 if s >= load_t and e <= load_end and 0.05 <= iv <= 0.2]
         rate = args.down_bps / 1e6
         res["bbr"] = {
             "jain_first_20s": rnd(jain(per), 4),
@@ -799,6 +854,9 @@ def analyse(args, raw):
             "wire_max_100ms_of_shaped": rnd(max(wire) / rate, 4) if wire else None,
             "wire_samples_over_1.05": sum(1 for v in wire if v > 1.05 * rate),
             "wire_n_samples": len(wire),
+            "sched_max_100ms_mbit": rnd(max(sched)) if sched else None,
+            "sched_max_100ms_of_shaped": rnd(max(sched) / rate, 4) if sched else None,
+            "sched_n_samples": len(sched),
         }
     if sc == "staggered":
         rates = {f.name: mbit_in(list(f.series.values())[0], x, y) if f.series else 0.0
@@ -937,6 +995,9 @@ def table(args, result):
                              disc, fmt(b["jain_first_20s"], "%.4f"), fmt(b["jain_last_5s"], "%.4f"),
                              fmt(b["max_100ms_total_mbit"]), fmt(b["max_100ms_of_shaped"], "%.3f"),
                              fmt(b["wire_max_100ms_mbit"]), fmt(b["wire_max_100ms_of_shaped"], "%.3f")))
+            lines.append("%-14s max 100 ms of the scheduler's own output (worker clock): %s Mbit/s = %s of rate "
+                         "(%d samples)" % (disc, fmt(b.get("sched_max_100ms_mbit")),
+                                           fmt(b.get("sched_max_100ms_of_shaped"), "%.3f"), b.get("sched_n_samples", 0)))
         if "staggered" in r:
             s = r["staggered"]
             lines.append("%-14s share of fair (%s Mbit/s): %s" % (disc, fmt(s["fair_share_mbit"]), ", ".join(
@@ -944,6 +1005,17 @@ def table(args, result):
         if "hosts" in r:
             lines.append("%-14s %s" % (disc, ", ".join(
                 "%s %.1f Mbit/s (%.1f %%)" % (h, v["mbit"], 100 * (v["share"] or 0)) for h, v in r["hosts"].items())))
+    for disc, r in result["disciplines"].items():
+        parts = []
+        for d in ("downstream", "upstream"):
+            x = (r["daemon"]["loaded"].get(d) or {})
+            sj = x.get("sojourn") or {}
+            tins = ", ".join("%s p99 %s" % (t["name"], fmt((t.get("sojourn") or {}).get("p99_ms"), "%.2f"))
+                             for t in (x.get("tins") or []) if (t.get("sojourn") or {}).get("packets"))
+            parts.append("%s p50 %s / p99 %s ms [%s], stalls written off %s ms" % (
+                d, fmt(sj.get("p50_ms"), "%.2f"), fmt(sj.get("p99_ms"), "%.2f"), tins,
+                fmt((x.get("lag_skipped_us") or 0) / 1000.0, "%.1f")))
+        lines.append("%-14s shaper sojourn (loaded phase): %s" % (disc, "; ".join(parts)))
     lines.append("bed CPU in the loaded phase: " + ", ".join(
         "%s busy %.0f %% steal %.0f %% (worst 100 ms: %s ms stolen, worker waited %s ms)" % (
             disc, r["health"]["busy_pct"], r["health"]["steal_pct"],
@@ -981,8 +1053,13 @@ def main():
     ap.add_argument("--probe-interval", type=parse_time, default=None)
     ap.add_argument("--prefix", default="rr", help="bed prefix (namespaces <p>cli/<p>srv)")
     ap.add_argument("--keep", action="store_true", help="keep the raw files")
-    ap.add_argument("--load-cpus", default="any",
-                    help="CPUs (taskset list) for iperf3, irtt and fping, or 'any'; shaperd's worker is on lcore 1")
+    ap.add_argument("--load-cpus", default="auto",
+                    help="CPUs (taskset list) for iperf3, irtt and fping, 'any', or 'auto' (every CPU but "
+                         "shaperd's worker, lcore 1)")
+    ap.add_argument("--rt-priority", type=int, default=50,
+                    help="shaperd's dataplane.rt_priority (SCHED_FIFO for the worker; 0 = off)")
+    ap.add_argument("--probe-rt", type=int, default=10,
+                    help="run fping and irtt under SCHED_FIFO at this priority (0 = off)")
     ap.add_argument("--nice", type=int, default=0, help="run shaperd under nice -n N")
     ap.add_argument("--rrul-marks", default="BE,CS1,CS5,EF",
                     help="rrul: the DSCP of each upload/download pair (BE, CS1, CS5, EF)")
@@ -1035,7 +1112,12 @@ def main():
         disc = disc.strip()
         bed = Bed(args.prefix, shaperd, tmp, disc.replace("/", "-"))
         bed.pin_cpus = None if args.load_cpus == "any" else args.load_cpus
+        if args.load_cpus == "auto":
+            cpus = sorted(os.sched_getaffinity(0) - {1})
+            bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
         bed.nice = args.nice
+        bed.rt_priority = args.rt_priority
+        bed.probe_rt = args.probe_rt
         cfg = {"upstream": direction_cfg(disc, args.up_bps, "upstream", args.scenario, args.rtt_s, args.fifo_limit),
                "downstream": direction_cfg(disc, args.down_bps, "downstream", args.scenario, args.rtt_s,
                                            args.fifo_limit)}
