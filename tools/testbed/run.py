@@ -636,7 +636,7 @@ def hist_summary(h):
         for lo, hi, n in sorted(h):
             acc += n
             if acc >= need:
-                val = hi / 1e6
+                val = (hi if hi < 1 << 62 else lo) / 1e6  # the last bucket is open-ended
                 break
         out[name] = rnd(val, 3) if total else None
     return out
