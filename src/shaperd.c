@@ -425,6 +425,8 @@ out_run:
 	dp_request_stop();
 	teardown(&a);
 out_ports:
+	/* Telemetry answers until rte_eal_cleanup: stop it reaching what is freed below. */
+	dp_telemetry_shutdown();
 	counters = collect_counters(&a);
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
 		if (a.port_open[r])

@@ -204,8 +204,14 @@ struct dp_control {
 
 void dp_control_backend(struct dp_control *ctl, struct ctl_backend *be);
 
-/* Register /shaper/... telemetry commands served through be (must outlive EAL). */
+/* Register /shaper/... telemetry commands served through be. */
 void dp_telemetry_register(const struct ctl_backend *be);
+/*
+ * Refuse further /shaper/... requests and wait for those in flight: after
+ * this, what be reaches may be freed (the telemetry thread lives until
+ * rte_eal_cleanup).
+ */
+void dp_telemetry_shutdown(void);
 
 /* Nanoseconds since start from the TSC (set up once by dp_clock_init). */
 void dp_clock_init(void);

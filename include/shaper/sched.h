@@ -68,7 +68,6 @@ enum sched_ack_filter {
 	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter")                 \
 	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator")                   \
 	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
-	X(TX_FAILED, "tx_failed", "refused by the output port and given up")                       \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {

@@ -190,8 +190,9 @@ dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 			__atomic_store_n(&mb->state, MBOX_WORD(gen, DP_MBOX_FREE),
 					 __ATOMIC_RELEASE);
 			return 0;
-		default:
-			return -EPROTO; /* cannot happen: only this caller moves gen on */
+		default:            /* cannot happen: only this caller moves gen on */
+			*mp = NULL; /* whose the message is is unknown: leak it rather than race */
+			return -EPROTO;
 		}
 	}
 }

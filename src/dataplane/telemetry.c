@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <rte_telemetry.h>
@@ -15,6 +16,29 @@
 #include "shaper/dataplane.h"
 
 static const struct ctl_backend *tel_backend;
+/*
+ * Telemetry runs its handlers on its own threads until rte_eal_cleanup,
+ * after the daemon has freed what the backend reads: requests in flight
+ * are counted, and once shutdown began new ones are refused.
+ */
+static unsigned int tel_inflight;
+static bool tel_closed;
+
+static bool
+tel_enter(void)
+{
+	__atomic_add_fetch(&tel_inflight, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&tel_closed, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_sub_fetch(&tel_inflight, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+static void
+tel_leave(void)
+{
+	__atomic_sub_fetch(&tel_inflight, 1, __ATOMIC_SEQ_CST);
+}
 
 static void
 tel_name(char *out, size_t len, const char *prefix, const char *key)
@@ -99,7 +123,13 @@ run_cmd(const char *cmd, const char *params, struct rte_tel_data *d)
 			 cmd, strchr(params, '"') == NULL ? params : "?");
 	else
 		snprintf(req, sizeof(req), "{\"cmd\":\"%s\"}", cmd);
+	if (!tel_enter()) {
+		rte_tel_data_start_dict(d);
+		rte_tel_data_add_dict_string(d, "error", "shaperd is shutting down");
+		return 0;
+	}
 	reply = ctl_handle_request(tel_backend, req, strlen(req));
+	tel_leave();
 	if (reply == NULL)
 		return -1;
 	rep = json_loads(reply, 0, NULL);
@@ -147,6 +177,7 @@ void
 dp_telemetry_register(const struct ctl_backend *be)
 {
 	tel_backend = be;
+	__atomic_store_n(&tel_closed, false, __ATOMIC_SEQ_CST);
 	rte_telemetry_register_cmd("/shaper/version", tel_version,
 				   "Returns the shaperd and control protocol versions");
 	rte_telemetry_register_cmd("/shaper/stats", tel_stats,
@@ -155,4 +186,12 @@ dp_telemetry_register(const struct ctl_backend *be)
 	rte_telemetry_register_cmd(
 			"/shaper/config", tel_config,
 			"Returns the scheduler settings. Parameters: [upstream|downstream]");
+}
+
+void
+dp_telemetry_shutdown(void)
+{
+	__atomic_store_n(&tel_closed, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&tel_inflight, __ATOMIC_SEQ_CST) != 0)
+		usleep(100);
 }

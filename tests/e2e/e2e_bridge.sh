@@ -39,7 +39,7 @@ start_daemon() { # name, direction json for both directions
 	cat >"$tmp/$1.json" <<JSON
 {"ports": {"lan": "net_af_packet0,iface=${pfx}lan0", "wan": "net_af_packet1,iface=${pfx}wan0"},
  "upstream": $2, "downstream": $2,
- "control": {"enabled": false}, "dataplane": {"idle_sleep": "20us"}}
+ "control": {"enabled": false}, "dataplane": {"idle_sleep": "20us", "rt_priority": 50}}
 JSON
 	"$shaperd" --no-huge -m 512 --no-pci --file-prefix="$pfx$1" -l 0,1 --log-level=lib.eal:warning \
 		-- -c "$tmp/$1.json" --stats-file "$tmp/$1.stats" >"$tmp/$1.log" 2>&1 &

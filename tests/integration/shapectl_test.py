@@ -209,7 +209,8 @@ def metric(samples, name, **labels):
 # ---- fake servers for the I/O error paths -------------------------------
 
 def fake_server(path, behaviour):
-    """Accept one client and misbehave: 'garbage', 'wrong_id' or 'close'."""
+    """Accept one client and misbehave: 'garbage', 'wrong_id' or 'close'; or
+    answer with behaviour itself if it is a dict (a canned result)."""
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
     srv.listen(1)
@@ -217,7 +218,11 @@ def fake_server(path, behaviour):
     def serve():
         conn, _ = srv.accept()
         with conn:
-            if behaviour != "close":
+            if isinstance(behaviour, dict):
+                req = json.loads(conn.recv(65536).split(b"\n")[0])
+                conn.sendall(json.dumps({"id": req["id"], "ok": True,
+                                         "result": behaviour}).encode() + b"\n")
+            elif behaviour != "close":
                 conn.recv(65536)
                 conn.sendall(b"this is not json\n" if behaviour == "garbage"
                              else b'{"id":999,"ok":true,"result":{}}\n')
@@ -279,6 +284,19 @@ def test_io_errors(tmp):
         t.join(timeout=5)
 
 
+def test_requeues_measured(tmp):
+    """The tc-style lines show the measured tx_retries as requeues, not a literal 0."""
+    path = os.path.join(tmp, "stats.sock")
+    t = fake_server(path, {"ports": {}, "directions": {"upstream": {
+        "discipline": "fifo", "bandwidth": 0, "bytes": 5000, "packets": 5, "drops": 0,
+        "overlimits": 3, "backlog": 1000, "qlen": 1, "tx_retries": 7, "drop_reasons": {}}}})
+    rc, out, err = run(["--socket", path, "stats"], sock=False)
+    t.join(timeout=5)
+    check(rc == 0 and "(dropped 0, overlimits 3 requeues 7)" in out
+          and re.search(r"^ backlog \S+ 1p requeues 7$", out, re.M) is not None
+          and "requeues 0" not in out, "requeues shows tx_retries: %r" % out)
+
+
 def test_version():
     rc, out, err = run(["version"])
     check(rc == 0 and re.search(r"^shaperd \S+ \(protocol 1\)$", out, re.M) is not None
@@ -312,6 +330,8 @@ def test_stats():
     check([t["name"] for t in down["tins"]] == ["Bulk", "Best Effort", "Video", "Voice"]
           and len(up["tins"]) == 3, "diffserv4 / diffserv3 tins in display order")
     check(sum(t["sent_packets"] for t in up["tins"]) == N_UP, "upstream tins account for every frame")
+    check("tx_failed" not in up["drop_reasons"] and up["drops"] == sum(up["drop_reasons"].values()),
+          "drop reasons: only counted ones (no tx_failed), drops is their sum")
 
     rc, out, err = run(["stats"])
     check(rc == 0, "stats (human) exits 0")
@@ -388,6 +408,8 @@ def test_metrics():
     check(metric(samples, "shaper_drops_total", direction="downstream", reason="aqm") == 0
           and metric(samples, "shaper_drops_total", direction="upstream", reason="overflow") == 0,
           "drops by reason label")
+    check(not any(n == "shaper_drops_total" and dict(l).get("reason") == "tx_failed"
+                  for n, l in samples), "no tx_failed series: refused frames are held, never dropped")
 
 
 def test_set_get():
@@ -513,6 +535,7 @@ def main():
     test_usage_errors()
     test_not_running(tmp)
     test_io_errors(tmp)
+    test_requeues_measured(tmp)
 
     d = Daemon(tmp, cfg)
     try:

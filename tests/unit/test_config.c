@@ -1474,6 +1474,7 @@ test_example_af_packet_bed(void **state)
 	assert_int_equal(c.dir[SHAPER_UP].discipline, SCHED_DISC_CAKE);
 	assert_int_equal(c.dir[SHAPER_UP].rate, 2500000);
 	assert_int_equal(c.idle_sleep_us, 20);
+	assert_int_equal(c.rt_priority, 50);
 	assert_true(strncmp(c.control_socket, "/run/shaper/", 12) == 0);
 }
 

@@ -278,11 +278,12 @@ print_direction(const char *name, const json_t *d)
 	sc_fmt_rate((uint64_t)sc_int(d, "bandwidth"), b1, sizeof(b1));
 	printf("%s (%s): %s bandwidth %s\n", name, flow[strcmp(name, "downstream") == 0],
 	       sc_str(d, "discipline"), b1);
-	printf(" Sent %lld bytes %lld pkt (dropped %lld, overlimits %lld requeues 0)\n",
+	/* tc's requeues: here the bursts the output port refused in part (held, sent next turn). */
+	printf(" Sent %lld bytes %lld pkt (dropped %lld, overlimits %lld requeues %lld)\n",
 	       sc_int(d, "bytes"), sc_int(d, "packets"), sc_int(d, "drops"),
-	       sc_int(d, "overlimits"));
+	       sc_int(d, "overlimits"), sc_int(d, "tx_retries"));
 	sc_fmt_size((uint64_t)sc_int(d, "backlog"), b1, sizeof(b1));
-	printf(" backlog %s %lldp requeues 0\n", b1, sc_int(d, "qlen"));
+	printf(" backlog %s %lldp requeues %lld\n", b1, sc_int(d, "qlen"), sc_int(d, "tx_retries"));
 	sc_fmt_size((uint64_t)sc_int(d, "memory_used"), b1, sizeof(b1));
 	sc_fmt_size((uint64_t)sc_int(d, "memory_limit"), b2, sizeof(b2));
 	printf(" memory used: %s of %s\n", b1, b2);
