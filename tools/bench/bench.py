@@ -3,7 +3,8 @@
 
 1. The I/O ceiling: dpdk-testpmd io forwarding from net_pcap
    (rx_pcap=FILE,infinite_rx=1) into net_null0,no-rx=1 on one forwarding
-   lcore, pps read from --stats-period over a steady interval after warm-up.
+   lcore, pps from its port counters (interactive 'show port stats all' once a
+   second) over the real elapsed steady interval after warm-up.
 2. shaperd on the same vdevs and the same lcore layout (-l 0,1, one worker on
    lcore 1; pcap port = LAN, null port = WAN, so upstream carries the load),
    per mode: fifo, cake diffserv4 triple-isolate unlimited, fq_codel, cake
@@ -37,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -218,65 +220,171 @@ def stop_process(p, timeout=30):
 
 # ------------------------------------------------------------- the ceiling
 
-PORT_RE = re.compile(r"NIC statistics for port (\d+)")
+TESTPMD_PROMPT = "testpmd> "
+NIC_STATS_RE = re.compile(r"NIC statistics for port (\d+)\s*#+\s*\n(.*?)\n\s*#{8,}", re.S)
 
 
-def parse_testpmd(text):
-    """Per --stats-period block: {port: {field: value}}."""
-    blocks = []
-    for blk in text.split("Port statistics =")[1:]:
-        ports = {}
-        pieces = PORT_RE.split(blk)
-        for i in range(1, len(pieces) - 1, 2):
-            port = int(pieces[i])
-            body = pieces[i + 1]
-            vals = {}
-            for k, v in re.findall(r"([A-Za-z-]+):\s+(\d+)", body):
-                vals[k] = int(v)
-            ports[port] = vals
-        if ports:
-            blocks.append(ports)
-    return blocks
+def parse_port_stats(text):
+    """Every 'show port stats all' answer in order: [{port: {field: value}}].
+
+    Only the cumulative counters are used (RX-packets, RX-bytes, TX-packets,
+    RX-nombuf); the rates are computed from them over our own timestamps."""
+    answers = []
+    for m in NIC_STATS_RE.finditer(text):
+        port = int(m.group(1))
+        vals = {k: int(v) for k, v in re.findall(r"([A-Za-z-]+):\s+(\d+)", m.group(2))}
+        if not answers or port in answers[-1]:
+            answers.append({})
+        answers[-1][port] = vals
+    return answers
+
+
+class Testpmd:
+    """dpdk-testpmd in interactive mode, driven over stdin.
+
+    testpmd writes its prompt unbuffered but the output of commands through
+    stdio, which is block-buffered on a pipe: a command has run when the next
+    prompt shows; what it printed is complete once testpmd has exited."""
+
+    def __init__(self, cmd, log_path):
+        self.log = open(log_path, "w")
+        self.text = ""
+        self.prompts = 0
+        self.eof = False
+        self.cv = threading.Condition()
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        fd = self.p.stdout.fileno()
+        while True:
+            chunk = os.read(fd, 65536)
+            with self.cv:
+                if not chunk:
+                    self.eof = True
+                    self.cv.notify_all()
+                    return
+                s = chunk.decode(errors="replace")
+                self.log.write(s)
+                self.log.flush()
+                tail = self.text[-len(TESTPMD_PROMPT):]
+                self.text += s
+                self.prompts += (tail + s).count(TESTPMD_PROMPT) - tail.count(TESTPMD_PROMPT)
+                self.cv.notify_all()
+
+    def wait_prompt(self, n, timeout):
+        """Until the n-th prompt: False if testpmd exited or the time ran out."""
+        with self.cv:
+            return self.cv.wait_for(lambda: self.prompts >= n or self.eof, timeout) \
+                and self.prompts >= n
+
+    def command(self, line, timeout=10):
+        """Run one command; (time sent, time done) or None."""
+        n = self.prompts + 1
+        t0 = time.monotonic()
+        try:
+            self.p.stdin.write((line + "\n").encode())
+            self.p.stdin.flush()
+        except OSError:
+            return None
+        if not self.wait_prompt(n, timeout):
+            return None
+        return t0, time.monotonic()
+
+    def close(self, timeout=30):
+        """quit; testpmd's exit code (interrupted, then killed, if it hangs)."""
+        try:
+            self.p.stdin.write(b"quit\n")
+            self.p.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            stop_process(self.p)
+        self.reader.join(10)
+        self.log.close()
+        return self.p.returncode
 
 
 def run_ceiling(args, eal, traffic):
+    """testpmd's io forwarding rate: port 1 TX-packets (and port 0 RX-bytes)
+    read with 'show port stats all' once a second over the steady interval,
+    rates over the real time between the reads.
+
+    Not --stats-period: its loop sleeps 1 s, then prints only if its own
+    estimate of the timer frequency has passed, so where EAL's TSC estimate is
+    a bit high (KVM: ~2450000 KHz for a 2445.4 MHz TSC) it prints every 2 s,
+    and its output is block-buffered into the log anyway."""
     pcap = traffic["path"]
     mbufs = traffic["packets"] + 16384
     cmd = [args.testpmd] + eal.argv("tp") + [
         "--vdev=net_pcap0,rx_pcap=%s,infinite_rx=1" % pcap, "--vdev=net_null0,no-rx=1",
-        "--", "--forward-mode=io", "--nb-cores=1", "--burst=32", "--rxd=1024", "--txd=1024",
-        "--total-num-mbufs=%d" % mbufs, "--stats-period=1"]
-    out_path = os.path.join(args.workdir, "testpmd.log")
-    with open(out_path, "w") as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        # pcap loading + warm-up + the measured interval + one more period.
-        deadline = time.time() + 60
-        while time.time() < deadline and p.poll() is None:
-            with open(out_path, errors="replace") as f:
-                if f.read().count("Port statistics") >= 2:
+        "--", "-i", "--forward-mode=io", "--nb-cores=1", "--burst=32", "--rxd=1024",
+        "--txd=1024", "--total-num-mbufs=%d" % mbufs]
+    out_path = os.path.join(args.workdir, "testpmd-%s-%d.log" % (traffic["key"], eal.n))
+    name = os.path.basename(pcap)
+    tp = Testpmd(cmd, out_path)
+    reads = []
+    why = None
+    try:
+        # The first prompt comes after EAL init, the pcap loaded and the ports up.
+        if not tp.wait_prompt(1, 60):
+            why = "exited during start-up" if tp.eof else "no prompt within 60 s of start"
+        elif tp.command("start") is None:
+            why = "'start' did not complete"
+        else:
+            time.sleep(args.warmup)
+            t_next = time.monotonic()
+            for i in range(int(args.duration) + 1):
+                time.sleep(max(0.0, t_next - time.monotonic()))
+                t = tp.command("show port stats all")
+                if t is None:
+                    why = "'show port stats all' #%d did not complete" % (i + 1)
                     break
-            time.sleep(0.2)
-        time.sleep(args.warmup + args.duration + 1.5)
-        rc = stop_process(p)
-    eal.cleanup()
-    with open(out_path, errors="replace") as f:
-        text = f.read()
-    blocks = parse_testpmd(text)
-    # Block 0 has no rate (nothing to compare with); each later block is one period.
-    rates = [b for b in blocks[1:] if 0 in b and 1 in b]
-    steady = rates[int(args.warmup):int(args.warmup) + int(args.duration)]
-    if rc not in (0, None) or len(steady) < max(1, int(args.duration) - 1):
-        fail("testpmd on %s: rc %s, %d rate samples (log %s)" % (
-            os.path.basename(pcap), rc, len(rates), out_path))
+                reads.append((t[0] + t[1]) / 2)
+                t_next = t[0] + 1.0
+            if why is None and tp.command("stop") is None:
+                why = "'stop' did not complete"
+    finally:
+        rc = tp.close()
+        eal.cleanup()
+    text = tp.text
+    answers = parse_port_stats(text)
+    if why is None and rc != 0:
+        why = "exit code %s" % rc
+    if why is None and len(answers) != len(reads):
+        why = "%d port stats answers parsed for %d reads" % (len(answers), len(reads))
+    if why is None and any(sorted(a) != [0, 1] for a in answers):
+        why = "ports %s, not 0 (pcap) and 1 (null)" % sorted(answers[0]) if answers else "no ports"
+    if why is not None:
+        m = re.search(r"^\S.*(?:failed|[Cc]ouldn't|[Cc]annot|[Ee]rror|unrecognized|[Ii]nvalid).*$",
+                      text, re.M)
+        if m:
+            why += "; first error: " + m.group(0).strip()
+    if why is None and len(reads) < 2:
+        why = "%d reads" % len(reads)
+    if why is not None:
+        fail("testpmd on %s: %s (rc %s, %d stats reads; log %s)" % (name, why, rc, len(reads),
+                                                                    out_path))
         log(text[-2000:])
         return None
-    pps = [b[1].get("Tx-pps", 0) for b in steady]
-    rx_bps = [b[0].get("Rx-bps", 0) for b in steady]
-    nombuf = blocks[-1][0].get("RX-nombuf", 0) if blocks else 0
-    res = {"pps": statistics.mean(pps), "pps_min": min(pps), "pps_max": max(pps),
-           "bps": statistics.mean(rx_bps), "samples": len(steady), "rx_nombuf": nombuf}
-    if res["pps"] <= 0:
-        fail("testpmd on %s forwarded nothing" % os.path.basename(pcap))
+    pps = []
+    for i in range(1, len(reads)):
+        dt = reads[i] - reads[i - 1]
+        pps.append((answers[i][1]["TX-packets"] - answers[i - 1][1]["TX-packets"]) / dt)
+    dt = reads[-1] - reads[0]
+    res = {"pps": (answers[-1][1]["TX-packets"] - answers[0][1]["TX-packets"]) / dt,
+           "pps_min": min(pps), "pps_max": max(pps),
+           "bps": (answers[-1][0]["RX-bytes"] - answers[0][0]["RX-bytes"]) * 8 / dt,
+           "samples": len(pps), "seconds": dt,
+           "rx_nombuf": answers[-1][0].get("RX-nombuf", 0)}
+    if min(pps) <= 0:
+        fail("testpmd on %s forwarded nothing in %d of %d intervals (log %s)" % (
+            name, sum(1 for x in pps if x <= 0), len(pps), out_path))
+        return None
     return res
 
 
@@ -812,8 +920,10 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info):
     for t in traffic_info:
         w("  - `%s`: %d packets, mean frame %.1f B" % (t["key"], t["packets"], t["mean_len"]))
     w("- **Ceiling**: `dpdk-testpmd --forward-mode=io --nb-cores=1` from "
-      "`net_pcap0,rx_pcap=FILE,infinite_rx=1` to `net_null0,no-rx=1`, mean of `--stats-period 1` "
-      "Tx-pps after the warm-up. net_pcap's infinite_rx copies every frame out of mbufs holding "
+      "`net_pcap0,rx_pcap=FILE,infinite_rx=1` to `net_null0,no-rx=1` (interactive mode); after the "
+      "warm-up, port 1 TX-packets read with `show port stats all` once a second, the rate over the "
+      "elapsed time between the first and the last read (min-max over the 1 s intervals in the "
+      "JSON). net_pcap's infinite_rx copies every frame out of mbufs holding "
       "the whole pcap, so the ceiling (and every shaperd figure) includes that copy; it is lower "
       "for bigger pcaps (more flows need more packets).")
     w("- **shaperd**: the same vdevs (pcap = LAN, null = WAN), `lcores.workers [1]`, burst 32, "
