@@ -213,8 +213,16 @@ void dp_telemetry_register(const struct ctl_backend *be);
  */
 void dp_telemetry_shutdown(void);
 
-/* Nanoseconds since start from the TSC (set up once by dp_clock_init). */
+/*
+ * Nanoseconds since start from the TSC (set up once by dp_clock_init, which
+ * measures the TSC's frequency for 100 ms against CLOCK_MONOTONIC_RAW).
+ */
 void dp_clock_init(void);
 uint64_t dp_now_ns(void);
+uint64_t dp_tsc_hz(void); /* the frequency in use */
+/* Measure the TSC against CLOCK_MONOTONIC_RAW over ms milliseconds; 0 on failure. */
+uint64_t dp_tsc_hz_measure(unsigned int ms);
+/* Ticks per second from two (tsc, ns) samples; 0 if they do not advance. */
+uint64_t dp_tsc_hz_from_samples(uint64_t tsc0, uint64_t ns0, uint64_t tsc1, uint64_t ns1);
 
 #endif

@@ -34,27 +34,6 @@ dp_stop_requested(void)
 	return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* TSC -> ns as a 32.32 fixed-point multiply, precomputed once. */
-static uint64_t tsc_start;
-static uint64_t ns_per_tsc_q32;
-
-void
-dp_clock_init(void)
-{
-	uint64_t hz = rte_get_tsc_hz();
-
-	tsc_start = rte_get_tsc_cycles();
-	ns_per_tsc_q32 = (uint64_t)(((unsigned __int128)1000000000 << 32) / hz);
-}
-
-uint64_t
-dp_now_ns(void)
-{
-	uint64_t d = rte_get_tsc_cycles() - tsc_start;
-
-	return (uint64_t)(((unsigned __int128)d * ns_per_tsc_q32) >> 32);
-}
-
 /* Free a list of dropped packets in bulk, counting each under its reason. */
 static void
 free_drops(struct dp_dir *d, struct sh_pkt_list *drops)
