@@ -14,6 +14,9 @@
  *   all pieces of a datagram share one queue and cannot be reordered; the
  *   first fragment still gets l4_off and TCP/UDP flags.
  * - IPv6 flow labels are ignored: ports keep the hash direction-symmetric.
+ * - Flows are keyed by ports for TCP, UDP, UDP-Lite, SCTP and DCCP, and by
+ *   the SPI for ESP and AH (several SAs between two gateways are several
+ *   flows); other protocols hash by addresses and protocol only.
  * - Non-IP frames: flow_hash is a keyed hash of the ethertype and the sorted
  *   MAC pair (symmetric too), host hashes are 0, DSCP 0 (ARP: 56).
  * - Frames too short for their headers degrade to the deepest layer fully
@@ -215,12 +218,17 @@ classify_key_init(struct classify_key *key, uint64_t seed)
 #define PPP_IPV4        0x0021
 #define PPP_IPV6        0x0057
 
-#define IPPROTO_V_ICMP   1
-#define IPPROTO_V_IPIP   4
-#define IPPROTO_V_TCP    6
-#define IPPROTO_V_UDP    17
-#define IPPROTO_V_IPV6   41
-#define IPPROTO_V_ICMPV6 58
+#define IPPROTO_V_ICMP    1
+#define IPPROTO_V_IPIP    4
+#define IPPROTO_V_TCP     6
+#define IPPROTO_V_UDP     17
+#define IPPROTO_V_DCCP    33
+#define IPPROTO_V_ESP     50
+#define IPPROTO_V_AH      51
+#define IPPROTO_V_SCTP    132
+#define IPPROTO_V_UDPLITE 136
+#define IPPROTO_V_IPV6    41
+#define IPPROTO_V_ICMPV6  58
 
 #define CLS_MAX_VLAN   8 /* bounds the tag loop (and net_off <= 54) */
 #define CLS_MAX_V6_EXT 8 /* bounds the extension-header walk */
@@ -287,7 +295,14 @@ cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off, uint8_t proto, 
 		break;
 	case IPPROTO_V_ICMP:
 	case IPPROTO_V_ICMPV6:
+	case IPPROTO_V_DCCP:
+	case IPPROTO_V_SCTP:
+	case IPPROTO_V_UDPLITE:
+	case IPPROTO_V_ESP:
 		need = 4;
+		break;
+	case IPPROTO_V_AH:
+		need = 8;
 		break;
 	default:
 		need = 0;
@@ -295,6 +310,20 @@ cls_parse_l4(struct sh_pkt *p, struct cls_flow *f, uint32_t off, uint8_t proto, 
 	}
 	if (!cls_in_frame(p, off, need))
 		return;
+	if (!is_frag) {
+		/* Ports of the other port-based transports; the SPI tells IPsec SAs apart. */
+		const uint8_t *k = NULL;
+
+		if (proto == IPPROTO_V_DCCP || proto == IPPROTO_V_SCTP ||
+		    proto == IPPROTO_V_UDPLITE || proto == IPPROTO_V_ESP)
+			k = d + off;
+		else if (proto == IPPROTO_V_AH)
+			k = d + off + 4;
+		if (k != NULL) {
+			f->sport = cls_be16(k);
+			f->dport = cls_be16(k + 2);
+		}
+	}
 	p->l4_off = (uint16_t)off;
 	if (proto == IPPROTO_V_TCP) {
 		uint8_t fl = d[off + 13];

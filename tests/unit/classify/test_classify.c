@@ -443,6 +443,75 @@ test_broken_ip(void **state)
 
 /* ---- hashing ---- */
 
+/* An IPv4 frame of protocol proto whose first 8 transport bytes are given. */
+static void
+build_v4_proto(struct pb *b, uint32_t src, uint32_t dst, uint8_t proto, const uint8_t l4[8])
+{
+	pb_init(b);
+	pb_eth_macs(b, 1, 2);
+	pb_u16(b, 0x0800);
+	pb_ipv4(b, src, dst, proto, 0, 0, 0);
+	pb_bytes(b, l4, 8);
+	pb_zero(b, 24);
+	pb_finish(b);
+}
+
+/*
+ * SCTP, DCCP and UDP-Lite flows are told apart by their ports, IPsec SAs
+ * (ESP, AH) by their SPI, as Linux's flow dissector does: otherwise every
+ * association or SA between two hosts shares one queue.
+ */
+static void
+test_hash_other_transports(void **state)
+{
+	static const uint8_t protos[] = { 132, 33, 136 };
+	struct pb b;
+	struct sh_pkt x, y, r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(protos); i++) {
+		const uint8_t a[8] = { 0x9c, 0x40, 0x0b, 0xb8 }, c[8] = { 0x9c, 0x41, 0x0b, 0xb8 };
+		const uint8_t rev[8] = { 0x0b, 0xb8, 0x9c, 0x40 };
+
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), protos[i], a);
+		classify(&b, &x);
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), protos[i], c);
+		classify(&b, &y);
+		assert_int_equal(x.l4_proto, protos[i]);
+		assert_int_not_equal(x.flow_hash, y.flow_hash);
+		/* still one flow both ways */
+		build_v4_proto(&b, IP4(10, 0, 0, 2), IP4(10, 0, 0, 1), protos[i], rev);
+		classify(&b, &r);
+		assert_int_equal(x.flow_hash, r.flow_hash);
+	}
+	{
+		const uint8_t spi1[8] = { 0, 0, 0x10, 0x01 }, spi2[8] = { 0, 0, 0x10, 0x02 };
+		const uint8_t ah1[8] = { 50, 4, 0, 0, 0, 0, 0x10, 0x01 };
+		const uint8_t ah2[8] = { 50, 4, 0, 0, 0, 0, 0x10, 0x02 };
+
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 50, spi1);
+		classify(&b, &x);
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 50, spi2);
+		classify(&b, &y);
+		assert_int_not_equal(x.flow_hash, y.flow_hash);
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 51, ah1);
+		classify(&b, &x);
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 51, ah2);
+		classify(&b, &y);
+		assert_int_not_equal(x.flow_hash, y.flow_hash);
+	}
+	{
+		/* a protocol without ports: one flow per host pair, as before */
+		const uint8_t g1[8] = { 1, 2, 3, 4 }, g2[8] = { 5, 6, 7, 8 };
+
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 47, g1);
+		classify(&b, &x);
+		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 47, g2);
+		classify(&b, &y);
+		assert_int_equal(x.flow_hash, y.flow_hash);
+	}
+}
+
 static void
 test_hash_symmetric(void **state)
 {
@@ -828,6 +897,7 @@ main(void)
 		cmocka_unit_test(test_6in4),
 		cmocka_unit_test(test_broken_ip),
 		cmocka_unit_test(test_hash_symmetric),
+		cmocka_unit_test(test_hash_other_transports),
 		cmocka_unit_test(test_hash_distinct_and_keyed),
 		cmocka_unit_test(test_burst_matches_single),
 		cmocka_unit_test(test_truncated_every_length),
