@@ -10,7 +10,12 @@
  * with the same time-based, no-burst-after-idle shaper as fifo, so "shaped
  * fq_codel" can be compared with CAKE on one testbed.
  *
- * Time is plain nanoseconds in 64 bits; 1/sqrt(count) is Q0.32.
+ * Time is plain nanoseconds in 64 bits. The drop schedule is Linux's:
+ * 1/sqrt(count) is kept in 16 bits and moved by one Newton step whenever
+ * count changes (so the second drop of an episode comes after interval/2,
+ * not interval/sqrt(2)), and a re-entry with count = delta takes one step
+ * from the old value. Where Linux's step would overflow (count jumped far,
+ * e.g. after overflow drops were added to it) the exact value is used.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +43,7 @@ struct fqc_codel {
 	uint64_t drop_next;
 	uint32_t count;
 	uint32_t lastcount;
-	uint32_t rec_inv_sqrt; /* Q0.32, ~1/sqrt(count) */
+	uint16_t rec_inv_sqrt; /* Q0.16, ~1/sqrt(count), as Linux keeps it */
 	bool dropping;
 };
 
@@ -266,49 +271,48 @@ fqc_isqrt(uint64_t x)
 	return r;
 }
 
-/* 1/sqrt(count) in Q0.32, computed exactly: 2^48 / sqrt(count * 2^32). */
-static uint32_t
+/* 1/sqrt(count) in Q0.16, computed exactly: 2^32 / sqrt(count * 2^32). */
+static uint16_t
 fqc_inv_sqrt_exact(uint32_t count)
 {
-	uint64_t s;
+	uint64_t v;
 
 	if (count <= 1)
-		return UINT32_MAX;
-	s = fqc_isqrt((uint64_t)count << 32);
-	return (uint32_t)((1ULL << 48) / s);
+		return UINT16_MAX;
+	v = (1ULL << 48) / fqc_isqrt((uint64_t)count << 32);
+	return (uint16_t)(v >> 16);
 }
 
 /*
- * One Newton step y' = y * (3 - count * y^2) / 2 in Q0.32, after count
- * moved by one. A single step is poor while count is small (from 1.0 at
- * count 2 it gives 0.5, not 0.707), so below 16 the value is computed
- * exactly, as CAKE's table does; that is also the fallback if y is too far
- * off for Newton to converge (count*y^2 >= 3, e.g. after a jump). Drops
- * are rare events, so the exact path costs nothing measurable.
+ * One Newton step y' = y * (3 - count * y^2) / 2 after count changed, as
+ * Linux's CoDel does it: y widened from 16 to 32 fraction bits, the result
+ * truncated back to 16. From 1.0 at count 2 it gives 0.5 (not 0.707): the
+ * schedule is Linux's on purpose, since that is the fq_codel users run.
  */
 static void
 fqc_newton_step(struct fqc_codel *cv)
 {
-	uint64_t y = cv->rec_inv_sqrt;
+	uint64_t y = (uint64_t)cv->rec_inv_sqrt << 16;
 	uint64_t y2 = (y * y) >> 32;
 	uint64_t three = 3ULL << 32;
 	uint64_t v;
 
-	if (cv->count < 16 || y2 == 0 || (uint64_t)cv->count > (three - 1) / y2) {
+	if (y2 != 0 && (uint64_t)cv->count >= three / y2) {
+		/* Linux's arithmetic would wrap here: take the exact value. */
 		cv->rec_inv_sqrt = fqc_inv_sqrt_exact(cv->count);
 		return;
 	}
 	v = three - (uint64_t)cv->count * y2;
-	/* (v / 2) * y >> 32, split so it cannot overflow 64 bits. */
-	v = ((v >> 2) * y) >> 31;
-	cv->rec_inv_sqrt = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	v >>= 2; /* so that v * y fits 64 bits */
+	v = (v * y) >> 31;
+	cv->rec_inv_sqrt = (uint16_t)(v >> 16);
 }
 
 /* t + interval / sqrt(count), without a 128-bit multiply. */
 static inline uint64_t
 fqc_control_law(const struct fq_codel *q, const struct fqc_codel *cv, uint64_t t)
 {
-	uint64_t iv = q->c.interval_ns, y = cv->rec_inv_sqrt;
+	uint64_t iv = q->c.interval_ns, y = (uint64_t)cv->rec_inv_sqrt << 16;
 
 	return t + (iv >> 32) * y + (((iv & 0xffffffffULL) * y) >> 32);
 }
@@ -404,10 +408,10 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct s
 		if (delta > 1 &&
 		    (int64_t)(now - cv->drop_next) < (int64_t)(16 * q->c.interval_ns)) {
 			cv->count = delta;
-			cv->rec_inv_sqrt = fqc_inv_sqrt_exact(delta);
+			fqc_newton_step(cv); /* from the old value; later steps correct it */
 		} else {
 			cv->count = 1;
-			cv->rec_inv_sqrt = UINT32_MAX;
+			cv->rec_inv_sqrt = UINT16_MAX;
 		}
 		cv->lastcount = cv->count;
 		cv->drop_next = fqc_control_law(q, cv, now);

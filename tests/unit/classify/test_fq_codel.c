@@ -317,22 +317,44 @@ codel_run(uint8_t ecn_bits, bool ecn_on, uint64_t *times, int max, uint64_t *dro
 	return n;
 }
 
+/*
+ * Linux's CoDel keeps 1/sqrt(count) in 16 bits and takes one Newton step,
+ * y' = y (3 - count y^2) / 2, each time count moves (RFC 8289's reference
+ * code does the same). Written here from that formula, in doubles with the
+ * 16-bit truncation, as the model the schedule is checked against.
+ */
+static double
+linux_inv_sqrt_step(double y, uint32_t count)
+{
+	double v = y * (3.0 - count * y * y) / 2.0;
+
+	return floor(v * 65536.0) / 65536.0;
+}
+
 static void
 check_schedule(const uint64_t *times, int n)
 {
-	double next;
+	double next, y = 65535.0 / 65536.0;
 
 	/* first signal: target reached at 5 ms, plus one interval */
 	assert_true(n > 10);
 	assert_int_equal(times[0], 105);
-	next = 105.0 + 100.0; /* count 1 */
+	/* Linux's anchors: interval after the first signal, then interval/2 (one
+	 * Newton step from 1.0 at count 2), then ~0.5625 interval at count 3. */
+	assert_int_equal(times[1], 205);
+	assert_true(times[2] >= 254 && times[2] <= 256);
+	assert_true(times[3] >= 311 && times[3] <= 313);
+	next = 105.0 + 100.0 * y; /* count 1 */
 	for (int k = 1; k < n; k++) {
 		/* due at the first whole ms at or after drop_next */
 		uint64_t due = (uint64_t)ceil(next - 1e-9);
 
 		assert_true(times[k] + 1 >= due && times[k] <= due + 1);
-		next += 100.0 / sqrt((double)(k + 1));
+		y = linux_inv_sqrt_step(y, (uint32_t)(k + 1));
+		next += 100.0 * y;
 	}
+	/* After many drops the steps converge on 1/sqrt(count). */
+	assert_true(fabs(y - 1.0 / sqrt((double)n)) < 0.01);
 }
 
 static void
