@@ -377,6 +377,13 @@ main(int argc, char **argv)
 			return 1;
 		}
 		sched_free(s);
+		if (a.cfg.dir[d].nat)
+			fprintf(stderr,
+				"shaperd: warning: %s.nat: accepted, but a bridge has no connection "
+				"tracking to look through: per-host fairness sees the addresses on the "
+				"wire, so place the box where the LAN hosts' own addresses are visible "
+				"(inside the NAT)\n",
+				shaper_dir_name[d]);
 	}
 	if (check_only) {
 		printf("%s: configuration is valid\n", config_path);

@@ -107,6 +107,7 @@ struct sched_params {
 	enum sched_framing framing;
 	bool wash;    /* clear DSCP on the way out */
 	bool ingress; /* drops count against the rate */
+	bool nat;     /* tc's "nat": accepted, no effect (a bridge has no conntrack) */
 	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	enum sched_ack_filter ack_filter;
 	uint64_t memlimit; /* bytes of buffer memory; 0 = derive from rate */

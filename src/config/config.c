@@ -83,8 +83,10 @@ static const struct {
 };
 
 /*
- * Link-layer keywords: they add to the overhead (tc's rule; "overhead N"
- * sets it), and may set the mpu and the framing.
+ * Link-layer keywords, applied left to right as tc-cake(8) does: most add
+ * to the overhead; "conservative" (like "overhead N") sets it; each may set
+ * the mpu and the framing. "raw", "overhead N", "mpu N", "atm", "ptm",
+ * "noatm" and "via-ethernet" are handled in parse_overhead.
  */
 static const struct {
 	const char *name;
@@ -92,8 +94,7 @@ static const struct {
 	int32_t mpu; /* -1 = leave */
 	int framing; /* -1 = leave */
 } overhead_keywords[] = {
-	{ "raw", 0, -1, -1 },
-	{ "conservative", 48, -1, SCHED_FRAMING_ATM },
+	{ "conservative", 48, -1, SCHED_FRAMING_ATM }, /* sets 48: a whole cell plus framing */
 	{ "ipoa-vcmux", 8, -1, SCHED_FRAMING_ATM },
 	{ "ipoa-llcsnap", 16, -1, SCHED_FRAMING_ATM },
 	{ "bridged-vcmux", 24, -1, SCHED_FRAMING_ATM },
@@ -286,13 +287,44 @@ expect_object(const json_t *v, const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* "overhead": an integer sets it; a string of keywords adds to it. */
+/* A whole number token of an overhead string, within lo..hi. */
 static int
-parse_overhead(const json_t *v, const char *path, struct sched_params *p, bool *mpu_set,
-	       bool *framing_set, char *err, size_t errlen)
+overhead_number(const char *tok, const char *what, long lo, long hi, long *out, const char *path,
+		char *err, size_t errlen)
+{
+	char *end = NULL;
+	long x;
+
+	if (tok == NULL) {
+		errf(err, errlen, path, "\"%s\" needs a number after it", what);
+		return -1;
+	}
+	x = strtol(tok, &end, 10);
+	if (end == tok || *end != '\0' || x < lo || x > hi) {
+		errf(err, errlen, path, "\"%s %s\": expected a whole number %ld..%ld", what, tok,
+		     lo, hi);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+/*
+ * "overhead": an integer N is tc's "overhead N"; a string is tc-cake(8)'s
+ * overhead words, applied left to right as tc does: keywords add to the
+ * overhead, "conservative" and "overhead N" set it, "mpu N" sets the mpu,
+ * "atm"/"ptm"/"noatm" the framing, and "raw" sets overhead 0 and noatm and
+ * turns overhead mode off (the L2 length is charged as is) even when an
+ * "overhead N" follows it, so "raw overhead 18" charges frame + 18 bytes.
+ */
+static int
+parse_overhead(const json_t *v, const char *path, struct sched_params *p, char *err, size_t errlen)
 {
 	char buf[256], *tok, *save = NULL;
+	int32_t overhead = 0;
+	bool overhead_set = false, raw = false;
 	long long x;
+	long n;
 
 	if (json_is_integer(v)) {
 		if (get_int(v, path, -64, 256, &x, err, errlen) != 0)
@@ -308,12 +340,45 @@ parse_overhead(const json_t *v, const char *path, struct sched_params *p, bool *
 		     json_type_name(v));
 		return -1;
 	}
+	if (strlen(json_string_value(v)) >= sizeof(buf)) {
+		errf(err, errlen, path, "too long (%zu bytes, at most %zu)",
+		     strlen(json_string_value(v)), sizeof(buf) - 1);
+		return -1;
+	}
 	snprintf(buf, sizeof(buf), "%s", json_string_value(v));
-	p->overhead = 0;
-	p->overhead_mode = false;
 	for (tok = strtok_r(buf, " ", &save); tok != NULL; tok = strtok_r(NULL, " ", &save)) {
 		size_t i;
 
+		if (strcmp(tok, "raw") == 0) {
+			overhead = 0;
+			overhead_set = raw = true;
+			p->framing = SCHED_FRAMING_NONE;
+			continue;
+		}
+		if (strcmp(tok, "overhead") == 0) {
+			if (overhead_number(strtok_r(NULL, " ", &save), "overhead", -64, 256, &n,
+					    path, err, errlen) != 0)
+				return -1;
+			overhead = (int32_t)n;
+			overhead_set = true;
+			continue;
+		}
+		if (strcmp(tok, "mpu") == 0) {
+			if (overhead_number(strtok_r(NULL, " ", &save), "mpu", 0, 256, &n, path,
+					    err, errlen) != 0)
+				return -1;
+			p->mpu = (uint32_t)n;
+			continue;
+		}
+		if (strcmp(tok, "atm") == 0 || strcmp(tok, "ptm") == 0 ||
+		    strcmp(tok, "noatm") == 0) {
+			p->framing = tok[0] == 'a'   ? SCHED_FRAMING_ATM
+				     : tok[0] == 'p' ? SCHED_FRAMING_PTM
+						     : SCHED_FRAMING_NONE;
+			continue;
+		}
+		if (strcmp(tok, "via-ethernet") == 0)
+			continue; /* a legacy no-op in tc as well */
 		for (i = 0; i < NELEM(overhead_keywords); i++)
 			if (strcmp(tok, overhead_keywords[i].name) == 0)
 				break;
@@ -322,26 +387,28 @@ parse_overhead(const json_t *v, const char *path, struct sched_params *p, bool *
 			     "\"%s\" is not a link-layer keyword (raw, ethernet, ether-vlan, docsis, "
 			     "conservative, pppoe-ptm, bridged-ptm, pppoa-vcmux, pppoa-llc, "
 			     "pppoe-vcmux, pppoe-llcsnap, ipoa-vcmux, ipoa-llcsnap, bridged-vcmux, "
-			     "bridged-llcsnap)",
+			     "bridged-llcsnap, atm, ptm, noatm, overhead N, mpu N)",
 			     tok);
 			return -1;
 		}
-		if (strcmp(tok, "raw") == 0) {
-			p->overhead_mode = false;
-			p->overhead = 0;
-			continue;
-		}
-		p->overhead_mode = true;
-		p->overhead += overhead_keywords[i].overhead;
-		if (overhead_keywords[i].mpu >= 0 && !*mpu_set)
+		if (strcmp(tok, "conservative") == 0)
+			overhead = overhead_keywords[i].overhead;
+		else
+			overhead += overhead_keywords[i].overhead;
+		overhead_set = true;
+		if (overhead_keywords[i].mpu >= 0)
 			p->mpu = (uint32_t)overhead_keywords[i].mpu;
-		if (overhead_keywords[i].framing >= 0 && !*framing_set)
+		if (overhead_keywords[i].framing >= 0)
 			p->framing = (enum sched_framing)overhead_keywords[i].framing;
 	}
-	if (p->overhead > 256) {
-		errf(err, errlen, path, "the keywords add up to %d bytes, more than 256",
-		     p->overhead);
+	if (overhead < -64 || overhead > 256) {
+		errf(err, errlen, path, "the keywords add up to %d bytes, outside -64..256",
+		     overhead);
 		return -1;
+	}
+	if (overhead_set) {
+		p->overhead = overhead;
+		p->overhead_mode = !raw;
 	}
 	return 0;
 }
@@ -383,18 +450,31 @@ static const struct {
 	const char *key;
 	unsigned int disciplines;
 } direction_keys[] = {
-	{ "discipline", D_ALL },   { "bandwidth", D_ALL },
-	{ "mtu", D_ALL },          { "overhead", D_ALL },
-	{ "mpu", D_ALL },          { "atm", D_ALL },
-	{ "seed", D_ALL },         { "lag_limit", D_ALL },
-	{ "rtt", D_CAKE },         { "target", D_CAKE | D_FQC },
-	{ "diffserv", D_CAKE },    { "isolation", D_CAKE },
-	{ "wash", D_CAKE },        { "ingress", D_CAKE },
-	{ "ecn", D_CAKE | D_FQC }, { "ack_filter", D_CAKE },
-	{ "memlimit", D_CAKE },    { "limit", D_FIFO | D_FQC },
-	{ "flows", D_FQC },        { "quantum", D_FQC },
-	{ "memory_limit", D_FQC }, { "interval", D_FQC },
-	{ "ce_threshold", D_FQC }, { "drop_batch", D_FQC },
+	{ "discipline", D_ALL },
+	{ "bandwidth", D_ALL },
+	{ "mtu", D_ALL },
+	{ "overhead", D_ALL },
+	{ "mpu", D_ALL },
+	{ "atm", D_ALL },
+	{ "seed", D_ALL },
+	{ "lag_limit", D_ALL },
+	{ "rtt", D_CAKE },
+	{ "target", D_CAKE | D_FQC },
+	{ "diffserv", D_CAKE },
+	{ "isolation", D_CAKE },
+	{ "wash", D_CAKE },
+	{ "ingress", D_CAKE },
+	{ "nat", D_CAKE },
+	{ "ecn", D_CAKE | D_FQC },
+	{ "ack_filter", D_CAKE },
+	{ "memlimit", D_CAKE },
+	{ "limit", D_FIFO | D_FQC },
+	{ "flows", D_FQC },
+	{ "quantum", D_FQC },
+	{ "memory_limit", D_FQC },
+	{ "interval", D_FQC },
+	{ "ce_threshold", D_FQC },
+	{ "drop_batch", D_FQC },
 	{ "emulate", D_ALL },
 };
 
@@ -452,7 +532,6 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 		struct shaper_emulate_config *em, char *err, size_t errlen)
 {
 	struct sched_params n = *p;
-	bool mpu_set, framing_set;
 	const char *key;
 	json_t *v;
 	char sub[160];
@@ -493,9 +572,10 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 		if (parse_rtt(v, sub, &n, err, errlen) != 0)
 			return -1;
 	}
-	/* Explicit mpu/atm win over what an overhead keyword implies. */
-	mpu_set = json_object_get(obj, "mpu") != NULL;
-	framing_set = json_object_get(obj, "atm") != NULL;
+	/*
+	 * overhead, mpu and atm apply in file order, as tc applies its words
+	 * left to right: "mpu" after "overhead": "docsis" wins, before it not.
+	 */
 
 	json_object_foreach ((json_t *)obj, key, v) {
 		size_t k;
@@ -524,7 +604,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				return -1;
 			n.mtu = (uint32_t)x;
 		} else if (strcmp(key, "overhead") == 0) {
-			if (parse_overhead(v, sub, &n, &mpu_set, &framing_set, err, errlen) != 0)
+			if (parse_overhead(v, sub, &n, err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "mpu") == 0) {
 			if (get_int(v, sub, 0, 256, &x, err, errlen) != 0)
@@ -586,6 +666,10 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				return -1;
 		} else if (strcmp(key, "ingress") == 0) {
 			if (get_bool(v, sub, &n.ingress, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "nat") == 0) {
+			/* Accepted as tc accepts it; a bridge has no conntrack to look in. */
+			if (get_bool(v, sub, &n.nat, err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "ecn") == 0) {
 			if (get_bool(v, sub, &n.ecn, err, errlen) != 0)
@@ -669,10 +753,14 @@ shaper_config_direction_to_json(const struct sched_params *p)
 	shaper_format_rate(p->rate, buf, sizeof(buf));
 	json_object_set_new(o, "bandwidth", json_string(buf));
 	json_object_set_new(o, "mtu", json_integer(p->mtu));
-	if (p->overhead_mode)
+	if (p->overhead_mode) {
 		json_object_set_new(o, "overhead", json_integer(p->overhead));
-	else
+	} else if (p->overhead != 0) {
+		snprintf(buf, sizeof(buf), "raw overhead %d", (int)p->overhead);
+		json_object_set_new(o, "overhead", json_string(buf));
+	} else {
 		json_object_set_new(o, "overhead", json_string("raw"));
+	}
 	json_object_set_new(o, "mpu", json_integer(p->mpu));
 	json_object_set_new(o, "atm",
 			    json_string(name_of(framing_names, NELEM(framing_names), p->framing)));
@@ -693,6 +781,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 				    json_string(shaper_isolation_name(p->isolation)));
 		json_object_set_new(o, "wash", json_boolean(p->wash));
 		json_object_set_new(o, "ingress", json_boolean(p->ingress));
+		json_object_set_new(o, "nat", json_boolean(p->nat));
 		json_object_set_new(o, "ecn", json_boolean(p->ecn));
 		json_object_set_new(o, "ack_filter",
 				    json_string(name_of(ack_filter_names, NELEM(ack_filter_names),

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "sched/rate.h"
 #include "shaper/config.h"
 #include "shaper/sched.h"
 
@@ -72,6 +73,8 @@ jparse(const char *single_quoted)
 	X(framing)                                                                                 \
 	X(wash)                                                                                    \
 	X(ingress)                                                                                 \
+	X(nat)                                                                                     \
+	X(lag_limit_ns)                                                                            \
 	X(ecn)                                                                                     \
 	X(ack_filter)                                                                              \
 	X(memlimit)                                                                                \
@@ -367,18 +370,41 @@ static const struct dir_case dir_cases[] = {
 	  { F(overhead_mode, 1), F(overhead, 40), F(framing, SCHED_FRAMING_ATM) } },
 	{ "{'overhead': 'pppoe-ptm ether-vlan'}",
 	  { F(overhead_mode, 1), F(overhead, 34), F(framing, SCHED_FRAMING_PTM) } },
-	/* explicit mpu / atm win over the keyword's, in either order */
+	/* overhead, mpu and atm apply in file order, as tc's words do left to right */
 	{ "{'overhead': 'ethernet', 'mpu': 64}",
 	  { F(overhead_mode, 1), F(overhead, 38), F(mpu, 64) } },
 	{ "{'mpu': 64, 'overhead': 'ethernet'}",
-	  { F(overhead_mode, 1), F(overhead, 38), F(mpu, 64) } },
-	{ "{'mpu': 0, 'overhead': 'docsis'}", { F(overhead_mode, 1), F(overhead, 18), F(mpu, 0) } },
+	  { F(overhead_mode, 1), F(overhead, 38), F(mpu, 84) } },
+	{ "{'mpu': 0, 'overhead': 'docsis'}",
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64) } },
+	{ "{'overhead': 'docsis', 'mpu': 0}", { F(overhead_mode, 1), F(overhead, 18), F(mpu, 0) } },
 	{ "{'overhead': 'docsis', 'atm': 'ptm'}",
 	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM) } },
 	{ "{'atm': 'ptm', 'overhead': 'docsis'}",
-	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_PTM) } },
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64), F(framing, SCHED_FRAMING_NONE) } },
 	{ "{'atm': 'noatm', 'overhead': 'conservative'}",
-	  { F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_NONE) } },
+	  { F(overhead_mode, 1), F(overhead, 48), F(framing, SCHED_FRAMING_ATM) } },
+	/* tc-cake(8)'s combinations inside one overhead string */
+	{ "{'overhead': 'docsis conservative'}",
+	  { F(overhead_mode, 1), F(overhead, 48), F(mpu, 64), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'conservative docsis'}",
+	  { F(overhead_mode, 1), F(overhead, 66), F(mpu, 64), F(framing, SCHED_FRAMING_NONE) } },
+	{ "{'overhead': 'raw overhead 18'}",
+	  { F(overhead_mode, 0), F(overhead, 18), F(framing, SCHED_FRAMING_NONE) } },
+	{ "{'overhead': 'overhead 18 raw'}", { F(overhead_mode, 0), F(overhead, 0) } },
+	{ "{'overhead': 'ptm raw'}", { F(overhead_mode, 0), F(framing, SCHED_FRAMING_NONE) } },
+	{ "{'atm': 'atm', 'overhead': 'raw'}",
+	  { F(overhead_mode, 0), F(framing, SCHED_FRAMING_NONE) } },
+	{ "{'overhead': 'docsis mpu 100'}", { F(overhead_mode, 1), F(overhead, 18), F(mpu, 100) } },
+	{ "{'overhead': 'mpu 100 docsis'}", { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64) } },
+	{ "{'overhead': 'overhead 20 mpu 72 atm'}",
+	  { F(overhead_mode, 1), F(overhead, 20), F(mpu, 72), F(framing, SCHED_FRAMING_ATM) } },
+	{ "{'overhead': 'ethernet overhead -4'}",
+	  { F(overhead_mode, 1), F(overhead, -4), F(mpu, 84) } },
+	{ "{'overhead': 'via-ethernet docsis'}",
+	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64) } },
+	{ "{'nat': true}", { F(nat, 1) } },
+	{ "{'nat': false}", { F(nat, 0) } },
 	/* mpu and atm alone */
 	{ "{'mpu': 0}", { F(mpu, 0) } },
 	{ "{'mpu': 64}", { F(mpu, 64) } },
@@ -460,6 +486,53 @@ static const struct dir_case dir_cases[] = {
 	/* emulate does not touch the scheduler's parameters */
 	{ "{'emulate': {'delay': '20ms'}}", { { 0 } } },
 };
+
+/*
+ * What a frame is charged after the overhead words (tc-cake(8)): a full
+ * 1514-byte Ethernet frame (1500 network bytes) and a 60-byte one (46).
+ */
+static void
+test_overhead_charged_size(void **state)
+{
+	static const struct {
+		const char *overhead; /* JSON value */
+		uint32_t full, small;
+	} cases[] = {
+		{ "'raw'", 1514, 60 },
+		{ "'ethernet'", 1538, 84 },             /* +38, mpu 84 */
+		{ "'docsis'", 1518, 64 },               /* +18, mpu 64 */
+		{ "'conservative'", 1749, 106 },        /* 48 set, ATM: 33 and 2 cells */
+		{ "'docsis conservative'", 1749, 106 }, /* conservative sets, not adds */
+		{ "'conservative docsis'", 1566, 112 }, /* docsis adds 18 and sets noatm */
+		{ "'bridged-ptm'", 1546, 70 },          /* +22, 64b/65b */
+		{ "'pppoe-vcmux'", 1696, 106 },         /* +32, ATM: 32 and 2 cells */
+		{ "'raw overhead 18'", 1532, 78 },      /* raw L2 length + 18 */
+		{ "'overhead 18 raw'", 1514, 60 },      /* raw resets the overhead */
+		{ "'ptm raw'", 1514, 60 },              /* raw forces noatm */
+		{ "'docsis mpu 100'", 1518, 100 },      /* the later mpu wins */
+		{ "'mpu 100 docsis'", 1518, 64 },       /* ... either way round */
+		{ "'ethernet ether-vlan ether-vlan'", 1546, 92 },
+		{ "18", 1518, 64 }, /* overhead 18: strip 14, add 18 */
+		{ "'overhead 18'", 1518, 64 },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(cases); i++) {
+		char json[256], err[SHAPER_ERR_LEN];
+		struct shaper_config c;
+		uint32_t full, small;
+
+		snprintf(json, sizeof(json), "{" PORTS ", 'downstream': {'overhead': %s}}",
+			 cases[i].overhead);
+		if (load(json, &c, err, sizeof(err)) != 0)
+			fail_msg("overhead %s refused: %s", cases[i].overhead, err);
+		full = sched_adjust_len(&c.dir[SHAPER_DOWN], 1514, 14, NULL);
+		small = sched_adjust_len(&c.dir[SHAPER_DOWN], 60, 14, NULL);
+		if (full != cases[i].full || small != cases[i].small)
+			fail_msg("overhead %s: charged %u and %u bytes, want %u and %u",
+				 cases[i].overhead, full, small, cases[i].full, cases[i].small);
+	}
+}
 
 static void
 test_direction_keys(void **state)
@@ -707,7 +780,7 @@ struct err_case {
 #define LL_KEYWORDS                                                                                \
 	"(raw, ethernet, ether-vlan, docsis, conservative, pppoe-ptm, bridged-ptm, "               \
 	"pppoa-vcmux, pppoa-llc, pppoe-vcmux, pppoe-llcsnap, ipoa-vcmux, ipoa-llcsnap, "           \
-	"bridged-vcmux, bridged-llcsnap)"
+	"bridged-vcmux, bridged-llcsnap, atm, ptm, noatm, overhead N, mpu N)"
 #define RTT_HINT                                                                                   \
 	"is not a time or rtt preset (e.g. \"40ms\", or one of datacentre, lan, metro, "           \
 	"regional, internet, oceanic, satellite, interplanetary)"
@@ -848,7 +921,14 @@ static const struct err_case err_cases[] = {
 	  "downstream.overhead: \"18\" is not a link-layer keyword " LL_KEYWORDS },
 	{ DOWN("{'overhead': 'pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap "
 	       "pppoe-llcsnap pppoe-llcsnap pppoe-llcsnap'}"),
-	  "downstream.overhead: the keywords add up to 280 bytes, more than 256" },
+	  "downstream.overhead: the keywords add up to 280 bytes, outside -64..256" },
+	{ DOWN("{'overhead': 'docsis overhead'}"),
+	  "downstream.overhead: \"overhead\" needs a number after it" },
+	{ DOWN("{'overhead': 'overhead x'}"),
+	  "downstream.overhead: \"overhead x\": expected a whole number -64..256" },
+	{ DOWN("{'overhead': 'mpu 300'}"),
+	  "downstream.overhead: \"mpu 300\": expected a whole number 0..256" },
+	{ DOWN("{'nat': 1}"), "downstream.nat: expected true or false, got an integer" },
 	{ DOWN("{'mpu': -1}"), "downstream.mpu: -1 is out of range 0..256" },
 	{ DOWN("{'mpu': 257}"), "downstream.mpu: 257 is out of range 0..256" },
 	{ DOWN("{'mpu': '64'}"), "downstream.mpu: expected an integer, got a string" },
@@ -1254,7 +1334,7 @@ test_direction_to_json_keys(void **state)
 		const char *keys;
 	} want[] = {
 		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm lag_limit rtt target "
-				   "diffserv isolation wash ingress ecn ack_filter memlimit " },
+				   "diffserv isolation wash ingress nat ecn ack_filter memlimit " },
 		{ SCHED_DISC_FQ_CODEL,
 		  "discipline bandwidth mtu overhead mpu atm lag_limit limit flows quantum "
 		  "memory_limit target interval ecn ce_threshold drop_batch " },
@@ -1296,7 +1376,7 @@ test_direction_to_json_keys(void **state)
 				"\"overhead\":18,\"mpu\":64,\"atm\":\"noatm\",\"lag_limit\":\"auto\","
 				"\"rtt\":\"100ms\","
 				"\"target\":\"5ms\",\"diffserv\":\"diffserv3\",\"isolation\":"
-				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"ecn\":true,"
+				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,\"ecn\":true,"
 				"\"ack_filter\":\"ack-filter-aggressive\",\"memlimit\":"
 				"\"33554432b\"}");
 		free(s);
@@ -1568,6 +1648,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_ports),
 		cmocka_unit_test(test_direction_keys),
+		cmocka_unit_test(test_overhead_charged_size),
 		cmocka_unit_test(test_discipline_switch),
 		cmocka_unit_test(test_direction_error_is_atomic),
 		cmocka_unit_test(test_emulate),
