@@ -68,6 +68,17 @@ struct ctl_flow {
 	uint64_t sojourn_ns; /* age of the head packet */
 };
 
+/* One flow's facts as the control socket shows them (addresses as text). */
+void ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out);
+
+/*
+ * The "flows" answer from a walk's facts: sorts facts[0..n) largest
+ * backlog first (ties in walk order) and formats the first max into out;
+ * returns how many.
+ */
+unsigned int ctl_flows_top(struct sched_flow_fact *facts, unsigned int n, struct ctl_flow *out,
+			   unsigned int max);
+
 struct ctl_backend {
 	void *opaque;
 	/* A consistent snapshot of one direction; 0 or -errno. */

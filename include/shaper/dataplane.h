@@ -51,23 +51,26 @@ enum dp_msg_type {
 	DP_MSG_UPDATE, /* sched_update with params */
 	DP_MSG_SWAP,   /* replace the scheduler (new discipline): queued packets move over */
 	DP_MSG_RESET,  /* zero the counters */
-	DP_MSG_FLOWS,  /* list the top flows */
+	DP_MSG_FLOWS,  /* copy the facts of every queued flow */
 };
 
 /*
  * A message owns everything it points to (dp_msg_free releases it all): the
- * scheduler of a SWAP is the new one until the worker installs it and the
- * old one after, so whoever frees the message frees the right one.
+ * scheduler of a SWAP is the new one until the worker installs it, nothing
+ * while the worker moves the backlog (the direction holds the old one), and
+ * the old one, empty, in the answer; so whoever frees the message frees the
+ * right one. SWAP and FLOWS are served a slice per turn; the worker keeps
+ * the message until it answers.
  */
 struct dp_msg {
 	enum dp_msg_type type;
 	uint64_t gen; /* the mailbox generation it was posted under */
 	struct sched_params params;
-	struct sched *sched;    /* SWAP: the new one in, the old one back out */
-	struct ctl_flow *flows; /* FLOWS: max_flows of each */
-	struct sched_flow_info *infos;
-	unsigned int max_flows;
-	int rc; /* result: 0 / -errno, or the flow count */
+	struct sched *sched;           /* SWAP: the new one in, the old one back out */
+	struct sched_flow_fact *facts; /* FLOWS: fact_cap of them, filled by the worker */
+	unsigned int fact_cap;
+	uint32_t cursor; /* FLOWS: the walk's place (sched_flow_facts) */
+	int rc;          /* result: 0 / -errno, or the number of facts */
 	char err[256];
 };
 
@@ -112,6 +115,8 @@ struct dp_dir {
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
 	struct ctl_dir_counters stats; /* written only by the owning worker */
 	struct dp_mailbox mbox;        /* control requests */
+	struct dp_msg *busy;           /* a request served over several turns, or NULL */
+	struct sched_move move;        /* a discipline swap in progress (SWAP) */
 	struct dp_snapshot *snap;
 	uint64_t next_snap_ns;
 };
@@ -185,15 +190,19 @@ struct dp_msg *dp_mailbox_take(struct dp_dir *d);
 /* Worker side: hand back the answer to a request dp_mailbox_take returned. */
 void dp_mailbox_answer(struct dp_dir *d, struct dp_msg *m);
 
-/* Apply one request to the direction (worker side, between bursts). */
-void dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now);
+/*
+ * Serve one request, or its next slice (worker side, between bursts): call
+ * once per turn with the same message until it returns true, then answer.
+ * A slice is bounded: SCHED_FACTS_SLICE queues of a FLOWS walk, or
+ * SCHED_MOVE_SLICE packets of a SWAP's backlog.
+ */
+bool dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now);
 
-/* The worker's control turn: serve at most one request, publish the snapshot when due. */
+/*
+ * The worker's control turn: serve a slice of the request in progress (or
+ * take the next one), answer it once complete, publish the snapshot when due.
+ */
 void dp_control_turn(struct dp_dir *d, uint64_t now);
-
-/* Fill out[0..max) with the direction's top flows (worker side). */
-int dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *info,
-		      struct ctl_flow *out, unsigned int max);
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {

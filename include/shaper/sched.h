@@ -271,18 +271,109 @@ void sched_reset_stats(struct sched *s);
 
 const struct sched_params *sched_get_params(const struct sched *s);
 
-/* One queued flow, for the control socket's "flows" command. */
-struct sched_flow_info {
-	const struct sh_pkt *head; /* its oldest packet (addresses are read from it) */
-	uint32_t packets;
+/*
+ * What the worker copies about one queued flow for the control socket's
+ * "flows" command: plain values and a few header bytes, never a pointer, so
+ * the control thread sorts, selects and formats them on its own time.
+ */
+#define SCHED_FACT_ADDR_LEN 16
+
+struct sched_flow_fact {
 	uint64_t backlog_bytes;
-	uint8_t tin;
+	uint64_t sojourn_ns; /* age of its oldest packet when it was visited */
+	uint32_t packets;
+	uint16_t queue;        /* queue index inside the tin */
+	uint8_t tin;           /* display order (the index in sched_stats.tins) */
+	uint8_t family;        /* 4, 6, or 0 when the head packet is not IP */
+	uint8_t l4_proto;      /* IP protocol number, 0 if none */
+	uint16_t sport, dport; /* 0 without TCP/UDP ports */
+	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
 };
 
+#define SCHED_FACTS_DONE  UINT32_MAX /* the cursor once every queue was visited */
+#define SCHED_FACTS_SLICE 256u       /* queues the worker visits per turn */
+
 /*
- * Up to max queued flows with the largest backlog, largest first. Returns
- * the count. Control-path cost (walks the queues); call between bursts.
+ * How many queue slots a walk of a scheduler with these params visits:
+ * the most facts sched_flow_facts can write in a whole walk (0: fifo).
  */
-int sched_top_flows(const struct sched *s, struct sched_flow_info *out, unsigned int max);
+uint32_t sched_flow_slots(const struct sched_params *p);
+
+/*
+ * One slice of a walk over the queues: visit up to max_slots queue slots
+ * from *cursor (0 to start), append a fact for each non-empty one to out
+ * (room at most), and advance *cursor; it is SCHED_FACTS_DONE once the walk
+ * is complete. Returns the facts written. O(max_slots), no allocation: the
+ * worker calls it once per turn. Flows are seen as they are when visited,
+ * so a walk over several turns is not one instant's picture.
+ */
+unsigned int sched_flow_facts(const struct sched *s, uint32_t *cursor, unsigned int max_slots,
+			      uint64_t now, struct sched_flow_fact *out, unsigned int room);
+
+/*
+ * Order facts largest backlog first; equal backlogs keep their walk order
+ * (tin, then queue). Control-thread work: O(n log n).
+ */
+void sched_flow_facts_sort(struct sched_flow_fact *f, unsigned int n);
+
+/* ------------------------------------------------------------------------ */
+/* Enqueue stamps and moving a backlog between schedulers                    */
+
+/*
+ * sched_enqueue_burst that keeps each packet's enq_ns (clamped to now)
+ * instead of stamping now: for packets that were already waiting, so the
+ * AQM of the scheduler they move into sees how long they have waited.
+ */
+unsigned int sched_enqueue_stamped_burst(struct sched *s, struct sh_pkt *const *pkts,
+					 unsigned int n, uint64_t now, struct sh_pkt_list *dropped);
+
+/* Packets queued now. */
+uint32_t sched_backlog_pkts(const struct sched *s);
+
+/*
+ * Take up to max queued packets off s, in sched_flush order (each flow's
+ * packets oldest first), onto out; returns how many. The scheduler stays
+ * usable. Bounded work per call.
+ */
+unsigned int sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max);
+
+/*
+ * A discipline swap spread over turns. The new scheduler takes over at
+ * once (dequeue serves it); the old one is emptied into it a slice at a
+ * time with the packets' original stamps. Packets arriving meanwhile are
+ * stamped and held, in arrival order, behind the old backlog (they cannot
+ * go into the new scheduler before older packets of their flow), and move
+ * last. Nothing is lost or reordered within a flow; the new discipline's
+ * limits apply to each packet as it moves (its drops are named, as usual).
+ */
+#define SCHED_MOVE_SLICE 512u /* packets moved per turn: twice the largest rx burst */
+
+struct sched_move {
+	struct sched *from;        /* the old scheduler, NULL when no move runs */
+	struct sh_pkt_list staged; /* arrivals during the move, stamped */
+};
+
+void sched_move_begin(struct sched_move *mv, struct sched *from);
+
+static inline bool
+sched_move_active(const struct sched_move *mv)
+{
+	return mv->from != NULL;
+}
+
+/* Hold arrivals during a move, stamped now. */
+void sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n,
+		      uint64_t now);
+
+/*
+ * Move up to max packets (the old backlog first, then the staged arrivals)
+ * into to. Returns true once everything has moved: then mv->from is empty
+ * (the caller frees it) and the move is over.
+ */
+bool sched_move_step(struct sched_move *mv, struct sched *to, unsigned int max, uint64_t now,
+		     struct sh_pkt_list *dropped);
+
+/* Everything still waiting to move, in order, onto out (shutdown). */
+void sched_move_flush(struct sched_move *mv, struct sh_pkt_list *out);
 
 #endif

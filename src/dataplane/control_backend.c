@@ -4,7 +4,6 @@
  * dp_mailbox) so changes are applied by the owning worker between bursts.
  * No locks are taken on the worker's side.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,8 +25,7 @@ dp_msg_free(struct dp_msg *m)
 	if (m == NULL)
 		return;
 	sched_free(m->sched);
-	rte_free(m->flows);
-	rte_free(m->infos);
+	rte_free(m->facts);
 	rte_free(m);
 }
 
@@ -73,7 +71,9 @@ dp_dir_control_free(struct dp_dir *d)
 {
 	uint64_t w = __atomic_load_n(&d->mbox.state, __ATOMIC_ACQUIRE);
 
-	if (MBOX_ST(w) == DP_MBOX_ORPHANED || MBOX_ST(w) == DP_MBOX_ABANDONED)
+	/* DONE too: an answer dp_dir_drain gave at shutdown that nobody collects. */
+	if (MBOX_ST(w) == DP_MBOX_ORPHANED || MBOX_ST(w) == DP_MBOX_ABANDONED ||
+	    MBOX_ST(w) == DP_MBOX_DONE)
 		dp_msg_free(d->mbox.msg);
 	memset(&d->mbox, 0, sizeof(d->mbox));
 	rte_free(d->snap);
@@ -195,50 +195,6 @@ dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 			return -EPROTO;
 		}
 	}
-}
-
-/* Addresses and ports of a flow, read from its oldest queued packet. */
-static void
-describe(const struct sh_pkt *p, struct ctl_flow *f)
-{
-	const uint8_t *l3, *l4;
-
-	snprintf(f->src, sizeof(f->src), "-");
-	snprintf(f->dst, sizeof(f->dst), "-");
-	f->sport = f->dport = 0;
-	f->proto = p->l4_proto;
-	if (p->l3_off == SH_OFF_NONE)
-		return;
-	l3 = p->data + p->l3_off;
-	if ((p->flags & SH_PKT_IPV4) && p->l3_off + 20u <= p->len) {
-		inet_ntop(AF_INET, l3 + 12, f->src, sizeof(f->src));
-		inet_ntop(AF_INET, l3 + 16, f->dst, sizeof(f->dst));
-	} else if ((p->flags & SH_PKT_IPV6) && p->l3_off + 40u <= p->len) {
-		inet_ntop(AF_INET6, l3 + 8, f->src, sizeof(f->src));
-		inet_ntop(AF_INET6, l3 + 24, f->dst, sizeof(f->dst));
-	}
-	if ((p->flags & (SH_PKT_TCP | SH_PKT_UDP)) && p->l4_off != SH_OFF_NONE &&
-	    p->l4_off + 4u <= p->len) {
-		l4 = p->data + p->l4_off;
-		f->sport = (uint16_t)(l4[0] << 8 | l4[1]);
-		f->dport = (uint16_t)(l4[2] << 8 | l4[3]);
-	}
-}
-
-int
-dp_describe_flows(struct dp_dir *d, uint64_t now, struct sched_flow_info *info,
-		  struct ctl_flow *out, unsigned int max)
-{
-	int n = sched_top_flows(d->sched, info, max);
-
-	for (int i = 0; i < n; i++) {
-		describe(info[i].head, &out[i]);
-		out[i].tin = info[i].tin;
-		out[i].packets = info[i].packets;
-		out[i].backlog_bytes = info[i].backlog_bytes;
-		out[i].sojourn_ns = now > info[i].head->enq_ns ? now - info[i].head->enq_ns : 0;
-	}
-	return n;
 }
 
 /* The backend the control server calls. */
@@ -365,29 +321,43 @@ be_reset(void *opaque)
 	return 0;
 }
 
+/*
+ * The worker copies the facts of every queued flow, a slice of queues per
+ * turn (DP_MSG_FLOWS); ordering, the top-N cut and formatting happen here.
+ */
 static int
 be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int max)
 {
 	struct dp_control *ctl = opaque;
+	struct dp_dir *d = ctl->dirs[dir];
+	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
 	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
-	int rc;
+	uint32_t slots = 0;
+	int rc = -ENOMEM;
 
-	/* The worker fills buffers the message owns, so a timeout cannot race the caller's. */
-	if (m != NULL) {
-		m->flows = rte_calloc(NULL, max, sizeof(*m->flows), 0);
-		m->infos = rte_calloc(NULL, max, sizeof(*m->infos), 0);
+	if (s != NULL && m != NULL) {
+		rc = dp_snapshot_read(d, s);
+		if (rc == 0)
+			slots = sched_flow_slots(&s->params);
 	}
-	if (m == NULL || m->flows == NULL || m->infos == NULL) {
+	rte_free(s);
+	if (rc != 0 || slots == 0) {
+		dp_msg_free(m);
+		return rc; /* 0: the discipline has no flows to show (fifo) */
+	}
+	/* The worker fills a buffer the message owns, so a timeout cannot race the caller's. */
+	m->facts = rte_calloc(NULL, slots, sizeof(*m->facts), 0);
+	if (m->facts == NULL) {
 		dp_msg_free(m);
 		return -ENOMEM;
 	}
 	m->type = DP_MSG_FLOWS;
-	m->max_flows = max;
-	rc = dp_dir_call(ctl->dirs[dir], &m, call_timeout(ctl));
+	m->fact_cap = slots;
+	rc = dp_dir_call(d, &m, call_timeout(ctl));
 	if (rc == 0)
 		rc = m->rc;
 	if (rc > 0)
-		memcpy(out, m->flows, (size_t)rc * sizeof(*out));
+		rc = (int)ctl_flows_top(m->facts, (unsigned int)rc, out, max);
 	dp_msg_free(m);
 	return rc;
 }

@@ -126,7 +126,10 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		classify_burst(pkts, nb_rx, &d->key);
 		for (i = 0; i < nb_rx; i++)
 			pkts[i]->len = rx[i]->pkt_len;
-		sched_enqueue_burst(d->sched, pkts, nb_rx, now, &drops);
+		if (sched_move_active(&d->move))
+			sched_move_stage(&d->move, pkts, nb_rx, now); /* behind the old backlog */
+		else
+			sched_enqueue_burst(d->sched, pkts, nb_rx, now, &drops);
 	}
 
 	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
@@ -192,55 +195,69 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	d->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
 
-/* Handle one control request between bursts. */
-void
+_Static_assert(SCHED_MOVE_SLICE >= 2 * DP_BURST_MAX,
+	       "a swap must move more per turn than a turn can receive, or it never ends");
+
+/* Handle one control request, or its next slice, between bursts; true when complete. */
+bool
 dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 {
-	struct sh_pkt_list drops, moved;
-	struct sh_pkt *p;
+	struct sh_pkt_list drops;
+	bool done = true;
 
 	switch (m->type) {
 	case DP_MSG_UPDATE:
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
 		break;
-	case DP_MSG_SWAP: {
-		struct sched *old = d->sched;
-
-		/* Queued packets move over in order; the new discipline may drop some. */
-		sh_pkt_list_init(&moved);
+	case DP_MSG_SWAP:
+		if (!sched_move_active(&d->move)) {
+			/* The new one serves from now on; the old backlog moves over. */
+			sched_move_begin(&d->move, d->sched);
+			d->sched = m->sched;
+			m->sched = NULL;
+		}
 		sh_pkt_list_init(&drops);
-		sched_flush(old, &moved);
-		while ((p = sh_pkt_list_pop(&moved)) != NULL)
-			sched_enqueue(m->sched, p, now, &drops);
+		done = sched_move_step(&d->move, d->sched, SCHED_MOVE_SLICE, now, &drops);
 		free_drops(d, &drops);
-		d->sched = m->sched;
-		m->sched = old;
-		m->rc = 0;
+		if (done) {
+			m->sched = d->move.from; /* empty now: back to the control thread */
+			d->move.from = NULL;
+			m->rc = 0;
+		}
 		break;
-	}
 	case DP_MSG_RESET:
 		memset(&d->stats, 0, sizeof(d->stats));
 		sched_reset_stats(d->sched);
 		m->rc = 0;
 		break;
 	case DP_MSG_FLOWS:
-		m->rc = dp_describe_flows(d, now, m->infos, m->flows, m->max_flows);
+		if (m->rc < 0 || (unsigned int)m->rc > m->fact_cap)
+			m->rc = 0;
+		m->rc += (int)sched_flow_facts(d->sched, &m->cursor, SCHED_FACTS_SLICE, now,
+					       m->facts + m->rc, m->fact_cap - (unsigned int)m->rc);
+		done = m->cursor == SCHED_FACTS_DONE;
 		break;
 	}
-	publish_snapshot(d, now);
+	if (done)
+		publish_snapshot(d, now);
+	return done;
 }
 
 void
 dp_control_turn(struct dp_dir *d, uint64_t now)
 {
-	struct dp_msg *m;
+	struct dp_msg *m = d->busy;
 
 	if (d->snap == NULL)
 		return;
-	m = dp_mailbox_take(d);
+	if (m == NULL)
+		m = dp_mailbox_take(d);
 	if (m != NULL) {
-		dp_dir_handle_msg(d, m, now);
-		dp_mailbox_answer(d, m);
+		d->busy = m; /* ours until answered, whatever the caller does meanwhile */
+		if (dp_dir_handle_msg(d, m, now)) {
+			d->busy = NULL;
+			dp_mailbox_answer(d, m);
+		}
 	}
 	if (now >= d->next_snap_ns)
 		publish_snapshot(d, now);
@@ -319,11 +336,25 @@ dp_dir_drain(struct dp_dir *d)
 {
 	struct sh_pkt_list out;
 	struct sh_pkt *p;
+	struct dp_msg *m = d->busy;
 
 	sh_pkt_list_init(&out);
 	if (d->emu != NULL)
 		emu_flush(d->emu, &out);
 	sched_flush(d->sched, &out);
+	if (sched_move_active(&d->move)) {
+		/* Stopped in the middle of a swap: the rest never moved. */
+		sched_move_flush(&d->move, &out);
+		if (m != NULL && m->type == DP_MSG_SWAP) {
+			m->sched = d->move.from;
+			m->rc = 0;
+		}
+		d->move.from = NULL;
+	}
+	if (m != NULL) {
+		d->busy = NULL;
+		dp_mailbox_answer(d, m); /* freed by dp_dir_control_free */
+	}
 	for (p = out.head; p != NULL; p = p->next)
 		p->drop_reason = SHAPER_DROP_SHUTDOWN;
 	free_drops(d, &out);

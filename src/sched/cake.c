@@ -75,6 +75,7 @@ struct cake_flow {
 	struct cobalt_vars cvars;
 	int32_t deficit;
 	uint32_t backlog; /* bytes (L2 length) */
+	uint32_t packets; /* queued: counted, so nothing walks the list to count */
 	uint32_t dropped;
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
@@ -158,6 +159,8 @@ struct cake {
 	uint64_t buffer_used, buffer_max_used, buffer_limit;
 	uint32_t overflow_timeout;
 	bool resync; /* config changed: clocks may be stale */
+
+	uint32_t flush_pos; /* cake_flush_some's place: tin << 10 | queue */
 
 	uint64_t rng;
 	uint16_t quantum_div[CAKE_HOST_MAX + 1];
@@ -892,6 +895,7 @@ cake_tin_reset(struct cake_tin *b)
 		memset(&f->cvars, 0, sizeof(f->cvars));
 		f->deficit = 0;
 		f->backlog = 0;
+		f->packets = 0;
 		f->next = f->prev = CAKE_NIL;
 		f->set = CAKE_SET_NONE;
 		f->list = CAKE_LIST_NONE;
@@ -1032,6 +1036,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 		f->tail = NULL;
 	pkt->next = NULL;
 	f->backlog -= pkt->len;
+	f->packets--;
 	b->backlog -= pkt->len;
 	b->qlen--;
 	c->backlog -= pkt->len;
@@ -1096,6 +1101,7 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 		f->tail = prev;
 	ack->next = NULL;
 	f->backlog -= ack->len;
+	f->packets--;
 	b->backlog -= ack->len;
 	b->qlen--;
 	c->backlog -= ack->len;
@@ -1109,7 +1115,8 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 }
 
 static int
-cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+	     struct sh_pkt_list *dropped)
 {
 	struct cake *c = impl;
 	uint8_t dscp = pkt->dscp & 63;
@@ -1144,7 +1151,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 		}
 	}
 
-	pkt->enq_ns = now;
+	pkt->enq_ns = stamp;
 	pkt->tin = (uint8_t)tin;
 	pkt->queue = idx;
 	pkt->adj_len = cake_overhead(c, pkt);
@@ -1156,6 +1163,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	f->tail = pkt;
 
 	f->backlog += pkt->len;
+	f->packets++;
 	b->backlog += pkt->len;
 	b->qlen++;
 	c->backlog += pkt->len;
@@ -1552,46 +1560,85 @@ cake_reset_stats(void *impl)
 	}
 }
 
-/* Control path: the queued flows with the largest backlog, largest first. */
-static int
-cake_top_flows(const void *impl, struct sched_flow_info *out, unsigned int max)
+static uint32_t
+cake_backlog_pkts(const void *impl)
+{
+	return ((const struct cake *)impl)->qlen;
+}
+
+/*
+ * Up to max packets in flush order (queue by queue, each oldest first),
+ * resuming where the last call stopped. The flows stay in their lists,
+ * empty ones are retired by dequeue as usual. At most max + 2 x 1024
+ * queue visits per call: it may return 0 while packets remain (call again).
+ */
+static unsigned int
+cake_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
+{
+	struct cake *c = impl;
+	uint32_t pos = c->flush_pos & (CAKE_HEAP_LEN - 1);
+	unsigned int n = 0, visits = 0;
+
+	while (n < max && c->qlen != 0 && visits < max + 2 * CAKE_QUEUES) {
+		struct cake_tin *b = &c->tins[pos >> 10];
+		struct cake_flow *f = &b->flows[pos & CAKE_QUEUE_MASK];
+		struct sh_pkt *pkt;
+
+		visits++;
+		if (b->qlen == 0) { /* the rest of an empty tin in one step */
+			pos = (((pos >> 10) + 1) << 10) & (CAKE_HEAP_LEN - 1);
+			continue;
+		}
+		if (f->head == NULL) {
+			pos = (pos + 1) & (CAKE_HEAP_LEN - 1);
+			continue;
+		}
+		while (n < max && (pkt = cake_flow_pop(c, b, f)) != NULL) {
+			sh_pkt_list_push(out, pkt);
+			n++;
+		}
+	}
+	c->flush_pos = pos; /* the heap keys stay upper bounds, as after any pop */
+	return n;
+}
+
+/* Worker side of "flows": compact facts of up to max_slots queues. */
+static unsigned int
+cake_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint64_t now,
+		struct sched_flow_fact *out, unsigned int room)
 {
 	const struct cake *c = impl;
+	uint32_t pos = *cursor;
+	unsigned int n = 0, visits = 0;
 	uint8_t display[CAKE_MAX_TINS];
-	unsigned int n = 0;
 
 	for (uint32_t i = 0; i < CAKE_MAX_TINS; i++)
 		display[i] = (uint8_t)i;
 	for (uint32_t i = 0; i < c->tin_cnt; i++)
 		display[c->tin_order[i]] = (uint8_t)i;
-	for (uint32_t t = 0; t < CAKE_MAX_TINS; t++) {
-		const struct cake_tin *b = &c->tins[t];
+	/* An empty tin is skipped in one visit. */
+	while (pos < CAKE_HEAP_LEN && visits < max_slots && n < room) {
+		const struct cake_tin *b = &c->tins[pos >> 10];
+		const struct cake_flow *f = &b->flows[pos & CAKE_QUEUE_MASK];
+		struct sched_flow_fact *fi;
 
-		for (uint32_t q = 0; q < CAKE_QUEUES && b->qlen != 0; q++) {
-			const struct cake_flow *f = &b->flows[q];
-			struct sched_flow_info fi;
-			unsigned int pos;
-
-			if (f->head == NULL)
-				continue;
-			if (n == max && f->backlog <= out[n - 1].backlog_bytes)
-				continue;
-			fi.head = f->head;
-			fi.backlog_bytes = f->backlog;
-			fi.tin = display[t];
-			fi.packets = 0;
-			for (const struct sh_pkt *p = f->head; p != NULL; p = p->next)
-				fi.packets++;
-			/* Insertion into the sorted top list (max is small). */
-			pos = n < max ? n++ : max - 1;
-			while (pos > 0 && out[pos - 1].backlog_bytes < fi.backlog_bytes) {
-				out[pos] = out[pos - 1];
-				pos--;
-			}
-			out[pos] = fi;
+		visits++;
+		if (b->qlen == 0) { /* skip the rest of an empty tin */
+			pos = ((pos >> 10) + 1) << 10;
+			continue;
 		}
+		if (f->head != NULL) {
+			fi = &out[n++];
+			fi->backlog_bytes = f->backlog;
+			fi->packets = f->packets;
+			fi->queue = (uint16_t)(pos & CAKE_QUEUE_MASK);
+			fi->tin = display[pos >> 10];
+			sched_fact_from_head(fi, f->head, now);
+		}
+		pos++;
 	}
-	return (int)n;
+	*cursor = pos >= CAKE_HEAP_LEN || n == room ? SCHED_FACTS_DONE : pos;
+	return n;
 }
 
 const struct sched_ops sched_cake_ops = {
@@ -1605,5 +1652,7 @@ const struct sched_ops sched_cake_ops = {
 	.flush = cake_flush,
 	.get_stats = cake_get_stats,
 	.reset_stats = cake_reset_stats,
-	.top_flows = cake_top_flows,
+	.backlog_pkts = cake_backlog_pkts,
+	.flush_some = cake_flush_some,
+	.flow_facts = cake_flow_facts,
 };

@@ -56,7 +56,8 @@ fifo_destroy(void *impl)
 }
 
 static int
-fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+	     struct sh_pkt_list *dropped)
 {
 	struct fifo *f = impl;
 
@@ -68,7 +69,7 @@ fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *d
 	}
 	if (f->q.count == 0)
 		sched_pacer_wake(&f->pacer, now);
-	pkt->enq_ns = now;
+	pkt->enq_ns = stamp;
 	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&f->p, pkt->len, pkt->net_off, NULL);
 	sh_pkt_list_push(&f->q, pkt);
@@ -134,6 +135,28 @@ fifo_flush(void *impl, struct sh_pkt_list *out)
 	f->mem = 0;
 }
 
+static uint32_t
+fifo_backlog_pkts(const void *impl)
+{
+	return ((const struct fifo *)impl)->q.count;
+}
+
+static unsigned int
+fifo_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
+{
+	struct fifo *f = impl;
+	unsigned int n;
+
+	for (n = 0; n < max && f->q.count != 0; n++) {
+		struct sh_pkt *pkt = sh_pkt_list_pop(&f->q);
+
+		f->bytes -= pkt->len;
+		f->mem -= pkt->mem;
+		sh_pkt_list_push(out, pkt);
+	}
+	return n;
+}
+
 static void
 fifo_get_stats(const void *impl, struct sched_stats *st)
 {
@@ -173,4 +196,6 @@ const struct sched_ops sched_fifo_ops = {
 	.flush = fifo_flush,
 	.get_stats = fifo_get_stats,
 	.reset_stats = fifo_reset_stats,
+	.backlog_pkts = fifo_backlog_pkts,
+	.flush_some = fifo_flush_some,
 };

@@ -51,6 +51,7 @@ struct fqc_flow {
 	struct sh_pkt *head, *tail;
 	struct fqc_flow *next; /* link in new_flows or old_flows */
 	uint64_t backlog;      /* bytes */
+	uint32_t packets;      /* queued: counted, so nothing walks the list to count */
 	int32_t deficit;
 	uint8_t list; /* enum fqc_list */
 	struct fqc_codel cv;
@@ -234,6 +235,7 @@ fqc_flow_pop(struct fq_codel *q, struct fqc_flow *f)
 		f->tail = NULL;
 	pkt->next = NULL;
 	f->backlog -= pkt->len;
+	f->packets--;
 	q->backlog -= pkt->len;
 	q->mem -= pkt->mem;
 	q->qlen--;
@@ -468,7 +470,8 @@ fqc_drop_fattest(struct fq_codel *q, struct sh_pkt_list *dropped, uint32_t *ndro
 }
 
 static int
-fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped)
+fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+	    struct sh_pkt_list *dropped)
 {
 	struct fq_codel *q = impl;
 	struct sh_pkt *old_tail = dropped->tail;
@@ -480,7 +483,7 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dr
 	f = &q->flows[idx];
 	if (q->qlen == 0)
 		sched_pacer_wake(&q->pacer, now);
-	pkt->enq_ns = now;
+	pkt->enq_ns = stamp;
 	pkt->queue = (uint16_t)idx;
 	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&q->p, pkt->len, pkt->net_off, NULL);
@@ -491,6 +494,7 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dr
 		f->head = pkt;
 	f->tail = pkt;
 	f->backlog += pkt->len;
+	f->packets++;
 	q->backlog += pkt->len;
 	q->mem += pkt->mem;
 	q->qlen++;
@@ -640,6 +644,67 @@ fqc_flush(void *impl, struct sh_pkt_list *out)
 	}
 }
 
+static uint32_t
+fqc_backlog_pkts(const void *impl)
+{
+	return ((const struct fq_codel *)impl)->qlen;
+}
+
+/* fqc_flush a slice at a time: the flow at the head of new, then old. */
+static unsigned int
+fqc_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
+{
+	struct fq_codel *q = impl;
+	struct fqc_flow_list *lists[2] = { &q->new_flows, &q->old_flows };
+	struct sh_pkt *pkt;
+	unsigned int n = 0;
+
+	for (int i = 0; i < 2 && n < max; i++) {
+		while (lists[i]->head != NULL && n < max) {
+			struct fqc_flow *f = lists[i]->head;
+
+			while (n < max && (pkt = fqc_flow_pop(q, f)) != NULL) {
+				sh_pkt_list_push(out, pkt);
+				n++;
+			}
+			if (f->head != NULL)
+				break;
+			fqc_list_pop(lists[i]);
+			memset(&f->cv, 0, sizeof(f->cv));
+			f->deficit = 0;
+		}
+	}
+	return n;
+}
+
+/* Worker side of "flows": compact facts of up to max_slots flow slots. */
+static unsigned int
+fqc_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint64_t now,
+	       struct sched_flow_fact *out, unsigned int room)
+{
+	const struct fq_codel *q = impl;
+	uint32_t pos = *cursor;
+	unsigned int n = 0, visits = 0;
+
+	while (pos < q->nflows && visits < max_slots && n < room && q->qlen != 0) {
+		const struct fqc_flow *f = &q->flows[pos];
+
+		visits++;
+		if (f->head != NULL) {
+			struct sched_flow_fact *fi = &out[n++];
+
+			fi->backlog_bytes = f->backlog;
+			fi->packets = f->packets;
+			fi->queue = (uint16_t)pos;
+			fi->tin = 0;
+			sched_fact_from_head(fi, f->head, now);
+		}
+		pos++;
+	}
+	*cursor = pos >= q->nflows || n == room || q->qlen == 0 ? SCHED_FACTS_DONE : pos;
+	return n;
+}
+
 static inline uint32_t
 fqc_us(uint64_t ns)
 {
@@ -715,4 +780,7 @@ const struct sched_ops sched_fq_codel_ops = {
 	.flush = fqc_flush,
 	.get_stats = fqc_get_stats,
 	.reset_stats = fqc_reset_stats,
+	.backlog_pkts = fqc_backlog_pkts,
+	.flush_some = fqc_flush_some,
+	.flow_facts = fqc_flow_facts,
 };

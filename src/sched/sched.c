@@ -125,11 +125,13 @@ count_new_drops(struct sched *s, const struct sh_pkt_list *dropped, struct sh_pk
 		s->dropped[d->drop_reason < SHAPER_DROP_MAX ? d->drop_reason : SHAPER_DROP_AQM]++;
 }
 
-unsigned int
-sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
-		    struct sh_pkt_list *dropped)
+/* stamped: keep each packet's enq_ns (a move) instead of stamping now. */
+static inline unsigned int
+enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+	      bool stamped, struct sh_pkt_list *dropped)
 {
-	int (*enqueue)(void *, struct sh_pkt *, uint64_t, struct sh_pkt_list *) = s->ops->enqueue;
+	int (*enqueue)(void *, struct sh_pkt *, uint64_t, uint64_t, struct sh_pkt_list *) =
+			s->ops->enqueue;
 	struct sh_pkt *old_tail = dropped->tail;
 	void *impl = s->impl;
 	uint64_t bytes = 0;
@@ -137,14 +139,30 @@ sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n,
 
 	/* One walk of the new drops and one counter update per burst. */
 	for (i = 0; i < n; i++) {
+		uint64_t stamp = stamped && pkts[i]->enq_ns < now ? pkts[i]->enq_ns : now;
+
 		bytes += pkts[i]->len;
-		self += (unsigned int)enqueue(impl, pkts[i], now, dropped);
+		self += (unsigned int)enqueue(impl, pkts[i], now, stamp, dropped);
 	}
 	s->enqueued_pkts += n;
 	s->enqueued_bytes += bytes;
 	if (dropped->tail != old_tail)
 		count_new_drops(s, dropped, old_tail);
 	return self;
+}
+
+unsigned int
+sched_enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+		    struct sh_pkt_list *dropped)
+{
+	return enqueue_burst(s, pkts, n, now, false, dropped);
+}
+
+unsigned int
+sched_enqueue_stamped_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n,
+			    uint64_t now, struct sh_pkt_list *dropped)
+{
+	return enqueue_burst(s, pkts, n, now, true, dropped);
 }
 
 unsigned int
@@ -252,10 +270,188 @@ sched_get_params(const struct sched *s)
 	return &s->params;
 }
 
-int
-sched_top_flows(const struct sched *s, struct sched_flow_info *out, unsigned int max)
+uint32_t
+sched_flow_slots(const struct sched_params *p)
 {
-	if (s->ops->top_flows == NULL || max == 0)
+	switch (p->discipline) {
+	case SCHED_DISC_CAKE:
+		return SCHED_MAX_TINS * 1024u; /* CAKE_MAX_TINS x CAKE_QUEUES */
+	case SCHED_DISC_FQ_CODEL:
+		return p->fqc_flows;
+	case SCHED_DISC_FIFO:
+		break;
+	}
+	return 0;
+}
+
+unsigned int
+sched_flow_facts(const struct sched *s, uint32_t *cursor, unsigned int max_slots, uint64_t now,
+		 struct sched_flow_fact *out, unsigned int room)
+{
+	if (*cursor == SCHED_FACTS_DONE)
 		return 0;
-	return s->ops->top_flows(s->impl, out, max);
+	if (s->ops->flow_facts == NULL || room == 0) {
+		*cursor = SCHED_FACTS_DONE;
+		return 0;
+	}
+	return s->ops->flow_facts(s->impl, cursor, max_slots, now, out, room);
+}
+
+void
+sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *p, uint64_t now)
+{
+	const uint8_t *l3;
+
+	f->sojourn_ns = now > p->enq_ns ? now - p->enq_ns : 0;
+	f->l4_proto = p->l4_proto;
+	f->family = 0;
+	f->sport = f->dport = 0;
+	memset(f->src, 0, sizeof(f->src));
+	memset(f->dst, 0, sizeof(f->dst));
+	if (p->l3_off == SH_OFF_NONE)
+		return;
+	l3 = p->data + p->l3_off;
+	if ((p->flags & SH_PKT_IPV4) && p->l3_off + 20u <= p->len) {
+		f->family = 4;
+		memcpy(f->src, l3 + 12, 4);
+		memcpy(f->dst, l3 + 16, 4);
+	} else if ((p->flags & SH_PKT_IPV6) && p->l3_off + 40u <= p->len) {
+		f->family = 6;
+		memcpy(f->src, l3 + 8, 16);
+		memcpy(f->dst, l3 + 24, 16);
+	}
+	if ((p->flags & (SH_PKT_TCP | SH_PKT_UDP)) && p->l4_off != SH_OFF_NONE &&
+	    p->l4_off + 4u <= p->len) {
+		const uint8_t *l4 = p->data + p->l4_off;
+
+		f->sport = (uint16_t)(l4[0] << 8 | l4[1]);
+		f->dport = (uint16_t)(l4[2] << 8 | l4[3]);
+	}
+}
+
+/*
+ * Largest backlog first; ties in walk order. Facts are sorted by a merge
+ * sort on an index-stable key so equal backlogs never swap.
+ */
+static void
+facts_merge(struct sched_flow_fact *a, struct sched_flow_fact *tmp, unsigned int n)
+{
+	unsigned int h = n / 2, i = 0, j = h, k = 0;
+
+	if (n < 2)
+		return;
+	facts_merge(a, tmp, h);
+	facts_merge(a + h, tmp, n - h);
+	while (i < h && j < n)
+		tmp[k++] = a[j].backlog_bytes > a[i].backlog_bytes ? a[j++] : a[i++];
+	while (i < h)
+		tmp[k++] = a[i++];
+	while (j < n)
+		tmp[k++] = a[j++];
+	memcpy(a, tmp, (size_t)n * sizeof(*a));
+}
+
+void
+sched_flow_facts_sort(struct sched_flow_fact *f, unsigned int n)
+{
+	struct sched_flow_fact *tmp;
+
+	if (n < 2)
+		return;
+	tmp = malloc((size_t)n * sizeof(*tmp));
+	if (tmp != NULL) {
+		facts_merge(f, tmp, n);
+		free(tmp);
+		return;
+	}
+	/* Out of memory: a stable insertion sort in place. */
+	for (unsigned int i = 1; i < n; i++) {
+		struct sched_flow_fact x = f[i];
+		unsigned int j = i;
+
+		for (; j > 0 && f[j - 1].backlog_bytes < x.backlog_bytes; j--)
+			f[j] = f[j - 1];
+		f[j] = x;
+	}
+}
+
+uint32_t
+sched_backlog_pkts(const struct sched *s)
+{
+	return s->ops->backlog_pkts(s->impl);
+}
+
+unsigned int
+sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max)
+{
+	struct sh_pkt *old_tail = out->tail;
+	unsigned int n = s->ops->flush_some(s->impl, out, max);
+
+	/* As sched_flush: taken packets count as dequeued. */
+	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : out->head; d != NULL;
+	     d = d->next) {
+		s->dequeued_pkts++;
+		s->dequeued_bytes += d->len;
+	}
+	return n;
+}
+
+void
+sched_move_begin(struct sched_move *mv, struct sched *from)
+{
+	mv->from = from;
+	sh_pkt_list_init(&mv->staged);
+}
+
+void
+sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n, uint64_t now)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		pkts[i]->enq_ns = now;
+		sh_pkt_list_push(&mv->staged, pkts[i]);
+	}
+}
+
+bool
+sched_move_step(struct sched_move *mv, struct sched *to, unsigned int max, uint64_t now,
+		struct sh_pkt_list *dropped)
+{
+	struct sh_pkt *batch[64];
+	struct sh_pkt_list l;
+	unsigned int moved = 0;
+
+	if (mv->from == NULL)
+		return true;
+	while (moved < max) {
+		unsigned int want = max - moved, k = 0;
+		struct sh_pkt *p;
+
+		if (want > 64)
+			want = 64;
+		sh_pkt_list_init(&l);
+		/* The old backlog first; arrivals only once all of it has moved. */
+		if (sched_backlog_pkts(mv->from) != 0)
+			sched_flush_some(mv->from, &l, want);
+		else
+			while (l.count < want && mv->staged.head != NULL)
+				sh_pkt_list_push(&l, sh_pkt_list_pop(&mv->staged));
+		if (l.count == 0)
+			break; /* the bounded search found nothing this time: next turn */
+		while ((p = sh_pkt_list_pop(&l)) != NULL)
+			batch[k++] = p;
+		sched_enqueue_stamped_burst(to, batch, k, now, dropped);
+		moved += k;
+	}
+	return sched_backlog_pkts(mv->from) == 0 && mv->staged.head == NULL;
+}
+
+void
+sched_move_flush(struct sched_move *mv, struct sh_pkt_list *out)
+{
+	struct sh_pkt *p;
+
+	if (mv->from != NULL)
+		sched_flush(mv->from, out);
+	while ((p = sh_pkt_list_pop(&mv->staged)) != NULL)
+		sh_pkt_list_push(out, p);
 }

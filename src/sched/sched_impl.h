@@ -15,8 +15,13 @@ struct sched_ops {
 	/* Validate p and allocate the discipline's state. */
 	void *(*create)(const struct sched_params *p, char *err, size_t errlen);
 	void (*destroy)(void *impl);
-	/* As sched_enqueue; every dropped packet has drop_reason set. */
-	int (*enqueue)(void *impl, struct sh_pkt *pkt, uint64_t now, struct sh_pkt_list *dropped);
+	/*
+	 * As sched_enqueue; every dropped packet has drop_reason set. The
+	 * packet's enq_ns becomes stamp (now, or its original time if it moves
+	 * from another scheduler); everything else uses now.
+	 */
+	int (*enqueue)(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+		       struct sh_pkt_list *dropped);
 	struct sh_pkt *(*dequeue)(void *impl, uint64_t now, struct sh_pkt_list *dropped);
 	uint64_t (*next_time)(const void *impl, uint64_t now);
 	int (*update)(void *impl, const struct sched_params *p, char *err, size_t errlen);
@@ -24,13 +29,21 @@ struct sched_ops {
 	/* Fill the discipline's fields of st (backlog, tins, memory...). */
 	void (*get_stats)(const void *impl, struct sched_stats *st);
 	void (*reset_stats)(void *impl);
-	/* Optional: as sched_top_flows (NULL = the discipline has no flows to show). */
-	int (*top_flows)(const void *impl, struct sched_flow_info *out, unsigned int max);
+	/* Packets queued. */
+	uint32_t (*backlog_pkts)(const void *impl);
+	/* As sched_flush_some. */
+	unsigned int (*flush_some)(void *impl, struct sh_pkt_list *out, unsigned int max);
+	/* Optional: as sched_flow_facts (NULL = the discipline has no flows to show). */
+	unsigned int (*flow_facts)(const void *impl, uint32_t *cursor, unsigned int max_slots,
+				   uint64_t now, struct sched_flow_fact *out, unsigned int room);
 };
 
 extern const struct sched_ops sched_fifo_ops;
 extern const struct sched_ops sched_fq_codel_ops;
 extern const struct sched_ops sched_cake_ops;
+
+/* Fill a fact's header fields from a flow's oldest packet (bounds-checked). */
+void sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *head, uint64_t now);
 
 /* Helper for validation messages. */
 #define SCHED_ERR(err, errlen, ...)                                                                \
