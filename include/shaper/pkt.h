@@ -24,11 +24,20 @@ enum sh_pkt_flag {
 	SH_PKT_FRAG = 1u << 6,    /* IP fragment: no L4 ports */
 };
 
+/*
+ * Lengths: len is the whole frame (every segment of a chained mbuf) and is
+ * what the schedulers charge; hdr_len is how many bytes at data are
+ * contiguous and readable (the first segment). Every header read (the
+ * classifier, the ACK filter, the DSCP/CE rewrites, `flows`) is bounded by
+ * hdr_len, never by len: hdr_len <= len, and on a chained jumbo frame it is
+ * much smaller.
+ */
 struct sh_pkt {
 	struct sh_pkt *next; /* queue link, owned by whoever holds the packet */
-	uint8_t *data;       /* first byte of the L2 frame (contiguous headers) */
+	uint8_t *data;       /* first byte of the L2 frame */
 	uint64_t enq_ns;     /* set by the scheduler at enqueue */
-	uint32_t len;        /* L2 frame length, FCS excluded */
+	uint32_t len;        /* L2 frame length, FCS excluded: what is charged */
+	uint32_t hdr_len;    /* bytes readable at data (contiguous): bounds header reads */
 	uint32_t adj_len;    /* overhead-adjusted length, set by the scheduler */
 	uint32_t mem;        /* buffer memory this packet pins (truesize) */
 	uint32_t flow_hash;  /* direction-symmetric 5-tuple hash */

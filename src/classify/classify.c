@@ -34,11 +34,11 @@
 #define ECN_MASK 0x03u
 #define ECN_CE   0x03u
 
-/* True if [off, off + n) lies inside the frame. */
+/* True if [off, off + n) lies inside the contiguous header bytes. */
 static inline int
 cls_in_frame(const struct sh_pkt *p, uint32_t off, uint32_t n)
 {
-	return off <= p->len && n <= p->len - off;
+	return off <= p->hdr_len && n <= p->hdr_len - off;
 }
 
 /*
@@ -604,7 +604,7 @@ cls_fast(struct sh_pkt *p, const struct classify_key *key)
 {
 	const uint8_t *d = p->data;
 	const uint8_t *ip = d + ETH_HLEN;
-	uint32_t len = p->len;
+	uint32_t len = p->hdr_len;
 	uint16_t etype, sport, dport;
 	uint8_t proto, ds, fl = 0;
 	uint32_t l4;
@@ -690,7 +690,7 @@ cls_slow(struct sh_pkt *p, const struct classify_key *key)
 	p->l3_off = p->l4_off = SH_OFF_NONE;
 	p->dscp = p->ecn = p->l4_proto = p->flags = 0;
 	p->net_off = ETH_HLEN;
-	if (d == NULL || p->len < ETH_HLEN)
+	if (d == NULL || p->hdr_len < ETH_HLEN)
 		return;
 
 	etype = cls_be16(d + off);

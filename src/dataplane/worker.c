@@ -90,8 +90,9 @@ pkt_from_mbuf(struct rte_mbuf *m, uint32_t truesize)
 
 	p->next = NULL;
 	p->data = rte_pktmbuf_mtod(m, uint8_t *);
-	/* The classifier may only read the first segment's bytes. */
-	p->len = m->data_len;
+	/* Headers may only be read from the first segment; the whole chain is charged. */
+	p->hdr_len = m->data_len;
+	p->len = m->pkt_len;
 	p->mem = truesize * m->nb_segs;
 }
 
@@ -124,8 +125,6 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
 		classify_burst(pkts, nb_rx, &d->key);
-		for (i = 0; i < nb_rx; i++)
-			pkts[i]->len = rx[i]->pkt_len;
 		if (sched_move_active(&d->move))
 			sched_move_stage(&d->move, pkts, nb_rx, now); /* behind the old backlog */
 		else

@@ -67,7 +67,8 @@ af_after(uint32_t a, uint32_t b)
 static inline int
 af_fits(const struct sh_pkt *p, uint32_t off, uint32_t n)
 {
-	return off <= p->len && n <= p->len - off;
+	/* Only the contiguous header bytes are readable, not the whole frame. */
+	return off <= p->hdr_len && n <= p->hdr_len - off;
 }
 
 /* TCP header at off, checked against the frame; 0 on success. */

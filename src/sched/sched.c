@@ -311,17 +311,17 @@ sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *p, uint64_t
 	if (p->l3_off == SH_OFF_NONE)
 		return;
 	l3 = p->data + p->l3_off;
-	if ((p->flags & SH_PKT_IPV4) && p->l3_off + 20u <= p->len) {
+	if ((p->flags & SH_PKT_IPV4) && p->l3_off + 20u <= p->hdr_len) {
 		f->family = 4;
 		memcpy(f->src, l3 + 12, 4);
 		memcpy(f->dst, l3 + 16, 4);
-	} else if ((p->flags & SH_PKT_IPV6) && p->l3_off + 40u <= p->len) {
+	} else if ((p->flags & SH_PKT_IPV6) && p->l3_off + 40u <= p->hdr_len) {
 		f->family = 6;
 		memcpy(f->src, l3 + 8, 16);
 		memcpy(f->dst, l3 + 24, 16);
 	}
 	if ((p->flags & (SH_PKT_TCP | SH_PKT_UDP)) && p->l4_off != SH_OFF_NONE &&
-	    p->l4_off + 4u <= p->len) {
+	    p->l4_off + 4u <= p->hdr_len) {
 		const uint8_t *l4 = p->data + p->l4_off;
 
 		f->sport = (uint16_t)(l4[0] << 8 | l4[1]);

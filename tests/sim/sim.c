@@ -114,6 +114,7 @@ sim_build(struct sim_src *src, struct sim_pkt *p, uint32_t len)
 	p->pkt.next = NULL;
 	p->pkt.data = p->buf;
 	p->pkt.len = len;
+	p->pkt.hdr_len = len < SIM_HDR_LEN ? len : SIM_HDR_LEN; /* only the headers are stored */
 	p->pkt.flow_hash = src->flow_hash;
 	p->pkt.src_hash = src->src_hash;
 	p->pkt.dst_hash = src->dst_hash;

@@ -163,7 +163,6 @@ static inline void
 sb_turn(struct sb *b)
 {
 	struct sh_pkt *pkts[SB_BURST_MAX];
-	uint32_t lens[SB_BURST_MAX];
 	struct sh_pkt_list drops;
 	uint32_t i, n = b->burst, bytes = 0;
 	struct sh_pkt *p;
@@ -184,16 +183,14 @@ sb_turn(struct sb *b)
 		memcpy(r->buf, fr->hdr, SB_HDR);
 		p->next = NULL;
 		p->data = r->buf;
-		p->len = fr->caplen;
+		p->hdr_len = fr->caplen;
+		p->len = fr->len;
 		p->mem = SB_TRUESIZE;
-		lens[i] = fr->len;
 		bytes += fr->len;
 		pkts[i] = p;
 	}
 	sh_pkt_list_init(&drops);
 	classify_burst(pkts, n, &b->key);
-	for (i = 0; i < n; i++)
-		pkts[i]->len = lens[i];
 	/* The burst entry points, as dir_turn() uses them. */
 	sched_enqueue_burst(b->s, pkts, n, b->now, &drops);
 	b->offered += n;

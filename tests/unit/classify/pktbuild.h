@@ -251,7 +251,7 @@ pb_to_pkt(struct pb *p, struct sh_pkt *pkt)
 {
 	memset(pkt, 0, sizeof(*pkt));
 	pkt->data = p->b;
-	pkt->len = p->len;
+	pkt->len = pkt->hdr_len = p->len;
 	pkt->mem = p->len + 256;
 }
 

@@ -422,7 +422,7 @@ test_broken_ip(void **state)
 	assert_int_equal(p.l3_off, SH_OFF_NONE);
 	assert_int_equal(p.src_hash, 0);
 	b.b[14] = 0x4f; /* IHL 15: 60 bytes, but the frame has 54 */
-	p.len = 14 + 40;
+	p.len = p.hdr_len = 14 + 40;
 	p.data = b.b;
 	classify_pkt(&p, &key);
 	assert_int_equal(p.flags, 0);
@@ -433,7 +433,7 @@ test_broken_ip(void **state)
 	/* IPv4 header complete, TCP cut short: IP facts kept, no TCP */
 	build_v4_tcp(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 1000, 80, PB_ACK, 0xb8);
 	pb_to_pkt(&b, &p);
-	p.len = 14 + 20 + 10;
+	p.len = p.hdr_len = 14 + 20 + 10;
 	classify_pkt(&p, &key);
 	assert_int_equal(p.flags, SH_PKT_IPV4);
 	assert_int_equal(p.l4_off, SH_OFF_NONE);
@@ -694,7 +694,7 @@ test_truncated_every_length(void **state)
 		for (uint32_t len = 0; len <= n; len++) {
 			memset(&p, 0, sizeof(p));
 			p.data = guard_at_end(&g, b.b, len);
-			p.len = len;
+			p.len = p.hdr_len = len;
 			classify_pkt(&p, &key);
 			if (p.l3_off != SH_OFF_NONE)
 				assert_true(p.l3_off < len);
@@ -749,7 +749,7 @@ test_random_garbage(void **state)
 		n = rng() % (n + 1);
 		memset(&p, 0, sizeof(p));
 		p.data = guard_at_end(&g, b.b, n);
-		p.len = n;
+		p.len = p.hdr_len = n;
 		classify_pkt(&p, &key);
 		classify_set_dscp(&p, (uint8_t)(rng() & 63));
 		(void)classify_set_ce(&p);

@@ -88,9 +88,9 @@ mk(int f, uint32_t len, uint8_t ecn)
 	memcpy(P->hdr[i], b.b, b.len);
 	memset(p, 0, sizeof(*p));
 	p->data = P->hdr[i];
-	p->len = b.len;
-	classify_pkt(p, &P->key);
+	p->hdr_len = b.len;
 	p->len = len;
+	classify_pkt(p, &P->key);
 	p->mem = len + 512; /* a buffer footprint larger than the frame */
 	P->flow[i] = f;
 	P->seq[i] = P->next_seq++;
