@@ -68,6 +68,7 @@ enum sched_ack_filter {
 	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter")                 \
 	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator")                   \
 	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
+	X(NO_BUFFER, "no_buffer", "no mbuf to copy a frame from another pool into")                \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {
@@ -270,6 +271,20 @@ void sched_get_stats(const struct sched *s, struct sched_stats *st);
 void sched_reset_stats(struct sched *s);
 
 const struct sched_params *sched_get_params(const struct sched *s);
+
+/*
+ * The most packets a scheduler with params p can hold at once when each
+ * packet pins truesize bytes of buffer (one mbuf): what the mbuf pool must
+ * hold for it. SCHED_UNBOUNDED if nothing limits it (p must be valid).
+ */
+#define SCHED_UNBOUNDED UINT64_MAX
+uint64_t sched_max_packets(const struct sched_params *p, uint32_t truesize);
+
+/* The config keys that bound sched_max_packets for p's discipline, for messages. */
+const char *sched_limit_keys(const struct sched_params *p);
+
+/* A byte limit charges every frame at least this much (a minimum Ethernet frame). */
+#define SCHED_MIN_CHARGE 60u
 
 /*
  * What the worker copies about one queued flow for the control socket's

@@ -834,9 +834,63 @@ shaper_config_default(struct shaper_config *c)
 	snprintf(c->control_socket, sizeof(c->control_socket), "/run/shaper/shaper.sock");
 	c->control_mode = 0660;
 	c->n_workers = 1;
-	c->mbufs = 16383;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		c->mbufs[d] = 0; /* auto: each direction's pool sized to its worst case */
+		c->emulate[d].limit = SHAPER_EMU_LIMIT_DEFAULT;
+	}
 	c->burst = 32;
 	c->idle_sleep_us = 0;
+}
+
+/* One pool size: "auto" (0) or an integer. */
+static int
+parse_pool_size(const json_t *x, const char *path, uint32_t *out, char *err, size_t errlen)
+{
+	long long n;
+
+	if (json_is_string(x) && strcmp(json_string_value(x), "auto") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (!json_is_integer(x)) {
+		errf(err, errlen, path, "expected \"auto\" or an integer 1024..16777216");
+		return -1;
+	}
+	if (get_int(x, path, 1024, 1 << 24, &n, err, errlen) != 0)
+		return -1;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+/* dataplane.mbufs: one size for both directions' pools, or {"upstream": .., "downstream": ..}. */
+static int
+parse_mbufs(const json_t *x, const char *path, uint32_t mbufs[SHAPER_NUM_DIRS], char *err,
+	    size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	char sub[160];
+
+	if (!json_is_object(x)) {
+		if (parse_pool_size(x, path, &mbufs[0], err, errlen) != 0)
+			return -1;
+		mbufs[1] = mbufs[0];
+		return 0;
+	}
+	json_object_foreach ((json_t *)x, key, v) {
+		int d = strcmp(key, "upstream") == 0     ? SHAPER_UP
+			: strcmp(key, "downstream") == 0 ? SHAPER_DOWN
+							 : -1;
+
+		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		if (d < 0) {
+			errf(err, errlen, sub, "unknown key (known: upstream, downstream)");
+			return -1;
+		}
+		if (parse_pool_size(v, sub, &mbufs[d], err, errlen) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int
@@ -984,9 +1038,8 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 	json_object_foreach ((json_t *)v, key, x) {
 		snprintf(sub, sizeof(sub), "dataplane.%s", key);
 		if (strcmp(key, "mbufs") == 0) {
-			if (get_int(x, sub, 1024, 1 << 24, &n, err, errlen) != 0)
+			if (parse_mbufs(x, sub, c->mbufs, err, errlen) != 0)
 				return -1;
-			c->mbufs = (uint32_t)n;
 		} else if (strcmp(key, "burst") == 0) {
 			if (get_int(x, sub, 1, 256, &n, err, errlen) != 0)
 				return -1;

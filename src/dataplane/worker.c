@@ -17,7 +17,6 @@
 
 #include "shaper/dataplane.h"
 
-#define DP_BURST_MAX  256
 #define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
 
 static volatile int stop_flag;
@@ -96,9 +95,27 @@ pkt_from_mbuf(struct rte_mbuf *m, uint32_t truesize)
 	p->mem = truesize * m->nb_segs;
 }
 
+/*
+ * A frame in an mbuf of another pool (a net_ring or memif peer's, say) may
+ * have no private area for its struct sh_pkt, and its pool is not in the
+ * direction's budget: copy it into the direction's pool. NULL if the pool
+ * is empty (counted as no_buffer).
+ */
+static struct rte_mbuf *
+adopt_foreign(struct dp_dir *d, struct rte_mbuf *m)
+{
+	struct rte_mbuf *c = rte_pktmbuf_copy(m, d->pool, 0, UINT32_MAX);
+
+	rte_pktmbuf_free(m);
+	d->stats.rx_foreign++;
+	if (c == NULL)
+		d->stats.dropped[SHAPER_DROP_NO_BUFFER]++;
+	return c;
+}
+
 /* One turn of one direction; returns the number of frames moved. */
-static unsigned int
-dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+unsigned int
+dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 {
 	struct rte_mbuf *rx[DP_BURST_MAX];
 	struct sh_pkt *pkts[DP_BURST_MAX];
@@ -112,23 +129,30 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 	nb_rx = rte_eth_rx_burst(d->rx_port, 0, rx, (uint16_t)burst);
 	if (nb_rx != 0) {
-		uint32_t truesize = dp_mbuf_truesize(rx[0]->pool);
 		uint64_t rx_bytes = 0;
+		uint16_t n = 0;
 
 		/* Stats summed locally: one update of the shared counters per burst. */
 		for (i = 0; i < nb_rx; i++) {
-			rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
-			pkt_from_mbuf(rx[i], truesize);
-			pkts[i] = dp_mbuf_pkt(rx[i]);
-			rx_bytes += rx[i]->pkt_len;
+			struct rte_mbuf *m = rx[i];
+
+			rx_bytes += m->pkt_len;
+			if (unlikely(m->pool != d->pool) && d->pool != NULL) {
+				m = adopt_foreign(d, m);
+				if (m == NULL)
+					continue;
+			}
+			rte_prefetch0(rte_pktmbuf_mtod(m, void *));
+			pkt_from_mbuf(m, d->truesize);
+			pkts[n++] = dp_mbuf_pkt(m);
 		}
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
-		classify_burst(pkts, nb_rx, &d->key);
+		classify_burst(pkts, n, &d->key);
 		if (sched_move_active(&d->move))
-			sched_move_stage(&d->move, pkts, nb_rx, now); /* behind the old backlog */
+			sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
 		else
-			sched_enqueue_burst(d->sched, pkts, nb_rx, now, &drops);
+			sched_enqueue_burst(d->sched, pkts, n, now, &drops);
 	}
 
 	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
@@ -305,7 +329,7 @@ dp_worker_main(void *arg)
 		unsigned int work = 0;
 
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
-			work += dir_turn(w->dirs[i], now, w->burst, &next_due);
+			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
 			control_turn(w->dirs[i], now);
 		}
 		if (work != 0 || w->idle_sleep_us == 0) {

@@ -803,26 +803,38 @@ cake_config_tins(struct cake *c)
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
-static void
-cake_config_limit(struct cake *c)
+static uint64_t
+cake_limit_bytes(const struct sched_params *p)
 {
 	uint64_t limit, cap;
 
-	if (c->p.memlimit != 0)
-		limit = c->p.memlimit;
-	else if (c->p.rate != 0) {
+	if (p->memlimit != 0)
+		limit = p->memlimit;
+	else if (p->rate != 0) {
 		/* 4 x rate x rtt, split so that huge rates cannot overflow. */
-		limit = c->p.rate / 250000 * c->p.rtt_us +
-			c->p.rate % 250000 * c->p.rtt_us / 250000;
+		limit = p->rate / 250000 * p->rtt_us + p->rate % 250000 * p->rtt_us / 250000;
 		if (limit < (4u << 20))
 			limit = 4u << 20;
 	} else {
 		limit = UINT64_MAX;
 	}
-	cap = (uint64_t)CAKE_PKT_LIMIT * c->p.mtu;
-	if (cap < c->p.memlimit)
-		cap = c->p.memlimit;
-	c->buffer_limit = limit < cap ? limit : cap;
+	cap = (uint64_t)CAKE_PKT_LIMIT * p->mtu;
+	if (cap < p->memlimit)
+		cap = p->memlimit;
+	return limit < cap ? limit : cap;
+}
+
+static void
+cake_config_limit(struct cake *c)
+{
+	c->buffer_limit = cake_limit_bytes(&c->p);
+}
+
+/* Enqueue drops until the memory charged (>= truesize a packet) is within the limit. */
+static uint64_t
+cake_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	return cake_limit_bytes(p) / truesize + 1;
 }
 
 static int
@@ -1655,4 +1667,5 @@ const struct sched_ops sched_cake_ops = {
 	.backlog_pkts = cake_backlog_pkts,
 	.flush_some = cake_flush_some,
 	.flow_facts = cake_flow_facts,
+	.max_packets = cake_max_packets,
 };

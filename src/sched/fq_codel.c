@@ -769,6 +769,15 @@ fqc_reset_stats(void *impl)
 	q->avg_delay = q->peak_delay = 0;
 }
 
+/* Drops run once qlen passes limit or memory passes memory_limit: one over at most. */
+static uint64_t
+fqc_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	uint64_t by_mem = p->fqc_memory_limit / truesize + 1;
+
+	return by_mem < (uint64_t)p->fqc_limit + 1 ? by_mem : (uint64_t)p->fqc_limit + 1;
+}
+
 const struct sched_ops sched_fq_codel_ops = {
 	.name = "fq_codel",
 	.create = fqc_create,
@@ -782,5 +791,6 @@ const struct sched_ops sched_fq_codel_ops = {
 	.reset_stats = fqc_reset_stats,
 	.backlog_pkts = fqc_backlog_pkts,
 	.flush_some = fqc_flush_some,
+	.max_packets = fqc_max_packets,
 	.flow_facts = fqc_flow_facts,
 };

@@ -237,7 +237,9 @@ test_defaults(void **state)
 	assert_int_equal(c.n_workers, 1);
 	assert_int_equal(c.worker_lcore[0], 0);
 	assert_int_equal(c.burst, 32);
-	assert_int_equal(c.mbufs, 16383);
+	assert_int_equal(c.mbufs[SHAPER_UP], 0); /* auto */
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 0);
+	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.idle_sleep_us, 0);
 }
 
@@ -680,7 +682,7 @@ test_emulate(void **state)
 		" 'loss': 1.5, 'seed': 42, 'limit': 5000}}, 'upstream': {'emulate': {'loss': 100}}}",
 		&c);
 	assert_int_equal(c.emulate[SHAPER_DOWN].limit, 5000);
-	assert_int_equal(c.emulate[SHAPER_UP].limit, 0);
+	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.emulate[SHAPER_DOWN].delay_ns, 20000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].jitter_ns, 5000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].loss_ppm, 15000);
@@ -723,7 +725,8 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.n_workers, 2);
 	assert_int_equal(c.worker_lcore[0], 1);
 	assert_int_equal(c.worker_lcore[1], 2);
-	assert_int_equal(c.mbufs, 32767);
+	assert_int_equal(c.mbufs[SHAPER_UP], 32767);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 32767);
 	assert_int_equal(c.burst, 64);
 	assert_int_equal(c.idle_sleep_us, 20);
 
@@ -736,9 +739,17 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.control_mode, 0660);
 	assert_int_equal(c.n_workers, 1);
 	assert_int_equal(c.worker_lcore[0], 1);
-	assert_int_equal(c.mbufs, 1024);
+	assert_int_equal(c.mbufs[SHAPER_UP], 1024);
 	assert_int_equal(c.burst, 1);
 	assert_int_equal(c.idle_sleep_us, 10000);
+
+	/* a pool size per direction, "auto" for one */
+	load_ok("{" PORTS ", 'dataplane': {'mbufs': {'upstream': 200000, 'downstream': 'auto'}}}",
+		&c);
+	assert_int_equal(c.mbufs[SHAPER_UP], 200000);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 0);
+	load_ok("{" PORTS ", 'dataplane': {'mbufs': 'auto'}}", &c);
+	assert_int_equal(c.mbufs[SHAPER_UP], 0);
 
 	load_ok("{" PORTS
 		", 'control': {'mode': '0', 'group': ''}, 'lcores': {'workers': [1023, 0]},"
@@ -749,7 +760,7 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.n_workers, 2);
 	assert_int_equal(c.worker_lcore[0], 1023);
 	assert_int_equal(c.worker_lcore[1], 0);
-	assert_int_equal(c.mbufs, 16777216);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 16777216);
 	assert_int_equal(c.burst, 256);
 	assert_int_equal(c.idle_sleep_us, 0);
 
@@ -1081,6 +1092,12 @@ static const struct err_case err_cases[] = {
 	{ TOP("'dataplane': 1"), "dataplane: expected an object, got an integer" },
 	{ TOP("'dataplane': {'mbufs': 1023}"),
 	  "dataplane.mbufs: 1023 is out of range 1024..16777216" },
+	{ TOP("'dataplane': {'mbufs': 'lots'}"),
+	  "dataplane.mbufs: expected \"auto\" or an integer 1024..16777216" },
+	{ TOP("'dataplane': {'mbufs': {'up': 4096}}"),
+	  "dataplane.mbufs.up: unknown key (known: upstream, downstream)" },
+	{ TOP("'dataplane': {'mbufs': {'downstream': 12}}"),
+	  "dataplane.mbufs.downstream: 12 is out of range 1024..16777216" },
 	{ TOP("'dataplane': {'burst': 0}"), "dataplane.burst: 0 is out of range 1..256" },
 	{ TOP("'dataplane': {'burst': 257}"), "dataplane.burst: 257 is out of range 1..256" },
 	{ TOP("'dataplane': {'burst': 32.0}"),

@@ -63,6 +63,8 @@ static const struct metric metrics[] = {
 	  "Bytes handed to the direction's output port" },
 	{ "shaper_direction_transmit_retries_total", "counter", S_DIR, "tx_retries", V_INT,
 	  "Transmit bursts the output port did not take in full at once" },
+	{ "shaper_direction_receive_foreign_total", "counter", S_DIR, "rx_foreign", V_INT,
+	  "Frames received in another pool's mbufs and copied into the direction's pool" },
 	/* directions: the scheduler, named like node_exporter's qdisc collector */
 	{ "shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
 	  "Packets dequeued by the scheduler" },
