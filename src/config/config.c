@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "shaper/config.h"
+#include "shaper/limits.h"
 #include "shaper/units.h"
 
 const char *const shaper_dir_name[SHAPER_NUM_DIRS] = { "upstream", "downstream" };
@@ -600,7 +601,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 				     &n.rate, err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "mtu") == 0) {
-			if (get_int(v, sub, 68, 65535, &x, err, errlen) != 0)
+			if (get_int(v, sub, SHAPER_MTU_MIN, SHAPER_MTU_MAX, &x, err, errlen) != 0)
 				return -1;
 			n.mtu = (uint32_t)x;
 		} else if (strcmp(key, "overhead") == 0) {
@@ -831,7 +832,7 @@ shaper_config_default(struct shaper_config *c)
 		c->port[i].tx_desc = 1024;
 	}
 	c->control_enabled = true;
-	snprintf(c->control_socket, sizeof(c->control_socket), "/run/shaper/shaper.sock");
+	snprintf(c->control_socket, sizeof(c->control_socket), "%s", SHAPER_DEFAULT_SOCKET);
 	c->control_mode = 0660;
 	c->n_workers = 1;
 	c->mbufs = 16383;
@@ -988,7 +989,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 				return -1;
 			c->mbufs = (uint32_t)n;
 		} else if (strcmp(key, "burst") == 0) {
-			if (get_int(x, sub, 1, 256, &n, err, errlen) != 0)
+			if (get_int(x, sub, 1, SHAPER_BURST_MAX, &n, err, errlen) != 0)
 				return -1;
 			c->burst = (uint32_t)n;
 		} else if (strcmp(key, "idle_sleep") == 0) {
