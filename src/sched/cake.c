@@ -38,6 +38,7 @@
 #endif
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "sched/ack_filter.h"
 #include "sched/cobalt.h"
 #include "sched/rate.h"
@@ -186,34 +187,19 @@ struct cake {
 
 /* ---------------------------------------------------------------- random */
 
-static inline uint64_t
-cake_rand64(struct cake *c)
-{
-	/* xorshift64*: tiny, fast, good enough for dither and BLUE draws. */
-	uint64_t x = c->rng;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	c->rng = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
-
+/* For cobalt's BLUE draws (a callback, so it takes a context). */
 static uint32_t
 cake_rand32(void *ctx)
 {
-	return (uint32_t)(cake_rand64(ctx) >> 32);
+	return sh_rand32(&((struct cake *)ctx)->rng);
 }
 
 static void
 cake_seed(struct cake *c, uint64_t seed)
 {
 	/* splitmix64 so that small or similar seeds still diverge. */
-	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+	uint64_t z = sh_splitmix64(&seed);
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
 	c->rng = z != 0 ? z : 0x853c49e6748fea9bULL;
 }
 
@@ -313,7 +299,7 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
 	return (int32_t)(((uint64_t)b->flow_quantum * c->quantum_div[load] +
-			  (cake_rand64(c) >> 48)) >>
+			  (sh_rand64(&c->rng) >> 48)) >>
 			 16);
 }
 
