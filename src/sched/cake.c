@@ -71,12 +71,10 @@ enum cake_set {
 #define CAKE_FLOW_REHOST 1u /* host slots stale after an isolation change */
 
 struct cake_flow {
-	struct sh_pkt *head;
-	struct sh_pkt *tail;
+	struct sh_pkt_list pkts; /* the queued packets; pkts.count is the packet count */
 	struct cobalt_vars cvars;
 	int32_t deficit;
 	uint32_t backlog; /* bytes (L2 length) */
-	uint32_t packets; /* queued: counted, so nothing walks the list to count */
 	uint32_t dropped;
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
@@ -878,11 +876,10 @@ cake_tin_reset(struct cake_tin *b)
 	for (i = 0; i < CAKE_QUEUES; i++) {
 		struct cake_flow *f = &b->flows[i];
 
-		f->head = f->tail = NULL;
+		sh_pkt_list_init(&f->pkts);
 		memset(&f->cvars, 0, sizeof(f->cvars));
 		f->deficit = 0;
 		f->backlog = 0;
-		f->packets = 0;
 		f->next = f->prev = CAKE_NIL;
 		f->set = CAKE_SET_NONE;
 		f->list = CAKE_LIST_NONE;
@@ -1014,16 +1011,11 @@ cake_write_off_lag(struct cake *c, uint64_t now)
 static inline struct sh_pkt *
 cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 {
-	struct sh_pkt *pkt = f->head;
+	struct sh_pkt *pkt = sh_pkt_list_pop(&f->pkts);
 
 	if (pkt == NULL)
 		return NULL;
-	f->head = pkt->next;
-	if (f->head == NULL)
-		f->tail = NULL;
-	pkt->next = NULL;
 	f->backlog -= pkt->len;
-	f->packets--;
 	b->backlog -= pkt->len;
 	b->qlen--;
 	c->backlog -= pkt->len;
@@ -1076,19 +1068,12 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 		uint64_t now, struct sh_pkt_list *dropped)
 {
 	struct sh_pkt *prev = NULL;
-	struct sh_pkt *ack = ack_filter_find(f->head, pkt, c->p.ack_filter, &prev);
+	struct sh_pkt *ack = ack_filter_find(f->pkts.head, pkt, c->p.ack_filter, &prev);
 
 	if (ack == NULL || ack == pkt)
 		return;
-	if (prev == NULL)
-		f->head = ack->next;
-	else
-		prev->next = ack->next;
-	if (f->tail == ack)
-		f->tail = prev;
-	ack->next = NULL;
+	sh_pkt_list_unlink(&f->pkts, prev, ack);
 	f->backlog -= ack->len;
-	f->packets--;
 	b->backlog -= ack->len;
 	b->qlen--;
 	c->backlog -= ack->len;
@@ -1142,15 +1127,8 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->tin = (uint8_t)tin;
 	pkt->queue = idx;
 	pkt->adj_len = cake_overhead(c, pkt);
-	pkt->next = NULL;
-	if (f->tail != NULL)
-		f->tail->next = pkt;
-	else
-		f->head = pkt;
-	f->tail = pkt;
-
+	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
-	f->packets++;
 	b->backlog += pkt->len;
 	b->qlen++;
 	c->backlog += pkt->len;
@@ -1161,7 +1139,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	if (pkt->len > b->max_len)
 		b->max_len = pkt->len;
 
-	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->head != pkt)
+	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->pkts.head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
 	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
@@ -1330,7 +1308,7 @@ retry:
 	if (f->deficit <= 0) {
 		/* Spent its credit: join (or stay in) the bulk rotation. */
 		if (f->set == CAKE_SET_SPARSE) {
-			if (f->head != NULL) {
+			if (f->pkts.head != NULL) {
 				b->sparse_flow_count--;
 				b->bulk_flow_count++;
 				cake_host_bulk_inc(c, b, f);
@@ -1362,7 +1340,7 @@ retry:
 		if (!cobalt_should_drop(&f->cvars, &b->cparams, now, pkt->enq_ns,
 					c->p.ingress ? b->bulk_flow_count : 0,
 					c->p.ecn ? cake_mark : NULL, pkt, cake_rand32, c) ||
-		    f->head == NULL)
+		    f->pkts.head == NULL)
 			break; /* the last packet of a flow is never dropped */
 		f->dropped++;
 		b->drops++;
@@ -1576,7 +1554,7 @@ cake_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 			pos = (((pos >> 10) + 1) << 10) & (CAKE_HEAP_LEN - 1);
 			continue;
 		}
-		if (f->head == NULL) {
+		if (f->pkts.head == NULL) {
 			pos = (pos + 1) & (CAKE_HEAP_LEN - 1);
 			continue;
 		}
@@ -1614,13 +1592,13 @@ cake_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint
 			pos = ((pos >> 10) + 1) << 10;
 			continue;
 		}
-		if (f->head != NULL) {
+		if (f->pkts.head != NULL) {
 			fi = &out[n++];
 			fi->backlog_bytes = f->backlog;
-			fi->packets = f->packets;
+			fi->packets = f->pkts.count;
 			fi->queue = (uint16_t)(pos & CAKE_QUEUE_MASK);
 			fi->tin = display[pos >> 10];
-			sched_fact_from_head(fi, f->head, now);
+			sched_fact_from_head(fi, f->pkts.head, now);
 		}
 		pos++;
 	}
