@@ -107,9 +107,7 @@ fifo_next_time(const void *impl, uint64_t now)
 {
 	const struct fifo *f = impl;
 
-	if (f->q.count == 0)
-		return UINT64_MAX;
-	return sched_pacer_next(&f->pacer, now);
+	return sched_pacer_next_time(&f->pacer, f->q.count, now);
 }
 
 static int

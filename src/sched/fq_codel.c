@@ -578,9 +578,7 @@ fqc_next_time(const void *impl, uint64_t now)
 {
 	const struct fq_codel *q = impl;
 
-	if (q->qlen == 0)
-		return UINT64_MAX;
-	return sched_pacer_next(&q->pacer, now);
+	return sched_pacer_next_time(&q->pacer, q->qlen, now);
 }
 
 static int
