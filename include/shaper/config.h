@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shaper/limits.h"
 #include "shaper/sched.h"
 
 #define SHAPER_DEV_LEN     256
@@ -60,7 +61,7 @@ struct shaper_config {
 	unsigned int worker_lcore[SHAPER_MAX_WORKERS]; /* 0 = pick automatically */
 	/* data plane */
 	uint32_t mbufs[SHAPER_NUM_DIRS]; /* each direction's pool; 0 = auto (its worst case) */
-	uint32_t burst;                  /* rx/tx burst, 1..256 */
+	uint32_t burst;                  /* rx/tx burst, 1..SHAPER_BURST_MAX */
 	uint32_t idle_sleep_us;          /* back-off after idle polls; 0 = busy-poll */
 	uint32_t rt_priority;            /* workers under SCHED_FIFO at this priority; 0 = off */
 };

@@ -21,7 +21,6 @@
 #include "shaper/sched.h"
 
 #define DP_TX_PENDING_MAX 512
-#define DP_BURST_MAX      256 /* rx/tx burst at most (dataplane.burst) */
 #define DP_POOL_CACHE     256 /* per-lcore mempool cache */
 #define DP_POOL_MIN       2047u
 #define DP_POOL_MAX       (1u << 24)

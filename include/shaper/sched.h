@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shaper/limits.h"
 #include "shaper/pkt.h"
 
 #define SCHED_MAX_TINS 8
@@ -362,6 +363,8 @@ unsigned int sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned
  * limits apply to each packet as it moves (its drops are named, as usual).
  */
 #define SCHED_MOVE_SLICE 512u /* packets moved per turn: twice the largest rx burst */
+_Static_assert(SCHED_MOVE_SLICE >= 2 * SHAPER_BURST_MAX,
+	       "a swap must move more per turn than a turn can receive, or it never ends");
 
 struct sched_move {
 	struct sched *from;        /* the old scheduler, NULL when no move runs */

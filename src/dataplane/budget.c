@@ -44,7 +44,7 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 	b->rx_ring = c->port[in_port[d]].rx_desc;
 	b->tx_ring = c->port[1 - in_port[d]].tx_desc;
 	b->pending = DP_TX_PENDING_MAX;
-	b->burst = DP_BURST_MAX;
+	b->burst = SHAPER_BURST_MAX;
 	b->cache = POOL_CACHE_HELD; /* only the direction's worker allocates and frees */
 	b->fixed = (uint64_t)b->emulator + b->rx_ring + b->tx_ring + b->pending + b->burst +
 		   b->cache;
@@ -84,7 +84,7 @@ budget_text(const struct shaper_config *c, enum shaper_dir d, const struct sched
 
 int
 dp_pool_size(const struct shaper_config *c, enum shaper_dir d, uint32_t truesize, uint32_t *n,
-	      char *err, size_t errlen)
+	     char *err, size_t errlen)
 {
 	struct dp_mbuf_budget b;
 	char parts[400];
@@ -118,7 +118,8 @@ dp_pool_size(const struct shaper_config *c, enum shaper_dir d, uint32_t truesize
 		snprintf(err, errlen,
 			 "%s: nothing bounds the packets held (%s): set %s.%s, or size the pool "
 			 "that will bound it with dataplane.mbufs",
-			 shaper_dir_name[d], parts, shaper_dir_name[d], sched_limit_keys(&c->dir[d]));
+			 shaper_dir_name[d], parts, shaper_dir_name[d],
+			 sched_limit_keys(&c->dir[d]));
 	return -1;
 }
 

@@ -19,6 +19,9 @@
 
 #define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
 
+/* rx_burst takes a uint16_t count. */
+_Static_assert(SHAPER_BURST_MAX <= UINT16_MAX, "a burst must fit rte_eth_rx_burst's count");
+
 static volatile int stop_flag;
 
 void
@@ -117,8 +120,8 @@ adopt_foreign(struct dp_dir *d, struct rte_mbuf *m)
 unsigned int
 dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 {
-	struct rte_mbuf *rx[DP_BURST_MAX];
-	struct sh_pkt *pkts[DP_BURST_MAX];
+	struct rte_mbuf *rx[SHAPER_BURST_MAX];
+	struct sh_pkt *pkts[SHAPER_BURST_MAX];
 	struct sh_pkt_list drops;
 	uint16_t nb_rx, i, n_out = 0, room;
 	uint64_t t;
@@ -217,9 +220,6 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 	d->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
-
-_Static_assert(SCHED_MOVE_SLICE >= 2 * DP_BURST_MAX,
-	       "a swap must move more per turn than a turn can receive, or it never ends");
 
 /* Handle one control request, or its next slice, between bursts; true when complete. */
 bool

@@ -25,8 +25,9 @@ struct fifo {
 static int
 fifo_check(const struct sched_params *p, char *err, size_t errlen)
 {
-	if (p->mtu < 64 || p->mtu > 65535) {
-		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+	if (p->mtu < SHAPER_MTU_MIN || p->mtu > SHAPER_MTU_MAX) {
+		SCHED_ERR(err, errlen, "mtu %u out of range %u..%u", p->mtu, SHAPER_MTU_MIN,
+			  SHAPER_MTU_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -118,9 +119,7 @@ fifo_next_time(const void *impl, uint64_t now)
 {
 	const struct fifo *f = impl;
 
-	if (f->q.count == 0)
-		return UINT64_MAX;
-	return sched_pacer_next(&f->pacer, now);
+	return sched_pacer_next_time(&f->pacer, f->q.count, now);
 }
 
 static int

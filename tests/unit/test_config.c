@@ -23,6 +23,7 @@
 
 #include "sched/rate.h"
 #include "shaper/config.h"
+#include "shaper/limits.h"
 #include "shaper/sched.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -1139,6 +1140,56 @@ test_errors(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/*
+ * The limits in shaper/limits.h are the ones every consumer checks (issue 10
+ * item 8). Fails before: the schedulers took an mtu of 64..67 that the config
+ * refused, and the config's burst bound was a copy of the worker's array size.
+ */
+static void
+test_shared_limits(void **state)
+{
+	static const enum sched_discipline discs[] = { SCHED_DISC_FIFO, SCHED_DISC_FQ_CODEL,
+						       SCHED_DISC_CAKE };
+	const long long mtus[] = { SHAPER_MTU_MIN - 1, SHAPER_MTU_MIN, SHAPER_MTU_MAX,
+				   SHAPER_MTU_MAX + 1 };
+	char json[256], err[SHAPER_ERR_LEN], want[SHAPER_ERR_LEN];
+	struct shaper_config c;
+
+	(void)state;
+	snprintf(json, sizeof(json), TOP("'dataplane': {'burst': %d}"), SHAPER_BURST_MAX);
+	load_ok(json, &c);
+	assert_int_equal(c.burst, SHAPER_BURST_MAX);
+	snprintf(json, sizeof(json), TOP("'dataplane': {'burst': %d}"), SHAPER_BURST_MAX + 1);
+	assert_int_equal(load(json, &c, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "dataplane.burst: %d is out of range 1..%d",
+		 SHAPER_BURST_MAX + 1, SHAPER_BURST_MAX);
+	assert_string_equal(err, want);
+
+	/* The config and each discipline's own validation agree on the mtu. */
+	for (size_t d = 0; d < NELEM(discs); d++) {
+		for (size_t i = 0; i < NELEM(mtus); i++) {
+			bool in_range = mtus[i] >= SHAPER_MTU_MIN && mtus[i] <= SHAPER_MTU_MAX;
+			struct sched_params p;
+			struct sched *s;
+
+			snprintf(json, sizeof(json), DOWN("{'discipline': '%s', 'mtu': %lld}"),
+				 shaper_discipline_name(discs[d]), mtus[i]);
+			assert_int_equal(load(json, &c, err, sizeof(err)), in_range ? 0 : -1);
+			sched_params_default(&p, discs[d]);
+			p.mtu = (uint32_t)mtus[i];
+			s = sched_create(&p, err, sizeof(err));
+			if (in_range)
+				assert_non_null(s);
+			else
+				assert_null(s);
+			sched_free(s);
+		}
+	}
+
+	load_ok("{" PORTS "}", &c);
+	assert_string_equal(c.control_socket, SHAPER_DEFAULT_SOCKET);
+}
+
 /* JSON syntax errors: "(string):line:col: jansson's text". Not single-quoted. */
 static const struct err_case syntax_cases[] = {
 	{ "{", "(string):1:1: string or '}' expected near end of file" },
@@ -1671,6 +1722,7 @@ main(void)
 		cmocka_unit_test(test_emulate),
 		cmocka_unit_test(test_control_lcores_dataplane),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_shared_limits),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_lengths),
 		cmocka_unit_test(test_direction_round_trip),

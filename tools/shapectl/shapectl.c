@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #include "shaper/control.h"
+#include "shaper/limits.h"
 #include "shapectl.h"
+
+_Static_assert(SC_MAX_REPLY > CTL_MAX_OUTQ,
+	       "a reply the daemon queues must fit the client's buffer");
 
 #ifndef SHAPER_VERSION
 #define SHAPER_VERSION "unknown"
@@ -62,7 +66,7 @@ usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
-		"                          " SC_DEFAULT_SOCKET ")\n"
+		"                          " SHAPER_DEFAULT_SOCKET ")\n"
 		"  -j, --json              print the daemon's JSON result, one line per reply\n"
 		"  -t, --timeout SECONDS   give up connecting or waiting for a reply after\n"
 		"                          SECONDS (default 5)\n"
@@ -845,7 +849,7 @@ main(int argc, char **argv)
 	size_t i;
 	int c, rc;
 
-	o.socket = env != NULL && env[0] != '\0' ? env : SC_DEFAULT_SOCKET;
+	o.socket = env != NULL && env[0] != '\0' ? env : SHAPER_DEFAULT_SOCKET;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:s:jt:hV", lopts, NULL)) != -1) {
 		switch (c) {

@@ -74,9 +74,10 @@ test_budget_parts(void **state)
 	assert_int_equal(b.rx_ring, 2048); /* upstream receives on the LAN port */
 	assert_int_equal(b.tx_ring, 512);  /* and sends on the WAN port */
 	assert_int_equal(b.pending, DP_TX_PENDING_MAX);
-	assert_int_equal(b.burst, DP_BURST_MAX);
+	assert_int_equal(b.burst, SHAPER_BURST_MAX);
 	assert_true(b.cache >= DP_POOL_CACHE);
-	assert_int_equal(b.fixed, 3000 + 2048 + 512 + DP_TX_PENDING_MAX + DP_BURST_MAX + b.cache);
+	assert_int_equal(b.fixed,
+			 3000 + 2048 + 512 + DP_TX_PENDING_MAX + SHAPER_BURST_MAX + b.cache);
 	assert_int_equal(b.total, b.fixed + 5001);
 	/* The emulator counts only when it is on. */
 	dp_mbuf_budget_dir(&c, SHAPER_DOWN, &c.dir[SHAPER_DOWN], 2496, &b);
