@@ -1648,6 +1648,140 @@ test_example_fq_codel(void **state)
 	}
 }
 
+/*
+ * The presets: each direction is the discipline's defaults plus exactly the
+ * line facts its comment promises (rate, overhead words, isolation, ...). A
+ * key slipped into a preset, or a rate written in the wrong unit, shows up
+ * as a field that differs from what the line needs.
+ */
+struct preset_dir_want {
+	enum sched_discipline disc;
+	uint64_t rate; /* bytes/s */
+	int32_t overhead;
+	uint32_t mpu;
+	enum sched_framing framing;
+	enum sched_isolation isolation;
+	enum sched_diffserv diffserv;
+	bool ingress, wash, ack_filter;
+	uint32_t rtt_us;    /* cake: 0 = the default */
+	uint32_t fqc_flows; /* fq_codel: 0 = the default */
+	uint32_t fqc_limit;
+	uint64_t delay_ns; /* emulate.delay */
+};
+
+struct preset_want {
+	const char *file;
+	struct preset_dir_want dir[SHAPER_NUM_DIRS]; /* [SHAPER_UP], [SHAPER_DOWN] */
+	unsigned int n_workers;
+};
+
+static const struct preset_want presets[] = {
+	/* 280/45 Mbit/s VDSL2 with PPPoE: pppoe-ptm ether-vlan = 30 + 4, PTM; rtt 30 ms */
+	{ "home-pppoe-vdsl.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 45000000 / 8, 34, 0, SCHED_FRAMING_PTM,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true, 30000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 280000000 / 8, 34, 0, SCHED_FRAMING_PTM,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false, 30000 } },
+	  1 },
+	/* 110/11 Mbit/s cable: docsis = 18 bytes, mpu 64 */
+	{ "cable-docsis.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 11000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 110000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false } },
+	  1 },
+	/* the same line under fq_codel as pf sets it: flows 1024, qlimit 1024 */
+	{ "cable-docsis-fq_codel.json",
+	  { [SHAPER_UP] = { SCHED_DISC_FQ_CODEL, 11000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			    .fqc_flows = 1024, .fqc_limit = 1024 },
+	    [SHAPER_DOWN] = { SCHED_DISC_FQ_CODEL, 110000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			      .fqc_flows = 1024, .fqc_limit = 1024 } },
+	  1 },
+	/* 950/950 Mbit/s fibre on a gigabit handoff: ethernet = 38 bytes, mpu 84 */
+	{ "fiber-gbit.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 950000000 / 8, 38, 84, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, false },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 950000000 / 8, 38, 84, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false } },
+	  2 },
+	/* the BBR bed: 80 Mbit/s, raw L2 frames, 10 ms each way */
+	{ "testbed-bbr.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 80000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, false,
+			    .delay_ns = 10000000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 80000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false,
+			      .delay_ns = 10000000 } },
+	  1 },
+	/* the flent bed: 20 Mbit/s, 48 ms RTT = 24 ms each way */
+	{ "testbed-flent.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 20000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true,
+			    .delay_ns = 24000000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 20000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false,
+			      .delay_ns = 24000000 } },
+	  1 },
+	/* an ISP's shared 600 Mbit/s backhaul: ethernet ether-vlan = 42, one tin, washed */
+	{ "isp-edge.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 600000000 / 8, 42, 84, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_BESTEFFORT, false, true, false },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 600000000 / 8, 42, 84, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_BESTEFFORT, true, true, false } },
+	  2 },
+};
+
+static void
+test_presets(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		const struct preset_want *pw = &presets[i];
+		struct shaper_config c;
+
+		load_example(pw->file, &c);
+		assert_int_equal(c.n_workers, pw->n_workers);
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+			const struct preset_dir_want *w = &pw->dir[d];
+			struct sched_params want;
+			char what[96];
+
+			sched_params_default(&want, w->disc);
+			want.upstream = c.dir[d].upstream;
+			want.seed = c.dir[d].seed;
+			want.rate = w->rate;
+			want.overhead_mode = w->overhead != 0 || w->mpu != 0;
+			want.overhead = w->overhead;
+			want.mpu = w->mpu;
+			want.framing = w->framing;
+			if (w->disc == SCHED_DISC_CAKE) {
+				want.isolation = w->isolation;
+				want.diffserv = w->diffserv;
+				want.ingress = w->ingress;
+				want.wash = w->wash;
+				want.ack_filter = w->ack_filter ? SCHED_ACK_FILTER_ON
+								: SCHED_ACK_FILTER_OFF;
+				if (w->rtt_us != 0) {
+					want.rtt_us = w->rtt_us;
+					want.target_us = w->rtt_us / 20;
+				}
+			} else {
+				want.fqc_flows = w->fqc_flows;
+				want.fqc_limit = w->fqc_limit;
+			}
+			snprintf(what, sizeof(what), "%s %s", pw->file, shaper_dir_name[d]);
+			assert_int_equal(params_diff(what, &c.dir[d], &want), 0);
+			if (c.emulate[d].delay_ns != w->delay_ns)
+				print_error("%s: emulate.delay %llu ns, want %llu\n", what,
+					    (unsigned long long)c.emulate[d].delay_ns,
+					    (unsigned long long)w->delay_ns);
+			assert_int_equal(c.emulate[d].delay_ns, w->delay_ns);
+			assert_int_equal(c.emulate[d].jitter_ns, 0);
+			assert_int_equal(c.emulate[d].loss_ppm, 0);
+		}
+	}
+}
+
 /* ---- regressions of fixed bugs ---- */
 
 /* Fixed bug: "target" written before "rtt" is overwritten with rtt / 20. */
@@ -1733,6 +1867,7 @@ main(void)
 		cmocka_unit_test(test_example_pcap_bridge),
 		cmocka_unit_test(test_example_af_packet_bed),
 		cmocka_unit_test(test_example_fq_codel),
+		cmocka_unit_test(test_presets),
 		cmocka_unit_test(test_bug_target_before_rtt),
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),
