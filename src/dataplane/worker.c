@@ -328,10 +328,17 @@ dp_worker_main(void *arg)
 		uint64_t next_due = UINT64_MAX;
 		unsigned int work = 0;
 
+		uint64_t took;
+
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
 			control_turn(w->dirs[i], now);
 		}
+		/* The longest turn: how long rx may wait at worst (control work included). */
+		took = dp_now_ns() - now;
+		for (unsigned int i = 0; i < w->n_dirs; i++)
+			if (took > w->dirs[i]->stats.turn_max_ns)
+				w->dirs[i]->stats.turn_max_ns = took;
 		if (work != 0 || w->idle_sleep_us == 0) {
 			idle = 0;
 			continue;
