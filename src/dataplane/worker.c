@@ -276,11 +276,17 @@ dp_control_turn(struct dp_dir *d, uint64_t now)
 	if (m == NULL)
 		m = dp_mailbox_take(d);
 	if (m != NULL) {
+		uint64_t t0 = dp_now_ns(), took;
+
 		d->busy = m; /* ours until answered, whatever the caller does meanwhile */
 		if (dp_dir_handle_msg(d, m, now)) {
 			d->busy = NULL;
 			dp_mailbox_answer(d, m);
 		}
+		/* What one slice of a request costs the worker (stats shows the longest). */
+		took = dp_now_ns() - t0;
+		if (took > d->stats.control_max_ns)
+			d->stats.control_max_ns = took;
 	}
 	if (now >= d->next_snap_ns)
 		publish_snapshot(d, now);
