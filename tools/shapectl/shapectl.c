@@ -305,6 +305,8 @@ print_direction(const char *name, const json_t *d)
 	printf(" rx %lld pkt %lld bytes, tx %lld pkt %lld bytes, tx retries %lld\n",
 	       sc_int(d, "rx_packets"), sc_int(d, "rx_bytes"), sc_int(d, "tx_packets"),
 	       sc_int(d, "tx_bytes"), sc_int(d, "tx_retries"));
+	printf(" longest worker turn %.1f us, longest control slice %.1f us\n",
+	       sc_int(d, "turn_max_ns") / 1e3, sc_int(d, "control_max_ns") / 1e3);
 	printf(" dropped:");
 	json_object_foreach (json_object_get(d, "drop_reasons"), k, v)
 		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
