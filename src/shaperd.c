@@ -26,7 +26,8 @@
 #include "shaper/dataplane.h"
 #include "shaper/sched.h"
 
-#define LINK_WAIT_MS 3000 /* how long start-up waits for the links */
+#define LINK_WATCH_MS 500u
+#define LINK_WAIT_MS  3000 /* how long start-up waits for the links */
 
 struct app {
 	struct shaper_config cfg;
@@ -320,10 +321,27 @@ teardown(struct app *a)
 			dp_dir_drain(&a->dir[d]);
 }
 
+/* Links are looked at twice a second: a flap is logged and counted. */
+static void
+watch_links(struct app *a, uint64_t *next_ms)
+{
+	struct timespec ts;
+	uint64_t now_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	if (now_ms < *next_ms)
+		return;
+	*next_ms = now_ms + LINK_WATCH_MS;
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		dp_port_watch_link(&a->port[r], shaper_port_name[r]);
+}
+
 /* The main lcore serves the control socket until a signal stops us. */
 static void
 run_control(struct app *a)
 {
+	uint64_t next_link_check = 0;
 	struct ctl_server_params sp;
 	struct ctl_server *srv = NULL;
 	char err[SHAPER_ERR_LEN] = "";
@@ -347,6 +365,7 @@ run_control(struct app *a)
 		fflush(stdout);
 	}
 	while (!dp_stop_requested()) {
+		watch_links(a, &next_link_check);
 		if (srv == NULL) {
 			usleep(100000);
 			continue;

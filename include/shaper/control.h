@@ -58,6 +58,9 @@ struct ctl_port_counters {
 	char name[64];
 	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes;
 	uint64_t rx_missed, rx_errors, tx_errors, rx_nombuf;
+	bool link_up;
+	uint32_t link_speed;   /* Mbit/s, 0 while down */
+	uint64_t link_changes; /* up/down transitions since start */
 };
 
 /* One queued flow, as shown by the "flows" command. */

@@ -135,9 +135,10 @@ struct dp_port {
 	uint16_t port_id;
 	char name[RTE_ETH_NAME_MAX_LEN];
 	bool started;
-	uint64_t offloads; /* rx and tx offloads asked of the device */
-	bool link_up;      /* at the last dp_ports_wait_link */
-	uint32_t link_speed;
+	uint64_t offloads;     /* rx and tx offloads asked of the device */
+	bool link_up;          /* as last seen by dp_ports_wait_link or dp_port_watch_link */
+	uint32_t link_speed;   /* Mbit/s */
+	uint64_t link_changes; /* up/down transitions seen since start */
 };
 
 struct dp_worker {
@@ -200,6 +201,13 @@ int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, stru
  * come later).
  */
 int dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_ms);
+
+/*
+ * Read the port's link state (control thread, a few times a second) and,
+ * when it went down or up since the last look, count it and log it naming
+ * the port's role. Returns true on a change.
+ */
+bool dp_port_watch_link(struct dp_port *port, const char *role);
 void dp_port_close(struct dp_port *port);
 
 /* The port's ethdev counters; 0 or -errno. */

@@ -83,6 +83,9 @@ ctl_port_stats_json(const struct ctl_port_counters *pc)
 	json_object_set_new(o, "rx_errors", J_U64(pc->rx_errors));
 	json_object_set_new(o, "tx_errors", J_U64(pc->tx_errors));
 	json_object_set_new(o, "rx_nombuf", J_U64(pc->rx_nombuf));
+	json_object_set_new(o, "link_up", json_boolean(pc->link_up));
+	json_object_set_new(o, "link_speed", J_U64(pc->link_speed));
+	json_object_set_new(o, "link_changes", J_U64(pc->link_changes));
 	return o;
 }
 

@@ -238,6 +238,9 @@ dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc)
 	pc->rx_errors = es.ierrors;
 	pc->tx_errors = es.oerrors;
 	pc->rx_nombuf = es.rx_nombuf;
+	pc->link_up = port->link_up;
+	pc->link_speed = port->link_speed;
+	pc->link_changes = port->link_changes;
 	return 0;
 }
 

@@ -4,6 +4,10 @@
  * config can say "net_af_packet0,iface=lan0" without EAL --vdev flags.
  */
 #include <errno.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -193,6 +197,57 @@ dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_m
 		waited += 10;
 	}
 	return (int)(n - up);
+}
+
+/*
+ * Whether the kernel interface a port is bound to (af_packet, af_xdp) has
+ * carrier: those PMDs report their link up from start to stop whatever the
+ * interface does. 1 running, 0 not, -1 no such interface or no answer.
+ */
+static int
+kernel_if_running(uint16_t port_id)
+{
+	struct rte_eth_dev_info info;
+	struct ifreq ifr;
+	int fd, rc = -1;
+
+	if (rte_eth_dev_info_get(port_id, &info) != 0 || info.if_index == 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	if (if_indextoname(info.if_index, ifr.ifr_name) == NULL)
+		return -1;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0)
+		rc = (ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING);
+	close(fd);
+	return rc;
+}
+
+bool
+dp_port_watch_link(struct dp_port *port, const char *role)
+{
+	struct rte_eth_link link;
+	bool up;
+
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(port->port_id, &link) != 0)
+		return false; /* no link state: nothing to watch */
+	up = link.link_status == RTE_ETH_LINK_UP && kernel_if_running(port->port_id) != 0;
+	port->link_speed = up ? link.link_speed : 0;
+	if (up == port->link_up)
+		return false;
+	port->link_up = up;
+	port->link_changes++;
+	if (up)
+		printf("shaperd: %s port %s: link up, %u Mbit/s %s-duplex\n", role, port->name,
+		       link.link_speed,
+		       link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half");
+	else
+		printf("shaperd: %s port %s: link down\n", role, port->name);
+	fflush(stdout);
+	return true;
 }
 
 void

@@ -118,5 +118,26 @@ for v in "upstream $up" "downstream $down"; do
 done
 stop_daemon shaped
 
+# 3. A link that goes down and comes back: logged, counted, forwarding resumes.
+start_daemon flap '{"discipline": "fifo"}' || {
+	fail "flap: shaperd did not start"
+	exit 1
+}
+ip link set dev "${pfx}wan0" down
+sleep 1.5 # the control thread looks at the links twice a second
+ip link set dev "${pfx}wan0" up
+sleep 1.5
+grep -q "wan port net_af_packet1: link down" "$tmp/flap.log" && ok "flap: link down logged" ||
+	fail "flap: no 'link down' line in the log"
+grep -q "wan port net_af_packet1: link up" "$tmp/flap.log" && ok "flap: link up logged" ||
+	fail "flap: no 'link up' line in the log"
+# -w waits for the veth's carrier to settle; any reply counts
+ip netns exec "${pfx}cli" ping -c 3 -i 0.2 -w 10 10.99.0.2 >"$tmp/ping" &&
+	ok "flap: ping LAN->WAN after the link came back: $(tail -1 "$tmp/ping")" ||
+	fail "flap: no ping through after the link came back"
+stop_daemon flap
+grep -q '"link_changes": 2' "$tmp/flap.stats" && ok "flap: wan link_changes 2 in the stats" ||
+	fail "flap: wan link_changes is not 2 in the stats ($(grep -o '"link_changes": [0-9]*' "$tmp/flap.stats" | tr '\n' ' '))"
+
 [ $fails = 0 ] && echo "all checks passed" || echo "$fails check(s) failed"
 exit $((fails != 0))

@@ -351,7 +351,7 @@ def test_stats():
           "downstream Best Effort thresh 200Kbit: %r" % down_thresh)
     pkts = re.findall(r"^  pkts\s+(.*)$", out, re.M)
     check(pkts and sum(int(x) for x in pkts[0].split()) == N_UP, "upstream pkts row sums to %d" % N_UP)
-    check(re.search(r"^lan\s+net_pcap\d\s+%d\s" % N_UP, out, re.M) is not None, "port table row")
+    check(re.search(r"^lan\s+net_pcap\d\s+up \d+M\s+%d\s" % N_UP, out, re.M) is not None, "port table row (with link up)")
 
     one = ctl_json("stats", "upstream")
     check(one is not None and list(one["directions"]) == ["upstream"], "stats upstream: one direction")
@@ -397,6 +397,9 @@ def test_metrics():
           "direction receive counters match the pcaps")
     check(metric(samples, "shaper_port_receive_packets_total", port="lan") == N_UP,
           "port counter with port label")
+    check(metric(samples, "shaper_port_up", port="lan") == 1
+          and metric(samples, "shaper_port_link_changes_total", port="wan") == 0,
+          "link state: up, no changes")
     check(metric(samples, "shaper_tin_sent_packets_total", direction="downstream", tin="Best Effort") == N_DOWN,
           "tin label \"Best Effort\"")
     check(metric(samples, "shaper_config_bandwidth_bytes_per_second", direction="downstream") == 25000,

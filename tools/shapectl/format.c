@@ -80,6 +80,8 @@ sc_int(const json_t *o, const char *key)
 		return json_integer_value(v);
 	if (json_is_real(v))
 		return (long long)json_real_value(v);
+	if (json_is_boolean(v))
+		return json_is_true(v);
 	return 0;
 }
 

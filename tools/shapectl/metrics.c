@@ -51,6 +51,11 @@ static const struct metric metrics[] = {
 	  "Packets the port failed to transmit" },
 	{ "shaper_port_receive_nombuf_total", "counter", S_PORT, "rx_nombuf", V_INT,
 	  "Receive failures for want of an mbuf" },
+	{ "shaper_port_up", "gauge", S_PORT, "link_up", V_INT, "1 while the port's link is up" },
+	{ "shaper_port_link_speed_megabits", "gauge", S_PORT, "link_speed", V_INT,
+	  "Link speed the port reports, Mbit/s (0 while down)" },
+	{ "shaper_port_link_changes_total", "counter", S_PORT, "link_changes", V_INT,
+	  "Times the port's link went down or came up since start" },
 	/* directions: the shaper's own counters */
 	{ "shaper_config_bandwidth_bytes_per_second", "gauge", S_DIR, "bandwidth", V_INT,
 	  "Configured shaper rate of the direction, 0 = unlimited" },

@@ -185,15 +185,23 @@ print_ports(const json_t *ports)
 
 	if (json_object_size(ports) == 0)
 		return;
-	sc_table_init(&t, 10);
+	sc_table_init(&t, 11);
 	t.left[1] = true;
+	t.left[2] = true;
 	sc_table_cell(&t, "port");
 	sc_table_cell(&t, "device");
+	sc_table_cell(&t, "link");
 	for (size_t i = 0; i < 8; i++)
 		sc_table_cell(&t, "%s", cols[i]);
 	json_object_foreach ((json_t *)ports, k, p) {
 		sc_table_cell(&t, "%s", k);
 		sc_table_cell(&t, "%s", sc_str(p, "name"));
+		if (json_object_get(p, "link_up") == NULL)
+			sc_table_cell(&t, "-");
+		else if (sc_int(p, "link_up"))
+			sc_table_cell(&t, "up %lldM", sc_int(p, "link_speed"));
+		else
+			sc_table_cell(&t, "down");
 		for (size_t i = 0; i < 8; i++)
 			sc_table_cell(&t, "%lld", sc_int(p, cols[i]));
 	}

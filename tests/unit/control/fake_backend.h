@@ -149,6 +149,9 @@ fake_init(struct fake *f)
 		pc->rx_errors = 2006 + b;
 		pc->tx_errors = 2007 + b;
 		pc->rx_nombuf = 2008 + b;
+		pc->link_up = r == SHAPER_PORT_WAN; /* the LAN port's link is down */
+		pc->link_speed = r == SHAPER_PORT_WAN ? 10000 : 0;
+		pc->link_changes = 2009 + b;
 	}
 }
 

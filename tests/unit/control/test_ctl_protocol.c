@@ -348,8 +348,8 @@ static const char *const tin_keys[] = {
 };
 
 static const char *const port_keys[] = {
-	"name",      "rx_packets", "tx_packets", "rx_bytes",  "tx_bytes",
-	"rx_missed", "rx_errors",  "tx_errors",  "rx_nombuf",
+	"name",      "rx_packets", "tx_packets", "rx_bytes", "tx_bytes",   "rx_missed",
+	"rx_errors", "tx_errors",  "rx_nombuf",  "link_up",  "link_speed", "link_changes",
 };
 
 static void
@@ -375,7 +375,12 @@ check_port(json_t *r, enum shaper_port_role role)
 	PORT_FIELD(rx_errors);
 	PORT_FIELD(tx_errors);
 	PORT_FIELD(rx_nombuf);
+	PORT_FIELD(link_speed);
+	PORT_FIELD(link_changes);
 #undef PORT_FIELD
+	snprintf(p, sizeof(p), "%s.link_up", base);
+	assert_true(json_is_boolean(jpath(r, p)));
+	assert_int_equal(json_is_true(jpath(r, p)), pc->link_up);
 }
 
 static void
