@@ -188,6 +188,7 @@ collect_counters(struct app *a)
 							       sched_get_params(a->dir[d].sched)));
 			free(st);
 		}
+	ctl_dir_port_errors(dirs, ports);
 	json_object_set_new(root, "ports", ports);
 	json_object_set_new(root, "directions", dirs);
 	return root;

@@ -32,6 +32,13 @@ enum shaper_dir {
 	SHAPER_NUM_DIRS
 };
 
+/* The port a direction sends on. */
+static inline enum shaper_port_role
+shaper_dir_output(enum shaper_dir d)
+{
+	return d == SHAPER_UP ? SHAPER_PORT_WAN : SHAPER_PORT_LAN;
+}
+
 struct shaper_port_config {
 	char device[SHAPER_DEV_LEN]; /* PCI address, vdev string or port name */
 	uint16_t rx_desc;

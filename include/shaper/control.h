@@ -114,6 +114,13 @@ void *ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_st
 			 const struct sched_params *p);
 void *ctl_port_stats_json(const struct ctl_port_counters *pc);
 
+/*
+ * Put the output port's tx_errors into a direction's stats object: frames the
+ * direction handed over (counted in tx_packets) that the port then failed to
+ * send. A no-op when the port's counters are not in ports (json objects).
+ */
+void ctl_dir_port_errors(void *dirs, const void *ports);
+
 /* The socket server. */
 struct ctl_server;
 

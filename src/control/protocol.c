@@ -89,6 +89,19 @@ ctl_port_stats_json(const struct ctl_port_counters *pc)
 	return o;
 }
 
+void
+ctl_dir_port_errors(void *dirs, const void *ports)
+{
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		json_t *dir = json_object_get(dirs, shaper_dir_name[d]);
+		json_t *port = json_object_get(ports, shaper_port_name[shaper_dir_output(d)]);
+		json_t *e = json_object_get(port, "tx_errors");
+
+		if (dir != NULL && json_is_integer(e))
+			json_object_set(dir, "tx_port_errors", e);
+	}
+}
+
 /* Sojourn histogram: [lower ns, upper ns, packets] for each bucket in use. */
 static json_t *
 sojourn_json(const uint64_t *hist)
@@ -279,6 +292,7 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 		json_object_set_new(dirs, shaper_dir_name[d], ctl_dir_stats_json(&c, st, &p));
 		free(st);
 	}
+	ctl_dir_port_errors(dirs, ports);
 	r->result = json_pack("{s:o, s:o}", "ports", ports, "directions", dirs);
 	return 0;
 err:

@@ -314,6 +314,7 @@ static const char *const dir_keys[] = {
 	"rx_foreign",
 	"turn_max_ns",
 	"control_max_ns",
+	"tx_port_errors",
 	"emulator_qlen",
 	"drops",
 	"drop_reasons",
@@ -404,6 +405,9 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "rx_foreign"), (long long)c->rx_foreign);
 	assert_int_at(r, AT("%s", "turn_max_ns"), (long long)c->turn_max_ns);
 	assert_int_at(r, AT("%s", "control_max_ns"), (long long)c->control_max_ns);
+	/* the output port's failures, shown beside the direction's tx */
+	assert_int_at(r, AT("%s", "tx_port_errors"),
+		      (long long)F.port[shaper_dir_output(d)].tx_errors);
 	assert_int_at(r, AT("%s", "emulator_qlen"), (long long)c->emulator_qlen);
 	for (int i = 0; i < SHAPER_DROP_MAX; i++) {
 		assert_int_at(r,
