@@ -78,15 +78,16 @@ cobalt_invsqrt(struct cobalt_vars *v)
 
 /*
  * BLUE forgets with time (a deliberate difference from sch_cake, see
- * docs): while the flow is not building a queue (found empty, or its packets
- * leave within target) p_drop loses a quarter per target elapsed since it
- * last changed, halving in about 2.4 targets (12 ms by default). sch_cake
- * takes 1/4096 per target and only when the queue is found empty, so a
- * flow that once flooded (p_drop ~0.8) kept losing most of its packets
- * for ~15 s after it slowed down (issue 17). A flood is still held: once
- * p_drop falls below what the flood needs, its queue grows past target and
- * the decay stops, and overflow raises p_drop again. floor keeps the last
- * step (to zero) for cobalt_queue_empty, which accounts for it.
+ * docs/ARCHITECTURE.md): while the flow is not building a queue (found
+ * empty, or its packets leave within half of target) p_drop loses a quarter
+ * per target elapsed since it last changed, halving in about 2.4 targets
+ * (12 ms by default). sch_cake takes 1/4096 per target and only when the
+ * queue is found empty, so a flow that once flooded (p_drop ~0.8) kept
+ * losing most of its packets for ~15 s after it slowed down (issue 17). A
+ * flood is still held: once p_drop falls below what the flood needs, its
+ * queue grows past half of target, the decay stops, and overflow raises
+ * p_drop again. floor keeps the last step (to zero) for cobalt_queue_empty,
+ * which accounts for it (unresponsive_flow_count).
  */
 static inline void
 cobalt_blue_decay(struct cobalt_vars *v, const struct cobalt_params *p, uint64_t now,
