@@ -5,6 +5,7 @@
  * the figures are deterministic.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <cmocka.h>
 
 #include "sim.h"
+#include "sched/cobalt.h"
 
 #define MBIT(x) ((uint64_t)(x)*125000ull)
 #define MS(x)   ((uint64_t)(x)*1000000ull)
@@ -232,11 +234,50 @@ test_blue_flood(void **state)
 	sim_free(sim);
 }
 
+static uint32_t
+never(void *ctx)
+{
+	(void)ctx;
+	return UINT32_MAX;
+}
+
+/* The rule itself, on one flow's COBALT state. */
+static void
+test_blue_decay_rule(void **state)
+{
+	const struct cobalt_params cp = { MS(5), MS(100), 0, 1u << 24, 1u << 20 };
+	struct cobalt_vars v;
+	uint64_t now;
+
+	(void)state;
+	memset(&v, 0, sizeof(v));
+	v.p_drop = 1u << 31; /* 0.5 */
+	/* A standing queue past half of target: BLUE holds. */
+	now = MS(20);
+	cobalt_should_drop(&v, &cp, now, now - MS(3), 0, NULL, NULL, never, NULL);
+	assert_int_equal(v.p_drop, 1u << 31);
+	/* Packets leave at once: a quarter per whole target since the last change (4). */
+	cobalt_should_drop(&v, &cp, now, now, 0, NULL, NULL, never, NULL);
+	assert_true(fabs(v.p_drop / 4294967296.0 - 0.5 * 0.75 * 0.75 * 0.75 * 0.75) < 1e-8);
+	assert_int_equal(v.blue_timer, MS(20));
+	/* Overflow still raises it, at most once per target. */
+	assert_false(cobalt_queue_full(&v, &cp, MS(26)));
+	assert_false(cobalt_queue_full(&v, &cp, MS(27)));
+	assert_int_equal(v.blue_timer, MS(26));
+	/* A second later it is down to the floor; the empty queue takes the last step. */
+	cobalt_should_drop(&v, &cp, SEC(1), SEC(1), 0, NULL, NULL, never, NULL);
+	assert_int_equal(v.p_drop, cp.p_dec);
+	assert_false(cobalt_queue_empty(&v, &cp, SEC(1) + MS(1)));
+	assert_true(cobalt_queue_empty(&v, &cp, SEC(1) + MS(10)));
+	assert_int_equal(v.p_drop, 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_small_frames_overload),
+		cmocka_unit_test(test_blue_decay_rule),
 		cmocka_unit_test(test_blue_forgets),
 		cmocka_unit_test(test_blue_flood),
 	};
