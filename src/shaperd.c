@@ -219,6 +219,7 @@ setup_dirs(struct app *a)
 		dd->dir = (enum shaper_dir)d;
 		dd->pool = a->pool[d];
 		dd->truesize = dp_mbuf_truesize(a->pool[d]);
+		a->cfg.dir[d].pkt_mem = dd->truesize;
 		dd->pool_mbufs = a->pool_mbufs[d];
 		dp_mbuf_budget_dir(&a->cfg, (enum shaper_dir)d, &a->cfg.dir[d], dd->truesize, &b);
 		dd->mbuf_fixed = b.fixed;
@@ -397,6 +398,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
 		return 1;
 	}
+	/* CAKE counts a derived memory limit in packets of this footprint. */
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		a.cfg.dir[d].pkt_mem = dp_mbuf_truesize_planned();
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct sched *s = sched_create(&a.cfg.dir[d], err, sizeof(err));
 

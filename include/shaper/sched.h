@@ -91,6 +91,13 @@ struct sched_params {
 	bool upstream; /* LAN->WAN: the internal host is the source */
 	uint64_t seed; /* seeds hash key, quantum dither and BLUE draws */
 	/*
+	 * Buffer memory one queued packet pins whatever its length (an mbuf's
+	 * truesize; shaperd sets it from its pool, it is not a config key),
+	 * 0 = mtu. CAKE counts a derived memory limit in packets of this
+	 * footprint, as Linux counts full-size frames: see cake_limit_bytes.
+	 */
+	uint32_t pkt_mem;
+	/*
 	 * How far the shaper's clock may fall behind now (ns) before the lag
 	 * is written off: after a stall (the worker not scheduled) a backlog
 	 * leaves at the rate again instead of as a catch-up burst. SCHED_LAG_AUTO

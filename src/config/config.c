@@ -798,6 +798,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			def.upstream = n.upstream;
 			def.seed = n.seed;
 			def.lag_limit_ns = n.lag_limit_ns;
+			def.pkt_mem = n.pkt_mem;
 			def.overhead = n.overhead;
 			def.overhead_mode = n.overhead_mode;
 			def.mpu = n.mpu;

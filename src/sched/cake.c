@@ -787,25 +787,38 @@ cake_config_tins(struct cake *c)
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
+/*
+ * The buffer limit (§6). Linux derives "4 x rate x rtt, at least 4 MiB, at
+ * most 10240 x mtu" and charges skb truesize, which for a full-size frame
+ * is about its length: the limit means that much traffic and at most 10240
+ * full-size packets. Here every packet pins a whole mbuf (pkt_mem, ~2.4 KB,
+ * more than a 1514-byte frame) whatever its length, so the same byte
+ * figures would admit only ~6400 packets of any size: 3.3 ms of 64-byte
+ * frames at 1 Gbit/s, less than target, and the overflow that follows
+ * feeds BLUE (issue 17). A derived limit is therefore counted in packets as
+ * Linux counts full-size ones and priced at pkt_mem each: the figures above
+ * times pkt_mem / mtu. An explicit memlimit is taken as is.
+ */
 static uint64_t
 cake_limit_bytes(const struct sched_params *p)
 {
-	uint64_t limit, cap;
+	uint64_t limit, mtu = p->mtu; /* >= SHAPER_MTU_MIN, see cake_check */
+	uint64_t per_pkt = p->pkt_mem > mtu ? p->pkt_mem : mtu;
 
+	/* Linux caps at max(10240 x mtu, memlimit): an explicit memlimit stands. */
 	if (p->memlimit != 0)
-		limit = p->memlimit;
-	else if (p->rate != 0) {
+		return p->memlimit;
+	if (p->rate == 0) {
+		limit = UINT64_MAX;
+	} else {
 		/* 4 x rate x rtt, split so that huge rates cannot overflow. */
 		limit = p->rate / 250000 * p->rtt_us + p->rate % 250000 * p->rtt_us / 250000;
 		if (limit < (4u << 20))
 			limit = 4u << 20;
-	} else {
-		limit = UINT64_MAX;
 	}
-	cap = (uint64_t)CAKE_PKT_LIMIT * p->mtu;
-	if (cap < p->memlimit)
-		cap = p->memlimit;
-	return limit < cap ? limit : cap;
+	if (limit > (uint64_t)CAKE_PKT_LIMIT * mtu)
+		limit = (uint64_t)CAKE_PKT_LIMIT * mtu;
+	return limit / mtu * per_pkt + limit % mtu * per_pkt / mtu;
 }
 
 static void

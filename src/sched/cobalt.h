@@ -77,6 +77,38 @@ cobalt_invsqrt(struct cobalt_vars *v)
 }
 
 /*
+ * BLUE forgets with time (a deliberate difference from sch_cake, see
+ * docs/ARCHITECTURE.md): while the flow is not building a queue (found
+ * empty, or its packets leave within half of target) p_drop loses a quarter
+ * per target elapsed since it last changed, halving in about 2.4 targets
+ * (12 ms by default). sch_cake takes 1/4096 per target and only when the
+ * queue is found empty, so a flow that once flooded (p_drop ~0.8) kept
+ * losing most of its packets for ~15 s after it slowed down (issue 17). A
+ * flood is still held: once p_drop falls below what the flood needs, its
+ * queue grows past half of target, the decay stops, and overflow raises
+ * p_drop again. floor keeps the last step (to zero) for cobalt_queue_empty,
+ * which accounts for it (unresponsive_flow_count).
+ */
+static inline void
+cobalt_blue_decay(struct cobalt_vars *v, const struct cobalt_params *p, uint64_t now,
+		  uint32_t floor)
+{
+	uint64_t steps;
+
+	if (v->p_drop <= floor || (int64_t)(now - v->blue_timer) <= (int64_t)p->target)
+		return;
+	steps = (now - v->blue_timer) / p->target;
+	v->blue_timer += steps * p->target;
+	if (steps > 80) /* 0.75^80 < 2^-32: at the floor whatever p_drop was */
+		steps = 80;
+	while (steps-- != 0 && v->p_drop > floor) {
+		uint32_t d = (v->p_drop >> 2) + 1;
+
+		v->p_drop = v->p_drop - floor > d ? v->p_drop - d : floor;
+	}
+}
+
+/*
  * The flow lost a packet to the buffer limit: raise BLUE (at most once per
  * target) and force the CoDel side into dropping. Returns true if p_drop
  * just became non-zero (one more unresponsive flow).
@@ -107,6 +139,7 @@ cobalt_queue_empty(struct cobalt_vars *v, const struct cobalt_params *p, uint64_
 {
 	bool down = false;
 
+	cobalt_blue_decay(v, p, now, p->p_dec);
 	if (v->p_drop != 0 && (int64_t)(now - v->blue_timer) > (int64_t)p->target) {
 		v->p_drop = v->p_drop < p->p_dec ? 0 : v->p_drop - p->p_dec;
 		v->blue_timer = now;
@@ -153,8 +186,11 @@ cobalt_should_drop(struct cobalt_vars *v, const struct cobalt_params *p, uint64_
 		}
 		if (v->count == 0)
 			v->count = 1;
-	} else if (v->dropping) {
+	} else {
 		v->dropping = false;
+		/* Well below target: the flow is not outrunning its share. */
+		if (v->p_drop != 0 && sojourn <= p->target / 2)
+			cobalt_blue_decay(v, p, now, p->p_dec);
 	}
 
 	if (next_due && v->dropping) {

@@ -381,6 +381,17 @@ sim_src_live(const struct sim_src *s)
 	return (s->rate != 0 || s->interval != 0) && (s->stop == 0 || s->next < s->stop);
 }
 
+/* When the source really sends its next packet (after a hiccup if in one). */
+static inline uint64_t
+sim_src_when(const struct sim_src *s)
+{
+	uint64_t t = s->next;
+
+	if (s->hiccup_every != 0 && t % s->hiccup_every >= s->hiccup_every - s->hiccup_ns)
+		t = (t / s->hiccup_every + 1) * s->hiccup_every;
+	return t;
+}
+
 void
 sim_run(struct sim *sim, uint64_t until)
 {
@@ -393,8 +404,8 @@ sim_run(struct sim *sim, uint64_t until)
 		for (i = 0; i < sim->nsrc; i++) {
 			struct sim_src *s = &sim->srcs[i];
 
-			if (sim_src_live(s) && s->next < t_src) {
-				t_src = s->next;
+			if (sim_src_live(s) && sim_src_when(s) < t_src) {
+				t_src = sim_src_when(s);
 				who = i;
 			}
 		}

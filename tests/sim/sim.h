@@ -49,6 +49,12 @@ struct sim_src {
 	uint32_t burst;         /* packets per emission (default 1) */
 	uint64_t start, stop;   /* stop 0 = never */
 	uint64_t on_ns, off_ns; /* on/off pattern; on_ns 0 = always on */
+	/*
+	 * Sender hiccups: the source is away for the last hiccup_ns of every
+	 * hiccup_every ns and then sends what it missed back to back, as a load
+	 * generator does when its core is taken for a moment (0 = never).
+	 */
+	uint64_t hiccup_ns, hiccup_every;
 
 	/* Derived hashes (set by sim_add_src; tests may override). */
 	uint32_t flow_hash, src_hash, dst_hash;

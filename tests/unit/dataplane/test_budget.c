@@ -54,6 +54,19 @@ test_scheduler_bounds(void **state)
 	assert_int_equal(sched_max_packets(&p, ts), (4u << 20) / ts + 1);
 	p.rate = 0; /* unshaped: 10240 MTUs */
 	assert_int_equal(sched_max_packets(&p, ts), 10240u * 1514 / ts + 1);
+	/*
+	 * Priced at the mbuf's footprint (as shaperd sets pkt_mem), the derived
+	 * limit holds as many packets as Linux's holds full-size frames: 10240
+	 * at 1 Gbit/s, 5 MB / 1514 at 100 Mbit/s; the pool must hold them all.
+	 */
+	p.pkt_mem = ts;
+	assert_int_equal(sched_max_packets(&p, ts), 10240 + 1);
+	p.rate = 1000000000 / 8;
+	assert_int_equal(sched_max_packets(&p, ts), 10240 + 1);
+	p.rate = 100000000 / 8;
+	assert_int_equal(sched_max_packets(&p, ts), 5000000u / 1514 + 1);
+	p.memlimit = 1000 * ts; /* an explicit memlimit stands as given */
+	assert_int_equal(sched_max_packets(&p, ts), 1001);
 }
 
 static void
