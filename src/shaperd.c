@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_eal.h>
@@ -20,10 +21,13 @@
 
 #include <jansson.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "shaper/classify.h"
 #include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/dataplane.h"
+#include "shaper/watchdog.h"
 #include "shaper/sched.h"
 
 #define LINK_WATCH_MS 500u
@@ -323,15 +327,57 @@ teardown(struct app *a)
 			dp_dir_drain(&a->dir[d]);
 }
 
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * systemd's watchdog (WatchdogSec= in the unit) is fed only while every
+ * worker still turns: a stuck worker gets the service restarted.
+ */
+static void
+feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
+{
+	uint64_t beats[SHAPER_MAX_WORKERS] = { 0 }, since = 0;
+	unsigned int w = 0;
+
+	for (unsigned int i = 0; i < wd->n; i++)
+		beats[i] = __atomic_load_n(&a->worker[i].heartbeat, __ATOMIC_RELAXED);
+	switch (dp_watchdog_check(wd, beats, monotonic_ns(), &w, &since)) {
+	case DP_WD_WAIT:
+		break;
+	case DP_WD_ALIVE:
+		sd_notify(0, "WATCHDOG=1");
+		if (*reported) {
+			printf("shaperd: every worker turns again\n");
+			sd_notify(0, "STATUS=bridging");
+			*reported = false;
+		}
+		break;
+	case DP_WD_STALLED:
+		if (!*reported) {
+			printf("shaperd: the worker on lcore %u has not turned for %llu ms; "
+			       "the watchdog is not fed\n",
+			       a->worker[w].lcore, (unsigned long long)(since / 1000000u));
+			sd_notifyf(0, "STATUS=worker on lcore %u stalled", a->worker[w].lcore);
+			*reported = true;
+		}
+		break;
+	}
+	fflush(stdout);
+}
+
 /* Links are looked at twice a second: a flap is logged and counted. */
 static void
 watch_links(struct app *a, uint64_t *next_ms)
 {
-	struct timespec ts;
-	uint64_t now_ms;
+	uint64_t now_ms = monotonic_ns() / 1000000u;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 	if (now_ms < *next_ms)
 		return;
 	*next_ms = now_ms + LINK_WATCH_MS;
@@ -343,7 +389,13 @@ watch_links(struct app *a, uint64_t *next_ms)
 static void
 run_control(struct app *a)
 {
-	uint64_t next_link_check = 0;
+	uint64_t next_link_check = 0, wd_usec = 0;
+	struct dp_watchdog wd;
+	bool wd_on = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0, wd_reported = false;
+
+	/* Fed at half systemd's interval, as sd_watchdog_enabled(3) advises. */
+	if (wd_on)
+		dp_watchdog_init(&wd, a->cfg.n_workers, wd_usec * 1000u / 2, monotonic_ns());
 	struct ctl_server_params sp;
 	struct ctl_server *srv = NULL;
 	char err[SHAPER_ERR_LEN] = "";
@@ -368,6 +420,8 @@ run_control(struct app *a)
 	}
 	while (!dp_stop_requested()) {
 		watch_links(a, &next_link_check);
+		if (wd_on)
+			feed_watchdog(a, &wd, &wd_reported);
 		if (srv == NULL) {
 			usleep(100000);
 			continue;
@@ -494,8 +548,10 @@ main(int argc, char **argv)
 	       shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
 	       shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
 	fflush(stdout);
+	sd_notify(0, "READY=1\nSTATUS=bridging");
 
 	run_control(&a);
+	sd_notify(0, "STOPPING=1");
 
 out_run:
 	dp_request_stop();

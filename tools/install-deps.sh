@@ -7,6 +7,8 @@ pkgs=(
 	# build
 	gcc libc6-dev meson ninja-build pkg-config
 	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev libcmocka-dev
+	# sd_notify: readiness and the worker-health watchdog
+	libsystemd-dev
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind

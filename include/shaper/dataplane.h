@@ -148,6 +148,7 @@ struct dp_worker {
 	uint32_t burst;
 	uint32_t idle_sleep_us;
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
+	uint64_t heartbeat;   /* loops run; the service watchdog reads it (relaxed) */
 };
 
 /* Memory a queued packet pins, charged against the buffer limit. */

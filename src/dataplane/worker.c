@@ -333,8 +333,10 @@ dp_worker_main(void *arg)
 		uint64_t now = dp_now_ns();
 		uint64_t next_due = UINT64_MAX;
 		unsigned int work = 0;
-
 		uint64_t took;
+
+		/* Alive for the service watchdog: only the main thread reads it. */
+		__atomic_store_n(&w->heartbeat, w->heartbeat + 1, __ATOMIC_RELAXED);
 
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
