@@ -1130,17 +1130,20 @@ test_error_reply(void **state)
 /* ---- regressions of fixed bugs ------------------------------------------- */
 
 /*
- * KNOWN BUG (protocol.c fail()/finish(), config.c errf() sub[]): a message
- * that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte path
- * buffer with vsnprintf/snprintf, which can split a multi-byte UTF-8
- * character. json_pack("s") then refuses the invalid UTF-8, finish()
- * returns NULL and ctl_handle_request() returns NULL (the server then
- * drops the connection without a reply). Expected: an error reply.
+ * Fixed bugs (protocol.c fail()/finish(), config.c's path buffers): a
+ * message that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte
+ * path buffer, which could split a multi-byte UTF-8 character; json_pack("s")
+ * refused the invalid UTF-8 and the client got no reply, and later
+ * "internal" / "the reply could not be encoded" (issue 14: a cut in the
+ * middle of the message, from config.c's path, which utf8_trim() cannot
+ * mend). Expected: the error the request deserves, naming what was wrong.
  */
 static void
 test_bug_utf8_cut_in_message(void **state)
 {
 	/* "€" is 3 bytes, so one of three prefix lengths always splits it. */
+	static const char *const codes[] = { "unknown_command", "bad_request", "invalid_argument",
+					     "invalid_argument", "invalid_argument" };
 	static const char *const templates[] = {
 		"{\"id\":1,\"cmd\":\"%s\"}",                          /* unknown_command */
 		"{\"id\":1,\"cmd\":\"version\",\"%s\":1}",            /* unknown field */
@@ -1172,11 +1175,25 @@ test_bug_utf8_cut_in_message(void **state)
 				print_error("NULL reply for template %zu prefix %d\n", t, prefix);
 			j = parse_reply(reply);
 			free(reply);
-			if (j == NULL || !json_is_false(json_object_get(j, "ok")))
+			if (j == NULL || !json_is_false(json_object_get(j, "ok"))) {
 				failures++;
+			} else if (strcmp(json_string_value(jpath(j, "error.code")), codes[t]) !=
+				   0) {
+				print_error("template %zu prefix %d: %s: %s\n", t, prefix,
+					    json_string_value(jpath(j, "error.code")),
+					    json_string_value(jpath(j, "error.message")));
+				failures++;
+			}
 			json_decref(j);
 		}
 	assert_int_equal(failures, 0);
+	/* The key is named: the message starts with as much of the path as fits. */
+	memset(name, 'k', 149);
+	memcpy(name + 149, "\xc3\xa9tail", 7); /* "é" straddles byte 159 of the path */
+	snprintf(req, sizeof(req), templates[4], name);
+	err_raw(req, strlen(req), "invalid_argument", ": unknown key");
+	assert_true(strncmp(json_string_value(jpath(last, "error.message")), "upstream.kkkk", 13) ==
+		    0);
 }
 
 /* ---- robustness ---------------------------------------------------------- */
