@@ -1196,6 +1196,28 @@ test_bug_utf8_cut_in_message(void **state)
 		    0);
 }
 
+/*
+ * Found by tests/fuzz/fuzz_config: jansson's syntax error quotes the bad
+ * token cut after a byte, here inside "€" and before a closing quote, so
+ * the message had invalid UTF-8 in its middle; the reply could not be
+ * encoded and the client got "internal" instead of "bad_json".
+ */
+static void
+test_bug_bad_json_message_utf8(void **state)
+{
+	static const char *const reqs[] = {
+		"{\"id\":1,\"cmd\":\"x\\\xe2\x82\xac\"}",
+		"{\"id\":1,\"cmd\":\"\\\xc3\xa9\"}",
+		"{\"id\":1,\"cmd\":\"\\\xf0\x9f\x90\x8c\"}",
+		"{\"id\":1,\"cmd\":\"\xc3\"}",         /* invalid UTF-8 in the request */
+		"{\"id\":1,\"cmd\":\"\xed\xa0\x80\"}", /* a surrogate */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(reqs); i++)
+		err_raw(reqs[i], strlen(reqs[i]), "bad_json", NULL);
+}
+
 /* ---- robustness ---------------------------------------------------------- */
 
 static uint64_t rng_state;
@@ -1532,6 +1554,7 @@ main(void)
 		T(test_error_names),
 		T(test_robustness),
 		T(test_bug_utf8_cut_in_message),
+		T(test_bug_bad_json_message_utf8),
 	};
 #undef T
 
