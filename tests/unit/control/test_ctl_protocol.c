@@ -1149,8 +1149,8 @@ test_bug_utf8_cut_in_message(void **state)
 		"{\"id\":1,\"cmd\":\"version\",\"%s\":1}",            /* unknown field */
 		"{\"id\":1,\"cmd\":\"version\",\"args\":{\"%s\":1}}", /* unknown argument */
 		"{\"id\":1,\"cmd\":\"stats\",\"args\":{\"direction\":\"%s\"}}",
-		"{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
-		"\"settings\":{\"%s\":1}}}", /* config.c's 160-byte path */
+		("{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
+		 "\"settings\":{\"%s\":1}}}"), /* config.c's 160-byte path */
 	};
 	char name[1024], req[2048];
 	unsigned int failures = 0;
