@@ -26,9 +26,12 @@
 #include "shaper/dataplane.h"
 #include "shaper/sched.h"
 
+#define LINK_WAIT_MS 3000 /* how long start-up waits for the links */
+
 struct app {
 	struct shaper_config cfg;
-	struct rte_mempool *pool;
+	struct rte_mempool *pool[SHAPER_NUM_DIRS]; /* each direction receives into its own */
+	uint32_t pool_mbufs[SHAPER_NUM_DIRS];
 	struct dp_port port[SHAPER_NUM_PORTS];
 	bool port_open[SHAPER_NUM_PORTS];
 	struct dp_dir dir[SHAPER_NUM_DIRS];
@@ -209,8 +212,14 @@ setup_dirs(struct app *a)
 
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct dp_dir *dd = &a->dir[d];
+		struct dp_mbuf_budget b;
 
 		dd->dir = (enum shaper_dir)d;
+		dd->pool = a->pool[d];
+		dd->truesize = dp_mbuf_truesize(a->pool[d]);
+		dd->pool_mbufs = a->pool_mbufs[d];
+		dp_mbuf_budget_dir(&a->cfg, (enum shaper_dir)d, &a->cfg.dir[d], dd->truesize, &b);
+		dd->mbuf_fixed = b.fixed;
 		dd->rx_port = a->port[in_port[d]].port_id;
 		dd->tx_port = a->port[1 - in_port[d]].port_id;
 		classify_key_init(&dd->key, a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
@@ -226,7 +235,7 @@ setup_dirs(struct app *a)
 				.jitter_ns = ec->jitter_ns,
 				.loss_ppm = ec->loss_ppm,
 				.seed = ec->seed,
-				.limit = ec->limit != 0 ? ec->limit : a->cfg.mbufs / 2,
+				.limit = ec->limit,
 			};
 
 			if (emu_params_active(&ep))
@@ -377,6 +386,11 @@ main(int argc, char **argv)
 			return 1;
 		}
 		sched_free(s);
+		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
+				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+			return 1;
+		}
 		if (a.cfg.dir[d].nat)
 			fprintf(stderr,
 				"shaperd: warning: %s.nat: accepted, but a bridge has no connection "
@@ -386,6 +400,15 @@ main(int argc, char **argv)
 				shaper_dir_name[d]);
 	}
 	if (check_only) {
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+			struct dp_mbuf_budget b;
+
+			dp_mbuf_budget_dir(&a.cfg, (enum shaper_dir)d, &a.cfg.dir[d],
+					   dp_mbuf_truesize_planned(), &b);
+			printf("%s: mbuf pool of %u (holds up to %llu at once, %u bytes each)\n",
+			       shaper_dir_name[d], a.pool_mbufs[d], (unsigned long long)b.total,
+			       dp_mbuf_truesize_planned());
+		}
 		printf("%s: configuration is valid\n", config_path);
 		return 0;
 	}
@@ -400,15 +423,31 @@ main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	dp_clock_init();
 
-	a.pool = dp_pool_create(a.cfg.mbufs, (int)rte_socket_id());
-	if (a.pool == NULL) {
-		fprintf(stderr, "shaperd: cannot create a pool of %u mbufs: %s\n", a.cfg.mbufs,
-			rte_strerror(rte_errno));
-		exit_code = 1;
-		goto out_eal;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		char name[RTE_MEMPOOL_NAMESIZE];
+
+		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
+		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], (int)rte_socket_id());
+		if (a.pool[d] == NULL) {
+			fprintf(stderr,
+				"shaperd: cannot create the %s pool of %u mbufs: %s (give EAL "
+				"more memory, -m, or lower dataplane.mbufs)\n",
+				shaper_dir_name[d], a.pool_mbufs[d], rte_strerror(rte_errno));
+			exit_code = 1;
+			goto out_pools;
+		}
 	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool, err, sizeof(err)) != 0) {
+		/* A port receives the direction it is the input of. */
+		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
+
+		/* A bridge carries the same frames both ways: the larger mtu. */
+		uint32_t max_frame = a.cfg.dir[SHAPER_UP].mtu > a.cfg.dir[SHAPER_DOWN].mtu
+						     ? a.cfg.dir[SHAPER_UP].mtu
+						     : a.cfg.dir[SHAPER_DOWN].mtu;
+
+		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool[in_dir], max_frame, err,
+				 sizeof(err)) != 0) {
 			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
 			exit_code = 1;
 			goto out_ports;
@@ -417,6 +456,12 @@ main(int argc, char **argv)
 		printf("shaperd: %s port %u is %s\n", shaper_port_name[r], a.port[r].port_id,
 		       a.port[r].name);
 	}
+	if (dp_ports_wait_link(a.port, SHAPER_NUM_PORTS, LINK_WAIT_MS) != 0)
+		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+			if (!a.port[r].link_up)
+				printf("shaperd: %s port %s: link down after %u ms; forwarding "
+				       "starts when it comes up\n",
+				       shaper_port_name[r], a.port[r].name, LINK_WAIT_MS);
 	if (setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
 		exit_code = 1;
 		goto out_run;
@@ -439,8 +484,9 @@ out_ports:
 		if (a.port_open[r])
 			dp_port_close(&a.port[r]);
 	/* Ports closed: every mbuf should be back in the pool now. */
-	if (a.pool != NULL)
-		in_use = rte_mempool_in_use_count(a.pool);
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (a.pool[d] != NULL)
+			in_use += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
 	report(&a, counters, in_use);
 	if (in_use != 0)
 		exit_code = 3;
@@ -449,9 +495,10 @@ out_ports:
 		emu_free(a.dir[d].emu);
 		dp_dir_control_free(&a.dir[d]);
 	}
-	if (a.pool != NULL)
-		rte_mempool_free(a.pool);
-out_eal:
+out_pools:
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		rte_mempool_free(a.pool[d]);
+
 	rte_eal_cleanup();
 	return exit_code;
 }

@@ -10,6 +10,8 @@ pkgs=(
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
+	# the install test: systemd-analyze, systemd-tmpfiles, man, groff
+	systemd man-db groff-base
 	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes
 	clang libclang-rt-14-dev
 )

@@ -10,12 +10,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shaper/limits.h"
 #include "shaper/sched.h"
 
 #define SHAPER_DEV_LEN     256
 #define SHAPER_PATH_LEN    108 /* sizeof(sun_path) */
 #define SHAPER_MAX_WORKERS 2
 #define SHAPER_ERR_LEN     512
+
+#define SHAPER_EMU_LIMIT_DEFAULT 10240u /* packets the WAN emulator holds at most */
 
 enum shaper_port_role {
 	SHAPER_PORT_WAN = 0,
@@ -41,7 +44,7 @@ struct shaper_emulate_config {
 	uint64_t jitter_ns;
 	uint32_t loss_ppm; /* parts per million */
 	uint64_t seed;
-	uint32_t limit; /* packets held at most; 0 = half the mbuf pool */
+	uint32_t limit; /* packets held at most */
 };
 
 struct shaper_config {
@@ -57,10 +60,10 @@ struct shaper_config {
 	unsigned int n_workers;
 	unsigned int worker_lcore[SHAPER_MAX_WORKERS]; /* 0 = pick automatically */
 	/* data plane */
-	uint32_t mbufs;         /* mempool size */
-	uint32_t burst;         /* rx/tx burst, 1..256 */
-	uint32_t idle_sleep_us; /* back-off after idle polls; 0 = busy-poll */
-	uint32_t rt_priority;   /* workers under SCHED_FIFO at this priority; 0 = off */
+	uint32_t mbufs[SHAPER_NUM_DIRS]; /* each direction's pool; 0 = auto (its worst case) */
+	uint32_t burst;                  /* rx/tx burst, 1..SHAPER_BURST_MAX */
+	uint32_t idle_sleep_us;          /* back-off after idle polls; 0 = busy-poll */
+	uint32_t rt_priority;            /* workers under SCHED_FIFO at this priority; 0 = off */
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

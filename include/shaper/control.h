@@ -46,6 +46,9 @@ struct ctl_dir_counters {
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
 	uint64_t tx_retries;
+	uint64_t rx_foreign;     /* frames received in another pool's mbufs, copied */
+	uint64_t turn_max_ns;    /* the serving worker's longest turn since the last reset */
+	uint64_t control_max_ns; /* the longest slice of control work in one turn, same */
 	uint64_t dropped[SHAPER_DROP_MAX];
 	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 	uint64_t time_ns;       /* the worker's clock when these were taken */

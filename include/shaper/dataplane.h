@@ -21,6 +21,11 @@
 #include "shaper/sched.h"
 
 #define DP_TX_PENDING_MAX 512
+#define DP_POOL_CACHE     256 /* per-lcore mempool cache */
+#define DP_POOL_MIN       2047u
+#define DP_POOL_MAX       (1u << 24)
+/* The mbuf private area holds the packet's struct sh_pkt. */
+#define DP_MBUF_PRIV_SIZE RTE_ALIGN_CEIL(sizeof(struct sh_pkt), RTE_MBUF_PRIV_ALIGN)
 
 static inline struct sh_pkt *
 dp_mbuf_pkt(struct rte_mbuf *m)
@@ -119,12 +124,20 @@ struct dp_dir {
 	struct sched_move move;        /* a discipline swap in progress (SWAP) */
 	struct dp_snapshot *snap;
 	uint64_t next_snap_ns;
+	/* The direction's own mbuf pool (rx of its input port) and its budget. */
+	struct rte_mempool *pool;
+	uint32_t truesize;   /* buffer memory one of its mbufs pins */
+	uint32_t pool_mbufs; /* its size */
+	uint64_t mbuf_fixed; /* held outside the scheduler at worst (rings, emulator, caches) */
 };
 
 struct dp_port {
 	uint16_t port_id;
 	char name[RTE_ETH_NAME_MAX_LEN];
 	bool started;
+	uint64_t offloads; /* rx and tx offloads asked of the device */
+	bool link_up;      /* at the last dp_ports_wait_link */
+	uint32_t link_speed;
 };
 
 struct dp_worker {
@@ -139,7 +152,38 @@ struct dp_worker {
 /* Memory a queued packet pins, charged against the buffer limit. */
 uint32_t dp_mbuf_truesize(const struct rte_mempool *mp);
 
-struct rte_mempool *dp_pool_create(uint32_t n_mbufs, int socket);
+/* dp_mbuf_truesize of the pools dp_pool_create will make (no EAL needed). */
+uint32_t dp_mbuf_truesize_planned(void);
+
+/* Who can pin one direction's mbufs at once, at worst (counts of mbufs). */
+struct dp_mbuf_budget {
+	uint64_t sched;    /* sched_max_packets (SCHED_UNBOUNDED if nothing bounds it) */
+	uint32_t emulator; /* the delay line's limit, 0 when it is off */
+	uint32_t rx_ring;  /* rx descriptors of the input port */
+	uint32_t tx_ring;  /* tx descriptors of the output port: sent, not yet freed */
+	uint32_t pending;  /* held after a refused tx */
+	uint32_t burst;    /* between rx and the scheduler */
+	uint32_t cache;    /* the worker's mempool cache */
+	uint64_t fixed;    /* all but the scheduler */
+	uint64_t total;
+};
+
+/* Direction d's budget with scheduler params p (c's or a live change's). */
+void dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d,
+			const struct sched_params *p, uint32_t truesize, struct dp_mbuf_budget *b);
+
+/*
+ * Direction d's pool size: dataplane.mbufs, or its budget with "auto".
+ * -1 with a message naming the keys to change if the budget does not fit.
+ */
+int dp_pool_size(const struct shaper_config *c, enum shaper_dir d, uint32_t truesize, uint32_t *n,
+		 char *err, size_t errlen);
+
+/* 0 if the direction's pool can hold what a live change to p allows, else -1 and err. */
+int dp_budget_check_update(const struct dp_dir *dd, const struct sched_params *p, char *err,
+			   size_t errlen);
+
+struct rte_mempool *dp_pool_create(const char *name, uint32_t n_mbufs, int socket);
 
 /*
  * Find or create the port named by device (PCI address, vdev string such as
@@ -148,7 +192,14 @@ struct rte_mempool *dp_pool_create(uint32_t n_mbufs, int socket);
  * a message in err.
  */
 int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-		 char *err, size_t errlen);
+		 uint32_t max_frame, char *err, size_t errlen);
+
+/*
+ * Wait up to timeout_ms for the links of ports[0..n) to come up; returns
+ * how many are still down (forwarding starts anyway: a bridge's peer may
+ * come later).
+ */
+int dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_ms);
 void dp_port_close(struct dp_port *port);
 
 /* The port's ethdev counters; 0 or -errno. */
@@ -203,6 +254,14 @@ bool dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now);
  * take the next one), answer it once complete, publish the snapshot when due.
  */
 void dp_control_turn(struct dp_dir *d, uint64_t now);
+
+/*
+ * One data turn of a direction (worker side): send what was held, receive
+ * a burst, classify and enqueue, dequeue what the shaper releases, send.
+ * Returns the frames moved; *next_due is lowered to when the shaper next
+ * releases a frame.
+ */
+unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due);
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {

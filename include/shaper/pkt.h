@@ -55,7 +55,12 @@ struct sh_pkt {
 	uint8_t drop_reason; /* enum shaper_drop_reason, set when dropped */
 };
 
-/* A singly linked list with a tail pointer, used for drop lists. */
+/*
+ * A singly linked FIFO with a tail pointer and a count: drop lists, the
+ * emulator's queue, and each flow queue of fq_codel and cake (whose
+ * count is the flow's packet count, so nothing walks a list to count).
+ * All inline: push and pop are on the packet path.
+ */
 struct sh_pkt_list {
 	struct sh_pkt *head;
 	struct sh_pkt *tail;
@@ -95,6 +100,20 @@ sh_pkt_list_pop(struct sh_pkt_list *l)
 	l->count--;
 	p->next = NULL;
 	return p;
+}
+
+/* Take p out of the middle of l; prev is the packet before it, NULL if p is the head. */
+static inline void
+sh_pkt_list_unlink(struct sh_pkt_list *l, struct sh_pkt *prev, struct sh_pkt *p)
+{
+	if (prev == NULL)
+		l->head = p->next;
+	else
+		prev->next = p->next;
+	if (l->tail == p)
+		l->tail = prev;
+	l->count--;
+	p->next = NULL;
 }
 
 #endif

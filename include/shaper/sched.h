@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "shaper/limits.h"
 #include "shaper/pkt.h"
 
 #define SCHED_MAX_TINS 8
@@ -68,6 +69,7 @@ enum sched_ack_filter {
 	X(ACK_FILTER, "ack_filter", "redundant TCP ACK removed by the ACK filter")                 \
 	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator")                   \
 	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
+	X(NO_BUFFER, "no_buffer", "no mbuf to copy a frame from another pool into")                \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {
@@ -282,6 +284,20 @@ void sched_reset_stats(struct sched *s);
 const struct sched_params *sched_get_params(const struct sched *s);
 
 /*
+ * The most packets a scheduler with params p can hold at once when each
+ * packet pins truesize bytes of buffer (one mbuf): what the mbuf pool must
+ * hold for it. SCHED_UNBOUNDED if nothing limits it (p must be valid).
+ */
+#define SCHED_UNBOUNDED UINT64_MAX
+uint64_t sched_max_packets(const struct sched_params *p, uint32_t truesize);
+
+/* The config keys that bound sched_max_packets for p's discipline, for messages. */
+const char *sched_limit_keys(const struct sched_params *p);
+
+/* A byte limit charges every frame at least this much (a minimum Ethernet frame). */
+#define SCHED_MIN_CHARGE 60u
+
+/*
  * What the worker copies about one queued flow for the control socket's
  * "flows" command: plain values and a few header bytes, never a pointer, so
  * the control thread sorts, selects and formats them on its own time.
@@ -301,7 +317,8 @@ struct sched_flow_fact {
 };
 
 #define SCHED_FACTS_DONE  UINT32_MAX /* the cursor once every queue was visited */
-#define SCHED_FACTS_SLICE 256u       /* queues the worker visits per turn */
+/* Queues the worker visits per turn: a cold head packet each, ~0.3 us. */
+#define SCHED_FACTS_SLICE 64u
 
 /*
  * How many queue slots a walk of a scheduler with these params visits:
@@ -357,6 +374,8 @@ unsigned int sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned
  * limits apply to each packet as it moves (its drops are named, as usual).
  */
 #define SCHED_MOVE_SLICE 512u /* packets moved per turn: twice the largest rx burst */
+_Static_assert(SCHED_MOVE_SLICE >= 2 * SHAPER_BURST_MAX,
+	       "a swap must move more per turn than a turn can receive, or it never ends");
 
 struct sched_move {
 	struct sched *from;        /* the old scheduler, NULL when no move runs */

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 
 /* ECN codepoints (RFC 3168), the low two bits of the DS field. */
 #define ECN_MASK 0x03u
@@ -183,24 +184,14 @@ cls_hash_words(const struct classify_key *key, const uint64_t *w, unsigned int n
 	return (uint32_t)(h ^ (h >> 32));
 }
 
-/* splitmix64: spreads a small seed over both key words. */
-static uint64_t
-cls_splitmix(uint64_t *x)
-{
-	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 void
 classify_key_init(struct classify_key *key, uint64_t seed)
 {
 	uint64_t x = seed;
 
-	key->k0 = cls_splitmix(&x);
-	key->k1 = cls_splitmix(&x);
+	/* splitmix64 spreads a small seed over both key words. */
+	key->k0 = sh_splitmix64(&x);
+	key->k1 = sh_splitmix64(&x);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -3,6 +3,8 @@
  * words; every error names the JSON path. Nothing here knows DPDK.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include <jansson.h>
 
 #include "shaper/config.h"
+#include "shaper/limits.h"
 #include "shaper/units.h"
 
 const char *const shaper_dir_name[SHAPER_NUM_DIRS] = { "upstream", "downstream" };
@@ -471,44 +474,6 @@ parse_rtt(const json_t *v, const char *path, struct sched_params *p, char *err, 
 	return 0;
 }
 
-/* Which disciplines a key applies to (bit per enum sched_discipline). */
-#define D_FIFO (1u << SCHED_DISC_FIFO)
-#define D_FQC  (1u << SCHED_DISC_FQ_CODEL)
-#define D_CAKE (1u << SCHED_DISC_CAKE)
-#define D_ALL  (D_FIFO | D_FQC | D_CAKE)
-
-static const struct {
-	const char *key;
-	unsigned int disciplines;
-} direction_keys[] = {
-	{ "discipline", D_ALL },
-	{ "bandwidth", D_ALL },
-	{ "mtu", D_ALL },
-	{ "overhead", D_ALL },
-	{ "mpu", D_ALL },
-	{ "atm", D_ALL },
-	{ "seed", D_ALL },
-	{ "lag_limit", D_ALL },
-	{ "rtt", D_CAKE },
-	{ "target", D_CAKE | D_FQC },
-	{ "diffserv", D_CAKE },
-	{ "isolation", D_CAKE },
-	{ "wash", D_CAKE },
-	{ "ingress", D_CAKE },
-	{ "nat", D_CAKE },
-	{ "ecn", D_CAKE | D_FQC },
-	{ "ack_filter", D_CAKE },
-	{ "memlimit", D_CAKE },
-	{ "limit", D_FIFO | D_FQC },
-	{ "flows", D_FQC },
-	{ "quantum", D_FQC },
-	{ "memory_limit", D_FQC },
-	{ "interval", D_FQC },
-	{ "ce_threshold", D_FQC },
-	{ "drop_batch", D_FQC },
-	{ "emulate", D_ALL },
-};
-
 static int
 parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config *em, char *err,
 	      size_t errlen)
@@ -558,16 +523,291 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 	return 0;
 }
 
+/*
+ * Direction keys, table-driven: each key names the disciplines it applies
+ * to and a parser. Most keys set one sched_params field through a generic
+ * parser (an integer, a bool, an enum name, a time in µs, a size, a rate)
+ * with the field and range in the table; the rest have their own.
+ */
+struct dir_parse {
+	struct sched_params *n;           /* the direction being built */
+	struct shaper_emulate_config *em; /* NULL where "emulate" cannot change */
+	const char *path;                 /* JSON path of the key, for errors */
+	char *err;
+	size_t errlen;
+};
+
+struct dir_key {
+	const char *key;
+	unsigned int disciplines; /* bit per enum sched_discipline */
+	/* NULL: read before the other keys (discipline, rtt). */
+	int (*parse)(const json_t *v, const struct dir_key *k, struct dir_parse *d);
+	/* For the generic parsers: the field, its range, enum names. */
+	size_t off, size;
+	long long lo, hi; /* the integer, or ns, bytes, bytes/s */
+	const struct name_val *names;
+	size_t n_names;
+	const char *what;
+};
+
+/* Store v in the (unsigned integer or enum) field k names. */
+static void
+set_field(struct sched_params *n, const struct dir_key *k, uint64_t v)
+{
+	char *f = (char *)n + k->off;
+	uint8_t v8 = (uint8_t)v;
+	uint16_t v16 = (uint16_t)v;
+	uint32_t v32 = (uint32_t)v;
+
+	switch (k->size) {
+	case 1:
+		memcpy(f, &v8, 1);
+		break;
+	case 2:
+		memcpy(f, &v16, 2);
+		break;
+	case 4:
+		memcpy(f, &v32, 4);
+		break;
+	default:
+		memcpy(f, &v, 8);
+		break;
+	}
+}
+
+static int
+key_int(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	long long x;
+
+	if (get_int(v, d->path, k->lo, k->hi, &x, d->err, d->errlen) != 0)
+		return -1;
+	set_field(d->n, k, (uint64_t)x);
+	return 0;
+}
+
+static int
+key_bool(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	bool b;
+
+	if (get_bool(v, d->path, &b, d->err, d->errlen) != 0)
+		return -1;
+	memcpy((char *)d->n + k->off, &b, sizeof(b));
+	return 0;
+}
+
+static int
+key_enum(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	int e;
+
+	if (get_enum(v, d->path, k->names, k->n_names, &e, k->what, d->err, d->errlen) != 0)
+		return -1;
+	set_field(d->n, k, (uint64_t)e);
+	return 0;
+}
+
+/* A time stored in µs; the range is in ns. */
+static int
+key_time_us(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	uint64_t ns;
+
+	if (get_unit(v, d->path, shaper_parse_time, "time", (uint64_t)k->lo, (uint64_t)k->hi, &ns,
+		     d->err, d->errlen) != 0)
+		return -1;
+	set_field(d->n, k, ns / 1000);
+	return 0;
+}
+
+static int
+key_size(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	uint64_t x;
+
+	if (get_unit(v, d->path, shaper_parse_size, "size", (uint64_t)k->lo, (uint64_t)k->hi, &x,
+		     d->err, d->errlen) != 0)
+		return -1;
+	set_field(d->n, k, x);
+	return 0;
+}
+
+static int
+key_rate(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	uint64_t x;
+
+	if (get_unit(v, d->path, shaper_parse_rate, "rate", (uint64_t)k->lo, (uint64_t)k->hi, &x,
+		     d->err, d->errlen) != 0)
+		return -1;
+	set_field(d->n, k, x);
+	return 0;
+}
+
+static int
+key_overhead(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	(void)k;
+	return parse_overhead(v, d->path, d->n, d->err, d->errlen);
+}
+
+/* "auto" or how far the shaper may fall behind before it forgets. */
+static int
+key_lag_limit(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	uint64_t u;
+
+	(void)k;
+	if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0) {
+		d->n->lag_limit_ns = SCHED_LAG_AUTO;
+		return 0;
+	}
+	if (json_is_string(v) && shaper_parse_time(json_string_value(v), &u, NULL, 0) != 0) {
+		errf(d->err, d->errlen, d->path,
+		     "\"%s\" is neither \"auto\" nor a time such as \"1ms\"", json_string_value(v));
+		return -1;
+	}
+	return get_unit(v, d->path, shaper_parse_time, "time or \"auto\"", 0, SCHED_LAG_MAX_NS,
+			&d->n->lag_limit_ns, d->err, d->errlen);
+}
+
+/* cake's and fq_codel's targets are separate fields. */
+static int
+key_target(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	uint64_t u;
+
+	(void)k;
+	if (get_unit(v, d->path, shaper_parse_time, "time", 1000, 1000000000000ULL, &u, d->err,
+		     d->errlen) != 0)
+		return -1;
+	if (d->n->discipline == SCHED_DISC_CAKE)
+		d->n->target_us = (uint32_t)(u / 1000);
+	else
+		d->n->fqc_target_us = (uint32_t)(u / 1000);
+	return 0;
+}
+
+static int
+key_ack_filter(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	if (json_is_boolean(v)) {
+		d->n->ack_filter = json_is_true(v) ? SCHED_ACK_FILTER_ON : SCHED_ACK_FILTER_OFF;
+		return 0;
+	}
+	return key_enum(v, k, d);
+}
+
+/* fifo: an integer is packets (0 = none), a size string bytes; fq_codel: packets. */
+static int
+key_limit(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	struct sched_params *n = d->n;
+	long long x;
+
+	(void)k;
+	if (n->discipline == SCHED_DISC_FIFO && json_is_string(v)) {
+		if (get_unit(v, d->path, shaper_parse_size, "size", 64, 1ULL << 40,
+			     &n->fifo_limit_bytes, d->err, d->errlen) != 0)
+			return -1;
+		n->fifo_limit_pkts = 0;
+		return 0;
+	}
+	/* fifo: 0 = no packet limit (the mbuf pool still bounds it). */
+	if (get_int(v, d->path, n->discipline == SCHED_DISC_FIFO ? 0 : 1, 1 << 24, &x, d->err,
+		    d->errlen) != 0)
+		return -1;
+	if (n->discipline == SCHED_DISC_FIFO) {
+		n->fifo_limit_pkts = (uint32_t)x;
+		n->fifo_limit_bytes = 0;
+	} else {
+		n->fqc_limit = (uint32_t)x;
+	}
+	return 0;
+}
+
+static int
+key_emulate(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	(void)k;
+	if (d->em == NULL) {
+		errf(d->err, d->errlen, d->path, "cannot be changed here");
+		return -1;
+	}
+	return parse_emulate(v, d->path, d->em, d->err, d->errlen);
+}
+
+/* Which disciplines a key applies to (bit per enum sched_discipline). */
+#define D_FIFO (1u << SCHED_DISC_FIFO)
+#define D_FQC  (1u << SCHED_DISC_FQ_CODEL)
+#define D_CAKE (1u << SCHED_DISC_CAKE)
+#define D_ALL  (D_FIFO | D_FQC | D_CAKE)
+
+#define FIELD(f)                                                                                   \
+	.off = offsetof(struct sched_params, f), .size = sizeof(((struct sched_params *)0)->f)
+#define NAMES(t, w) .names = (t), .n_names = NELEM(t), .what = (w)
+
+/* One key per entry, aligned (clang-format would put each field on its own line). */
+/* clang-format off */
+static const struct dir_key direction_keys[] = {
+	{ .key = "discipline",   .disciplines = D_ALL,          .parse = NULL },
+	{ .key = "bandwidth",    .disciplines = D_ALL,          .parse = key_rate,
+	  FIELD(rate), .lo = 0, .hi = 12500000000000LL },
+	{ .key = "mtu",          .disciplines = D_ALL,          .parse = key_int,
+	  FIELD(mtu), .lo = SHAPER_MTU_MIN, .hi = SHAPER_MTU_MAX },
+	{ .key = "overhead",     .disciplines = D_ALL,          .parse = key_overhead },
+	{ .key = "mpu",          .disciplines = D_ALL,          .parse = key_int,
+	  FIELD(mpu), .lo = 0, .hi = 256 },
+	{ .key = "atm",          .disciplines = D_ALL,          .parse = key_enum,
+	  FIELD(framing), NAMES(framing_names, "framing") },
+	{ .key = "seed",         .disciplines = D_ALL,          .parse = key_int,
+	  FIELD(seed), .lo = 0, .hi = INT64_MAX },
+	{ .key = "lag_limit",    .disciplines = D_ALL,          .parse = key_lag_limit },
+	{ .key = "rtt",          .disciplines = D_CAKE,         .parse = NULL },
+	{ .key = "target",       .disciplines = D_CAKE | D_FQC, .parse = key_target },
+	{ .key = "diffserv",     .disciplines = D_CAKE,         .parse = key_enum,
+	  FIELD(diffserv), NAMES(diffserv_names, "diffserv mode") },
+	{ .key = "isolation",    .disciplines = D_CAKE,         .parse = key_enum,
+	  FIELD(isolation), NAMES(isolation_names, "isolation mode") },
+	{ .key = "wash",         .disciplines = D_CAKE,         .parse = key_bool, FIELD(wash) },
+	{ .key = "ingress",      .disciplines = D_CAKE,         .parse = key_bool, FIELD(ingress) },
+	/* Accepted as tc accepts it; a bridge has no conntrack to look in. */
+	{ .key = "nat",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(nat) },
+	{ .key = "ecn",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(ecn) },
+	{ .key = "ack_filter",   .disciplines = D_CAKE,         .parse = key_ack_filter,
+	  FIELD(ack_filter), NAMES(ack_filter_names, "ACK filter mode") },
+	{ .key = "memlimit",     .disciplines = D_CAKE,         .parse = key_size,
+	  FIELD(memlimit), .lo = 0, .hi = 1LL << 40 },
+	{ .key = "limit",        .disciplines = D_FIFO | D_FQC, .parse = key_limit },
+	{ .key = "flows",        .disciplines = D_FQC,          .parse = key_int,
+	  FIELD(fqc_flows), .lo = 1, .hi = 65536 },
+	{ .key = "quantum",      .disciplines = D_FQC,          .parse = key_int,
+	  FIELD(fqc_quantum), .lo = 256, .hi = 1 << 20 },
+	{ .key = "memory_limit", .disciplines = D_FQC,          .parse = key_size,
+	  FIELD(fqc_memory_limit), .lo = 4096, .hi = 1LL << 40 },
+	{ .key = "interval",     .disciplines = D_FQC,          .parse = key_time_us,
+	  FIELD(fqc_interval_us), .lo = 1000, .hi = 1000000000000LL },
+	{ .key = "ce_threshold", .disciplines = D_FQC,          .parse = key_time_us,
+	  FIELD(fqc_ce_threshold_us), .lo = 0, .hi = 1000000000000LL },
+	{ .key = "drop_batch",   .disciplines = D_FQC,          .parse = key_int,
+	  FIELD(fqc_drop_batch), .lo = 1, .hi = 4096 },
+	{ .key = "emulate",      .disciplines = D_ALL,          .parse = key_emulate },
+};
+/* clang-format on */
+
+#undef FIELD
+#undef NAMES
+
 static int
 parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 		struct shaper_emulate_config *em, char *err, size_t errlen)
 {
 	struct sched_params n = *p;
+	struct dir_parse d = { .n = &n, .em = em, .err = err, .errlen = errlen };
 	const char *key;
 	json_t *v;
 	char sub[160];
-	long long x;
-	uint64_t u;
 	int e;
 
 	if (expect_object(obj, path, err, errlen) != 0)
@@ -581,19 +821,19 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			return -1;
 		if ((enum sched_discipline)e != n.discipline) {
 			/* A new discipline starts from its own defaults, keeping the link. */
-			struct sched_params d;
+			struct sched_params def;
 
-			sched_params_default(&d, (enum sched_discipline)e);
-			d.rate = n.rate;
-			d.mtu = n.mtu;
-			d.upstream = n.upstream;
-			d.seed = n.seed;
-			d.lag_limit_ns = n.lag_limit_ns;
-			d.overhead = n.overhead;
-			d.overhead_mode = n.overhead_mode;
-			d.mpu = n.mpu;
-			d.framing = n.framing;
-			n = d;
+			sched_params_default(&def, (enum sched_discipline)e);
+			def.rate = n.rate;
+			def.mtu = n.mtu;
+			def.upstream = n.upstream;
+			def.seed = n.seed;
+			def.lag_limit_ns = n.lag_limit_ns;
+			def.overhead = n.overhead;
+			def.overhead_mode = n.overhead_mode;
+			def.mpu = n.mpu;
+			def.framing = n.framing;
+			n = def;
 		}
 	}
 	/* rtt implies a target; an explicit "target" wins whatever the key order. */
@@ -604,164 +844,28 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 			return -1;
 	}
 	/*
-	 * overhead, mpu and atm apply in file order, as tc applies its words
-	 * left to right: "mpu" after "overhead": "docsis" wins, before it not.
+	 * The rest in file order: overhead, mpu and atm apply as tc applies its
+	 * words, left to right ("mpu" after "overhead": "docsis" wins, before it not).
 	 */
-
 	json_object_foreach ((json_t *)obj, key, v) {
-		size_t k;
+		const struct dir_key *k = NULL;
 
 		join_path(sub, sizeof(sub), path, key);
-		for (k = 0; k < NELEM(direction_keys); k++)
-			if (strcmp(key, direction_keys[k].key) == 0)
-				break;
-		if (k == NELEM(direction_keys)) {
+		for (size_t i = 0; i < NELEM(direction_keys) && k == NULL; i++)
+			if (strcmp(key, direction_keys[i].key) == 0)
+				k = &direction_keys[i];
+		if (k == NULL) {
 			errf(err, errlen, sub, "unknown key");
 			return -1;
 		}
-		if (!(direction_keys[k].disciplines & (1u << n.discipline))) {
+		if (!(k->disciplines & (1u << n.discipline))) {
 			errf(err, errlen, sub, "does not apply to discipline \"%s\"",
 			     shaper_discipline_name(n.discipline));
 			return -1;
 		}
-		if (strcmp(key, "discipline") == 0 || strcmp(key, "rtt") == 0) {
-			continue;
-		} else if (strcmp(key, "bandwidth") == 0) {
-			if (get_unit(v, sub, shaper_parse_rate, "rate", 0, 12500000000000ULL,
-				     &n.rate, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "mtu") == 0) {
-			if (get_int(v, sub, 68, 65535, &x, err, errlen) != 0)
-				return -1;
-			n.mtu = (uint32_t)x;
-		} else if (strcmp(key, "overhead") == 0) {
-			if (parse_overhead(v, sub, &n, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "mpu") == 0) {
-			if (get_int(v, sub, 0, 256, &x, err, errlen) != 0)
-				return -1;
-			n.mpu = (uint32_t)x;
-		} else if (strcmp(key, "atm") == 0) {
-			if (get_enum(v, sub, framing_names, NELEM(framing_names), &e, "framing",
-				     err, errlen) != 0)
-				return -1;
-			n.framing = (enum sched_framing)e;
-		} else if (strcmp(key, "seed") == 0) {
-			if (get_int(v, sub, 0, INT64_MAX, &x, err, errlen) != 0)
-				return -1;
-			n.seed = (uint64_t)x;
-		} else if (strcmp(key, "lag_limit") == 0) {
-			/* "auto" or how far the shaper may fall behind before it forgets. */
-			if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0) {
-				n.lag_limit_ns = SCHED_LAG_AUTO;
-			} else if (json_is_string(v) &&
-				   shaper_parse_time(json_string_value(v), &u, NULL, 0) != 0) {
-				errf(err, errlen, sub,
-				     "\"%s\" is neither \"auto\" nor a time such as \"1ms\"",
-				     json_string_value(v));
-				return -1;
-			} else if (get_unit(v, sub, shaper_parse_time, "time or \"auto\"", 0,
-					    SCHED_LAG_MAX_NS, &n.lag_limit_ns, err, errlen) != 0) {
-				return -1;
-			}
-		} else if (strcmp(key, "target") == 0) {
-			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
-				     err, errlen) != 0)
-				return -1;
-			if (n.discipline == SCHED_DISC_CAKE)
-				n.target_us = (uint32_t)(u / 1000);
-			else
-				n.fqc_target_us = (uint32_t)(u / 1000);
-		} else if (strcmp(key, "interval") == 0) {
-			if (get_unit(v, sub, shaper_parse_time, "time", 1000, 1000000000000ULL, &u,
-				     err, errlen) != 0)
-				return -1;
-			n.fqc_interval_us = (uint32_t)(u / 1000);
-		} else if (strcmp(key, "ce_threshold") == 0) {
-			if (get_unit(v, sub, shaper_parse_time, "time", 0, 1000000000000ULL, &u,
-				     err, errlen) != 0)
-				return -1;
-			n.fqc_ce_threshold_us = (uint32_t)(u / 1000);
-		} else if (strcmp(key, "diffserv") == 0) {
-			if (get_enum(v, sub, diffserv_names, NELEM(diffserv_names), &e,
-				     "diffserv mode", err, errlen) != 0)
-				return -1;
-			n.diffserv = (enum sched_diffserv)e;
-		} else if (strcmp(key, "isolation") == 0) {
-			if (get_enum(v, sub, isolation_names, NELEM(isolation_names), &e,
-				     "isolation mode", err, errlen) != 0)
-				return -1;
-			n.isolation = (enum sched_isolation)e;
-		} else if (strcmp(key, "wash") == 0) {
-			if (get_bool(v, sub, &n.wash, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "ingress") == 0) {
-			if (get_bool(v, sub, &n.ingress, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "nat") == 0) {
-			/* Accepted as tc accepts it; a bridge has no conntrack to look in. */
-			if (get_bool(v, sub, &n.nat, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "ecn") == 0) {
-			if (get_bool(v, sub, &n.ecn, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "ack_filter") == 0) {
-			if (json_is_boolean(v)) {
-				n.ack_filter = json_is_true(v) ? SCHED_ACK_FILTER_ON
-							       : SCHED_ACK_FILTER_OFF;
-			} else {
-				if (get_enum(v, sub, ack_filter_names, NELEM(ack_filter_names), &e,
-					     "ACK filter mode", err, errlen) != 0)
-					return -1;
-				n.ack_filter = (enum sched_ack_filter)e;
-			}
-		} else if (strcmp(key, "memlimit") == 0) {
-			if (get_unit(v, sub, shaper_parse_size, "size", 0, 1ULL << 40, &n.memlimit,
-				     err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "limit") == 0) {
-			/* fifo: an integer is packets, a size string is bytes. */
-			if (n.discipline == SCHED_DISC_FIFO && json_is_string(v)) {
-				if (get_unit(v, sub, shaper_parse_size, "size", 64, 1ULL << 40,
-					     &n.fifo_limit_bytes, err, errlen) != 0)
-					return -1;
-				n.fifo_limit_pkts = 0;
-			} else {
-				/* fifo: 0 = no packet limit (the mbuf pool still bounds it). */
-				if (get_int(v, sub, n.discipline == SCHED_DISC_FIFO ? 0 : 1,
-					    1 << 24, &x, err, errlen) != 0)
-					return -1;
-				if (n.discipline == SCHED_DISC_FIFO) {
-					n.fifo_limit_pkts = (uint32_t)x;
-					n.fifo_limit_bytes = 0;
-				} else {
-					n.fqc_limit = (uint32_t)x;
-				}
-			}
-		} else if (strcmp(key, "flows") == 0) {
-			if (get_int(v, sub, 1, 65536, &x, err, errlen) != 0)
-				return -1;
-			n.fqc_flows = (uint32_t)x;
-		} else if (strcmp(key, "quantum") == 0) {
-			if (get_int(v, sub, 256, 1 << 20, &x, err, errlen) != 0)
-				return -1;
-			n.fqc_quantum = (uint32_t)x;
-		} else if (strcmp(key, "memory_limit") == 0) {
-			if (get_unit(v, sub, shaper_parse_size, "size", 4096, 1ULL << 40,
-				     &n.fqc_memory_limit, err, errlen) != 0)
-				return -1;
-		} else if (strcmp(key, "drop_batch") == 0) {
-			if (get_int(v, sub, 1, 4096, &x, err, errlen) != 0)
-				return -1;
-			n.fqc_drop_batch = (uint32_t)x;
-		} else if (strcmp(key, "emulate") == 0) {
-			if (em == NULL) {
-				errf(err, errlen, sub, "cannot be changed here");
-				return -1;
-			}
-			if (parse_emulate(v, sub, em, err, errlen) != 0)
-				return -1;
-		}
+		d.path = sub;
+		if (k->parse != NULL && k->parse(v, k, &d) != 0)
+			return -1;
 	}
 	*p = n;
 	return 0;
@@ -862,12 +966,66 @@ shaper_config_default(struct shaper_config *c)
 		c->port[i].tx_desc = 1024;
 	}
 	c->control_enabled = true;
-	snprintf(c->control_socket, sizeof(c->control_socket), "/run/shaper/shaper.sock");
+	snprintf(c->control_socket, sizeof(c->control_socket), "%s", SHAPER_DEFAULT_SOCKET);
 	c->control_mode = 0660;
 	c->n_workers = 1;
-	c->mbufs = 16383;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		c->mbufs[d] = 0; /* auto: each direction's pool sized to its worst case */
+		c->emulate[d].limit = SHAPER_EMU_LIMIT_DEFAULT;
+	}
 	c->burst = 32;
 	c->idle_sleep_us = 0;
+}
+
+/* One pool size: "auto" (0) or an integer. */
+static int
+parse_pool_size(const json_t *x, const char *path, uint32_t *out, char *err, size_t errlen)
+{
+	long long n;
+
+	if (json_is_string(x) && strcmp(json_string_value(x), "auto") == 0) {
+		*out = 0;
+		return 0;
+	}
+	if (!json_is_integer(x)) {
+		errf(err, errlen, path, "expected \"auto\" or an integer 1024..16777216");
+		return -1;
+	}
+	if (get_int(x, path, 1024, 1 << 24, &n, err, errlen) != 0)
+		return -1;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+/* dataplane.mbufs: one size for both directions' pools, or {"upstream": .., "downstream": ..}. */
+static int
+parse_mbufs(const json_t *x, const char *path, uint32_t mbufs[SHAPER_NUM_DIRS], char *err,
+	    size_t errlen)
+{
+	const char *key;
+	json_t *v;
+	char sub[160];
+
+	if (!json_is_object(x)) {
+		if (parse_pool_size(x, path, &mbufs[0], err, errlen) != 0)
+			return -1;
+		mbufs[1] = mbufs[0];
+		return 0;
+	}
+	json_object_foreach ((json_t *)x, key, v) {
+		int d = strcmp(key, "upstream") == 0     ? SHAPER_UP
+			: strcmp(key, "downstream") == 0 ? SHAPER_DOWN
+							 : -1;
+
+		join_path(sub, sizeof(sub), path, key);
+		if (d < 0) {
+			errf(err, errlen, sub, "unknown key (known: upstream, downstream)");
+			return -1;
+		}
+		if (parse_pool_size(v, sub, &mbufs[d], err, errlen) != 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int
@@ -1015,11 +1173,10 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 	json_object_foreach ((json_t *)v, key, x) {
 		join_path(sub, sizeof(sub), "dataplane", key);
 		if (strcmp(key, "mbufs") == 0) {
-			if (get_int(x, sub, 1024, 1 << 24, &n, err, errlen) != 0)
+			if (parse_mbufs(x, sub, c->mbufs, err, errlen) != 0)
 				return -1;
-			c->mbufs = (uint32_t)n;
 		} else if (strcmp(key, "burst") == 0) {
-			if (get_int(x, sub, 1, 256, &n, err, errlen) != 0)
+			if (get_int(x, sub, 1, SHAPER_BURST_MAX, &n, err, errlen) != 0)
 				return -1;
 			c->burst = (uint32_t)n;
 		} else if (strcmp(key, "idle_sleep") == 0) {

@@ -159,64 +159,82 @@ shaper_parse_rate(const char *s, uint64_t *bytes_per_sec, char *err, size_t errl
 	return 0;
 }
 
-int
-shaper_parse_time(const char *s, uint64_t *ns, char *err, size_t errlen)
+/*
+ * Times and sizes parse the same way (a number, then a unit from a table,
+ * rounded to the nearest whole unit of the result); only the table and the
+ * words of the errors differ.
+ */
+struct quantity {
+	const char *noun;         /* "time": "\"x\" is not a time (...)" */
+	const struct unit *units; /* multiplier to ns or bytes */
+	size_t n_units;
+	const char *how;       /* hint when there is no leading number */
+	const char *bare;      /* hint for a number without a unit */
+	const char *unit_list; /* hint for an unknown unit */
+	const char *too_big;   /* "\"x\" is too long a time" */
+};
+
+static const struct quantity time_quantity = {
+	.noun = "time",
+	.units = time_units,
+	.n_units = NELEM(time_units),
+	.how = "write a number and a unit, e.g. \"30ms\" or \"100us\"",
+	.bare = "a bare number is ambiguous: write e.g. \"30ms\" or \"100us\"",
+	.unit_list = "units: s ms us ns",
+	.too_big = "too long a time",
+};
+
+static const struct quantity size_quantity = {
+	.noun = "size",
+	.units = size_units,
+	.n_units = NELEM(size_units),
+	.how = "write a number and a unit, e.g. \"32mb\" or \"1500b\"",
+	.bare = "write e.g. \"1500b\", \"64kb\" or \"32mb\"",
+	.unit_list = "units: b kb mb gb",
+	.too_big = "too large a size",
+};
+
+static int
+parse_quantity(const struct quantity *q, const char *s, uint64_t *out, char *err, size_t errlen)
 {
 	const struct unit *u;
 	const char *suffix;
 	double v;
 
 	if (split_number(s, &v, &suffix) != 0) {
-		set_err(err, errlen, "\"%s\" is not a time (%s)", s ? s : "",
-			"write a number and a unit, e.g. \"30ms\" or \"100us\"");
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "\"%s\" is not a %s (%s)", s ? s : "", q->noun,
+				 q->how);
 		return -EINVAL;
 	}
 	if (*suffix == '\0') {
-		set_err(err, errlen, "\"%s\" has no unit (%s)", s,
-			"a bare number is ambiguous: write e.g. \"30ms\" or \"100us\"");
+		set_err(err, errlen, "\"%s\" has no unit (%s)", s, q->bare);
 		return -EINVAL;
 	}
-	u = find_unit(time_units, NELEM(time_units), suffix);
+	u = find_unit(q->units, q->n_units, suffix);
 	if (u == NULL) {
-		set_err(err, errlen, "\"%s\" is not a time (%s)", s, "units: s ms us ns");
+		if (err != NULL && errlen > 0)
+			snprintf(err, errlen, "\"%s\" is not a %s (%s)", s, q->noun, q->unit_list);
 		return -EINVAL;
 	}
 	if (v * u->scale >= 9.2e18) {
-		set_err(err, errlen, "\"%s\" is too long a time%s", s, "");
+		set_err(err, errlen, "\"%s\" is %s", s, q->too_big);
 		return -EINVAL;
 	}
-	*ns = (uint64_t)llround(v * u->scale);
+	*out = (uint64_t)llround(v * u->scale);
 	return 0;
+}
+
+int
+shaper_parse_time(const char *s, uint64_t *ns, char *err, size_t errlen)
+{
+	return parse_quantity(&time_quantity, s, ns, err, errlen);
 }
 
 int
 shaper_parse_size(const char *s, uint64_t *bytes, char *err, size_t errlen)
 {
-	const struct unit *u;
-	const char *suffix;
-	double v;
-
-	if (split_number(s, &v, &suffix) != 0) {
-		set_err(err, errlen, "\"%s\" is not a size (%s)", s ? s : "",
-			"write a number and a unit, e.g. \"32mb\" or \"1500b\"");
-		return -EINVAL;
-	}
-	if (*suffix == '\0') {
-		set_err(err, errlen, "\"%s\" has no unit (%s)", s,
-			"write e.g. \"1500b\", \"64kb\" or \"32mb\"");
-		return -EINVAL;
-	}
-	u = find_unit(size_units, NELEM(size_units), suffix);
-	if (u == NULL) {
-		set_err(err, errlen, "\"%s\" is not a size (%s)", s, "units: b kb mb gb");
-		return -EINVAL;
-	}
-	if (v * u->scale >= 9.2e18) {
-		set_err(err, errlen, "\"%s\" is too large a size%s", s, "");
-		return -EINVAL;
-	}
-	*bytes = (uint64_t)llround(v * u->scale);
-	return 0;
+	return parse_quantity(&size_quantity, s, bytes, err, errlen);
 }
 
 /* Exact forms only, so what is printed parses back to the same value. */

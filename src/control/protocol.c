@@ -180,6 +180,9 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "tx_packets", J_U64(c->tx_packets));
 	json_object_set_new(o, "tx_bytes", J_U64(c->tx_bytes));
 	json_object_set_new(o, "tx_retries", J_U64(c->tx_retries));
+	json_object_set_new(o, "rx_foreign", J_U64(c->rx_foreign));
+	json_object_set_new(o, "turn_max_ns", J_U64(c->turn_max_ns));
+	json_object_set_new(o, "control_max_ns", J_U64(c->control_max_ns));
 	json_object_set_new(o, "emulator_qlen", J_U64(c->emulator_qlen));
 	for (int r = 0; r < SHAPER_DROP_MAX; r++) {
 		json_object_set_new(drops, shaper_drop_name(r), J_U64(c->dropped[r]));

@@ -308,9 +308,13 @@ conn_read(struct ctl_server *srv, struct ctl_conn *c)
 		if (c->inlen == CTL_MAX_LINE) {
 			/* No newline in a whole buffer: answer once, then skip to the newline. */
 			if (!c->discarding) {
-				char *reply = ctl_error_reply(CTL_ERR_TOO_LARGE,
-							      "request longer than 65535 bytes");
-				int rc = reply != NULL ? conn_queue(c, reply) : -1;
+				char msg[64], *reply;
+				int rc;
+
+				snprintf(msg, sizeof(msg), "request longer than %d bytes",
+					 CTL_MAX_LINE - 1);
+				reply = ctl_error_reply(CTL_ERR_TOO_LARGE, msg);
+				rc = reply != NULL ? conn_queue(c, reply) : -1;
 
 				free(reply);
 				c->discarding = true;

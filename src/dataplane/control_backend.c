@@ -272,6 +272,9 @@ be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *
 	}
 	rc = dp_snapshot_read(d, s);
 	m->params = *p;
+	/* The direction's pool must still hold everything the new limits allow. */
+	if (rc == 0 && d->pool != NULL && dp_budget_check_update(d, p, m->err, sizeof(m->err)) != 0)
+		rc = -ENOSPC;
 	if (rc == 0 && s->params.discipline != p->discipline) {
 		/* Built here, off the worker: allocation never happens on the fast path. */
 		m->type = DP_MSG_SWAP;

@@ -7,13 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
 #include "shaper/dataplane.h"
-
-#define POOL_CACHE 256
 
 uint32_t
 dp_mbuf_truesize(const struct rte_mempool *mp)
@@ -22,12 +21,10 @@ dp_mbuf_truesize(const struct rte_mempool *mp)
 }
 
 struct rte_mempool *
-dp_pool_create(uint32_t n_mbufs, int socket)
+dp_pool_create(const char *name, uint32_t n_mbufs, int socket)
 {
 	/* The private area holds the sh_pkt, so queues need no other memory. */
-	uint16_t priv = RTE_ALIGN_CEIL(sizeof(struct sh_pkt), RTE_MBUF_PRIV_ALIGN);
-
-	return rte_pktmbuf_pool_create("shaper_pool", n_mbufs, POOL_CACHE, priv,
+	return rte_pktmbuf_pool_create(name, n_mbufs, DP_POOL_CACHE, DP_MBUF_PRIV_SIZE,
 				       RTE_MBUF_DEFAULT_BUF_SIZE, socket);
 }
 
@@ -62,9 +59,60 @@ find_port(const char *device, uint16_t *port_id, char *err, size_t errlen)
 	return -ENODEV;
 }
 
+/*
+ * What the device must do for frames of up to max_frame bytes (FCS not
+ * counted) received into mp: refuse what it cannot, ask for what it must.
+ */
+static int
+port_conf(const struct dp_port *port, const struct rte_eth_dev_info *info, struct rte_mempool *mp,
+	  uint32_t max_frame, struct rte_eth_conf *conf, char *err, size_t errlen)
+{
+	uint32_t room = rte_pktmbuf_data_room_size(mp) - RTE_PKTMBUF_HEADROOM;
+
+	memset(conf, 0, sizeof(*conf));
+	if (rte_pktmbuf_priv_size(mp) < sizeof(struct sh_pkt)) {
+		snprintf(err, errlen, "%s: the rx pool has no room for the packet record",
+			 port->name);
+		return -EINVAL;
+	}
+	if (max_frame + RTE_ETHER_CRC_LEN > info->max_rx_pktlen) {
+		snprintf(err, errlen,
+			 "%s: the device receives frames of up to %u bytes, but mtu asks for %u "
+			 "(lower upstream.mtu / downstream.mtu)",
+			 port->name, info->max_rx_pktlen, max_frame + RTE_ETHER_CRC_LEN);
+		return -EINVAL;
+	}
+	if (max_frame > RTE_ETHER_MAX_LEN - RTE_ETHER_CRC_LEN) {
+		uint32_t mtu = max_frame - RTE_ETHER_HDR_LEN;
+
+		conf->rxmode.mtu = mtu < info->max_mtu ? mtu : info->max_mtu;
+	}
+	if (max_frame > room) {
+		/* A frame spans several mbufs: the length contract covers chains. */
+		if (!(info->rx_offload_capa & RTE_ETH_RX_OFFLOAD_SCATTER)) {
+			snprintf(err, errlen,
+				 "%s: frames of %u bytes do not fit one mbuf (%u bytes) and the "
+				 "device cannot scatter them (lower upstream.mtu / downstream.mtu)",
+				 port->name, max_frame, room);
+			return -EINVAL;
+		}
+		conf->rxmode.offloads |= RTE_ETH_RX_OFFLOAD_SCATTER;
+	}
+	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf->txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	/*
+	 * A tx queue carries one direction, whose mbufs all come from its own
+	 * pool (foreign ones are copied on rx) with one reference each: the
+	 * driver may free them in bulk.
+	 */
+	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE)
+		conf->txmode.offloads |= RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
+	return 0;
+}
+
 int
 dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-	     char *err, size_t errlen)
+	     uint32_t max_frame, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -81,7 +129,10 @@ dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct r
 		snprintf(err, errlen, "%s: cannot read device info: %s", port->name, strerror(-rc));
 		return rc;
 	}
-	memset(&conf, 0, sizeof(conf));
+	rc = port_conf(port, &info, mp, max_frame, &conf, err, errlen);
+	if (rc != 0)
+		return rc;
+	port->offloads = conf.rxmode.offloads | conf.txmode.offloads;
 	rc = rte_eth_dev_configure(port->port_id, 1, 1, &conf);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: configure failed: %s", port->name, strerror(-rc));
@@ -117,6 +168,31 @@ dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct r
 		fprintf(stderr, "shaperd: %s: cannot enable promiscuous mode: %s\n", port->name,
 			strerror(-rc));
 	return 0;
+}
+
+int
+dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_ms)
+{
+	unsigned int waited = 0, up = 0;
+
+	for (;;) {
+		up = 0;
+		for (unsigned int i = 0; i < n; i++) {
+			struct rte_eth_link link;
+
+			memset(&link, 0, sizeof(link));
+			if (rte_eth_link_get_nowait(ports[i].port_id, &link) != 0 ||
+			    link.link_status == RTE_ETH_LINK_UP)
+				up++; /* a PMD without link state counts as up */
+			ports[i].link_up = link.link_status == RTE_ETH_LINK_UP;
+			ports[i].link_speed = link.link_speed;
+		}
+		if (up == n || waited >= timeout_ms)
+			break;
+		rte_delay_us_sleep(10000);
+		waited += 10;
+	}
+	return (int)(n - up);
 }
 
 void

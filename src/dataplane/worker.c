@@ -17,8 +17,10 @@
 
 #include "shaper/dataplane.h"
 
-#define DP_BURST_MAX  256
 #define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
+
+/* rx_burst takes a uint16_t count. */
+_Static_assert(SHAPER_BURST_MAX <= UINT16_MAX, "a burst must fit rte_eth_rx_burst's count");
 
 static volatile int stop_flag;
 
@@ -96,12 +98,30 @@ pkt_from_mbuf(struct rte_mbuf *m, uint32_t truesize)
 	p->mem = truesize * m->nb_segs;
 }
 
-/* One turn of one direction; returns the number of frames moved. */
-static unsigned int
-dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+/*
+ * A frame in an mbuf of another pool (a net_ring or memif peer's, say) may
+ * have no private area for its struct sh_pkt, and its pool is not in the
+ * direction's budget: copy it into the direction's pool. NULL if the pool
+ * is empty (counted as no_buffer).
+ */
+static struct rte_mbuf *
+adopt_foreign(struct dp_dir *d, struct rte_mbuf *m)
 {
-	struct rte_mbuf *rx[DP_BURST_MAX];
-	struct sh_pkt *pkts[DP_BURST_MAX];
+	struct rte_mbuf *c = rte_pktmbuf_copy(m, d->pool, 0, UINT32_MAX);
+
+	rte_pktmbuf_free(m);
+	d->stats.rx_foreign++;
+	if (c == NULL)
+		d->stats.dropped[SHAPER_DROP_NO_BUFFER]++;
+	return c;
+}
+
+/* One turn of one direction; returns the number of frames moved. */
+unsigned int
+dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+{
+	struct rte_mbuf *rx[SHAPER_BURST_MAX];
+	struct sh_pkt *pkts[SHAPER_BURST_MAX];
 	struct sh_pkt_list drops;
 	uint16_t nb_rx, i, n_out = 0, room;
 	uint64_t t;
@@ -112,23 +132,30 @@ dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 	nb_rx = rte_eth_rx_burst(d->rx_port, 0, rx, (uint16_t)burst);
 	if (nb_rx != 0) {
-		uint32_t truesize = dp_mbuf_truesize(rx[0]->pool);
 		uint64_t rx_bytes = 0;
+		uint16_t n = 0;
 
 		/* Stats summed locally: one update of the shared counters per burst. */
 		for (i = 0; i < nb_rx; i++) {
-			rte_prefetch0(rte_pktmbuf_mtod(rx[i], void *));
-			pkt_from_mbuf(rx[i], truesize);
-			pkts[i] = dp_mbuf_pkt(rx[i]);
-			rx_bytes += rx[i]->pkt_len;
+			struct rte_mbuf *m = rx[i];
+
+			rx_bytes += m->pkt_len;
+			if (unlikely(m->pool != d->pool) && d->pool != NULL) {
+				m = adopt_foreign(d, m);
+				if (m == NULL)
+					continue;
+			}
+			rte_prefetch0(rte_pktmbuf_mtod(m, void *));
+			pkt_from_mbuf(m, d->truesize);
+			pkts[n++] = dp_mbuf_pkt(m);
 		}
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
-		classify_burst(pkts, nb_rx, &d->key);
+		classify_burst(pkts, n, &d->key);
 		if (sched_move_active(&d->move))
-			sched_move_stage(&d->move, pkts, nb_rx, now); /* behind the old backlog */
+			sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
 		else
-			sched_enqueue_burst(d->sched, pkts, nb_rx, now, &drops);
+			sched_enqueue_burst(d->sched, pkts, n, now, &drops);
 	}
 
 	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
@@ -194,9 +221,6 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	d->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
 
-_Static_assert(SCHED_MOVE_SLICE >= 2 * DP_BURST_MAX,
-	       "a swap must move more per turn than a turn can receive, or it never ends");
-
 /* Handle one control request, or its next slice, between bursts; true when complete. */
 bool
 dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
@@ -252,11 +276,17 @@ dp_control_turn(struct dp_dir *d, uint64_t now)
 	if (m == NULL)
 		m = dp_mailbox_take(d);
 	if (m != NULL) {
+		uint64_t t0 = dp_now_ns(), took;
+
 		d->busy = m; /* ours until answered, whatever the caller does meanwhile */
 		if (dp_dir_handle_msg(d, m, now)) {
 			d->busy = NULL;
 			dp_mailbox_answer(d, m);
 		}
+		/* What one slice of a request costs the worker (stats shows the longest). */
+		took = dp_now_ns() - t0;
+		if (took > d->stats.control_max_ns)
+			d->stats.control_max_ns = took;
 	}
 	if (now >= d->next_snap_ns)
 		publish_snapshot(d, now);
@@ -304,10 +334,17 @@ dp_worker_main(void *arg)
 		uint64_t next_due = UINT64_MAX;
 		unsigned int work = 0;
 
+		uint64_t took;
+
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
-			work += dir_turn(w->dirs[i], now, w->burst, &next_due);
+			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
 			control_turn(w->dirs[i], now);
 		}
+		/* The longest turn: how long rx may wait at worst (control work included). */
+		took = dp_now_ns() - now;
+		for (unsigned int i = 0; i < w->n_dirs; i++)
+			if (took > w->dirs[i]->stats.turn_max_ns)
+				w->dirs[i]->stats.turn_max_ns = took;
 		if (work != 0 || w->idle_sleep_us == 0) {
 			idle = 0;
 			continue;

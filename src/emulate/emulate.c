@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "shaper/emulate.h"
+#include "shaper/rand.h"
 #include "shaper/sched.h"
 
 struct emulate {
@@ -18,18 +19,6 @@ struct emulate {
 	uint64_t rng;
 	uint64_t loss_threshold; /* loss_ppm scaled to 2^32 */
 };
-
-static inline uint32_t
-emu_rand32(struct emulate *e)
-{
-	uint64_t x = e->rng; /* xorshift64* */
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	e->rng = x;
-	return (uint32_t)((x * 0x2545f4914f6cdd1dULL) >> 32);
-}
 
 bool
 emu_params_active(const struct emu_params *p)
@@ -48,7 +37,7 @@ emu_create(const struct emu_params *p)
 	if (e == NULL)
 		return NULL;
 	e->p = *p;
-	e->rng = p->seed != 0 ? p->seed : 0x9e3779b97f4a7c15ULL;
+	e->rng = p->seed != 0 ? p->seed : SH_RAND_GAMMA; /* xorshift needs a nonzero state */
 	e->loss_threshold = ((uint64_t)p->loss_ppm << 32) / 1000000;
 	sh_pkt_list_init(&e->q);
 	return e;
@@ -65,7 +54,7 @@ emu_enqueue(struct emulate *e, struct sh_pkt *p, uint64_t now, struct sh_pkt_lis
 {
 	uint64_t release = now + e->p.delay_ns;
 
-	if (e->p.loss_ppm != 0 && emu_rand32(e) < e->loss_threshold) {
+	if (e->p.loss_ppm != 0 && sh_rand32(&e->rng) < e->loss_threshold) {
 		p->drop_reason = SHAPER_DROP_EMULATED_LOSS;
 		sh_pkt_list_push(dropped, p);
 		return 1;
@@ -78,7 +67,7 @@ emu_enqueue(struct emulate *e, struct sh_pkt *p, uint64_t now, struct sh_pkt_lis
 	if (e->p.jitter_ns != 0) {
 		/* Uniform in [-jitter, +jitter] at 2^-32 resolution. */
 		uint64_t span = 2 * e->p.jitter_ns;
-		uint64_t off = (uint64_t)(((unsigned __int128)span * emu_rand32(e)) >> 32);
+		uint64_t off = (uint64_t)(((unsigned __int128)span * sh_rand32(&e->rng)) >> 32);
 
 		release = release + off >= e->p.jitter_ns ? release + off - e->p.jitter_ns : now;
 		if (release < now)

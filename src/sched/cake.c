@@ -38,6 +38,7 @@
 #endif
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "sched/ack_filter.h"
 #include "sched/cobalt.h"
 #include "sched/rate.h"
@@ -70,12 +71,10 @@ enum cake_set {
 #define CAKE_FLOW_REHOST 1u /* host slots stale after an isolation change */
 
 struct cake_flow {
-	struct sh_pkt *head;
-	struct sh_pkt *tail;
+	struct sh_pkt_list pkts; /* the queued packets; pkts.count is the packet count */
 	struct cobalt_vars cvars;
 	int32_t deficit;
 	uint32_t backlog; /* bytes (L2 length) */
-	uint32_t packets; /* queued: counted, so nothing walks the list to count */
 	uint32_t dropped;
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
@@ -186,34 +185,19 @@ struct cake {
 
 /* ---------------------------------------------------------------- random */
 
-static inline uint64_t
-cake_rand64(struct cake *c)
-{
-	/* xorshift64*: tiny, fast, good enough for dither and BLUE draws. */
-	uint64_t x = c->rng;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	c->rng = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
-
+/* For cobalt's BLUE draws (a callback, so it takes a context). */
 static uint32_t
 cake_rand32(void *ctx)
 {
-	return (uint32_t)(cake_rand64(ctx) >> 32);
+	return sh_rand32(&((struct cake *)ctx)->rng);
 }
 
 static void
 cake_seed(struct cake *c, uint64_t seed)
 {
 	/* splitmix64 so that small or similar seeds still diverge. */
-	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+	uint64_t z = sh_splitmix64(&seed);
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	z ^= z >> 31;
 	c->rng = z != 0 ? z : 0x853c49e6748fea9bULL;
 }
 
@@ -313,7 +297,7 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
 	return (int32_t)(((uint64_t)b->flow_quantum * c->quantum_div[load] +
-			  (cake_rand64(c) >> 48)) >>
+			  (sh_rand64(&c->rng) >> 48)) >>
 			 16);
 }
 
@@ -803,33 +787,46 @@ cake_config_tins(struct cake *c)
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
-static void
-cake_config_limit(struct cake *c)
+static uint64_t
+cake_limit_bytes(const struct sched_params *p)
 {
 	uint64_t limit, cap;
 
-	if (c->p.memlimit != 0)
-		limit = c->p.memlimit;
-	else if (c->p.rate != 0) {
+	if (p->memlimit != 0)
+		limit = p->memlimit;
+	else if (p->rate != 0) {
 		/* 4 x rate x rtt, split so that huge rates cannot overflow. */
-		limit = c->p.rate / 250000 * c->p.rtt_us +
-			c->p.rate % 250000 * c->p.rtt_us / 250000;
+		limit = p->rate / 250000 * p->rtt_us + p->rate % 250000 * p->rtt_us / 250000;
 		if (limit < (4u << 20))
 			limit = 4u << 20;
 	} else {
 		limit = UINT64_MAX;
 	}
-	cap = (uint64_t)CAKE_PKT_LIMIT * c->p.mtu;
-	if (cap < c->p.memlimit)
-		cap = c->p.memlimit;
-	c->buffer_limit = limit < cap ? limit : cap;
+	cap = (uint64_t)CAKE_PKT_LIMIT * p->mtu;
+	if (cap < p->memlimit)
+		cap = p->memlimit;
+	return limit < cap ? limit : cap;
+}
+
+static void
+cake_config_limit(struct cake *c)
+{
+	c->buffer_limit = cake_limit_bytes(&c->p);
+}
+
+/* Enqueue drops until the memory charged (>= truesize a packet) is within the limit. */
+static uint64_t
+cake_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	return cake_limit_bytes(p) / truesize + 1;
 }
 
 static int
 cake_check(const struct sched_params *p, char *err, size_t errlen)
 {
-	if (p->mtu < 64 || p->mtu > 65535) {
-		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+	if (p->mtu < SHAPER_MTU_MIN || p->mtu > SHAPER_MTU_MAX) {
+		SCHED_ERR(err, errlen, "mtu %u out of range %u..%u", p->mtu, SHAPER_MTU_MIN,
+			  SHAPER_MTU_MAX);
 		return -EINVAL;
 	}
 	if ((unsigned int)p->diffserv > SCHED_PRECEDENCE) {
@@ -891,11 +888,10 @@ cake_tin_reset(struct cake_tin *b)
 	for (i = 0; i < CAKE_QUEUES; i++) {
 		struct cake_flow *f = &b->flows[i];
 
-		f->head = f->tail = NULL;
+		sh_pkt_list_init(&f->pkts);
 		memset(&f->cvars, 0, sizeof(f->cvars));
 		f->deficit = 0;
 		f->backlog = 0;
-		f->packets = 0;
 		f->next = f->prev = CAKE_NIL;
 		f->set = CAKE_SET_NONE;
 		f->list = CAKE_LIST_NONE;
@@ -1048,16 +1044,11 @@ cake_write_off_lag(struct cake *c, uint64_t now)
 static inline struct sh_pkt *
 cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 {
-	struct sh_pkt *pkt = f->head;
+	struct sh_pkt *pkt = sh_pkt_list_pop(&f->pkts);
 
 	if (pkt == NULL)
 		return NULL;
-	f->head = pkt->next;
-	if (f->head == NULL)
-		f->tail = NULL;
-	pkt->next = NULL;
 	f->backlog -= pkt->len;
-	f->packets--;
 	b->backlog -= pkt->len;
 	b->qlen--;
 	c->backlog -= pkt->len;
@@ -1110,19 +1101,12 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 		uint64_t now, struct sh_pkt_list *dropped)
 {
 	struct sh_pkt *prev = NULL;
-	struct sh_pkt *ack = ack_filter_find(f->head, pkt, c->p.ack_filter, &prev);
+	struct sh_pkt *ack = ack_filter_find(f->pkts.head, pkt, c->p.ack_filter, &prev);
 
 	if (ack == NULL || ack == pkt)
 		return;
-	if (prev == NULL)
-		f->head = ack->next;
-	else
-		prev->next = ack->next;
-	if (f->tail == ack)
-		f->tail = prev;
-	ack->next = NULL;
+	sh_pkt_list_unlink(&f->pkts, prev, ack);
 	f->backlog -= ack->len;
-	f->packets--;
 	b->backlog -= ack->len;
 	b->qlen--;
 	c->backlog -= ack->len;
@@ -1176,15 +1160,8 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->tin = (uint8_t)tin;
 	pkt->queue = idx;
 	pkt->adj_len = cake_overhead(c, pkt);
-	pkt->next = NULL;
-	if (f->tail != NULL)
-		f->tail->next = pkt;
-	else
-		f->head = pkt;
-	f->tail = pkt;
-
+	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
-	f->packets++;
 	b->backlog += pkt->len;
 	b->qlen++;
 	c->backlog += pkt->len;
@@ -1195,7 +1172,7 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	if (pkt->len > b->max_len)
 		b->max_len = pkt->len;
 
-	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->head != pkt)
+	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->pkts.head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
 	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
@@ -1364,7 +1341,7 @@ retry:
 	if (f->deficit <= 0) {
 		/* Spent its credit: join (or stay in) the bulk rotation. */
 		if (f->set == CAKE_SET_SPARSE) {
-			if (f->head != NULL) {
+			if (f->pkts.head != NULL) {
 				b->sparse_flow_count--;
 				b->bulk_flow_count++;
 				cake_host_bulk_inc(c, b, f);
@@ -1396,7 +1373,7 @@ retry:
 		if (!cobalt_should_drop(&f->cvars, &b->cparams, now, pkt->enq_ns,
 					c->p.ingress ? b->bulk_flow_count : 0,
 					c->p.ecn ? cake_mark : NULL, pkt, cake_rand32, c) ||
-		    f->head == NULL)
+		    f->pkts.head == NULL)
 			break; /* the last packet of a flow is never dropped */
 		f->dropped++;
 		b->drops++;
@@ -1610,7 +1587,7 @@ cake_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 			pos = (((pos >> 10) + 1) << 10) & (CAKE_HEAP_LEN - 1);
 			continue;
 		}
-		if (f->head == NULL) {
+		if (f->pkts.head == NULL) {
 			pos = (pos + 1) & (CAKE_HEAP_LEN - 1);
 			continue;
 		}
@@ -1648,13 +1625,13 @@ cake_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint
 			pos = ((pos >> 10) + 1) << 10;
 			continue;
 		}
-		if (f->head != NULL) {
+		if (f->pkts.head != NULL) {
 			fi = &out[n++];
 			fi->backlog_bytes = f->backlog;
-			fi->packets = f->packets;
+			fi->packets = f->pkts.count;
 			fi->queue = (uint16_t)(pos & CAKE_QUEUE_MASK);
 			fi->tin = display[pos >> 10];
-			sched_fact_from_head(fi, f->head, now);
+			sched_fact_from_head(fi, f->pkts.head, now);
 		}
 		pos++;
 	}
@@ -1677,4 +1654,5 @@ const struct sched_ops sched_cake_ops = {
 	.flush_some = cake_flush_some,
 	.reinit = cake_reinit,
 	.flow_facts = cake_flow_facts,
+	.max_packets = cake_max_packets,
 };

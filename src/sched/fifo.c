@@ -16,6 +16,7 @@ struct fifo {
 	struct sched_pacer pacer;
 	struct sh_pkt_list q;
 	uint64_t bytes;
+	uint64_t charged; /* against the byte limit: bytes, runts as SCHED_MIN_CHARGE */
 	uint64_t mem, mem_max;
 	uint64_t overlimits;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
@@ -24,8 +25,9 @@ struct fifo {
 static int
 fifo_check(const struct sched_params *p, char *err, size_t errlen)
 {
-	if (p->mtu < 64 || p->mtu > 65535) {
-		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+	if (p->mtu < SHAPER_MTU_MIN || p->mtu > SHAPER_MTU_MAX) {
+		SCHED_ERR(err, errlen, "mtu %u out of range %u..%u", p->mtu, SHAPER_MTU_MIN,
+			  SHAPER_MTU_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -55,14 +57,25 @@ fifo_destroy(void *impl)
 	free(impl);
 }
 
+static inline void
+fifo_uncharge(struct fifo *f, const struct sh_pkt *pkt)
+{
+	f->bytes -= pkt->len;
+	f->charged -= pkt->len > SCHED_MIN_CHARGE ? pkt->len : SCHED_MIN_CHARGE;
+	f->mem -= pkt->mem;
+}
+
 static int
 fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	     struct sh_pkt_list *dropped)
 {
 	struct fifo *f = impl;
 
+	/* A runt counts as a minimum frame, so a byte limit bounds the mbufs held too. */
+	uint32_t charge = pkt->len > SCHED_MIN_CHARGE ? pkt->len : SCHED_MIN_CHARGE;
+
 	if ((f->p.fifo_limit_pkts != 0 && f->q.count >= f->p.fifo_limit_pkts) ||
-	    (f->p.fifo_limit_bytes != 0 && f->bytes + pkt->len > f->p.fifo_limit_bytes)) {
+	    (f->p.fifo_limit_bytes != 0 && f->charged + charge > f->p.fifo_limit_bytes)) {
 		pkt->drop_reason = SHAPER_DROP_OVERFLOW;
 		sh_pkt_list_push(dropped, pkt);
 		return 1;
@@ -74,6 +87,7 @@ fifo_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->adj_len = sched_adjust_len(&f->p, pkt->len, pkt->net_off, NULL);
 	sh_pkt_list_push(&f->q, pkt);
 	f->bytes += pkt->len;
+	f->charged += charge;
 	f->mem += pkt->mem;
 	if (f->mem > f->mem_max)
 		f->mem_max = f->mem;
@@ -94,8 +108,7 @@ fifo_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 		return NULL;
 	}
 	pkt = sh_pkt_list_pop(&f->q);
-	f->bytes -= pkt->len;
-	f->mem -= pkt->mem;
+	fifo_uncharge(f, pkt);
 	sched_pacer_charge(&f->pacer, pkt->adj_len);
 	sched_sojourn_add(f->sojourn, pkt->enq_ns, now);
 	return pkt;
@@ -106,9 +119,7 @@ fifo_next_time(const void *impl, uint64_t now)
 {
 	const struct fifo *f = impl;
 
-	if (f->q.count == 0)
-		return UINT64_MAX;
-	return sched_pacer_next(&f->pacer, now);
+	return sched_pacer_next_time(&f->pacer, f->q.count, now);
 }
 
 static int
@@ -132,7 +143,19 @@ fifo_flush(void *impl, struct sh_pkt_list *out)
 	while ((pkt = sh_pkt_list_pop(&f->q)) != NULL)
 		sh_pkt_list_push(out, pkt);
 	f->bytes = 0;
+	f->charged = 0;
 	f->mem = 0;
+}
+
+static uint64_t
+fifo_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	(void)truesize;
+	if (p->fifo_limit_pkts != 0)
+		return p->fifo_limit_pkts;
+	if (p->fifo_limit_bytes != 0)
+		return p->fifo_limit_bytes / SCHED_MIN_CHARGE;
+	return SCHED_UNBOUNDED;
 }
 
 static uint32_t
@@ -150,8 +173,7 @@ fifo_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 	for (n = 0; n < max && f->q.count != 0; n++) {
 		struct sh_pkt *pkt = sh_pkt_list_pop(&f->q);
 
-		f->bytes -= pkt->len;
-		f->mem -= pkt->mem;
+		fifo_uncharge(f, pkt);
 		sh_pkt_list_push(out, pkt);
 	}
 	return n;
@@ -198,4 +220,5 @@ const struct sched_ops sched_fifo_ops = {
 	.reset_stats = fifo_reset_stats,
 	.backlog_pkts = fifo_backlog_pkts,
 	.flush_some = fifo_flush_some,
+	.max_packets = fifo_max_packets,
 };

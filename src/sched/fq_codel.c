@@ -48,10 +48,9 @@ struct fqc_codel {
 };
 
 struct fqc_flow {
-	struct sh_pkt *head, *tail;
-	struct fqc_flow *next; /* link in new_flows or old_flows */
-	uint64_t backlog;      /* bytes */
-	uint32_t packets;      /* queued: counted, so nothing walks the list to count */
+	struct sh_pkt_list pkts; /* the queued packets; pkts.count is the packet count */
+	struct fqc_flow *next;   /* link in new_flows or old_flows */
+	uint64_t backlog;        /* bytes */
 	int32_t deficit;
 	uint8_t list; /* enum fqc_list */
 	struct fqc_codel cv;
@@ -109,8 +108,9 @@ struct fq_codel {
 static int
 fqc_check(const struct sched_params *p, char *err, size_t errlen)
 {
-	if (p->mtu < 64 || p->mtu > 65535) {
-		SCHED_ERR(err, errlen, "mtu %u out of range 64..65535", p->mtu);
+	if (p->mtu < SHAPER_MTU_MIN || p->mtu > SHAPER_MTU_MAX) {
+		SCHED_ERR(err, errlen, "mtu %u out of range %u..%u", p->mtu, SHAPER_MTU_MIN,
+			  SHAPER_MTU_MAX);
 		return -EINVAL;
 	}
 	if (p->fqc_flows < 1 || p->fqc_flows > FQC_MAX_FLOWS) {
@@ -226,16 +226,11 @@ fqc_list_pop(struct fqc_flow_list *l)
 static struct sh_pkt *
 fqc_flow_pop(struct fq_codel *q, struct fqc_flow *f)
 {
-	struct sh_pkt *pkt = f->head;
+	struct sh_pkt *pkt = sh_pkt_list_pop(&f->pkts);
 
 	if (pkt == NULL)
 		return NULL;
-	f->head = pkt->next;
-	if (f->head == NULL)
-		f->tail = NULL;
-	pkt->next = NULL;
 	f->backlog -= pkt->len;
-	f->packets--;
 	q->backlog -= pkt->len;
 	q->mem -= pkt->mem;
 	q->qlen--;
@@ -487,14 +482,8 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->queue = (uint16_t)idx;
 	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&q->p, pkt->len, pkt->net_off, NULL);
-	pkt->next = NULL;
-	if (f->tail != NULL)
-		f->tail->next = pkt;
-	else
-		f->head = pkt;
-	f->tail = pkt;
+	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
-	f->packets++;
 	q->backlog += pkt->len;
 	q->mem += pkt->mem;
 	q->qlen++;
@@ -589,9 +578,7 @@ fqc_next_time(const void *impl, uint64_t now)
 {
 	const struct fq_codel *q = impl;
 
-	if (q->qlen == 0)
-		return UINT64_MAX;
-	return sched_pacer_next(&q->pacer, now);
+	return sched_pacer_next_time(&q->pacer, q->qlen, now);
 }
 
 static int
@@ -667,7 +654,7 @@ fqc_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 				sh_pkt_list_push(out, pkt);
 				n++;
 			}
-			if (f->head != NULL)
+			if (f->pkts.head != NULL)
 				break;
 			fqc_list_pop(lists[i]);
 			memset(&f->cv, 0, sizeof(f->cv));
@@ -690,14 +677,14 @@ fqc_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint6
 		const struct fqc_flow *f = &q->flows[pos];
 
 		visits++;
-		if (f->head != NULL) {
+		if (f->pkts.head != NULL) {
 			struct sched_flow_fact *fi = &out[n++];
 
 			fi->backlog_bytes = f->backlog;
-			fi->packets = f->packets;
+			fi->packets = f->pkts.count;
 			fi->queue = (uint16_t)pos;
 			fi->tin = 0;
-			sched_fact_from_head(fi, f->head, now);
+			sched_fact_from_head(fi, f->pkts.head, now);
 		}
 		pos++;
 	}
@@ -769,6 +756,15 @@ fqc_reset_stats(void *impl)
 	q->avg_delay = q->peak_delay = 0;
 }
 
+/* Drops run once qlen passes limit or memory passes memory_limit: one over at most. */
+static uint64_t
+fqc_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	uint64_t by_mem = p->fqc_memory_limit / truesize + 1;
+
+	return by_mem < (uint64_t)p->fqc_limit + 1 ? by_mem : (uint64_t)p->fqc_limit + 1;
+}
+
 const struct sched_ops sched_fq_codel_ops = {
 	.name = "fq_codel",
 	.create = fqc_create,
@@ -782,5 +778,6 @@ const struct sched_ops sched_fq_codel_ops = {
 	.reset_stats = fqc_reset_stats,
 	.backlog_pkts = fqc_backlog_pkts,
 	.flush_some = fqc_flush_some,
+	.max_packets = fqc_max_packets,
 	.flow_facts = fqc_flow_facts,
 };

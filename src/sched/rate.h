@@ -126,10 +126,15 @@ sched_pacer_charge(struct sched_pacer *pc, uint32_t adj_len)
 		pc->time_next += sched_rate_ns(&pc->rate, adj_len);
 }
 
-/* Earliest release time of a non-empty queue. */
+/*
+ * A paced discipline's next_time with queued packets behind the pacer:
+ * UINT64_MAX when empty, now when unshaped or due, else the release time.
+ */
 static inline uint64_t
-sched_pacer_next(const struct sched_pacer *pc, uint64_t now)
+sched_pacer_next_time(const struct sched_pacer *pc, uint32_t queued, uint64_t now)
 {
+	if (queued == 0)
+		return UINT64_MAX;
 	if (pc->rate.rate == 0 || pc->time_next <= now)
 		return now;
 	return pc->time_next;

@@ -406,6 +406,28 @@ sched_flow_facts_sort(struct sched_flow_fact *f, unsigned int n)
 	}
 }
 
+uint64_t
+sched_max_packets(const struct sched_params *p, uint32_t truesize)
+{
+	const struct sched_ops *ops = ops_for(p->discipline);
+
+	return ops != NULL ? ops->max_packets(p, truesize > 0 ? truesize : 1) : SCHED_UNBOUNDED;
+}
+
+const char *
+sched_limit_keys(const struct sched_params *p)
+{
+	switch (p->discipline) {
+	case SCHED_DISC_FIFO:
+		return "limit";
+	case SCHED_DISC_FQ_CODEL:
+		return "limit, memory_limit";
+	case SCHED_DISC_CAKE:
+		return "memlimit (or bandwidth, rtt)";
+	}
+	return "limit";
+}
+
 uint32_t
 sched_backlog_pkts(const struct sched *s)
 {

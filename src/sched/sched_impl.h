@@ -31,6 +31,8 @@ struct sched_ops {
 	void (*reset_stats)(void *impl);
 	/* Packets queued. */
 	uint32_t (*backlog_pkts)(const void *impl);
+	/* As sched_max_packets (p is valid). */
+	uint64_t (*max_packets)(const struct sched_params *p, uint32_t truesize);
 	/* As sched_flush_some. */
 	unsigned int (*flush_some)(void *impl, struct sh_pkt_list *out, unsigned int max);
 	/* Optional: as sched_flow_facts (NULL = the discipline has no flows to show). */

@@ -108,7 +108,7 @@ check_rewrites(const struct sh_pkt *p, uint8_t dscp)
 	for (uint32_t i = 0; i < p->hdr_len; i++) {
 		uint32_t o = i - (p->l3_off != SH_OFF_NONE ? p->l3_off : 0);
 		int may = p->l3_off != SH_OFF_NONE && i >= p->l3_off &&
-			  ((p->flags & SH_PKT_IPV4) ? (o == 1 || o == 10 || o == 11)
+			  ((p->flags & SH_PKT_IPV4)   ? (o == 1 || o == 10 || o == 11)
 			   : (p->flags & SH_PKT_IPV6) ? o <= 1
 						      : 0);
 

@@ -47,8 +47,8 @@ check_direction(const struct sched_params *p, enum shaper_dir d)
 	CHECK(j1 != NULL);
 	t1 = json_dumps(j1, JSON_COMPACT | JSON_SORT_KEYS);
 	CHECK(t1 != NULL);
-	sched_params_default(&q, p->discipline == SCHED_DISC_CAKE ? SCHED_DISC_FIFO
-								    : SCHED_DISC_CAKE);
+	sched_params_default(&q,
+			     p->discipline == SCHED_DISC_CAKE ? SCHED_DISC_FIFO : SCHED_DISC_CAKE);
 	q.upstream = p->upstream;
 	q.seed = p->seed;
 	if (shaper_config_parse_direction(j1, shaper_dir_name[d], &q, err, sizeof(err)) != 0)

@@ -39,13 +39,16 @@
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
 		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_sched: %s:%d: check failed: %s\n", __FILE__,        \
+			fprintf(stderr, "fuzz_sched: %s:%d: check failed: %s\n", __FILE__,         \
 				__LINE__, #cond);                                                  \
 			abort();                                                                   \
 		}                                                                                  \
 	} while (0)
 
-enum { P_FREE = 0, P_QUEUED = 1 };
+enum {
+	P_FREE = 0,
+	P_QUEUED = 1
+};
 
 struct fpkt {
 	struct sh_pkt pkt; /* first: a struct sh_pkt * converts back */
@@ -101,7 +104,7 @@ struct state {
 
 static struct state S;
 static struct sched *cache[3]; /* per discipline, kept across programs */
-static int trace; /* FUZZ_TRACE=1 in the environment: print each operation */
+static int trace;              /* FUZZ_TRACE=1 in the environment: print each operation */
 
 #define TRACE(...)                                                                                 \
 	do {                                                                                       \
@@ -368,7 +371,8 @@ take_drops(struct sh_pkt_list *dropped)
 		CHECK(d->drop_reason == SHAPER_DROP_AQM || d->drop_reason == SHAPER_DROP_OVERFLOW ||
 		      d->drop_reason == SHAPER_DROP_ACK_FILTER);
 		CHECK(d->drop_reason != SHAPER_DROP_ACK_FILTER ||
-		      (S.p.discipline == SCHED_DISC_CAKE && S.p.ack_filter != SCHED_ACK_FILTER_OFF));
+		      (S.p.discipline == SCHED_DISC_CAKE &&
+		       S.p.ack_filter != SCHED_ACK_FILTER_OFF));
 		S.drops[d->drop_reason]++;
 		TRACE("  dropped seq %llu (%s)\n", (unsigned long long)fp->seq,
 		      shaper_drop_name(d->drop_reason));
@@ -639,7 +643,8 @@ run(struct in *in)
 		case 8: {
 			unsigned int max = u8(in), n;
 
-			/* bounded work per call: fewer than max is allowed, no progress twice not */
+			/* bounded work per call: fewer than max is allowed, no progress twice not
+			 */
 			for (int tries = 0; tries < 2; tries++) {
 				sh_pkt_list_init(&dropped);
 				n = sched_flush_some(S.s, &dropped, max);

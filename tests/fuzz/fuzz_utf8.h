@@ -12,7 +12,7 @@ fuzz_utf8_valid(const char *s, size_t n)
 	size_t i = 0;
 
 	while (i < n) {
-		unsigned int need = u[i] < 0x80	  ? 0
+		unsigned int need = u[i] < 0x80    ? 0
 				    : u[i] >= 0xf8 ? 9
 				    : u[i] >= 0xf0 ? 3
 				    : u[i] >= 0xe0 ? 2

@@ -123,7 +123,7 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
         # The worker must not wait behind this test's 64 client threads on a
         # 2-core box: a stalled shaper loses the time (lag_limit), it does not
         # pay it back. SCHED_FIFO with idle naps, as on the bed.
-        "dataplane": {"mbufs": 32767, "rt_priority": 50, "idle_sleep": "20us"},
+        "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
     cfg_path = os.path.join(tmp, name + ".json")
     json.dump(cfg, open(cfg_path, "w"))

@@ -405,6 +405,9 @@ def test_metrics():
           "delays in seconds (target 5ms = 0.005)")
     check((metric(samples, "shaper_qdisc_backlog_bytes", direction="downstream") or 0) > 0,
           "backlog gauge")
+    turn = metric(samples, "shaper_direction_turn_max_seconds", direction="upstream")
+    check(turn is not None and 0 < turn < 1.0,
+          "worker's longest turn in seconds (%r: above 0, below 1 s)" % turn)
     check(metric(samples, "shaper_drops_total", direction="downstream", reason="aqm") == 0
           and metric(samples, "shaper_drops_total", direction="upstream", reason="overflow") == 0,
           "drops by reason label")

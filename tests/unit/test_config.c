@@ -23,6 +23,7 @@
 
 #include "sched/rate.h"
 #include "shaper/config.h"
+#include "shaper/limits.h"
 #include "shaper/sched.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -237,7 +238,9 @@ test_defaults(void **state)
 	assert_int_equal(c.n_workers, 1);
 	assert_int_equal(c.worker_lcore[0], 0);
 	assert_int_equal(c.burst, 32);
-	assert_int_equal(c.mbufs, 16383);
+	assert_int_equal(c.mbufs[SHAPER_UP], 0); /* auto */
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 0);
+	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.idle_sleep_us, 0);
 }
 
@@ -680,7 +683,7 @@ test_emulate(void **state)
 		" 'loss': 1.5, 'seed': 42, 'limit': 5000}}, 'upstream': {'emulate': {'loss': 100}}}",
 		&c);
 	assert_int_equal(c.emulate[SHAPER_DOWN].limit, 5000);
-	assert_int_equal(c.emulate[SHAPER_UP].limit, 0);
+	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.emulate[SHAPER_DOWN].delay_ns, 20000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].jitter_ns, 5000000);
 	assert_int_equal(c.emulate[SHAPER_DOWN].loss_ppm, 15000);
@@ -723,7 +726,8 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.n_workers, 2);
 	assert_int_equal(c.worker_lcore[0], 1);
 	assert_int_equal(c.worker_lcore[1], 2);
-	assert_int_equal(c.mbufs, 32767);
+	assert_int_equal(c.mbufs[SHAPER_UP], 32767);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 32767);
 	assert_int_equal(c.burst, 64);
 	assert_int_equal(c.idle_sleep_us, 20);
 
@@ -736,9 +740,17 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.control_mode, 0660);
 	assert_int_equal(c.n_workers, 1);
 	assert_int_equal(c.worker_lcore[0], 1);
-	assert_int_equal(c.mbufs, 1024);
+	assert_int_equal(c.mbufs[SHAPER_UP], 1024);
 	assert_int_equal(c.burst, 1);
 	assert_int_equal(c.idle_sleep_us, 10000);
+
+	/* a pool size per direction, "auto" for one */
+	load_ok("{" PORTS ", 'dataplane': {'mbufs': {'upstream': 200000, 'downstream': 'auto'}}}",
+		&c);
+	assert_int_equal(c.mbufs[SHAPER_UP], 200000);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 0);
+	load_ok("{" PORTS ", 'dataplane': {'mbufs': 'auto'}}", &c);
+	assert_int_equal(c.mbufs[SHAPER_UP], 0);
 
 	load_ok("{" PORTS
 		", 'control': {'mode': '0', 'group': ''}, 'lcores': {'workers': [1023, 0]},"
@@ -749,7 +761,7 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.n_workers, 2);
 	assert_int_equal(c.worker_lcore[0], 1023);
 	assert_int_equal(c.worker_lcore[1], 0);
-	assert_int_equal(c.mbufs, 16777216);
+	assert_int_equal(c.mbufs[SHAPER_DOWN], 16777216);
 	assert_int_equal(c.burst, 256);
 	assert_int_equal(c.idle_sleep_us, 0);
 
@@ -1081,6 +1093,12 @@ static const struct err_case err_cases[] = {
 	{ TOP("'dataplane': 1"), "dataplane: expected an object, got an integer" },
 	{ TOP("'dataplane': {'mbufs': 1023}"),
 	  "dataplane.mbufs: 1023 is out of range 1024..16777216" },
+	{ TOP("'dataplane': {'mbufs': 'lots'}"),
+	  "dataplane.mbufs: expected \"auto\" or an integer 1024..16777216" },
+	{ TOP("'dataplane': {'mbufs': {'up': 4096}}"),
+	  "dataplane.mbufs.up: unknown key (known: upstream, downstream)" },
+	{ TOP("'dataplane': {'mbufs': {'downstream': 12}}"),
+	  "dataplane.mbufs.downstream: 12 is out of range 1024..16777216" },
 	{ TOP("'dataplane': {'burst': 0}"), "dataplane.burst: 0 is out of range 1..256" },
 	{ TOP("'dataplane': {'burst': 257}"), "dataplane.burst: 257 is out of range 1..256" },
 	{ TOP("'dataplane': {'burst': 32.0}"),
@@ -1120,6 +1138,56 @@ test_errors(void **state)
 		}
 	}
 	assert_int_equal(failures, 0);
+}
+
+/*
+ * The limits in shaper/limits.h are the ones every consumer checks (issue 10
+ * item 8). Fails before: the schedulers took an mtu of 64..67 that the config
+ * refused, and the config's burst bound was a copy of the worker's array size.
+ */
+static void
+test_shared_limits(void **state)
+{
+	static const enum sched_discipline discs[] = { SCHED_DISC_FIFO, SCHED_DISC_FQ_CODEL,
+						       SCHED_DISC_CAKE };
+	const long long mtus[] = { SHAPER_MTU_MIN - 1, SHAPER_MTU_MIN, SHAPER_MTU_MAX,
+				   SHAPER_MTU_MAX + 1 };
+	char json[256], err[SHAPER_ERR_LEN], want[SHAPER_ERR_LEN];
+	struct shaper_config c;
+
+	(void)state;
+	snprintf(json, sizeof(json), TOP("'dataplane': {'burst': %d}"), SHAPER_BURST_MAX);
+	load_ok(json, &c);
+	assert_int_equal(c.burst, SHAPER_BURST_MAX);
+	snprintf(json, sizeof(json), TOP("'dataplane': {'burst': %d}"), SHAPER_BURST_MAX + 1);
+	assert_int_equal(load(json, &c, err, sizeof(err)), -1);
+	snprintf(want, sizeof(want), "dataplane.burst: %d is out of range 1..%d",
+		 SHAPER_BURST_MAX + 1, SHAPER_BURST_MAX);
+	assert_string_equal(err, want);
+
+	/* The config and each discipline's own validation agree on the mtu. */
+	for (size_t d = 0; d < NELEM(discs); d++) {
+		for (size_t i = 0; i < NELEM(mtus); i++) {
+			bool in_range = mtus[i] >= SHAPER_MTU_MIN && mtus[i] <= SHAPER_MTU_MAX;
+			struct sched_params p;
+			struct sched *s;
+
+			snprintf(json, sizeof(json), DOWN("{'discipline': '%s', 'mtu': %lld}"),
+				 shaper_discipline_name(discs[d]), mtus[i]);
+			assert_int_equal(load(json, &c, err, sizeof(err)), in_range ? 0 : -1);
+			sched_params_default(&p, discs[d]);
+			p.mtu = (uint32_t)mtus[i];
+			s = sched_create(&p, err, sizeof(err));
+			if (in_range)
+				assert_non_null(s);
+			else
+				assert_null(s);
+			sched_free(s);
+		}
+	}
+
+	load_ok("{" PORTS "}", &c);
+	assert_string_equal(c.control_socket, SHAPER_DEFAULT_SOCKET);
 }
 
 /* JSON syntax errors: "(string):line:col: jansson's text". Not single-quoted. */
@@ -1580,6 +1648,140 @@ test_example_fq_codel(void **state)
 	}
 }
 
+/*
+ * The presets: each direction is the discipline's defaults plus exactly the
+ * line facts its comment promises (rate, overhead words, isolation, ...). A
+ * key slipped into a preset, or a rate written in the wrong unit, shows up
+ * as a field that differs from what the line needs.
+ */
+struct preset_dir_want {
+	enum sched_discipline disc;
+	uint64_t rate; /* bytes/s */
+	int32_t overhead;
+	uint32_t mpu;
+	enum sched_framing framing;
+	enum sched_isolation isolation;
+	enum sched_diffserv diffserv;
+	bool ingress, wash, ack_filter;
+	uint32_t rtt_us;    /* cake: 0 = the default */
+	uint32_t fqc_flows; /* fq_codel: 0 = the default */
+	uint32_t fqc_limit;
+	uint64_t delay_ns; /* emulate.delay */
+};
+
+struct preset_want {
+	const char *file;
+	struct preset_dir_want dir[SHAPER_NUM_DIRS]; /* [SHAPER_UP], [SHAPER_DOWN] */
+	unsigned int n_workers;
+};
+
+static const struct preset_want presets[] = {
+	/* 280/45 Mbit/s VDSL2 with PPPoE: pppoe-ptm ether-vlan = 30 + 4, PTM; rtt 30 ms */
+	{ "home-pppoe-vdsl.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 45000000 / 8, 34, 0, SCHED_FRAMING_PTM,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true, 30000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 280000000 / 8, 34, 0, SCHED_FRAMING_PTM,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false, 30000 } },
+	  1 },
+	/* 110/11 Mbit/s cable: docsis = 18 bytes, mpu 64 */
+	{ "cable-docsis.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 11000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 110000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false } },
+	  1 },
+	/* the same line under fq_codel as pf sets it: flows 1024, qlimit 1024 */
+	{ "cable-docsis-fq_codel.json",
+	  { [SHAPER_UP] = { SCHED_DISC_FQ_CODEL, 11000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			    .fqc_flows = 1024, .fqc_limit = 1024 },
+	    [SHAPER_DOWN] = { SCHED_DISC_FQ_CODEL, 110000000 / 8, 18, 64, SCHED_FRAMING_NONE,
+			      .fqc_flows = 1024, .fqc_limit = 1024 } },
+	  1 },
+	/* 950/950 Mbit/s fibre on a gigabit handoff: ethernet = 38 bytes, mpu 84 */
+	{ "fiber-gbit.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 950000000 / 8, 38, 84, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, false },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 950000000 / 8, 38, 84, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false } },
+	  2 },
+	/* the BBR bed: 80 Mbit/s, raw L2 frames, 10 ms each way */
+	{ "testbed-bbr.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 80000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, false,
+			    .delay_ns = 10000000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 80000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false,
+			      .delay_ns = 10000000 } },
+	  1 },
+	/* the flent bed: 20 Mbit/s, 48 ms RTT = 24 ms each way */
+	{ "testbed-flent.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 20000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true,
+			    .delay_ns = 24000000 },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 20000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false,
+			      .delay_ns = 24000000 } },
+	  1 },
+	/* an ISP's shared 600 Mbit/s backhaul: ethernet ether-vlan = 42, one tin, washed */
+	{ "isp-edge.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 600000000 / 8, 42, 84, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_BESTEFFORT, false, true, false },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 600000000 / 8, 42, 84, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_BESTEFFORT, true, true, false } },
+	  2 },
+};
+
+static void
+test_presets(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		const struct preset_want *pw = &presets[i];
+		struct shaper_config c;
+
+		load_example(pw->file, &c);
+		assert_int_equal(c.n_workers, pw->n_workers);
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+			const struct preset_dir_want *w = &pw->dir[d];
+			struct sched_params want;
+			char what[96];
+
+			sched_params_default(&want, w->disc);
+			want.upstream = c.dir[d].upstream;
+			want.seed = c.dir[d].seed;
+			want.rate = w->rate;
+			want.overhead_mode = w->overhead != 0 || w->mpu != 0;
+			want.overhead = w->overhead;
+			want.mpu = w->mpu;
+			want.framing = w->framing;
+			if (w->disc == SCHED_DISC_CAKE) {
+				want.isolation = w->isolation;
+				want.diffserv = w->diffserv;
+				want.ingress = w->ingress;
+				want.wash = w->wash;
+				want.ack_filter = w->ack_filter ? SCHED_ACK_FILTER_ON
+								: SCHED_ACK_FILTER_OFF;
+				if (w->rtt_us != 0) {
+					want.rtt_us = w->rtt_us;
+					want.target_us = w->rtt_us / 20;
+				}
+			} else {
+				want.fqc_flows = w->fqc_flows;
+				want.fqc_limit = w->fqc_limit;
+			}
+			snprintf(what, sizeof(what), "%s %s", pw->file, shaper_dir_name[d]);
+			assert_int_equal(params_diff(what, &c.dir[d], &want), 0);
+			if (c.emulate[d].delay_ns != w->delay_ns)
+				print_error("%s: emulate.delay %llu ns, want %llu\n", what,
+					    (unsigned long long)c.emulate[d].delay_ns,
+					    (unsigned long long)w->delay_ns);
+			assert_int_equal(c.emulate[d].delay_ns, w->delay_ns);
+			assert_int_equal(c.emulate[d].jitter_ns, 0);
+			assert_int_equal(c.emulate[d].loss_ppm, 0);
+		}
+	}
+}
+
 /* ---- regressions of fixed bugs ---- */
 
 /* Fixed bug: "target" written before "rtt" is overwritten with rtt / 20. */
@@ -1750,6 +1952,7 @@ main(void)
 		cmocka_unit_test(test_emulate),
 		cmocka_unit_test(test_control_lcores_dataplane),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_shared_limits),
 		cmocka_unit_test(test_syntax_errors),
 		cmocka_unit_test(test_lengths),
 		cmocka_unit_test(test_direction_round_trip),
@@ -1760,6 +1963,7 @@ main(void)
 		cmocka_unit_test(test_example_pcap_bridge),
 		cmocka_unit_test(test_example_af_packet_bed),
 		cmocka_unit_test(test_example_fq_codel),
+		cmocka_unit_test(test_presets),
 		cmocka_unit_test(test_bug_target_before_rtt),
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),

@@ -30,13 +30,13 @@
 
 #include "shaper/classify.h"
 #include "shaper/config.h"
+#include "shaper/limits.h"
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 
-#define SB_HDR       128  /* header bytes a record keeps (the first segment) */
-#define SB_TRUESIZE  2432 /* buffer memory per packet, as a default DPDK mbuf */
-#define SB_BURST_MAX 256
-#define SB_TX_ROOM   512 /* DP_TX_PENDING_MAX */
+#define SB_HDR      128  /* header bytes a record keeps (the first segment) */
+#define SB_TRUESIZE 2432 /* buffer memory per packet, as a default DPDK mbuf */
+#define SB_TX_ROOM  512  /* DP_TX_PENDING_MAX */
 
 struct sb_frame {
 	uint32_t len;    /* frame length */
@@ -162,7 +162,7 @@ sb_release(struct sb *b, struct sh_pkt *p)
 static inline void
 sb_turn(struct sb *b)
 {
-	struct sh_pkt *pkts[SB_BURST_MAX];
+	struct sh_pkt *pkts[SHAPER_BURST_MAX];
 	struct sh_pkt_list drops;
 	uint32_t i, n = b->burst, bytes = 0;
 	struct sh_pkt *p;
@@ -301,7 +301,8 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (pcap == NULL || b.burst == 0 || b.burst > SB_BURST_MAX || b.pool_len < 2 * b.burst) {
+	if (pcap == NULL || b.burst == 0 || b.burst > SHAPER_BURST_MAX ||
+	    b.pool_len < 2 * b.burst) {
 		usage(stderr);
 		return 2;
 	}

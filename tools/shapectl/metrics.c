@@ -20,7 +20,8 @@ enum scope {
 
 enum scale {
 	V_INT,
-	V_US_TO_S
+	V_US_TO_S,
+	V_NS_TO_S
 };
 
 struct metric {
@@ -63,6 +64,12 @@ static const struct metric metrics[] = {
 	  "Bytes handed to the direction's output port" },
 	{ "shaper_direction_transmit_retries_total", "counter", S_DIR, "tx_retries", V_INT,
 	  "Transmit bursts the output port did not take in full at once" },
+	{ "shaper_direction_receive_foreign_total", "counter", S_DIR, "rx_foreign", V_INT,
+	  "Frames received in another pool's mbufs and copied into the direction's pool" },
+	{ "shaper_direction_turn_max_seconds", "gauge", S_DIR, "turn_max_ns", V_NS_TO_S,
+	  "Longest turn of the serving worker since the last reset (how long rx can wait)" },
+	{ "shaper_direction_control_max_seconds", "gauge", S_DIR, "control_max_ns", V_NS_TO_S,
+	  "Longest slice of control work in one worker turn since the last reset" },
 	/* directions: the scheduler, named like node_exporter's qdisc collector */
 	{ "shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
 	  "Packets dequeued by the scheduler" },
@@ -151,6 +158,8 @@ put_value(FILE *f, const json_t *o, const char *key, enum scale scale)
 
 	if (scale == V_US_TO_S)
 		fprintf(f, " %.9g\n", v / 1e6);
+	else if (scale == V_NS_TO_S)
+		fprintf(f, " %.9g\n", v / 1e9);
 	else
 		fprintf(f, " %lld\n", v);
 }

@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #include "shaper/control.h"
+#include "shaper/limits.h"
 #include "shapectl.h"
+
+_Static_assert(SC_MAX_REPLY > CTL_MAX_OUTQ,
+	       "a reply the daemon queues must fit the client's buffer");
 
 #ifndef SHAPER_VERSION
 #define SHAPER_VERSION "unknown"
@@ -62,7 +66,7 @@ usage(FILE *f)
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
-		"                          " SC_DEFAULT_SOCKET ")\n"
+		"                          " SHAPER_DEFAULT_SOCKET ")\n"
 		"  -j, --json              print the daemon's JSON result, one line per reply\n"
 		"  -t, --timeout SECONDS   give up connecting or waiting for a reply after\n"
 		"                          SECONDS (default 5)\n"
@@ -301,6 +305,8 @@ print_direction(const char *name, const json_t *d)
 	printf(" rx %lld pkt %lld bytes, tx %lld pkt %lld bytes, tx retries %lld\n",
 	       sc_int(d, "rx_packets"), sc_int(d, "rx_bytes"), sc_int(d, "tx_packets"),
 	       sc_int(d, "tx_bytes"), sc_int(d, "tx_retries"));
+	printf(" longest worker turn %.1f us, longest control slice %.1f us\n",
+	       sc_int(d, "turn_max_ns") / 1e3, sc_int(d, "control_max_ns") / 1e3);
 	printf(" dropped:");
 	json_object_foreach (json_object_get(d, "drop_reasons"), k, v)
 		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
@@ -845,7 +851,7 @@ main(int argc, char **argv)
 	size_t i;
 	int c, rc;
 
-	o.socket = env != NULL && env[0] != '\0' ? env : SC_DEFAULT_SOCKET;
+	o.socket = env != NULL && env[0] != '\0' ? env : SHAPER_DEFAULT_SOCKET;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:s:jt:hV", lopts, NULL)) != -1) {
 		switch (c) {

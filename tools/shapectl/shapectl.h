@@ -13,6 +13,8 @@
 
 #include <jansson.h>
 
+#include "shaper/limits.h"
+
 /* Exit codes: distinct so scripts can tell "refused" from "not running". */
 enum sc_exit {
 	SC_EXIT_OK = 0,
@@ -23,8 +25,7 @@ enum sc_exit {
 	SC_EXIT_IO = 5,        /* I/O or protocol error, timeout */
 };
 
-#define SC_DEFAULT_SOCKET "/run/shaper/shaper.sock"
-#define SC_MAX_REPLY      (16u * 1024 * 1024) /* well above the daemon's 4 MiB queue */
+#define SC_MAX_REPLY (16u * 1024 * 1024) /* well above the daemon's 4 MiB queue */
 
 /* client.c: one connection, requests answered in order. */
 struct sc_conn {

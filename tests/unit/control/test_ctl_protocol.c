@@ -311,6 +311,9 @@ static const char *const dir_keys[] = {
 	"tx_packets",
 	"tx_bytes",
 	"tx_retries",
+	"rx_foreign",
+	"turn_max_ns",
+	"control_max_ns",
 	"emulator_qlen",
 	"drops",
 	"drop_reasons",
@@ -393,6 +396,9 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "tx_packets"), (long long)c->tx_packets);
 	assert_int_at(r, AT("%s", "tx_bytes"), (long long)c->tx_bytes);
 	assert_int_at(r, AT("%s", "tx_retries"), (long long)c->tx_retries);
+	assert_int_at(r, AT("%s", "rx_foreign"), (long long)c->rx_foreign);
+	assert_int_at(r, AT("%s", "turn_max_ns"), (long long)c->turn_max_ns);
+	assert_int_at(r, AT("%s", "control_max_ns"), (long long)c->control_max_ns);
 	assert_int_at(r, AT("%s", "emulator_qlen"), (long long)c->emulator_qlen);
 	for (int i = 0; i < SHAPER_DROP_MAX; i++) {
 		assert_int_at(r,
