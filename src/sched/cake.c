@@ -1467,7 +1467,8 @@ cake_flush(void *impl, struct sh_pkt_list *out)
 	struct cake *c = impl;
 	uint32_t i, j;
 
-	for (i = 0; i < CAKE_MAX_TINS; i++) {
+	/* Tins past tin_scan hold nothing and were reset when they left the scan. */
+	for (i = 0; i < c->tin_scan; i++) {
 		struct cake_tin *b = &c->tins[i];
 
 		for (j = 0; j < CAKE_QUEUES && b->qlen != 0; j++) {
