@@ -11,7 +11,9 @@
  *   - the counters add up: enqueued, dequeued (sent + flushed), dropped by
  *     reason, backlog packets and bytes match the harness's own tally, and
  *     enqueued = dequeued + dropped + backlog since the last reset;
- *   - a packet of one flow and DSCP never overtakes an older one;
+ *   - a packet of one flow and DSCP never overtakes an older one queued
+ *     under the same parameters (a live update may put new packets of a
+ *     flow in another tin or queue, which may go first);
  *   - a dequeue that returns nothing leaves nothing due (no stall).
  * At the end everything is flushed and every packet must be home. The
  * scheduler is kept for the next program and made fresh by sched_reinit.
@@ -54,6 +56,7 @@ struct fpkt {
 	struct sh_pkt pkt; /* first: a struct sh_pkt * converts back */
 	uint64_t seq;      /* enqueue order */
 	uint16_t cls;      /* order class (flow * 64 + dscp), N_CLASSES if none */
+	uint32_t epoch;    /* live updates applied before it was queued */
 	uint8_t state;
 	uint8_t buf[HDR];
 };
@@ -86,6 +89,12 @@ u32(struct in *in)
 	return v << 16 | u16(in);
 }
 
+/* The last packet of an order class and epoch that was sent. */
+struct order_mark {
+	uint32_t epoch;
+	uint64_t seq; /* its seq + 1; 0: none yet */
+};
+
 struct state {
 	struct sched *s;
 	struct sched_params p;
@@ -98,7 +107,9 @@ struct state {
 	uint64_t base_backlog; /* packets queued at the last reset */
 	/* absolute */
 	uint64_t queued, queued_bytes;
-	uint64_t last_seq[N_CLASSES + 1]; /* per order class: last sent seq + 1 */
+	uint32_t epoch; /* live updates applied */
+	/* per order class and epoch (mod 4): the last one sent */
+	struct order_mark last[N_CLASSES][4];
 	uint32_t ack_no[N_FLOWS];
 };
 
@@ -389,8 +400,12 @@ sent(struct sh_pkt *p)
 	S.deq_bytes += p->len;
 	TRACE("  sent seq %llu class %u len %u\n", (unsigned long long)fp->seq, fp->cls, p->len);
 	if (fp->cls < N_CLASSES) {
-		CHECK(fp->seq + 1 > S.last_seq[fp->cls]); /* never behind an older one */
-		S.last_seq[fp->cls] = fp->seq + 1;
+		struct order_mark *l = &S.last[fp->cls][fp->epoch % 4];
+
+		/* never behind an older one of its epoch (another epoch's: not checked) */
+		CHECK(l->seq == 0 || l->epoch != fp->epoch || fp->seq + 1 > l->seq);
+		l->epoch = fp->epoch;
+		l->seq = fp->seq + 1;
 	}
 	give_back(fp);
 }
@@ -428,6 +443,7 @@ make(struct in *in, uint8_t flow_byte)
 		len = 60 + (sz * 37u) % 1455;
 	memset(&fp->pkt, 0, sizeof(fp->pkt));
 	fp->seq = S.seq++;
+	fp->epoch = S.epoch;
 	fp->cls = N_CLASSES;
 	if (flow_byte >= 0xf0) {
 		/* raw header bytes from the program */
@@ -627,8 +643,8 @@ run(struct in *in)
 			np.discipline = S.p.discipline;
 			if (sched_update(S.s, &np, err, sizeof(err)) == 0) {
 				S.p = np;
-				/* tins and queues may change: order holds per queue only */
-				memset(S.last_seq, 0, sizeof(S.last_seq));
+				/* tins and queues may change: order holds within an epoch */
+				S.epoch++;
 			} else {
 				CHECK(memcmp(&before, sched_get_params(S.s), sizeof(before)) == 0);
 			}
