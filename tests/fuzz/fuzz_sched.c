@@ -437,6 +437,8 @@ make(struct in *in, uint8_t flow_byte)
 		return NULL;
 	if (sz == 255)
 		len = 9000;
+	else if (sz == 254) /* headers only: a pure ACK, for the ACK filter */
+		len = 14 + (f & 2 ? 40 : 20) + (f & 1 ? 8 : kind & 12 ? 32 : 20);
 	else if (sz < 8)
 		len = 1 + sz * 9u; /* runts */
 	else
