@@ -14,6 +14,8 @@ pkgs=(
 	tcpdump procps kmod clang-format valgrind
 	# the install test: systemd-analyze, systemd-tmpfiles, man, groff
 	systemd man-db groff-base
+	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes
+	clang libclang-rt-14-dev
 )
 
 missing=()

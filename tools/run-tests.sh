@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: installs what is missing, builds, then runs the unit, simulation,
 # integration and end-to-end suites (the last two need root; they are skipped
-# otherwise). Extra arguments go to `meson test` (e.g. --suite sim).
+# otherwise), then the fuzz suite (25 s per libFuzzer harness; skipped without
+# clang). Extra arguments go to `meson test` instead (e.g. --suite sim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -13,5 +14,12 @@ else
 	meson setup build >/dev/null
 fi
 ninja -C build
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+if [ $# -gt 0 ]; then
+	meson test -C build --print-errorlogs --num-processes 2 "$@"
+else
+	meson test -C build --print-errorlogs --num-processes 2 --no-suite fuzz
+	# The fuzzers use a whole core each for 25 s: after the timing-sensitive
+	# suites, one at a time (tools/fuzz.sh builds them with clang in build-fuzz/).
+	meson test -C build --print-errorlogs --num-processes 1 --suite fuzz
+fi
 echo "run-tests: passed in $(($(date +%s) - start)) s"

@@ -271,6 +271,16 @@ uint64_t sched_next_time(const struct sched *s, uint64_t now);
  */
 int sched_update(struct sched *s, const struct sched_params *p, char *err, size_t errlen);
 
+/*
+ * Make an empty scheduler what sched_create(p) would return (same
+ * discipline; counters, flow tables and AQM state cleared), without
+ * allocating where the discipline allows it: CAKE's state is a megabyte.
+ * For the fuzz harness, which runs thousands of programs a second.
+ * Returns 0, -EINVAL (p refused or another discipline; s unchanged) or
+ * -EBUSY (packets still queued: flush first).
+ */
+int sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t errlen);
+
 /* Remove every queued packet, in order, onto out (shutdown, discipline swap). */
 void sched_flush(struct sched *s, struct sh_pkt_list *out);
 

@@ -22,6 +22,36 @@ const char *const shaper_port_name[SHAPER_NUM_PORTS] = { "wan", "lan" };
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+/*
+ * Paths and messages quote JSON keys and values, which are UTF-8; a buffer
+ * that cuts one short must not split a character (the control socket's
+ * JSON replies refuse invalid UTF-8). Drop a sequence left incomplete at
+ * the end of s; what comes before it is whole, as the text it was cut from.
+ */
+static void
+utf8_cut_tail(char *s)
+{
+	size_t n = strlen(s), lead = n;
+	unsigned char c;
+
+	while (lead > 0 && n - lead < 3 && ((unsigned char)s[lead - 1] & 0xc0) == 0x80)
+		lead--;
+	if (lead == 0)
+		return;
+	c = (unsigned char)s[lead - 1];
+	if (c >= 0xc0 && n - (lead - 1) < (c >= 0xf0 ? 4u : c >= 0xe0 ? 3u : 2u))
+		s[lead - 1] = '\0';
+}
+
+/* "path.key" into buf, cut to fit on a character boundary: the JSON path of key. */
+static const char *
+join_path(char *buf, size_t len, const char *path, const char *key)
+{
+	snprintf(buf, len, "%s.%s", path, key);
+	utf8_cut_tail(buf);
+	return buf;
+}
+
 static void
 errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 {
@@ -31,11 +61,12 @@ errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 	if (err == NULL || errlen == 0)
 		return;
 	n = snprintf(err, errlen, "%s: ", path);
-	if (n < 0 || (size_t)n >= errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - n, fmt, ap);
-	va_end(ap);
+	if (n >= 0 && (size_t)n < errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err + n, errlen - n, fmt, ap);
+		va_end(ap);
+	}
+	utf8_cut_tail(err);
 }
 
 struct name_val {
@@ -454,7 +485,7 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 	if (expect_object(obj, path, err, errlen) != 0)
 		return -1;
 	json_object_foreach ((json_t *)obj, key, v) {
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		join_path(sub, sizeof(sub), path, key);
 		if (strcmp(key, "delay") == 0) {
 			if (get_unit(v, sub, shaper_parse_time, "time", 0, 60000000000ULL,
 				     &em->delay_ns, err, errlen) != 0)
@@ -820,7 +851,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 	json_object_foreach ((json_t *)obj, key, v) {
 		const struct dir_key *k = NULL;
 
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		join_path(sub, sizeof(sub), path, key);
 		for (size_t i = 0; i < NELEM(direction_keys) && k == NULL; i++)
 			if (strcmp(key, direction_keys[i].key) == 0)
 				k = &direction_keys[i];
@@ -987,7 +1018,7 @@ parse_mbufs(const json_t *x, const char *path, uint32_t mbufs[SHAPER_NUM_DIRS], 
 			: strcmp(key, "downstream") == 0 ? SHAPER_DOWN
 							 : -1;
 
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		join_path(sub, sizeof(sub), path, key);
 		if (d < 0) {
 			errf(err, errlen, sub, "unknown key (known: upstream, downstream)");
 			return -1;
@@ -1016,7 +1047,7 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 		return -1;
 	}
 	json_object_foreach ((json_t *)v, key, x) {
-		snprintf(sub, sizeof(sub), "%s.%s", path, key);
+		join_path(sub, sizeof(sub), path, key);
 		if (strcmp(key, "device") == 0) {
 			if (get_string(x, sub, pc->device, sizeof(pc->device), err, errlen) != 0)
 				return -1;
@@ -1054,7 +1085,7 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 	if (expect_object(v, "control", err, errlen) != 0)
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
-		snprintf(sub, sizeof(sub), "control.%s", key);
+		join_path(sub, sizeof(sub), "control", key);
 		if (strcmp(key, "enabled") == 0) {
 			if (get_bool(x, sub, &c->control_enabled, err, errlen) != 0)
 				return -1;
@@ -1141,7 +1172,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 	if (expect_object(v, "dataplane", err, errlen) != 0)
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
-		snprintf(sub, sizeof(sub), "dataplane.%s", key);
+		join_path(sub, sizeof(sub), "dataplane", key);
 		if (strcmp(key, "mbufs") == 0) {
 			if (parse_mbufs(x, sub, c->mbufs, err, errlen) != 0)
 				return -1;
@@ -1187,7 +1218,7 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 				char sub[64];
 				int r;
 
-				snprintf(sub, sizeof(sub), "ports.%s", pk);
+				join_path(sub, sizeof(sub), "ports", pk);
 				if (strcmp(pk, "wan") == 0)
 					r = SHAPER_PORT_WAN;
 				else if (strcmp(pk, "lan") == 0)

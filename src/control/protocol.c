@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,23 +36,53 @@ struct reply {
 static int fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 
-/* Drop a UTF-8 sequence that truncation cut short: jansson refuses invalid UTF-8. */
+/*
+ * Make s valid UTF-8 in place, as jansson checks it (no overlong forms,
+ * surrogates or code points past U+10FFFF): a sequence cut short by the end
+ * is dropped, any other bad byte becomes '?'. Messages quote user text cut
+ * to fit a buffer, and jansson's own syntax errors quote the bad token cut
+ * anywhere (`{"cmd":"x\€"}` gave "invalid escape near '"x\<0xe2>'"), so a
+ * bad byte can sit in the middle, not just at the end; json_pack would
+ * refuse the message and the client would get "internal" instead.
+ */
 static void
-utf8_trim(char *s)
+utf8_mend(char *s)
 {
-	size_t n = strlen(s), start = n, need;
-	unsigned char lead;
+	size_t r = 0, w = 0;
 
-	while (start > 0 && ((unsigned char)s[start - 1] & 0xc0) == 0x80 && n - start < 3)
-		start--;
-	if (start == 0)
-		return;
-	lead = (unsigned char)s[start - 1];
-	if (lead < 0x80)
-		return;
-	need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-	if (n - (start - 1) < need)
-		s[start - 1] = '\0';
+	while (s[r] != '\0') {
+		unsigned char c = (unsigned char)s[r];
+		unsigned int need, k;
+		uint32_t cp, min;
+
+		if (c < 0x80) {
+			s[w++] = s[r++];
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf) {
+			need = 1, cp = c & 0x1fu, min = 0x80;
+		} else if (c >= 0xe0 && c <= 0xef) {
+			need = 2, cp = c & 0x0fu, min = 0x800;
+		} else if (c >= 0xf0 && c <= 0xf4) {
+			need = 3, cp = c & 0x07u, min = 0x10000;
+		} else {
+			s[w++] = '?';
+			r++;
+			continue;
+		}
+		for (k = 1; k <= need && ((unsigned char)s[r + k] & 0xc0) == 0x80; k++)
+			cp = cp << 6 | ((unsigned char)s[r + k] & 0x3fu);
+		if (k <= need && s[r + k] == '\0')
+			break; /* cut short by the end */
+		if (k <= need || cp < min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+			s[w++] = '?';
+			r++;
+			continue;
+		}
+		for (k = 0; k <= need; k++)
+			s[w++] = s[r++];
+	}
+	s[w] = '\0';
 }
 
 static int
@@ -63,7 +94,7 @@ fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(r->msg, sizeof(r->msg), fmt, ap);
 	va_end(ap);
-	utf8_trim(r->msg);
+	utf8_mend(r->msg);
 	return -1;
 }
 
@@ -491,6 +522,7 @@ ctl_error_reply(enum ctl_error code, const char *message)
 	struct reply r = { .result = NULL, .err = code, .msg = "" };
 
 	snprintf(r.msg, sizeof(r.msg), "%s", message);
+	utf8_mend(r.msg);
 	return finish(NULL, &r);
 }
 

@@ -940,19 +940,12 @@ cake_update_scan(struct cake *c)
 		c->cur_tin = 0;
 }
 
-static void *
-cake_create(const struct sched_params *p, char *err, size_t errlen)
+/* A zeroed struct cake -> as configured by p, empty. */
+static void
+cake_init(struct cake *c, const struct sched_params *p)
 {
-	struct cake *c;
 	uint32_t i;
 
-	if (cake_check(p, err, errlen) != 0)
-		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (c == NULL) {
-		SCHED_ERR(err, errlen, "out of memory");
-		return NULL;
-	}
 	cake_set_params(c, p);
 	cake_seed(c, p->seed);
 	c->quantum_div[0] = UINT16_MAX;
@@ -964,7 +957,35 @@ cake_create(const struct sched_params *p, char *err, size_t errlen)
 	c->tin_scan = c->tin_cnt;
 	cake_config_limit(c);
 	cake_reset_size_stats(c);
+}
+
+static void *
+cake_create(const struct sched_params *p, char *err, size_t errlen)
+{
+	struct cake *c;
+
+	if (cake_check(p, err, errlen) != 0)
+		return NULL;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		SCHED_ERR(err, errlen, "out of memory");
+		return NULL;
+	}
+	cake_init(c, p);
 	return c;
+}
+
+/* As a fresh cake_create(p) in the same memory (the caller checked it is empty). */
+static int
+cake_reinit(void *impl, const struct sched_params *p, char *err, size_t errlen)
+{
+	struct cake *c = impl;
+
+	if (cake_check(p, err, errlen) != 0)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	cake_init(c, p);
+	return 0;
 }
 
 static void
@@ -1459,7 +1480,8 @@ cake_flush(void *impl, struct sh_pkt_list *out)
 	struct cake *c = impl;
 	uint32_t i, j;
 
-	for (i = 0; i < CAKE_MAX_TINS; i++) {
+	/* Tins past tin_scan hold nothing and were reset when they left the scan. */
+	for (i = 0; i < c->tin_scan; i++) {
 		struct cake_tin *b = &c->tins[i];
 
 		for (j = 0; j < CAKE_QUEUES && b->qlen != 0; j++) {
@@ -1644,6 +1666,7 @@ const struct sched_ops sched_cake_ops = {
 	.reset_stats = cake_reset_stats,
 	.backlog_pkts = cake_backlog_pkts,
 	.flush_some = cake_flush_some,
+	.reinit = cake_reinit,
 	.flow_facts = cake_flow_facts,
 	.max_packets = cake_max_packets,
 };

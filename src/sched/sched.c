@@ -240,6 +240,37 @@ sched_flush(struct sched *s, struct sh_pkt_list *out)
 	}
 }
 
+int
+sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t errlen)
+{
+	if (p->discipline != s->params.discipline) {
+		SCHED_ERR(err, errlen, "changing the discipline needs a new scheduler");
+		return -EINVAL;
+	}
+	if (s->ops->backlog_pkts(s->impl) != 0) {
+		SCHED_ERR(err, errlen, "the scheduler is not empty");
+		return -EBUSY;
+	}
+	if (s->ops->reinit != NULL) {
+		int rc = s->ops->reinit(s->impl, p, err, errlen);
+
+		if (rc != 0)
+			return rc;
+	} else {
+		void *impl = s->ops->create(p, err, errlen);
+
+		if (impl == NULL)
+			return -EINVAL;
+		s->ops->destroy(s->impl);
+		s->impl = impl;
+	}
+	s->params = *p;
+	s->enqueued_pkts = s->enqueued_bytes = 0;
+	s->dequeued_pkts = s->dequeued_bytes = 0;
+	memset(s->dropped, 0, sizeof(s->dropped));
+	return 0;
+}
+
 void
 sched_get_stats(const struct sched *s, struct sched_stats *st)
 {

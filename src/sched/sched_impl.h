@@ -38,6 +38,11 @@ struct sched_ops {
 	/* Optional: as sched_flow_facts (NULL = the discipline has no flows to show). */
 	unsigned int (*flow_facts)(const void *impl, uint32_t *cursor, unsigned int max_slots,
 				   uint64_t now, struct sched_flow_fact *out, unsigned int room);
+	/*
+	 * Optional: make an empty impl what create(p) would return, in place
+	 * (0 or -EINVAL with err). Without it sched_reinit creates a new one.
+	 */
+	int (*reinit)(void *impl, const struct sched_params *p, char *err, size_t errlen);
 };
 
 extern const struct sched_ops sched_fifo_ops;

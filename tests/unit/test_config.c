@@ -1843,6 +1843,102 @@ test_bug_round_trip_precision(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/* 1 if s is well-formed UTF-8 (no cut or stray sequence anywhere). */
+static int
+utf8_valid(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	while (*u != '\0') {
+		unsigned int need = *u < 0x80    ? 0
+				    : *u >= 0xf0 ? 3
+				    : *u >= 0xe0 ? 2
+				    : *u >= 0xc0 ? 1
+						 : 9;
+
+		if (need == 9)
+			return 0;
+		u++;
+		for (unsigned int i = 0; i < need; i++, u++)
+			if ((*u & 0xc0) != 0x80)
+				return 0;
+	}
+	return 1;
+}
+
+/*
+ * Issue 14: an unknown key long enough to fill a path buffer (160 bytes for
+ * "upstream.KEY", 64 for "ports.KEY") was cut in the middle of a multi-byte
+ * UTF-8 character; the control socket then could not encode the message and
+ * answered "internal". Every place that builds a path: the cut falls before
+ * the character, and the message still names the key and says what is wrong.
+ */
+static void
+test_bug_utf8_path_cut(void **state)
+{
+	static const char *const chars[] = { "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x90\x8c" };
+	static const struct {
+		const char *tmpl; /* %s is the key; double quotes */
+		const char *start;
+		const char *says;
+	} sites[] = {
+		{ "{\"upstream\": {\"%s\": 1}}", "upstream.", ": unknown key" },
+		{ "{\"downstream\": {\"emulate\": {\"%s\": 1}}}", "downstream.emulate.",
+		  ": unknown key" },
+		{ "{\"ports\": {\"wan\": {\"%s\": 1}, \"lan\": \"x\"}}", "ports.wan.",
+		  ": unknown key" },
+		{ "{\"ports\": {\"%s\": \"x\"}}", "ports.", ": unknown port" },
+		{ "{\"control\": {\"%s\": 1}}", "control.", ": unknown key" },
+		{ "{\"dataplane\": {\"%s\": 1}}", "dataplane.", ": unknown key" },
+		{ "{\"%s\": 1}", "", ": unknown key" },
+	};
+	char key[700], json[1024], err[SHAPER_ERR_LEN];
+	struct shaper_config c;
+	unsigned int failures = 0;
+
+	(void)state;
+	for (size_t t = 0; t < NELEM(sites); t++)
+		for (size_t ch = 0; ch < NELEM(chars); ch++)
+			for (size_t prefix = 0; prefix < 4; prefix++) {
+				size_t k = 0, w = strlen(chars[ch]);
+
+				for (size_t i = 0; i < prefix; i++)
+					key[k++] = 'k';
+				while (k + w < 600) {
+					memcpy(key + k, chars[ch], w);
+					k += w;
+				}
+				key[k] = '\0';
+				snprintf(json, sizeof(json), sites[t].tmpl, key);
+				err[0] = '\0';
+				if (shaper_config_load_string(json, &c, err, sizeof(err)) == 0 ||
+				    !utf8_valid(err) ||
+				    strncmp(err, sites[t].start, strlen(sites[t].start)) != 0 ||
+				    (t + 1 < NELEM(sites) && strstr(err, sites[t].says) == NULL)) {
+					print_error("site %zu char %zu prefix %zu: %s\n", t, ch,
+						    prefix, err);
+					failures++;
+				}
+			}
+	assert_int_equal(failures, 0);
+
+	/* The issue's case through parse_direction: "é" straddles byte 159. */
+	memset(key, 'k', 149);
+	memcpy(key + 149, "\xc3\xa9tail", 7);
+	{
+		struct sched_params p = default_dir(SHAPER_UP);
+		json_t *j = json_object();
+
+		json_object_set_new(j, key, json_integer(1));
+		assert_int_equal(shaper_config_parse_direction(j, "upstream", &p, err, sizeof(err)),
+				 -1);
+		json_decref(j);
+		assert_true(utf8_valid(err));
+		assert_true(strncmp(err, "upstream.kkk", 12) == 0);
+		assert_non_null(strstr(err, ": unknown key"));
+	}
+}
+
 int
 main(void)
 {
@@ -1871,6 +1967,7 @@ main(void)
 		cmocka_unit_test(test_bug_target_before_rtt),
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),
+		cmocka_unit_test(test_bug_utf8_path_cut),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -1145,24 +1145,27 @@ test_error_reply(void **state)
 /* ---- regressions of fixed bugs ------------------------------------------- */
 
 /*
- * KNOWN BUG (protocol.c fail()/finish(), config.c errf() sub[]): a message
- * that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte path
- * buffer with vsnprintf/snprintf, which can split a multi-byte UTF-8
- * character. json_pack("s") then refuses the invalid UTF-8, finish()
- * returns NULL and ctl_handle_request() returns NULL (the server then
- * drops the connection without a reply). Expected: an error reply.
+ * Fixed bugs (protocol.c fail()/finish(), config.c's path buffers): a
+ * message that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte
+ * path buffer, which could split a multi-byte UTF-8 character; json_pack("s")
+ * refused the invalid UTF-8 and the client got no reply, and later
+ * "internal" / "the reply could not be encoded" (issue 14: a cut in the
+ * middle of the message, from config.c's path, which utf8_trim() cannot
+ * mend). Expected: the error the request deserves, naming what was wrong.
  */
 static void
 test_bug_utf8_cut_in_message(void **state)
 {
 	/* "€" is 3 bytes, so one of three prefix lengths always splits it. */
+	static const char *const codes[] = { "unknown_command", "bad_request", "invalid_argument",
+					     "invalid_argument", "invalid_argument" };
 	static const char *const templates[] = {
 		"{\"id\":1,\"cmd\":\"%s\"}",                          /* unknown_command */
 		"{\"id\":1,\"cmd\":\"version\",\"%s\":1}",            /* unknown field */
 		"{\"id\":1,\"cmd\":\"version\",\"args\":{\"%s\":1}}", /* unknown argument */
 		"{\"id\":1,\"cmd\":\"stats\",\"args\":{\"direction\":\"%s\"}}",
-		"{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
-		"\"settings\":{\"%s\":1}}}", /* config.c's 160-byte path */
+		("{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
+		 "\"settings\":{\"%s\":1}}}"), /* config.c's 160-byte path */
 	};
 	char name[1024], req[2048];
 	unsigned int failures = 0;
@@ -1187,11 +1190,47 @@ test_bug_utf8_cut_in_message(void **state)
 				print_error("NULL reply for template %zu prefix %d\n", t, prefix);
 			j = parse_reply(reply);
 			free(reply);
-			if (j == NULL || !json_is_false(json_object_get(j, "ok")))
+			if (j == NULL || !json_is_false(json_object_get(j, "ok"))) {
 				failures++;
+			} else if (strcmp(json_string_value(jpath(j, "error.code")), codes[t]) !=
+				   0) {
+				print_error("template %zu prefix %d: %s: %s\n", t, prefix,
+					    json_string_value(jpath(j, "error.code")),
+					    json_string_value(jpath(j, "error.message")));
+				failures++;
+			}
 			json_decref(j);
 		}
 	assert_int_equal(failures, 0);
+	/* The key is named: the message starts with as much of the path as fits. */
+	memset(name, 'k', 149);
+	memcpy(name + 149, "\xc3\xa9tail", 7); /* "é" straddles byte 159 of the path */
+	snprintf(req, sizeof(req), templates[4], name);
+	err_raw(req, strlen(req), "invalid_argument", ": unknown key");
+	assert_true(strncmp(json_string_value(jpath(last, "error.message")), "upstream.kkkk", 13) ==
+		    0);
+}
+
+/*
+ * Found by tests/fuzz/fuzz_config: jansson's syntax error quotes the bad
+ * token cut after a byte, here inside "€" and before a closing quote, so
+ * the message had invalid UTF-8 in its middle; the reply could not be
+ * encoded and the client got "internal" instead of "bad_json".
+ */
+static void
+test_bug_bad_json_message_utf8(void **state)
+{
+	static const char *const reqs[] = {
+		"{\"id\":1,\"cmd\":\"x\\\xe2\x82\xac\"}",
+		"{\"id\":1,\"cmd\":\"\\\xc3\xa9\"}",
+		"{\"id\":1,\"cmd\":\"\\\xf0\x9f\x90\x8c\"}",
+		"{\"id\":1,\"cmd\":\"\xc3\"}",         /* invalid UTF-8 in the request */
+		"{\"id\":1,\"cmd\":\"\xed\xa0\x80\"}", /* a surrogate */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < NELEM(reqs); i++)
+		err_raw(reqs[i], strlen(reqs[i]), "bad_json", NULL);
 }
 
 /* ---- robustness ---------------------------------------------------------- */
@@ -1530,6 +1569,7 @@ main(void)
 		T(test_error_names),
 		T(test_robustness),
 		T(test_bug_utf8_cut_in_message),
+		T(test_bug_bad_json_message_utf8),
 	};
 #undef T
 
