@@ -7,9 +7,12 @@ pkgs=(
 	# build
 	gcc libc6-dev meson ninja-build pkg-config
 	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev libcmocka-dev
+	libmicrohttpd-dev
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
+	# the /metrics test scrapes shaperd with a real Prometheus server
+	prometheus
 	# the install test: systemd-analyze, systemd-tmpfiles, man, groff
 	systemd man-db groff-base
 )
