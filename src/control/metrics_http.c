@@ -30,10 +30,11 @@ struct ctl_metrics_http {
 	struct MHD_Daemon *mhd;
 	const struct ctl_backend *be;
 	int epfd;
+	bool started;       /* MHD's messages are logged from then on, kept before */
 	char last_log[256]; /* MHD's last message, for the start-up error */
 };
 
-/* MHD's messages: kept for ctl_metrics_http_open's error, and logged. */
+/* MHD's messages: kept for ctl_metrics_http_open's error, then logged. */
 static void
 mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -44,7 +45,8 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(h->last_log);
 	while (n > 0 && (h->last_log[n - 1] == '\n' || h->last_log[n - 1] == '.'))
 		h->last_log[--n] = '\0';
-	fprintf(stderr, "shaperd: metrics: %s\n", h->last_log);
+	if (h->started)
+		fprintf(stderr, "shaperd: metrics: %s\n", h->last_log);
 }
 
 /* One command through the same handler as the socket; the result or NULL with msg. */
@@ -67,7 +69,7 @@ call(const struct ctl_backend *be, const char *cmd, char *msg, size_t msglen)
 		result = json_incref(json_object_get(root, "result"));
 	} else {
 		const char *m = json_string_value(
-			json_object_get(json_object_get(root, "error"), "message"));
+				json_object_get(json_object_get(root, "error"), "message"));
 
 		snprintf(msg, msglen, "%s: %s", cmd, m != NULL ? m : "no answer");
 	}
@@ -76,11 +78,10 @@ call(const struct ctl_backend *be, const char *cmd, char *msg, size_t msglen)
 }
 
 static enum MHD_Result
-respond(struct MHD_Connection *conn, unsigned int status, char *body, size_t len,
-	const char *type, const char *allow)
+respond(struct MHD_Connection *conn, unsigned int status, char *body, size_t len, const char *type,
+	const char *allow)
 {
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result ret;
 
 	if (r == NULL) {
@@ -96,8 +97,7 @@ respond(struct MHD_Connection *conn, unsigned int status, char *body, size_t len
 }
 
 static enum MHD_Result
-respond_text(struct MHD_Connection *conn, unsigned int status, const char *text,
-	     const char *allow)
+respond_text(struct MHD_Connection *conn, unsigned int status, const char *text, const char *allow)
 {
 	char *body = strdup(text);
 
@@ -185,10 +185,9 @@ ctl_metrics_http_open(const char *addr, uint16_t port, const struct ctl_backend 
 		return NULL;
 	}
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, answer, h, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_log, h, MHD_OPTION_SOCK_ADDR, sa,
-				  MHD_OPTION_CONNECTION_LIMIT, METRICS_MAX_CONNS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, METRICS_CONN_TIMEOUT,
-				  MHD_OPTION_END);
+				  mhd_log, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
+				  METRICS_MAX_CONNS, MHD_OPTION_CONNECTION_TIMEOUT,
+				  METRICS_CONN_TIMEOUT, MHD_OPTION_END);
 	if (h->mhd == NULL) {
 		snprintf(err, errlen, "cannot listen on %s%s%s:%u: %s", v6 ? "[" : "", addr,
 			 v6 ? "]" : "", port,
@@ -204,6 +203,7 @@ ctl_metrics_http_open(const char *addr, uint16_t port, const struct ctl_backend 
 		return NULL;
 	}
 	h->epfd = info->epoll_fd;
+	h->started = true;
 	return h;
 }
 
