@@ -123,10 +123,12 @@ test_get_metrics(void **state)
 	assert_non_null(strstr(r, "\nshaper_build_info{version=\"" SHAPER_VERSION
 				  "\",protocol=\"1\"} 1\n"));
 	/* the fake's canned counters, as samples */
-	assert_non_null(strstr(r, "\nshaper_direction_receive_packets_total{direction=\"upstream\"} "
-				  "1234\n"));
-	assert_non_null(strstr(r, "\nshaper_direction_receive_packets_total{direction=\"downstream\"} "
-				  "101234\n"));
+	assert_non_null(strstr(r,
+			       "\nshaper_direction_receive_packets_total{direction=\"upstream\"} "
+			       "1234\n"));
+	assert_non_null(strstr(r,
+			       "\nshaper_direction_receive_packets_total{direction=\"downstream\"} "
+			       "101234\n"));
 	assert_non_null(strstr(r, "\nshaper_port_transmit_errors_total{port=\"wan\"} 2007\n"));
 	free(r);
 
