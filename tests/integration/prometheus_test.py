@@ -7,7 +7,9 @@ shaperd runs on net_pcap vdevs (--no-huge) with "metrics": {"listen": PORT}
 pcap of N_DOWN frames once. Both transmit into net_pcap's drop sink.
 
 Asserted directly over HTTP: GET /metrics is 200 with the 0.0.4 text
-content type and shaper_up 1; another path is 404; POST /metrics is 405.
+content type and shaper_up 1; HEAD is 200 without a body; another path is
+404; POST /metrics is 405. shaperd has no HTTP thread (the control thread
+serves it).
 Asserted through Prometheus's own query API (/api/v1/query), with a 1 s
 scrape interval: the target is up, shaper_up == 1, shaper_build_info has
 the protocol, upstream shaper_direction_receive_packets_total increases
@@ -183,6 +185,21 @@ def test_direct(mport):
     check(status == 405, "POST /metrics: 405 (got %d)" % status)
 
 
+def test_threads(pid):
+    """The endpoint runs on the control thread: no thread of libmicrohttpd's own
+    (it would be named MHD-single or MHD-listen)."""
+    names = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                names.append(f.read().strip())
+        except OSError:
+            pass
+    check(not any(n.startswith("MHD") for n in names) and
+          all(n.startswith(("shaperd", "rte", "eal", "telemetry", "dpdk")) for n in names),
+          "no HTTP server thread in shaperd (threads: %s)" % ", ".join(sorted(names)))
+
+
 def test_prometheus(prom, mport):
     target = 'instance="127.0.0.1:%d"' % mport
     s = prom.wait_value('up{job="shaper"}', lambda s: s[2] == 1, 20)
@@ -250,6 +267,7 @@ def main():
         check(any("metrics on http://127.0.0.1:%d/metrics" % mport in l for l in d.lines),
               "shaperd says where /metrics is (a bare port binds 127.0.0.1)")
         test_direct(mport)
+        test_threads(d.proc.pid)
         p = Proc("prometheus", [PROMETHEUS, "--config.file=" + prom_cfg,
                                 "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
                                 "--web.listen-address=127.0.0.1:%d" % pport,
