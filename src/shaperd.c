@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "shaper/control.h"
 #include "shaper/dataplane.h"
 #include "shaper/watchdog.h"
+#include "shaper/metrics.h"
 #include "shaper/sched.h"
 
 #define LINK_WATCH_MS 500u
@@ -385,20 +387,25 @@ watch_links(struct app *a, uint64_t *next_ms)
 		dp_port_watch_link(&a->port[r], shaper_port_name[r]);
 }
 
-/* The main lcore serves the control socket until a signal stops us. */
+/*
+ * The main lcore serves the control socket and the /metrics endpoint until a
+ * signal stops us. Both are polled here, on this one thread, so the backend
+ * (worker snapshots and mailboxes) never has two callers at once.
+ */
 static void
 run_control(struct app *a)
 {
 	uint64_t next_link_check = 0, wd_usec = 0;
 	struct dp_watchdog wd;
 	bool wd_on = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0, wd_reported = false;
+	struct ctl_server_params sp;
+	struct ctl_server *srv = NULL;
+	struct ctl_metrics_http *mh = NULL;
+	char err[SHAPER_ERR_LEN] = "";
 
 	/* Fed at half systemd's interval, as sd_watchdog_enabled(3) advises. */
 	if (wd_on)
 		dp_watchdog_init(&wd, a->cfg.n_workers, wd_usec * 1000u / 2, monotonic_ns());
-	struct ctl_server_params sp;
-	struct ctl_server *srv = NULL;
-	char err[SHAPER_ERR_LEN] = "";
 
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		a->ctl.dirs[d] = &a->dir[d];
@@ -406,6 +413,18 @@ run_control(struct app *a)
 		a->ctl.ports[r] = &a->port[r];
 	dp_control_backend(&a->ctl, &a->be);
 	dp_telemetry_register(&a->be);
+	if (a->cfg.metrics_enabled) {
+		bool v6 = strchr(a->cfg.metrics_addr, ':') != NULL;
+
+		mh = ctl_metrics_http_open(a->cfg.metrics_addr, a->cfg.metrics_port, &a->be, err,
+					   sizeof(err));
+		if (mh == NULL)
+			fprintf(stderr, "shaperd: metrics: %s (continuing without it)\n", err);
+		else
+			printf("shaperd: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
+			       a->cfg.metrics_addr, v6 ? "]" : "", a->cfg.metrics_port);
+		fflush(stdout);
+	}
 	if (a->cfg.control_enabled) {
 		sp.path = a->cfg.control_socket;
 		sp.group = a->cfg.control_group;
@@ -419,16 +438,32 @@ run_control(struct app *a)
 		fflush(stdout);
 	}
 	while (!dp_stop_requested()) {
+		struct pollfd pfd[2];
+		nfds_t n = 0;
+
 		watch_links(a, &next_link_check);
 		if (wd_on)
 			feed_watchdog(a, &wd, &wd_reported);
-		if (srv == NULL) {
+		if (srv != NULL)
+			pfd[n++] = (struct pollfd){ .fd = ctl_server_fd(srv), .events = POLLIN };
+		if (mh != NULL)
+			pfd[n++] = (struct pollfd){ .fd = ctl_metrics_http_fd(mh),
+						    .events = POLLIN };
+		if (n == 0) {
 			usleep(100000);
 			continue;
 		}
-		if (ctl_server_poll(srv, 100) != 0)
+		/* At most 100 ms: links are watched and MHD's idle timeouts run each turn. */
+		if (poll(pfd, n, 100) < 0 && errno != EINTR) {
+			usleep(100000);
+			continue;
+		}
+		if (srv != NULL && ctl_server_poll(srv, 0) != 0)
+			usleep(100000);
+		if (mh != NULL && ctl_metrics_http_run(mh) != 0)
 			usleep(100000);
 	}
+	ctl_metrics_http_close(mh);
 	ctl_server_close(srv);
 }
 

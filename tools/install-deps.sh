@@ -9,9 +9,13 @@ pkgs=(
 	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev libcmocka-dev
 	# sd_notify: readiness and the worker-health watchdog
 	libsystemd-dev
+	# the Prometheus /metrics endpoint
+	libmicrohttpd-dev
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
+	# the /metrics test scrapes shaperd with a real Prometheus server
+	prometheus
 	# the install test: systemd-analyze, systemd-tmpfiles, man, groff
 	systemd man-db groff-base
 	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes

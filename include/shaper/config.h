@@ -20,6 +20,10 @@
 
 #define SHAPER_EMU_LIMIT_DEFAULT 10240u /* packets the WAN emulator holds at most */
 
+#define SHAPER_METRICS_ADDR_DEFAULT "127.0.0.1"
+#define SHAPER_METRICS_PORT_DEFAULT 9464
+#define SHAPER_METRICS_ADDR_LEN     46 /* INET6_ADDRSTRLEN */
+
 enum shaper_port_role {
 	SHAPER_PORT_WAN = 0,
 	SHAPER_PORT_LAN = 1,
@@ -63,6 +67,10 @@ struct shaper_config {
 	char control_socket[SHAPER_PATH_LEN];
 	char control_group[64]; /* "" = the daemon's group */
 	uint32_t control_mode;  /* permission bits, default 0660 */
+	/* Prometheus /metrics over HTTP, served by the control thread; off by default */
+	bool metrics_enabled;
+	char metrics_addr[SHAPER_METRICS_ADDR_LEN]; /* numeric IPv4 or IPv6, no brackets */
+	uint16_t metrics_port;
 	/* lcores: one worker serves both directions, two split them */
 	unsigned int n_workers;
 	unsigned int worker_lcore[SHAPER_MAX_WORKERS]; /* 0 = pick automatically */

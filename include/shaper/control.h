@@ -142,6 +142,9 @@ int ctl_server_poll(struct ctl_server *srv, int timeout_ms);
 
 unsigned int ctl_server_clients(const struct ctl_server *srv);
 
+/* The server's epoll fd: poll it for POLLIN to wait beside other fds, then ctl_server_poll(0). */
+int ctl_server_fd(const struct ctl_server *srv);
+
 /* Close every client and the socket, and unlink the path. */
 void ctl_server_close(struct ctl_server *srv);
 

@@ -11,6 +11,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <jansson.h>
 
 #include "shaper/config.h"
@@ -969,6 +972,8 @@ shaper_config_default(struct shaper_config *c)
 	c->control_enabled = true;
 	snprintf(c->control_socket, sizeof(c->control_socket), "%s", SHAPER_DEFAULT_SOCKET);
 	c->control_mode = 0660;
+	snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", SHAPER_METRICS_ADDR_DEFAULT);
+	c->metrics_port = SHAPER_METRICS_PORT_DEFAULT;
 	c->n_workers = 1;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		c->mbufs[d] = 0; /* auto: each direction's pool sized to its worst case */
@@ -1122,6 +1127,118 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 	return 0;
 }
 
+/* s[0..n) as a NUL-terminated numeric address of family af in out. */
+static bool
+numeric_addr(int af, const char *s, size_t n, char *out, size_t outlen)
+{
+	unsigned char bin[16];
+
+	if (n >= outlen)
+		return false;
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return inet_pton(af, out, bin) == 1;
+}
+
+/*
+ * metrics.listen: "9464" (on 127.0.0.1), "127.0.0.1:9464", "[::1]:9464".
+ * Only numeric addresses: a name would be resolved once at start and could
+ * silently bind somewhere else than the reader of the config expects.
+ */
+static int
+parse_listen(const json_t *v, const char *path, struct shaper_config *c, char *err, size_t errlen)
+{
+	char buf[80], addr[SHAPER_METRICS_ADDR_LEN];
+	const char *port_s;
+	unsigned long port;
+	char *end;
+
+	if (get_string(v, path, buf, sizeof(buf), err, errlen) != 0)
+		return -1;
+	if (buf[0] == '[') {
+		char *close = strchr(buf, ']');
+		size_t n;
+
+		if (close == NULL || close[1] != ':') {
+			errf(err, errlen, path,
+			     "\"%s\": an IPv6 address needs a port after its brackets, as in "
+			     "\"[::1]:9464\"",
+			     buf);
+			return -1;
+		}
+		n = (size_t)(close - buf - 1);
+		if (!numeric_addr(AF_INET6, buf + 1, n, addr, sizeof(addr))) {
+			errf(err, errlen, path, "\"%.*s\" is not an IPv6 address", (int)n, buf + 1);
+			return -1;
+		}
+		port_s = close + 2;
+	} else if (strchr(buf, ':') == NULL) {
+		snprintf(addr, sizeof(addr), "%s", SHAPER_METRICS_ADDR_DEFAULT);
+		port_s = buf;
+	} else {
+		char *colon = strrchr(buf, ':');
+		size_t n = (size_t)(colon - buf);
+
+		if (strchr(buf, ':') != colon) {
+			errf(err, errlen, path,
+			     "\"%s\": write an IPv6 address in brackets, as in \"[::1]:9464\"",
+			     buf);
+			return -1;
+		}
+		if (!numeric_addr(AF_INET, buf, n, addr, sizeof(addr))) {
+			errf(err, errlen, path,
+			     "\"%.*s\" is not an IPv4 address (host names are not resolved; a "
+			     "port alone listens on 127.0.0.1)",
+			     (int)n, buf);
+			return -1;
+		}
+		port_s = colon + 1;
+	}
+	errno = 0;
+	port = strtoul(port_s, &end, 10);
+	if (port_s[0] < '0' || port_s[0] > '9' || *end != '\0' || errno != 0 || port < 1 ||
+	    port > 65535) {
+		errf(err, errlen, path,
+		     "\"%s\" is not a port (1..65535), \"address:port\" or \"[address]:port\"",
+		     buf);
+		return -1;
+	}
+	snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", addr);
+	c->metrics_port = (uint16_t)port;
+	return 0;
+}
+
+/* "metrics": {"listen": ...} turns the endpoint on; "enabled": false keeps it off. */
+static int
+parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	bool listen = false, enabled_set = false;
+	const char *key;
+	json_t *x;
+	char sub[160];
+
+	if (expect_object(v, "metrics", err, errlen) != 0)
+		return -1;
+	json_object_foreach ((json_t *)v, key, x) {
+		snprintf(sub, sizeof(sub), "metrics.%s", key);
+		if (strcmp(key, "enabled") == 0) {
+			if (get_bool(x, sub, &c->metrics_enabled, err, errlen) != 0)
+				return -1;
+			enabled_set = true;
+		} else if (strcmp(key, "listen") == 0) {
+			if (parse_listen(x, sub, c, err, errlen) != 0)
+				return -1;
+			listen = true;
+		} else {
+			errf(err, errlen, sub, "unknown key (known: enabled, listen)");
+			return -1;
+		}
+	}
+	if (listen && !enabled_set)
+		c->metrics_enabled = true;
+	return 0;
+}
+
 static int
 parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 {
@@ -1238,6 +1355,9 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		} else if (strcmp(key, "control") == 0) {
 			if (parse_control(v, c, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "metrics") == 0) {
+			if (parse_metrics(v, c, err, errlen) != 0)
+				return -1;
 		} else if (strcmp(key, "lcores") == 0) {
 			if (parse_lcores(v, c, err, errlen) != 0)
 				return -1;
@@ -1248,8 +1368,8 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 			continue; /* JSON has no comments; allow a note */
 		} else {
 			errf(err, errlen, key,
-			     "unknown key (known: ports, upstream, downstream, control, lcores, "
-			     "dataplane, comment)");
+			     "unknown key (known: ports, upstream, downstream, control, metrics, "
+			     "lcores, dataplane, comment)");
 			return -1;
 		}
 	}

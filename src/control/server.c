@@ -401,6 +401,12 @@ ctl_server_clients(const struct ctl_server *srv)
 	return srv->n_conns;
 }
 
+int
+ctl_server_fd(const struct ctl_server *srv)
+{
+	return srv->epfd;
+}
+
 void
 ctl_server_close(struct ctl_server *srv)
 {

@@ -771,6 +771,46 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.burst, 32);
 }
 
+static void
+test_metrics(void **state)
+{
+	struct shaper_config c;
+
+	(void)state;
+	/* off by default, and on localhost once turned on */
+	load_ok("{" PORTS "}", &c);
+	assert_false(c.metrics_enabled);
+	assert_string_equal(c.metrics_addr, "127.0.0.1");
+	assert_int_equal(c.metrics_port, 9464);
+	load_ok("{" PORTS ", 'metrics': {}}", &c);
+	assert_false(c.metrics_enabled);
+	load_ok("{" PORTS ", 'metrics': {'enabled': true}}", &c);
+	assert_true(c.metrics_enabled);
+	assert_string_equal(c.metrics_addr, "127.0.0.1");
+	assert_int_equal(c.metrics_port, 9464);
+	/* a listen address turns it on; a bare port means 127.0.0.1 */
+	load_ok("{" PORTS ", 'metrics': {'listen': '9100'}}", &c);
+	assert_true(c.metrics_enabled);
+	assert_string_equal(c.metrics_addr, "127.0.0.1");
+	assert_int_equal(c.metrics_port, 9100);
+	load_ok("{" PORTS ", 'metrics': {'listen': '192.0.2.7:65535'}}", &c);
+	assert_string_equal(c.metrics_addr, "192.0.2.7");
+	assert_int_equal(c.metrics_port, 65535);
+	load_ok("{" PORTS ", 'metrics': {'listen': '[::1]:9464'}}", &c);
+	assert_true(c.metrics_enabled);
+	assert_string_equal(c.metrics_addr, "::1");
+	assert_int_equal(c.metrics_port, 9464);
+	load_ok("{" PORTS ", 'metrics': {'listen': '[::]:1'}}", &c);
+	assert_string_equal(c.metrics_addr, "::");
+	assert_int_equal(c.metrics_port, 1);
+	/* an explicit "enabled": false wins, in either order */
+	load_ok("{" PORTS ", 'metrics': {'listen': '9464', 'enabled': false}}", &c);
+	assert_false(c.metrics_enabled);
+	load_ok("{" PORTS ", 'metrics': {'enabled': false, 'listen': '0.0.0.0:9464'}}", &c);
+	assert_false(c.metrics_enabled);
+	assert_string_equal(c.metrics_addr, "0.0.0.0");
+}
+
 /* ---- every error, with its exact message ---- */
 
 struct err_case {
@@ -784,7 +824,8 @@ struct err_case {
 #define FIFO(keys) DOWN("{'discipline': 'fifo', " keys "}")
 #define TOP(keys)  "{" PORTS ", " keys "}"
 
-#define TOP_KEYS "(known: ports, upstream, downstream, control, lcores, dataplane, comment)"
+#define TOP_KEYS                                                                                   \
+	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"
@@ -1076,6 +1117,48 @@ static const struct err_case err_cases[] = {
 	  "control.mode: longer than 15 characters" },
 	{ TOP("'control': {'path': '/run/x'}"),
 	  "control.path: unknown key (known: enabled, socket, group, mode)" },
+	/* metrics */
+	{ TOP("'metrics': 9464"), "metrics: expected an object, got an integer" },
+	{ TOP("'metrics': {'port': 9464}"), "metrics.port: unknown key (known: enabled, listen)" },
+	{ TOP("'metrics': {'enabled': 1}"),
+	  "metrics.enabled: expected true or false, got an integer" },
+	{ TOP("'metrics': {'listen': 9464}"), "metrics.listen: expected a string, got an integer" },
+	{ TOP("'metrics': {'listen': ''}"),
+	  "metrics.listen: \"\" is not a port (1..65535), \"address:port\" or \"[address]:port\"" },
+	{ TOP("'metrics': {'listen': '0'}"),
+	  "metrics.listen: \"0\" is not a port (1..65535), \"address:port\" or \"[address]:port\"" },
+	{ TOP("'metrics': {'listen': '65536'}"),
+	  "metrics.listen: \"65536\" is not a port (1..65535), \"address:port\" or "
+	  "\"[address]:port\"" },
+	{ TOP("'metrics': {'listen': '127.0.0.1:'}"),
+	  "metrics.listen: \"127.0.0.1:\" is not a port (1..65535), \"address:port\" or "
+	  "\"[address]:port\"" },
+	{ TOP("'metrics': {'listen': '127.0.0.1:-1'}"),
+	  "metrics.listen: \"127.0.0.1:-1\" is not a port (1..65535), \"address:port\" or "
+	  "\"[address]:port\"" },
+	{ TOP("'metrics': {'listen': ':9464'}"),
+	  "metrics.listen: \"\" is not an IPv4 address (host names are not resolved; a port "
+	  "alone listens on 127.0.0.1)" },
+	{ TOP("'metrics': {'listen': 'localhost:9464'}"),
+	  "metrics.listen: \"localhost\" is not an IPv4 address (host names are not resolved; a "
+	  "port alone listens on 127.0.0.1)" },
+	{ TOP("'metrics': {'listen': '127.0.0.256:9464'}"),
+	  "metrics.listen: \"127.0.0.256\" is not an IPv4 address (host names are not resolved; a "
+	  "port alone listens on 127.0.0.1)" },
+	{ TOP("'metrics': {'listen': '::1:9464'}"),
+	  "metrics.listen: \"::1:9464\": write an IPv6 address in brackets, as in "
+	  "\"[::1]:9464\"" },
+	{ TOP("'metrics': {'listen': '[::1]'}"),
+	  "metrics.listen: \"[::1]\": an IPv6 address needs a port after its brackets, as in "
+	  "\"[::1]:9464\"" },
+	{ TOP("'metrics': {'listen': '[::1:9464'}"),
+	  "metrics.listen: \"[::1:9464\": an IPv6 address needs a port after its brackets, as in "
+	  "\"[::1]:9464\"" },
+	{ TOP("'metrics': {'listen': '[127.0.0.1]:9464'}"),
+	  "metrics.listen: \"127.0.0.1\" is not an IPv6 address" },
+	{ TOP("'metrics': {'listen': '[::1]:http'}"),
+	  "metrics.listen: \"[::1]:http\" is not a port (1..65535), \"address:port\" or "
+	  "\"[address]:port\"" },
 	/* lcores */
 	{ TOP("'lcores': [1]"), "lcores: expected an object, got an array" },
 	{ TOP("'lcores': {'workers': []}"), WORKERS_MSG },
@@ -1964,6 +2047,7 @@ main(void)
 		cmocka_unit_test(test_example_af_packet_bed),
 		cmocka_unit_test(test_example_fq_codel),
 		cmocka_unit_test(test_presets),
+		cmocka_unit_test(test_metrics),
 		cmocka_unit_test(test_bug_target_before_rtt),
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),

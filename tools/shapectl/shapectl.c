@@ -20,6 +20,7 @@
 
 #include "shaper/control.h"
 #include "shaper/limits.h"
+#include "shaper/metrics.h"
 #include "shapectl.h"
 
 _Static_assert(SC_MAX_REPLY > CTL_MAX_OUTQ,
@@ -754,7 +755,10 @@ cmd_metrics(struct sc_conn *c)
 		return rc;
 	rc = sc_call(c, "stats", NULL, &s);
 	if (rc == SC_EXIT_OK)
-		rc = sc_metrics_print(stdout, v, s) == 0 ? SC_EXIT_OK : SC_EXIT_IO;
+		rc = ctl_metrics_print(stdout, v, s,
+				       "1 when shapectl got an answer from shaperd") == 0
+				     ? SC_EXIT_OK
+				     : SC_EXIT_IO;
 	json_decref(v);
 	json_decref(s);
 	return rc;

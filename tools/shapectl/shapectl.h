@@ -1,7 +1,8 @@
 /*
  * shapectl: the command-line client of shaperd's control socket. Plain C
- * and jansson; it shares only the protocol constants with the daemon
- * (include/shaper/control.h), never its code, so it builds without DPDK.
+ * and jansson; it shares with the daemon the protocol constants
+ * (include/shaper/control.h) and the Prometheus formatter
+ * (src/control/metrics.c, jansson only), so it builds without DPDK.
  */
 #ifndef SHAPECTL_H
 #define SHAPECTL_H
@@ -72,8 +73,5 @@ void sc_table_free(struct sc_table *t);
 /* Field access that tolerates a missing key (prints as 0 / ""). */
 long long sc_int(const json_t *o, const char *key);
 const char *sc_str(const json_t *o, const char *key);
-
-/* metrics.c: Prometheus text exposition of a "stats" result. */
-int sc_metrics_print(FILE *f, const json_t *version, const json_t *stats);
 
 #endif

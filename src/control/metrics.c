@@ -1,16 +1,21 @@
 /*
- * Prometheus text exposition (format 0.0.4) of one "stats" result, for the
- * node_exporter textfile collector or a scrape wrapper. Names follow the
+ * Prometheus text exposition (format 0.0.4) of one "stats" result, shared by
+ * `shapectl metrics` (for the node_exporter textfile collector) and shaperd's
+ * HTTP /metrics endpoint. Names follow the
  * Prometheus guide: one "shaper_" prefix, base units (bytes, seconds,
  * bytes per second), "_total" on counters, dimensions as labels (port,
  * direction, tin, reason), never per-flow labels. The qdisc families
  * mirror node_exporter's node_qdisc_* so dashboards carry over.
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "shapectl.h"
+#include <jansson.h>
+
+#include "shaper/metrics.h"
 
 enum scope {
 	S_PORT,
@@ -138,6 +143,29 @@ static const struct metric metrics[] = {
 	  "Bytes a flow of the tin may send per round" },
 };
 
+/* A field as an integer: missing or of another type is 0, booleans are 0/1. */
+static long long
+get_int(const json_t *o, const char *key)
+{
+	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
+
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (long long)json_real_value(v);
+	if (json_is_boolean(v))
+		return json_is_true(v);
+	return 0;
+}
+
+static const char *
+get_str(const json_t *o, const char *key)
+{
+	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
 /* Label values may hold anything: escape \, " and newline as the format requires. */
 static void
 put_label(FILE *f, const char *name, const char *value, bool first)
@@ -159,7 +187,7 @@ put_label(FILE *f, const char *name, const char *value, bool first)
 static void
 put_value(FILE *f, const json_t *o, const char *key, enum scale scale)
 {
-	long long v = sc_int(o, key);
+	long long v = get_int(o, key);
 
 	if (scale == V_US_TO_S)
 		fprintf(f, " %.9g\n", v / 1e6);
@@ -221,7 +249,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 			any = true;
 			fprintf(f, "%s{", m->name);
 			put_label(f, "direction", dk, true);
-			put_label(f, "tin", sc_str(o, "name"), false);
+			put_label(f, "tin", get_str(o, "name"), false);
 			fputc('}', f);
 			put_value(f, o, m->key, m->scale);
 		}
@@ -229,7 +257,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 }
 
 int
-sc_metrics_print(FILE *f, const json_t *version, const json_t *stats)
+ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const char *up_help)
 {
 	const json_t *ports = json_object_get(stats, "ports");
 	const json_t *dirs = json_object_get(stats, "directions");
@@ -238,26 +266,26 @@ sc_metrics_print(FILE *f, const json_t *version, const json_t *stats)
 	bool any;
 	char buf[32];
 
-	header(f, "shaper_up", "gauge", "1 when shapectl got an answer from shaperd");
+	header(f, "shaper_up", "gauge", up_help);
 	fprintf(f, "shaper_up 1\n");
 	header(f, "shaper_build_info", "gauge", "Version of shaperd and of its control protocol");
 	fprintf(f, "shaper_build_info{");
-	put_label(f, "version", sc_str(version, "version"), true);
-	snprintf(buf, sizeof(buf), "%lld", sc_int(version, "protocol"));
+	put_label(f, "version", get_str(version, "version"), true);
+	snprintf(buf, sizeof(buf), "%lld", get_int(version, "protocol"));
 	put_label(f, "protocol", buf, false);
 	fprintf(f, "} 1\n");
 	header(f, "shaper_port_info", "gauge", "Device behind each port role");
 	json_object_foreach ((json_t *)ports, k, o) {
 		fprintf(f, "shaper_port_info{");
 		put_label(f, "port", k, true);
-		put_label(f, "device", sc_str(o, "name"), false);
+		put_label(f, "device", get_str(o, "name"), false);
 		fprintf(f, "} 1\n");
 	}
 	header(f, "shaper_qdisc_info", "gauge", "Discipline shaping each direction");
 	json_object_foreach ((json_t *)dirs, k, o) {
 		fprintf(f, "shaper_qdisc_info{");
 		put_label(f, "direction", k, true);
-		put_label(f, "discipline", sc_str(o, "discipline"), false);
+		put_label(f, "discipline", get_str(o, "discipline"), false);
 		fprintf(f, "} 1\n");
 	}
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
@@ -276,5 +304,5 @@ sc_metrics_print(FILE *f, const json_t *version, const json_t *stats)
 			fprintf(f, "} %lld\n", json_is_integer(v) ? json_integer_value(v) : 0);
 		}
 	}
-	return 0;
+	return ferror(f) ? -EIO : 0;
 }
