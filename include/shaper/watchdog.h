@@ -14,12 +14,12 @@
 #include "shaper/config.h"
 
 struct dp_watchdog {
-	unsigned int n;                         /* workers watched */
-	uint64_t period_ns;                     /* how often to look (half systemd's WatchdogSec) */
-	uint64_t next_ns;                       /* the next look */
-	uint64_t beat[SHAPER_MAX_WORKERS];      /* heartbeats at the last look */
-	uint64_t moved_ns[SHAPER_MAX_WORKERS];  /* when each heartbeat last moved */
-	bool stalled[SHAPER_MAX_WORKERS];       /* reported stalled, not yet recovered */
+	unsigned int n;                        /* workers watched */
+	uint64_t period_ns;                    /* how often to look (half systemd's WatchdogSec) */
+	uint64_t next_ns;                      /* the next look */
+	uint64_t beat[SHAPER_MAX_WORKERS];     /* heartbeats at the last look */
+	uint64_t moved_ns[SHAPER_MAX_WORKERS]; /* when each heartbeat last moved */
+	bool stalled[SHAPER_MAX_WORKERS];      /* reported stalled, not yet recovered */
 };
 
 enum dp_watchdog_verdict {

@@ -15,8 +15,8 @@ dp_watchdog_init(struct dp_watchdog *wd, unsigned int n, uint64_t period_ns, uin
 }
 
 enum dp_watchdog_verdict
-dp_watchdog_check(struct dp_watchdog *wd, const uint64_t *beats, uint64_t now,
-		  unsigned int *worker, uint64_t *since_ns)
+dp_watchdog_check(struct dp_watchdog *wd, const uint64_t *beats, uint64_t now, unsigned int *worker,
+		  uint64_t *since_ns)
 {
 	enum dp_watchdog_verdict v = DP_WD_ALIVE;
 
