@@ -209,6 +209,9 @@ int dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeo
  * the port's role. Returns true on a change.
  */
 bool dp_port_watch_link(struct dp_port *port, const char *role);
+
+/* Whether the port's driver keeps rx mbufs past close (net_af_xdp's fill ring). */
+bool dp_port_keeps_rx_mbufs(const struct dp_port *port);
 void dp_port_close(struct dp_port *port);
 
 /* The port's ethdev counters; 0 or -errno. */

@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -15,6 +16,13 @@
 
 /* The per-lcore cache keeps up to 1.5 x its size before it flushes. */
 #define POOL_CACHE_HELD (DP_POOL_CACHE * 3 / 2)
+/*
+ * net_af_xdp receives into mbufs it hands the kernel through its fill ring
+ * (2048 entries, whatever rx_descriptors says) and the kernel holds more in
+ * the socket's rx ring (2048): measured, an af_xdp port keeps 2049 of its
+ * pool from start to exit.
+ */
+#define AF_XDP_RX_HELD  4096u
 
 uint32_t
 dp_mbuf_truesize_planned(void)
@@ -42,6 +50,9 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 	b->sched = sched_max_packets(p, truesize);
 	b->emulator = ec->delay_ns != 0 || ec->jitter_ns != 0 || ec->loss_ppm != 0 ? ec->limit : 0;
 	b->rx_ring = c->port[in_port[d]].rx_desc;
+	if (strncmp(c->port[in_port[d]].device, "net_af_xdp", 10) == 0 &&
+	    b->rx_ring < AF_XDP_RX_HELD)
+		b->rx_ring = AF_XDP_RX_HELD;
 	b->tx_ring = c->port[1 - in_port[d]].tx_desc;
 	b->pending = DP_TX_PENDING_MAX;
 	b->burst = SHAPER_BURST_MAX;

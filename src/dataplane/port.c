@@ -250,9 +250,27 @@ dp_port_watch_link(struct dp_port *port, const char *role)
 	return true;
 }
 
+bool
+dp_port_keeps_rx_mbufs(const struct dp_port *port)
+{
+	struct rte_eth_dev_info info;
+
+	return rte_eth_dev_info_get(port->port_id, &info) == 0 && info.driver_name != NULL &&
+	       strcmp(info.driver_name, "net_af_xdp") == 0;
+}
+
 void
 dp_port_close(struct dp_port *port)
 {
+	/*
+	 * Let the driver reap what it has sent: some (af_xdp) free a sent mbuf
+	 * only when a later tx call finds its completion.
+	 */
+	for (int i = 0; port->started && i < 10; i++) {
+		rte_eth_tx_done_cleanup(port->port_id, 0, 0);
+		rte_eth_tx_burst(port->port_id, 0, NULL, 0);
+		rte_delay_us_sleep(1000);
+	}
 	if (port->started) {
 		rte_eth_dev_stop(port->port_id);
 		port->started = false;

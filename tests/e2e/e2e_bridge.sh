@@ -161,13 +161,15 @@ PY
 ip netns exec "${pfx}srv" iperf3 -s -1 -D -B 10.99.0.2 >/dev/null 2>&1
 sleep 0.3
 ip netns exec "${pfx}cli" iperf3 -c 10.99.0.2 -t 4 >/dev/null 2>&1 &
+ipid=$!
 rate_check upstream || fails=$((fails + 1))
-wait
+wait $ipid
 ip netns exec "${pfx}srv" iperf3 -s -1 -D -B 10.99.0.2 >/dev/null 2>&1
 sleep 0.3
 ip netns exec "${pfx}cli" iperf3 -c 10.99.0.2 -t 4 -R >/dev/null 2>&1 &
+ipid=$!
 rate_check downstream || fails=$((fails + 1))
-wait
+wait $ipid
 up=$(iperf up -t 3)
 down=$(iperf down -t 3 -R)
 for v in "upstream $up" "downstream $down"; do

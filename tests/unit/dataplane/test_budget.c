@@ -96,6 +96,12 @@ test_budget_parts(void **state)
 	dp_mbuf_budget_dir(&c, SHAPER_DOWN, &c.dir[SHAPER_DOWN], 2496, &b);
 	assert_int_equal(b.emulator, 0);
 	assert_int_equal(b.rx_ring, 1024);
+	/* net_af_xdp keeps its fill ring full from the pool whatever rx_descriptors says. */
+	load("{\"ports\": {\"wan\": \"net_af_xdp1,iface=w0\","
+	     " \"lan\": {\"device\": \"net_af_xdp0,iface=l0\", \"rx_descriptors\": 512}}}",
+	     &c);
+	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &b);
+	assert_int_equal(b.rx_ring, 4096);
 }
 
 static void
