@@ -21,6 +21,7 @@ touched.
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -219,14 +220,21 @@ def copy_tree(src, dst):
 
 
 def run(cmd, cwd, timeout):
+    """(returncode, output), returncode None on timeout. The command runs
+    in its own process group, killed whole on timeout (a mutant can make a
+    test spin; meson's children must not outlive it)."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-        return p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"")
-        if isinstance(out, bytes):
-            out = out.decode(errors="replace")
-        return None, out
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = p.communicate()
+        return None, out or ""
 
 
 def fast_tests(build):
@@ -260,7 +268,8 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated mutant names")
     ap.add_argument("--min-killed", type=int, default=0,
                     help="exit 1 if fewer of the 20 issue-named mutants are killed")
-    ap.add_argument("--timeout", type=int, default=300, help="seconds for the test run")
+    ap.add_argument("--timeout", type=int, default=90,
+                    help="seconds for one test run (unmutated: about 12 s)")
     ap.add_argument("--workdir", default="", help="scratch dir (default: a new temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch dir")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
