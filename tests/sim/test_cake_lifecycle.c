@@ -254,7 +254,8 @@ top_up(struct sim *sim, uint32_t a, uint32_t depth)
  * 25 600 packets within one target of the overflow, queue never empty,
  * sojourn far below target) and makes it unresponsive; once the flow no
  * longer overflows and its queue is seen empty from time to time, p_drop
- * relaxes back to zero and un_flows returns to 0.
+ * relaxes back to zero and un_flows returns to 0. BLUE drops ECN-capable
+ * packets too (it never marks).
  */
 static void
 test_blue_step_and_relaxation(void **state)
@@ -270,6 +271,7 @@ test_blue_step_and_relaxation(void **state)
 	sim = sim_new(&p, 64, 2);
 	a = add_udp(sim, 1, 1000, 100);
 	b = add_udp(sim, 2, 2000, 100);
+	sim->srcs[a].ecn = 2; /* ECT(0): BLUE drops it all the same */
 
 	for (i = 0; i < 11; i++)
 		emit_at(sim, a, now);
@@ -287,6 +289,7 @@ test_blue_step_and_relaxation(void **state)
 	SIM_FIGURE("BLUE: %llu drops in 25600 packets after one overflow (1/256: 100 expected)",
 		   (unsigned long long)drops);
 	assert_true(drops >= 60 && drops <= 150);
+	assert_int_equal(sim->srcs[a].ce, 0);
 	assert_int_equal(sim->srcs[a].drops[SHAPER_DROP_OVERFLOW], 1);
 
 	/*
@@ -582,6 +585,81 @@ test_delay_ewmas(void **state)
 	sim_free(sim);
 }
 
+/*
+ * §5.3 and §11 quirk 6: the failsafe clock runs at 2/3 of the rate on
+ * delivered packets only, so in ingress mode, where a flood's overflow
+ * and COBALT drops push the main clock far ahead, delivery still gets
+ * exactly 2/3 of the rate.
+ */
+static void
+test_ingress_failsafe(void **state)
+{
+	struct sched_params p;
+	struct sim *sim;
+	uint32_t a;
+	double got;
+
+	(void)state;
+	params(&p, MBIT(10), SCHED_FLOWS);
+	p.ingress = true;
+	p.memlimit = 20 * SIM_MBUF_MEM;
+	sim = sim_new(&p, 4096, 1);
+	a = add_udp(sim, 1, 1000, 1514);
+	sim->srcs[a].rate = MBIT(30);
+	sim->meas_start = SEC(1);
+	sim->meas_end = SEC(4);
+	sim_run(sim, SEC(4));
+	got = (double)sim->srcs[a].meas_adj / 3.0 / (double)MBIT(10);
+	SIM_FIGURE("ingress flood at 3x: delivered %.4f x rate (failsafe: 2/3)", got);
+	assert_true(sim->drops[SHAPER_DROP_OVERFLOW] + sim->drops[SHAPER_DROP_AQM] > sim->deq);
+	assert_true(fabs(got - 2.0 / 3.0) < 0.01);
+	sim_drain(sim);
+	sim_check_accounting(sim);
+	sim_free(sim);
+}
+
+/*
+ * §1.4: in shaped mode, when no tin is due, the one due soonest wins and
+ * a tie goes to the higher index. diffserv3 at 8 Mbit: Voice (tin 2,
+ * 2 Mbit, 4 us a byte) sends 400 bytes and Bulk (tin 1, 500 kbit, 16 us
+ * a byte) 100: both tin clocks then stand 1.6 ms after their start, and
+ * the next packet is Voice's.
+ */
+static void
+test_shaped_tie_higher_tin(void **state)
+{
+	struct sched_params p;
+	struct sim *sim;
+	uint32_t bulk, voice, i;
+	uint64_t t0 = MS(1), next;
+
+	(void)state;
+	params(&p, 1000000, SCHED_FLOWS);
+	p.diffserv = SCHED_DIFFSERV3;
+	sim = sim_new(&p, 64, 2);
+	bulk = add_udp(sim, 1, 1000, 100);
+	voice = add_udp(sim, 2, 2000, 400);
+	sim->srcs[bulk].dscp = 8;   /* CS1 */
+	sim->srcs[voice].dscp = 46; /* EF */
+	for (i = 0; i < 3; i++) {
+		emit_at(sim, bulk, t0);
+		emit_at(sim, voice, t0);
+	}
+	/* Both due at t0: the higher index. */
+	assert_int_equal(deq_at(sim, t0), (int)voice);
+	next = sched_next_time(sim->s, t0);
+	assert_int_equal(next, t0 + US(400));
+	/* Only Bulk's clock is due. */
+	assert_int_equal(deq_at(sim, next), (int)bulk);
+	next = sched_next_time(sim->s, next);
+	assert_int_equal(next, t0 + US(500));
+	/* Neither is due, both are 1.1 ms ahead: Voice. */
+	assert_int_equal(deq_at(sim, next), (int)voice);
+	sim_drain(sim);
+	sim_check_accounting(sim);
+	sim_free(sim);
+}
+
 int
 main(void)
 {
@@ -596,6 +674,8 @@ main(void)
 		cmocka_unit_test(test_four_mtu_floor),
 		cmocka_unit_test(test_quantum_dither),
 		cmocka_unit_test(test_delay_ewmas),
+		cmocka_unit_test(test_ingress_failsafe),
+		cmocka_unit_test(test_shaped_tie_higher_tin),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
