@@ -215,8 +215,16 @@ def copy_tree(src, dst):
         if not os.path.isfile(s):
             continue  # deleted but still in the index
         d = os.path.join(dst, rel)
+        with open(s, "rb") as fh:
+            data = fh.read()
+        if os.path.isfile(d):
+            with open(d, "rb") as fh:
+                if fh.read() == data:
+                    continue  # unchanged: keep its mtime, ninja keeps its objects
         os.makedirs(os.path.dirname(d), exist_ok=True)
-        shutil.copy2(s, d)
+        with open(d, "wb") as fh:  # a fresh mtime, so ninja rebuilds it
+            fh.write(data)
+        shutil.copymode(s, d)
 
 
 def run(cmd, cwd, timeout):
@@ -294,8 +302,7 @@ def main():
     build = os.path.join(tree, "build-mutate")
     results = []
     try:
-        if not os.path.isdir(tree):
-            copy_tree(args.root, tree)
+        copy_tree(args.root, tree)  # a kept --workdir is brought up to date
         if not os.path.isdir(build):
             rc, out = run(["meson", "setup", build], tree, 600)
             if rc != 0:
