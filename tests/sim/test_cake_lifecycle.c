@@ -660,6 +660,49 @@ test_shaped_tie_higher_tin(void **state)
 	sim_free(sim);
 }
 
+/*
+ * §3 step 3 and §2.4: a bulk flow that empties (and decays) no longer
+ * counts toward its host's load, so the host's remaining bulk flow gets a
+ * whole quantum again: as much as a flow of a host with only one.
+ */
+static void
+test_decaying_flow_leaves_host_load(void **state)
+{
+	struct sched_params p;
+	struct sim *sim;
+	uint32_t x1, x2, z, k;
+	uint64_t now = MS(1), x0 = 0, z0 = 0;
+	double ratio;
+
+	(void)state;
+	params(&p, MBIT(1), SCHED_DUAL_SRCHOST);
+	sim = sim_new(&p, 256, 3);
+	x1 = add_udp(sim, 1, 1000, 64);
+	x2 = add_udp(sim, 1, 1001, 64);
+	z = add_udp(sim, 2, 2000, 64);
+	for (k = 0; k < 30000; k++) {
+		uint64_t next;
+
+		sim->now = now;
+		top_up(sim, x1, 3);
+		top_up(sim, z, 3);
+		if (k < 2000)
+			top_up(sim, x2, 3); /* x2 stops after 2000 packets */
+		if (k == 10000) {
+			x0 = sim->srcs[x1].rx_adj;
+			z0 = sim->srcs[z].rx_adj;
+		}
+		next = sched_next_time(sim->s, now);
+		now = next > now ? next : now;
+		deq_at(sim, now);
+	}
+	assert_int_equal(sim->srcs[x2].backlog_pkts, 0);
+	ratio = (double)(sim->srcs[x1].rx_adj - x0) / (double)(sim->srcs[z].rx_adj - z0);
+	SIM_FIGURE("host load after a flow left: x1 / z = %.4f", ratio);
+	assert_true(fabs(ratio - 1.0) < 0.01);
+	sim_free(sim);
+}
+
 int
 main(void)
 {
@@ -676,6 +719,7 @@ main(void)
 		cmocka_unit_test(test_delay_ewmas),
 		cmocka_unit_test(test_ingress_failsafe),
 		cmocka_unit_test(test_shaped_tie_higher_tin),
+		cmocka_unit_test(test_decaying_flow_leaves_host_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
