@@ -261,11 +261,18 @@ def fast_tests(build):
 
 
 def failed_tests(out):
-    bad = []
+    """Failed test programs, each with its failed cmocka cases if shown."""
+    progs, cases = [], []
     for line in out.splitlines():
         if (" FAIL " in line or " TIMEOUT " in line) and " / " in line:
-            bad.append(line.split(" / ", 1)[1].split()[0])
-    return bad
+            name = line.split(" / ", 1)[1].split()[0]
+            if name not in progs:
+                progs.append(name)
+        elif line.startswith("[  FAILED  ] ") and "test(s)" not in line:
+            case = line[len("[  FAILED  ] "):].strip()
+            if case and case not in cases:
+                cases.append(case)
+    return ",".join(progs) + (" (" + ",".join(cases) + ")" if cases else "")
 
 
 def main():
@@ -335,7 +342,7 @@ def main():
                     if rc is None:
                         verdict, why = "killed", "timeout"
                     elif rc != 0:
-                        verdict, why = "killed", ",".join(failed_tests(out)) or f"rc {rc}"
+                        verdict, why = "killed", failed_tests(out) or f"rc {rc}"
                     else:
                         verdict, why = "survived", ""
             finally:
