@@ -6,8 +6,9 @@
  * on an empty queue and the 4-MTU-time floor (§4.3/§4.4), BLUE's step and
  * its relaxation with un_flows (§4.4), head drop on overflow (§6), ingress
  * charging and the bulk-flow term (§5.5), way_inds (§2.3), the quantum
- * dither (§2.4) and the delay EWMAs (§9.2). tools/mutate.py checks that
- * single-line bugs in these places make a test here fail.
+ * dither (§2.4), the delay EWMAs (§9.2), and fq_codel's overflow feeding
+ * CoDel's count (§10). tools/mutate.py checks that single-line bugs in
+ * these places make a test here fail.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -703,6 +704,43 @@ test_decaying_flow_leaves_host_load(void **state)
 	sim_free(sim);
 }
 
+/*
+ * fq_codel (§10): an overflow head-drops from the fattest flow and adds the
+ * number dropped to that flow's CoDel count, so CoDel on a flow that keeps
+ * overflowing signals much more often than its own count alone would
+ * give. One unresponsive flow at twice the rate into a 100-packet limit.
+ */
+static void
+test_fq_codel_overflow_raises_count(void **state)
+{
+	struct sched_params p;
+	struct sim *sim;
+	uint32_t a;
+
+	(void)state;
+	sched_params_default(&p, SCHED_DISC_FQ_CODEL);
+	p.rate = MBIT(10);
+	p.fqc_limit = 100;
+	p.seed = 16;
+	sim = sim_new(&p, 4096, 1);
+	a = add_udp(sim, 1, 1000, 1514);
+	sim->srcs[a].rate = MBIT(20);
+	sim_run(sim, SEC(4));
+	SIM_FIGURE("fq_codel overflow: %llu overflow drops, %llu CoDel drops in 4 s",
+		   (unsigned long long)sim->drops[SHAPER_DROP_OVERFLOW],
+		   (unsigned long long)sim->drops[SHAPER_DROP_AQM]);
+	assert_true(sim->drops[SHAPER_DROP_OVERFLOW] > 0);
+	/*
+	 * Count rising by one per signal gives about 400 signals in 4 s at a
+	 * 100 ms interval (the sum of 100 ms / sqrt(k) reaches 4 s near
+	 * k = 400); the overflows' additions make it several times that.
+	 */
+	assert_true(sim->drops[SHAPER_DROP_AQM] > 800);
+	sim_drain(sim);
+	sim_check_accounting(sim);
+	sim_free(sim);
+}
+
 int
 main(void)
 {
@@ -720,6 +758,7 @@ main(void)
 		cmocka_unit_test(test_ingress_failsafe),
 		cmocka_unit_test(test_shaped_tie_higher_tin),
 		cmocka_unit_test(test_decaying_flow_leaves_host_load),
+		cmocka_unit_test(test_fq_codel_overflow_raises_count),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
