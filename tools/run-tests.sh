@@ -2,7 +2,9 @@
 # Every test: installs what is missing, builds, then runs the unit, simulation,
 # integration and end-to-end suites (the last two need root; they are skipped
 # otherwise), then the fuzz suite (25 s per libFuzzer harness; skipped without
-# clang). Extra arguments go to `meson test` instead (e.g. --suite sim).
+# clang), then unit, simulation and integration again under ASan+UBSan in
+# build-asan/. Extra arguments go to `meson test` on build/ instead (e.g.
+# --suite sim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -21,5 +23,16 @@ else
 	# The fuzzers use a whole core each for 25 s: after the timing-sensitive
 	# suites, one at a time (tools/fuzz.sh builds them with clang in build-fuzz/).
 	meson test -C build --print-errorlogs --num-processes 1 --suite fuzz
+	# The unit, simulation and integration suites again, built with ASan and
+	# UBSan (any report fails the test that made it).
+	if [ -f build-asan/build.ninja ]; then
+		meson setup --reconfigure build-asan >/dev/null
+	else
+		meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	fi
+	ninja -C build-asan
+	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs --num-processes 2 \
+		--suite unit --suite sim --suite integration
 fi
 echo "run-tests: passed in $(($(date +%s) - start)) s"
