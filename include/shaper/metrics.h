@@ -13,6 +13,13 @@
 struct json_t; /* jansson's json_t */
 struct ctl_backend;
 
+/*
+ * A field of a JSON object as an integer (missing or another type: 0,
+ * booleans 0/1) or a string (""): how every front end reads replies.
+ */
+long long ctl_json_int(const struct json_t *o, const char *key);
+const char *ctl_json_str(const struct json_t *o, const char *key);
+
 /* The content type of the text this module writes. */
 #define CTL_METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 

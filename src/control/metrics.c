@@ -143,9 +143,8 @@ static const struct metric metrics[] = {
 	  "Bytes a flow of the tin may send per round" },
 };
 
-/* A field as an integer: missing or of another type is 0, booleans are 0/1. */
-static long long
-get_int(const json_t *o, const char *key)
+long long
+ctl_json_int(const json_t *o, const char *key)
 {
 	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
 
@@ -158,8 +157,8 @@ get_int(const json_t *o, const char *key)
 	return 0;
 }
 
-static const char *
-get_str(const json_t *o, const char *key)
+const char *
+ctl_json_str(const json_t *o, const char *key)
 {
 	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
 
@@ -187,7 +186,7 @@ put_label(FILE *f, const char *name, const char *value, bool first)
 static void
 put_value(FILE *f, const json_t *o, const char *key, enum scale scale)
 {
-	long long v = get_int(o, key);
+	long long v = ctl_json_int(o, key);
 
 	if (scale == V_US_TO_S)
 		fprintf(f, " %.9g\n", v / 1e6);
@@ -249,7 +248,7 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 			any = true;
 			fprintf(f, "%s{", m->name);
 			put_label(f, "direction", dk, true);
-			put_label(f, "tin", get_str(o, "name"), false);
+			put_label(f, "tin", ctl_json_str(o, "name"), false);
 			fputc('}', f);
 			put_value(f, o, m->key, m->scale);
 		}
@@ -270,22 +269,22 @@ ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const cha
 	fprintf(f, "shaper_up 1\n");
 	header(f, "shaper_build_info", "gauge", "Version of shaperd and of its control protocol");
 	fprintf(f, "shaper_build_info{");
-	put_label(f, "version", get_str(version, "version"), true);
-	snprintf(buf, sizeof(buf), "%lld", get_int(version, "protocol"));
+	put_label(f, "version", ctl_json_str(version, "version"), true);
+	snprintf(buf, sizeof(buf), "%lld", ctl_json_int(version, "protocol"));
 	put_label(f, "protocol", buf, false);
 	fprintf(f, "} 1\n");
 	header(f, "shaper_port_info", "gauge", "Device behind each port role");
 	json_object_foreach ((json_t *)ports, k, o) {
 		fprintf(f, "shaper_port_info{");
 		put_label(f, "port", k, true);
-		put_label(f, "device", get_str(o, "name"), false);
+		put_label(f, "device", ctl_json_str(o, "name"), false);
 		fprintf(f, "} 1\n");
 	}
 	header(f, "shaper_qdisc_info", "gauge", "Discipline shaping each direction");
 	json_object_foreach ((json_t *)dirs, k, o) {
 		fprintf(f, "shaper_qdisc_info{");
 		put_label(f, "direction", k, true);
-		put_label(f, "discipline", get_str(o, "discipline"), false);
+		put_label(f, "discipline", ctl_json_str(o, "discipline"), false);
 		fprintf(f, "} 1\n");
 	}
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)

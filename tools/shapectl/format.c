@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shaper/metrics.h"
 #include "shapectl.h"
 
 /* tc: the largest decimal unit that keeps the number whole (6.25Mbit is 6250Kbit). */
@@ -74,23 +75,13 @@ sc_fmt_size(uint64_t sz, char *buf, size_t len)
 long long
 sc_int(const json_t *o, const char *key)
 {
-	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
-
-	if (json_is_integer(v))
-		return json_integer_value(v);
-	if (json_is_real(v))
-		return (long long)json_real_value(v);
-	if (json_is_boolean(v))
-		return json_is_true(v);
-	return 0;
+	return ctl_json_int(o, key);
 }
 
 const char *
 sc_str(const json_t *o, const char *key)
 {
-	const json_t *v = o != NULL ? json_object_get(o, key) : NULL;
-
-	return json_is_string(v) ? json_string_value(v) : "";
+	return ctl_json_str(o, key);
 }
 
 void
