@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages shaper needs to build, test and run its bed.
-# Safe to run twice: installs only what is missing (needs root for that).
+# Install the Debian 12 packages shaper needs to build, test and run its bed
+# (--build-only: to build it). Safe to run twice: installs only what is
+# missing (needs root for that).
 set -euo pipefail
 
-pkgs=(
-	# build
+# What building shaperd needs: the container's build stage installs this group
+# alone (docker/Dockerfile runs this script with --build-only), so the two
+# lists cannot drift.
+build_pkgs=(
 	gcc libc6-dev meson ninja-build pkg-config
-	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev libcmocka-dev
+	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev
 	# sd_notify: readiness and the worker-health watchdog
 	libsystemd-dev
 	# the Prometheus /metrics endpoint
 	libmicrohttpd-dev
+)
+test_pkgs=(
+	libcmocka-dev
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
@@ -21,6 +27,14 @@ pkgs=(
 	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes
 	clang libclang-rt-14-dev
 )
+case ${1:-} in
+--build-only) pkgs=("${build_pkgs[@]}") ;;
+"") pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+*)
+	echo "usage: install-deps.sh [--build-only]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -58,7 +58,7 @@ clock_pair(uint64_t *tsc, uint64_t *ns)
 uint64_t
 dp_tsc_hz_measure(unsigned int ms)
 {
-	uint64_t tsc0, ns0, tsc1, ns1;
+	uint64_t tsc0 = 0, ns0 = 0, tsc1 = 0, ns1 = 0; /* 0: no pair was taken */
 	struct timespec nap = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
 
 	clock_pair(&tsc0, &ns0);
