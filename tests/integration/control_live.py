@@ -22,16 +22,12 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, failures  # noqa: E402
+
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
 FRAME = 1000
-failures = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        failures.append(msg)
 
 
 def ip_checksum(hdr):

@@ -16,6 +16,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import check, failures  # noqa: E402
+
 try:
     from scapy.all import (ARP, Dot1Q, Dot1AD, Ether, ICMP, ICMPv6ND_NS, IP, IPv6,
                            IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting,
@@ -25,13 +28,6 @@ except ImportError:
     sys.exit(77)
 
 SHAPERD = sys.argv[1]
-failures = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg)
-    if not cond:
-        failures.append(msg)
 
 
 def pad_to(pkt, size):

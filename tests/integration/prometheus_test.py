@@ -23,17 +23,17 @@ usage: prometheus_test.py SHAPERD
 import json
 import os
 import shutil
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import Proc, check, failures  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs)")
@@ -45,14 +45,6 @@ if PROMETHEUS is None:
 
 SHAPERD = sys.argv[1]
 N_UP, N_DOWN = 64, 40
-failures = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg, flush=True)
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 def csum(b):
@@ -96,47 +88,6 @@ def http(url, method="GET"):
             return r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read().decode()
-
-
-class Proc:
-    """A child whose output is collected by a thread (and shown on failure)."""
-
-    def __init__(self, name, argv):
-        self.name, self.lines = name, []
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_line(self, text, timeout):
-        end = time.time() + timeout
-        while time.time() < end:
-            if any(text in l for l in self.lines):
-                return True
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        return False
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.reader.join(timeout=5)
-        return rc
-
-    def dump(self):
-        print("--- %s output:" % self.name)
-        for l in self.lines[-40:]:
-            print("    " + l)
 
 
 class Prom:

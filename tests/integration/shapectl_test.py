@@ -25,20 +25,15 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import Proc, check, failures  # noqa: E402
+
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
     sys.exit(77)
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 N_UP, N_DOWN = 200, 300
-failures = []
-
-
-def check(cond, msg):
-    print(("ok   " if cond else "FAIL ") + msg)
-    if not cond:
-        failures.append(msg)
-    return cond
 
 
 # ---- pcap writing -------------------------------------------------------
@@ -107,44 +102,21 @@ def wait_for(pred, what, timeout=15.0):
     return None
 
 
-class Daemon:
+class Daemon(Proc):
     def __init__(self, tmp, cfg):
         path = os.path.join(tmp, "shaper.json")
         with open(path, "w") as f:
             json.dump(cfg, f)
-        self.lines = []
-        self.proc = subprocess.Popen(
-            [SHAPERD, "--no-huge", "-m", "256", "--no-pci",
-             "--file-prefix=shapectl_%d" % os.getpid(), "-l", "0,1",
-             "--log-level=lib.eal:warning", "--", "-c", path],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        super().__init__("shaperd", [
+            SHAPERD, "--no-huge", "-m", "256", "--no-pci",
+            "--file-prefix=shapectl_%d" % os.getpid(), "-l", "0,1",
+            "--log-level=lib.eal:warning", "--", "-c", path])
 
     def wait_ready(self, timeout=30.0):
-        end = time.time() + timeout
-        while time.time() < end:
-            if any("control socket" in l for l in self.lines):
-                return True
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        return False
+        return self.wait_line("control socket", timeout)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.reader.join(timeout=5)
-        return rc
+        return super().stop(timeout=30)
 
 
 # ---- Prometheus text parsing --------------------------------------------
