@@ -26,6 +26,8 @@ test_pkgs=(
 	systemd man-db groff-base
 	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes
 	clang libclang-rt-14-dev
+	# the pktgen load test builds pktgen-dpdk from ../shared/tools/pktgen (Lua scripts, socat)
+	liblua5.3-dev libnuma-dev socat
 )
 case ${1:-} in
 --build-only) pkgs=("${build_pkgs[@]}") ;;
