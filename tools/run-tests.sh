@@ -2,7 +2,8 @@
 # Every test: installs what is missing, builds, then runs the unit, simulation,
 # integration, end-to-end and pktgen suites (integration and e2e need root, and
 # pktgen needs ../shared/tools/pktgen; they are skipped otherwise), then the
-# fuzz suite (25 s per libFuzzer harness; skipped without clang), then unit, simulation and integration again under ASan+UBSan in
+# fuzz suite (25 s per libFuzzer harness; skipped without clang), then unit,
+# simulation and integration again under ASan+UBSan in
 # build-asan/. Extra arguments go to `meson test` on build/ instead (e.g.
 # --suite sim).
 set -euo pipefail

@@ -106,12 +106,34 @@ class Pktgen:
                                                                    self.logfile))
             try:
                 if self.lua("io.write('ready')") == "ready":
+                    self.demote_pollers()
                     return
             except OSError:
                 pass
             time.sleep(0.5)
         raise RuntimeError("pktgen's Lua socket did not answer in %d s; see %s" %
                            (timeout, self.logfile))
+
+    def demote_pollers(self):
+        """pktgen's main thread (its CLI, poll() with a zero timeout) and its
+        timer thread spin without sleeping, on the main lcore's CPU. Where
+        that CPU is also the port lcore's (a 2-core machine), they would take
+        two thirds of it and leave the port lcore off the CPU for tens of ms
+        at a time; shaperd's transmit ring then fills and its worker stalls.
+        Under SCHED_IDLE they run only when the CPU has nothing else to do.
+        The Lua socket thread (which runs our commands) and the lcores keep
+        their priority."""
+        self.demoted = []
+        end = time.monotonic() + 5
+        while len(self.demoted) < 2 and time.monotonic() < end:
+            for tid in map(int, os.listdir("/proc/%d/task" % self.proc.pid)):
+                with open("/proc/%d/task/%d/comm" % (self.proc.pid, tid)) as f:
+                    comm = f.read().strip()
+                if comm == "pktgen" and tid not in self.demoted:
+                    os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                    self.demoted.append(tid)
+            time.sleep(0.1)
+        log("pktgen: main and timer threads %s under SCHED_IDLE" % self.demoted)
 
     def lua(self, chunk):
         """Run one line of Lua in pktgen; returns what it io.write()s. A Lua
@@ -296,6 +318,9 @@ def measure(pg, sh, seconds):
         m["shaper_out_bps"] = (b.sh["ports"]["wan"]["tx_bytes"] -
                                a.sh["ports"]["wan"]["tx_bytes"]) * 8 / dt
         m["lag_skipped_ms"] = (up_b.get("lag_skipped_us", 0) - up_a.get("lag_skipped_us", 0)) / 1e3
+        # transmit attempts that found the WAN ring full (the receiver fell behind)
+        m["tx_retries"] = up_b.get("tx_retries", 0) - up_a.get("tx_retries", 0)
+        m["worker_turn_max_ms"] = up_b.get("turn_max_ns", 0) / 1e6
         m["tins"] = [{"name": tb["name"], "sent_packets": tb["sent_packets"] - ta["sent_packets"]}
                      for ta, tb in zip(up_a.get("tins", []), up_b.get("tins", []))]
     return m
@@ -574,16 +599,16 @@ def check_mix(fails, res, mix_tins):
 
 
 def print_table(results):
-    print("\n| run | offered | delivered | error | drops/s by reason | lag skipped |")
-    print("|---|---|---|---|---|---|")
+    print("\n| run | offered | delivered | error | drops/s by reason | lag skipped | tx retries |")
+    print("|---|---|---|---|---|---|---|")
     for r in results:
         drops = ", ".join("%s %.3gk" % (k, v / 1e3) for k, v in sorted(
             r.get("drops_per_s", {}).items()) if v > 0) or "none"
         err = "%+.2f %%" % (r["error"] * 100) if "error" in r else "-"
-        print("| %s | %s (%.3f Mpps) | %s (%.3f Mpps) | %s | %s | %.1f ms |" %
+        print("| %s | %s (%.3f Mpps) | %s (%.3f Mpps) | %s | %s | %.1f ms | %d |" %
               (r["name"], fmt_rate(r["offered_bps"]), r["offered_pps"] / 1e6,
                fmt_rate(r["delivered_bps"]), r["delivered_pps"] / 1e6, err, drops,
-               r.get("lag_skipped_ms", 0)))
+               r.get("lag_skipped_ms", 0), r.get("tx_retries", 0)))
 
 
 if __name__ == "__main__":
