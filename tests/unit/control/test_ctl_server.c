@@ -100,7 +100,11 @@ teardown(void **state)
 static struct ctl_server *
 open_server_at(const char *path, uint32_t mode, char *err, size_t errlen)
 {
-	struct ctl_server_params p = { .path = path, .group = NULL, .mode = mode };
+	struct ctl_server_params p = { .path = path,
+				       .group = NULL,
+				       .mode = mode,
+				       .level = SHAPER_LEVEL_ADMIN,
+				       .default_level = SHAPER_LEVEL_USER };
 
 	return ctl_server_open(&p, &E.be, err, errlen);
 }
@@ -940,7 +944,7 @@ static void
 test_group(void **state)
 {
 	char err[SHAPER_ERR_LEN] = "";
-	struct ctl_server_params p = { .path = E.path, .mode = 0660 };
+	struct ctl_server_params p = { .path = E.path, .mode = 0660, .level = SHAPER_LEVEL_ADMIN };
 	struct group *g = getgrgid(getegid());
 	struct stat st;
 
