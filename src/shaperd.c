@@ -600,8 +600,10 @@ main(int argc, char **argv)
 		return 1;
 	rc = rte_eal_init(eal_argc, argv);
 	if (rc < 0) {
+		/* EAL says why above; rte_errno is not always set (e.g. a --file-prefix in use). */
 		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n",
-			rte_strerror(rte_errno));
+			rte_errno != 0 ? rte_strerror(rte_errno)
+				       : "see EAL's message above (is --file-prefix in use?)");
 		ctl_server_close(a.srv);
 		return 1;
 	}

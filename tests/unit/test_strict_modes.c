@@ -72,8 +72,7 @@ test_file_modes(void **state)
 	assert_refused(shaper_check_file_modes(file, err, sizeof(err)), file,
 		       "(mode 0664) is writable by its group");
 	chmod(file, 0646);
-	assert_refused(shaper_check_file_modes(file, err, sizeof(err)), file,
-		       "writable by others");
+	assert_refused(shaper_check_file_modes(file, err, sizeof(err)), file, "writable by others");
 	chmod(file, 0644);
 	/* a directory above it that anyone may write, without the sticky bit */
 	chmod(sub, 0777);

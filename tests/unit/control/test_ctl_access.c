@@ -87,8 +87,8 @@ test_command_levels(void **state)
 		const char *cmd;
 		enum shaper_level need;
 	} want[] = {
-		{ "version", SHAPER_LEVEL_USER },        { "stats", SHAPER_LEVEL_USER },
-		{ "flows", SHAPER_LEVEL_USER },          { "config.get", SHAPER_LEVEL_USER },
+		{ "version", SHAPER_LEVEL_USER },         { "stats", SHAPER_LEVEL_USER },
+		{ "flows", SHAPER_LEVEL_USER },           { "config.get", SHAPER_LEVEL_USER },
 		{ "stats.reset", SHAPER_LEVEL_OPERATOR }, { "config.set", SHAPER_LEVEL_ADMIN },
 	};
 	enum shaper_level l;
