@@ -62,6 +62,8 @@ usage(FILE *f)
 		"  -c, --config FILE     configuration (JSON); see config/*.json\n"
 		"      --check-config    validate the configuration and exit (0 = valid)\n"
 		"      --stats-file FILE write the exit counters as JSON to FILE\n"
+		"      --no-strict-modes start even if others could write the config file or\n"
+		"                        a socket directory (e.g. a checkout in a home)\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
@@ -91,6 +93,8 @@ split_args(int argc, char **argv, int *eal_argc, int *app_first)
 	return 0;
 }
 
+static bool strict_modes = true;
+
 static int
 parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 	       const char **stats_file)
@@ -99,6 +103,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'k' },
 		{ "stats-file", required_argument, NULL, 's' },
+		{ "no-strict-modes", no_argument, NULL, 'S' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -116,6 +121,9 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 			break;
 		case 's':
 			*stats_file = optarg;
+			break;
+		case 'S':
+			strict_modes = false;
 			break;
 		case 'V':
 			printf("shaperd %s (%s)\n", SHAPER_VERSION, rte_version());
@@ -498,18 +506,27 @@ open_control(struct app *a, const char *config_path)
 	const struct shaper_config *c = &a->cfg;
 	char err[SHAPER_ERR_LEN], dir[SHAPER_PATH_LEN];
 
-	if (shaper_check_file_modes(config_path, err, sizeof(err)) != 0) {
-		fprintf(stderr, "shaperd: refusing the configuration: %s\n", err);
+	if (!strict_modes)
+		fprintf(stderr, "shaperd: warning: --no-strict-modes: not checking who may write "
+				"the configuration and the socket directories\n");
+	if (strict_modes && shaper_check_file_modes(config_path, err, sizeof(err)) != 0) {
+		fprintf(stderr,
+			"shaperd: refusing the configuration: %s (--no-strict-modes starts "
+			"anyway)\n",
+			err);
 		return -1;
 	}
 	if (!c->control_enabled)
 		return 0;
-	for (unsigned int i = 0; i <= c->n_control_sockets; i++) {
+	for (unsigned int i = 0; strict_modes && i <= c->n_control_sockets; i++) {
 		const char *path = i == 0 ? c->control_socket : c->control_sockets[i - 1].path;
 
 		socket_dir(path, dir, sizeof(dir));
 		if (shaper_check_dir_modes(dir, err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: refusing the control socket %s: %s\n", path, err);
+			fprintf(stderr,
+				"shaperd: refusing the control socket %s: %s (--no-strict-modes "
+				"starts anyway)\n",
+				path, err);
 			return -1;
 		}
 	}

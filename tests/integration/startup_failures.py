@@ -125,12 +125,15 @@ def main():
           "EAL initialisation failed", eal=["-l", "0,4096"], sock=sock)
 
     # In use by a running daemon: its socket path, and its EAL file prefix.
-    ok_path = write_config("running", config(sock))
+    # (Its config is one anyone may write: --no-strict-modes lets it start.)
+    ok_path = write_config("running", config(sock), mode=0o666)
     d = Proc("shaperd", [SHAPERD] + EAL + ["-l", "0,1", "--file-prefix=" + PREFIX, "--",
-                                            "-c", ok_path])
+                                            "-c", ok_path, "--no-strict-modes"])
     try:
-        if check(d.wait_line("bridging", 30), "a first daemon runs"):
-            fails("socket path in use", ok_path, "another daemon is listening there")
+        if check(d.wait_line("bridging", 30), "a first daemon runs with --no-strict-modes"):
+            check(d.wait_line("warning: --no-strict-modes", 1), "and warns that it does")
+            fails("socket path in use", write_config("same", config(sock)),
+                  "another daemon is listening there")
             other = os.path.join(TMP, "other.sock")
             fails("EAL instance in use", write_config("other", config(other)),
                   "EAL initialisation failed", prefix=PREFIX, sock=other)
