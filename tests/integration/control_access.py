@@ -22,10 +22,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+from testlib import NOBODY, Proc, check, failures  # noqa: E402
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
-NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 
 def ctl(sock, args, nobody=False):
