@@ -7,10 +7,12 @@ shapectl: reads work for everyone; config.set and stats.reset from nobody,
 and from root on the read-only socket, are refused with permission_denied
 naming the command and the level needed, change nothing, and are logged
 with the peer's uid, at most 5 lines per 10 s however many are refused.
-Root on the admin socket changes the configuration.
+Root on the admin socket changes the configuration, and so does nobody
+holding the admin group ("users") as a supplementary group (SO_PEERGROUPS).
 
 usage: control_access.py SHAPERD SHAPECTL
 """
+import grp
 import json
 import os
 import re
@@ -27,8 +29,11 @@ from testlib import NOBODY, Proc, check, failures  # noqa: E402
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 
 
-def ctl(sock, args, nobody=False):
-    cmd = (NOBODY if nobody else []) + [SHAPECTL, "--socket", sock] + args
+def ctl(sock, args, nobody=False, groups=None):
+    who = NOBODY if nobody else []
+    if groups is not None:
+        who = [a for a in NOBODY if a != "--clear-groups"] + ["--groups=" + groups]
+    cmd = who + [SHAPECTL, "--socket", sock] + args
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     return p.returncode, p.stdout, p.stderr
 
@@ -77,6 +82,11 @@ def main():
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         print("SKIP: needs root (DPDK vdevs) and setpriv to connect as nobody")
         sys.exit(77)
+    try:
+        grp.getgrnam("users")
+    except KeyError:
+        print("SKIP: needs the group \"users\" (base-passwd) as an admin group")
+        sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="shaper_access_")
     os.chmod(tmp, 0o755)  # nobody must reach the sockets
     admin, ro = os.path.join(tmp, "run", "shaper.sock"), os.path.join(tmp, "run", "ro.sock")
@@ -85,7 +95,7 @@ def main():
         "upstream": {"discipline": "fifo", "bandwidth": "50mbit"},
         "downstream": {"discipline": "fifo"},
         # Anyone may connect to either; what they may do is up to their level.
-        "control": {"socket": admin, "mode": "0666",
+        "control": {"socket": admin, "mode": "0666", "admin_group": "users",
                     "sockets": [{"path": ro, "mode": "0666"}]},
         "dataplane": {"idle_sleep": "100us"},
     }
@@ -127,6 +137,16 @@ def main():
         check(bw == "20Mbit", "root changed the bandwidth (%s)" % bw)
         rc, _, err = ctl(admin, ["reset"])
         check(rc == 0, "root resets the counters (%r)" % err.strip())
+        # The admin group as a supplementary group of an otherwise unprivileged user.
+        users = str(grp.getgrnam("users").gr_gid)
+        rc, _, err = ctl(admin, ["set", "upstream", "bandwidth", "30mbit"], groups=users)
+        check(rc == 0 and upstream_bandwidth(admin) == "30Mbit",
+              "nobody in the admin group \"users\" changes the bandwidth (%r)" % err.strip())
+        rc, _, err = ctl(ro, ["set", "upstream", "bandwidth", "20mbit"], groups=users)
+        check(denied(rc, err, "config.set", "admin", "user"),
+              "but not on the read-only socket (%r)" % err.strip())
+        rc, _, err = ctl(admin, ["set", "upstream", "bandwidth", "20mbit"])
+        check(rc == 0, "root sets it back (%r)" % err.strip())
         # A flood of refusals is answered in full but logged only a few times.
         check(flood_as_nobody(admin, 200), "200 config.set as nobody: 200 permission_denied")
         check(upstream_bandwidth(admin) == "20Mbit", "the flood changed nothing")
