@@ -46,6 +46,7 @@ struct app {
 	const char *stats_file;
 	struct dp_control ctl; /* what the control plane and telemetry reach */
 	struct ctl_backend be;
+	struct ctl_server *srv; /* opened before EAL, served once the workers run */
 };
 
 static void
@@ -61,6 +62,8 @@ usage(FILE *f)
 		"  -c, --config FILE     configuration (JSON); see config/*.json\n"
 		"      --check-config    validate the configuration and exit (0 = valid)\n"
 		"      --stats-file FILE write the exit counters as JSON to FILE\n"
+		"      --no-strict-modes start even if others could write the config file or\n"
+		"                        a socket directory (e.g. a checkout in a home)\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
@@ -90,6 +93,8 @@ split_args(int argc, char **argv, int *eal_argc, int *app_first)
 	return 0;
 }
 
+static bool strict_modes = true;
+
 static int
 parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 	       const char **stats_file)
@@ -98,6 +103,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'k' },
 		{ "stats-file", required_argument, NULL, 's' },
+		{ "no-strict-modes", no_argument, NULL, 'S' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -115,6 +121,9 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 			break;
 		case 's':
 			*stats_file = optarg;
+			break;
+		case 'S':
+			strict_modes = false;
 			break;
 		case 'V':
 			printf("shaperd %s (%s)\n", SHAPER_VERSION, rte_version());
@@ -408,8 +417,7 @@ run_control(struct app *a)
 	uint64_t next_link_check = 0, wd_usec = 0;
 	struct dp_watchdog wd;
 	bool wd_on = sd_watchdog_enabled(0, &wd_usec) > 0 && wd_usec > 0, wd_reported = false;
-	struct ctl_server_params sp;
-	struct ctl_server *srv = NULL;
+	struct ctl_server *srv = a->srv;
 	struct ctl_metrics_http *mh = NULL;
 	char err[SHAPER_ERR_LEN] = "";
 
@@ -435,16 +443,12 @@ run_control(struct app *a)
 			       a->cfg.metrics_addr, v6 ? "]" : "", a->cfg.metrics_port);
 		fflush(stdout);
 	}
-	if (a->cfg.control_enabled) {
-		sp.path = a->cfg.control_socket;
-		sp.group = a->cfg.control_group;
-		sp.mode = a->cfg.control_mode;
-		srv = ctl_server_open(&sp, &a->be, err, sizeof(err));
-		if (srv == NULL)
-			fprintf(stderr, "shaperd: control socket: %s (continuing without it)\n",
-				err);
-		else
-			printf("shaperd: control socket %s\n", a->cfg.control_socket);
+	if (srv != NULL) {
+		printf("shaperd: control socket %s\n", a->cfg.control_socket);
+		for (unsigned int i = 0; i < a->cfg.n_control_sockets; i++)
+			printf("shaperd: control socket %s (level %s)\n",
+			       a->cfg.control_sockets[i].path,
+			       shaper_level_name(a->cfg.control_sockets[i].level));
 		fflush(stdout);
 	}
 	while (!dp_stop_requested()) {
@@ -474,7 +478,80 @@ run_control(struct app *a)
 			usleep(100000);
 	}
 	ctl_metrics_http_close(mh);
-	ctl_server_close(srv);
+}
+
+/* The socket's directory: what StrictModes judges. */
+static void
+socket_dir(const char *path, char *dir, size_t len)
+{
+	char *slash;
+
+	snprintf(dir, len, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = '\0';
+	else if (slash != NULL)
+		*slash = '\0';
+}
+
+/*
+ * Before EAL touches a device: the config file and the socket directories
+ * pass StrictModes, and every control socket is bound, so a path in use or
+ * a missing directory fails start-up instead of leaving a daemon nobody can
+ * reach. Clients wait in the backlog until run_control serves them.
+ */
+static int
+open_control(struct app *a, const char *config_path)
+{
+	const struct shaper_config *c = &a->cfg;
+	char err[SHAPER_ERR_LEN], dir[SHAPER_PATH_LEN];
+
+	if (!strict_modes)
+		fprintf(stderr, "shaperd: warning: --no-strict-modes: not checking who may write "
+				"the configuration and the socket directories\n");
+	if (strict_modes && shaper_check_file_modes(config_path, err, sizeof(err)) != 0) {
+		fprintf(stderr,
+			"shaperd: refusing the configuration: %s (--no-strict-modes starts "
+			"anyway)\n",
+			err);
+		return -1;
+	}
+	if (!c->control_enabled)
+		return 0;
+	for (unsigned int i = 0; strict_modes && i <= c->n_control_sockets; i++) {
+		const char *path = i == 0 ? c->control_socket : c->control_sockets[i - 1].path;
+
+		socket_dir(path, dir, sizeof(dir));
+		if (shaper_check_dir_modes(dir, err, sizeof(err)) != 0) {
+			fprintf(stderr,
+				"shaperd: refusing the control socket %s: %s (--no-strict-modes "
+				"starts anyway)\n",
+				path, err);
+			return -1;
+		}
+	}
+	for (unsigned int i = 0; i <= c->n_control_sockets; i++) {
+		const struct shaper_control_socket *x = i > 0 ? &c->control_sockets[i - 1] : NULL;
+		struct ctl_server_params sp = {
+			.path = x != NULL ? x->path : c->control_socket,
+			.group = x != NULL ? x->group : c->control_group,
+			.mode = x != NULL ? x->mode : c->control_mode,
+			.level = x != NULL ? x->level : c->control_level,
+			.default_level = c->control_default_level,
+			.admin_group = c->control_admin_group,
+		};
+
+		if (i == 0)
+			a->srv = ctl_server_open(&sp, &a->be, err, sizeof(err));
+		if ((i == 0 && a->srv == NULL) ||
+		    (i > 0 && ctl_server_listen(a->srv, &sp, err, sizeof(err)) != 0)) {
+			fprintf(stderr, "shaperd: control socket: %s\n", err);
+			ctl_server_close(a->srv);
+			a->srv = NULL;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 int
@@ -536,10 +613,15 @@ main(int argc, char **argv)
 		return 0;
 	}
 
+	if (open_control(&a, config_path) != 0)
+		return 1;
 	rc = rte_eal_init(eal_argc, argv);
 	if (rc < 0) {
+		/* EAL says why above; rte_errno is not always set (e.g. a --file-prefix in use). */
 		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n",
-			rte_strerror(rte_errno));
+			rte_errno != 0 ? rte_strerror(rte_errno)
+				       : "see EAL's message above (is --file-prefix in use?)");
+		ctl_server_close(a.srv);
 		return 1;
 	}
 	signal(SIGINT, on_signal);
@@ -630,6 +712,7 @@ out_ports:
 		dp_dir_control_free(&a.dir[d]);
 	}
 out_pools:
+	ctl_server_close(a.srv);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		rte_mempool_free(a.pool[d]);
 

@@ -7,6 +7,9 @@ import time
 
 failures = []
 
+# Run a command as nobody (uid/gid 65534, no supplementary groups); util-linux's setpriv.
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
 
 def check(cond, msg):
     print(("ok   " if cond else "FAIL ") + msg, flush=True)

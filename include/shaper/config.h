@@ -24,6 +24,31 @@
 #define SHAPER_METRICS_PORT_DEFAULT 9464
 #define SHAPER_METRICS_ADDR_LEN     46 /* INET6_ADDRSTRLEN */
 
+#define SHAPER_MAX_CONTROL_SOCKETS 4 /* control.socket plus up to 3 in control.sockets */
+#define SHAPER_GROUP_LEN           64
+
+/*
+ * Control access levels, as HAProxy's stats socket has them: each includes
+ * the ones below it. user reads (version, stats, flows, config.get),
+ * operator may also reset counters, admin may also change the configuration.
+ */
+enum shaper_level {
+	SHAPER_LEVEL_USER = 0,
+	SHAPER_LEVEL_OPERATOR,
+	SHAPER_LEVEL_ADMIN,
+	SHAPER_NUM_LEVELS
+};
+
+const char *shaper_level_name(enum shaper_level l);
+
+/* One listening control socket (Unix stream sockets only, never a network address). */
+struct shaper_control_socket {
+	char path[SHAPER_PATH_LEN];
+	char group[SHAPER_GROUP_LEN]; /* "" = the daemon's group */
+	uint32_t mode;                /* permission bits */
+	enum shaper_level level;      /* the most any peer gets on this socket */
+};
+
 enum shaper_port_role {
 	SHAPER_PORT_WAN = 0,
 	SHAPER_PORT_LAN = 1,
@@ -65,8 +90,14 @@ struct shaper_config {
 	/* control socket */
 	bool control_enabled;
 	char control_socket[SHAPER_PATH_LEN];
-	char control_group[64]; /* "" = the daemon's group */
-	uint32_t control_mode;  /* permission bits, default 0660 */
+	char control_group[SHAPER_GROUP_LEN]; /* "" = the daemon's group */
+	uint32_t control_mode;                /* permission bits, default 0660 */
+	enum shaper_level control_level;      /* the most control.socket grants; admin */
+	/* Peers that are neither root, the daemon's user nor in the admin group get this. */
+	enum shaper_level control_default_level;
+	char control_admin_group[SHAPER_GROUP_LEN]; /* "" = each socket's own group */
+	unsigned int n_control_sockets;             /* entries of control.sockets */
+	struct shaper_control_socket control_sockets[SHAPER_MAX_CONTROL_SOCKETS - 1];
 	/* Prometheus /metrics over HTTP, served by the control thread; off by default */
 	bool metrics_enabled;
 	char metrics_addr[SHAPER_METRICS_ADDR_LEN]; /* numeric IPv4 or IPv6, no brackets */
@@ -100,6 +131,16 @@ int shaper_config_load_string(const char *json, struct shaper_config *c, char *e
  */
 int shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p,
 				  char *err, size_t errlen);
+
+/*
+ * StrictModes, as sshd has them: 0 if the file (or directory) and every
+ * directory above it, symlinks resolved, is owned by root or the daemon's
+ * user and not writable by group or others (a sticky directory may be, as
+ * /tmp is); else -1 with the path and why in err. A directory not made yet
+ * is judged by its parent.
+ */
+int shaper_check_file_modes(const char *file, char *err, size_t errlen);
+int shaper_check_dir_modes(const char *dir, char *err, size_t errlen);
 
 /* The direction's settings as a JSON object (json_t *, caller decrefs). */
 void *shaper_config_direction_to_json(const struct sched_params *p);

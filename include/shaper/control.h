@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "shaper/config.h"
 #include "shaper/sched.h"
@@ -30,6 +31,7 @@
 	X(INVALID_ARGUMENT, "invalid_argument")                                                    \
 	X(TOO_LARGE, "too_large")                                                                  \
 	X(BUSY, "busy")                                                                            \
+	X(PERMISSION_DENIED, "permission_denied")                                                  \
 	X(INTERNAL, "internal")
 
 enum ctl_error {
@@ -102,9 +104,48 @@ struct ctl_backend {
 /*
  * Handle one request line (without its newline). Always returns a reply
  * line (malloc'd, newline-terminated, caller frees), never NULL unless out
- * of memory.
+ * of memory. ctl_handle_request runs it at the admin level.
  */
 char *ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len);
+
+/*
+ * The same for a client at the given access level: a command that needs a
+ * higher one is answered "permission_denied" naming both, and *refused (if
+ * not NULL) is set to the command's name (a static string) so the caller
+ * can log it; it is left alone otherwise.
+ */
+char *ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, const char *line,
+			    size_t len, const char **refused);
+
+/* The lowest level that may run cmd; -1 if cmd is not a command. */
+int ctl_command_level(const char *cmd, enum shaper_level *need);
+
+/* What decides a control client's access level. */
+struct ctl_access {
+	enum shaper_level socket_level;  /* the most the socket grants anyone */
+	enum shaper_level default_level; /* for peers that are not admins */
+	uid_t daemon_uid;                /* the daemon's own user is an admin, as root is */
+	bool has_admin_gid;
+	gid_t admin_gid; /* members (primary or supplementary group) are admins */
+};
+
+#define CTL_PEER_GROUPS 64 /* supplementary groups looked at; more are ignored */
+
+/* A client as the kernel vouches for it (SO_PEERCRED, SO_PEERGROUPS). */
+struct ctl_peer {
+	bool known; /* false: the kernel told us nothing; the default level applies */
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	unsigned int n_groups;
+	gid_t groups[CTL_PEER_GROUPS];
+};
+
+/*
+ * A peer's level: admin for root, the daemon's user and the admin group,
+ * the default level for everyone else, and never above the socket's level.
+ */
+enum shaper_level ctl_access_level(const struct ctl_access *a, const struct ctl_peer *p);
 
 /* A reply line for an error that has no request to go with it (id null). */
 char *ctl_error_reply(enum ctl_error code, const char *message);
@@ -128,14 +169,23 @@ struct ctl_server_params {
 	const char *path;
 	const char *group; /* "" or NULL: keep the process's group */
 	uint32_t mode;
+	enum shaper_level level;         /* the most this socket grants */
+	enum shaper_level default_level; /* for peers that are neither root nor admins */
+	const char *admin_group;         /* "" or NULL: the socket's group */
 };
 
 /*
  * Create the listening socket. Refuses to replace a path that exists and
- * is not a stale socket (one nobody listens on). NULL with err on failure.
+ * is not a stale socket (one nobody listens on), and a socket directory
+ * that is missing (its parent is not) is created 0755. NULL with err on
+ * failure.
  */
 struct ctl_server *ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 				   char *err, size_t errlen);
+
+/* Listen on one more socket (up to SHAPER_MAX_CONTROL_SOCKETS in all); 0 or -1 with err. */
+int ctl_server_listen(struct ctl_server *srv, const struct ctl_server_params *p, char *err,
+		      size_t errlen);
 
 /* Serve for up to timeout_ms; returns 0, or -errno on a fatal error. */
 int ctl_server_poll(struct ctl_server *srv, int timeout_ms);
@@ -145,7 +195,7 @@ unsigned int ctl_server_clients(const struct ctl_server *srv);
 /* The server's epoll fd: poll it for POLLIN to wait beside other fds, then ctl_server_poll(0). */
 int ctl_server_fd(const struct ctl_server *srv);
 
-/* Close every client and the socket, and unlink the path. */
+/* Close every client and the sockets, and unlink their paths. */
 void ctl_server_close(struct ctl_server *srv);
 
 #endif

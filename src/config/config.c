@@ -972,6 +972,8 @@ shaper_config_default(struct shaper_config *c)
 	c->control_enabled = true;
 	snprintf(c->control_socket, sizeof(c->control_socket), "%s", SHAPER_DEFAULT_SOCKET);
 	c->control_mode = 0660;
+	c->control_level = SHAPER_LEVEL_ADMIN;
+	c->control_default_level = SHAPER_LEVEL_USER;
 	snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", SHAPER_METRICS_ADDR_DEFAULT);
 	c->metrics_port = SHAPER_METRICS_PORT_DEFAULT;
 	c->n_workers = 1;
@@ -1080,6 +1082,154 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 	return 0;
 }
 
+static const char *const level_names[SHAPER_NUM_LEVELS] = { "user", "operator", "admin" };
+
+const char *
+shaper_level_name(enum shaper_level l)
+{
+	return (unsigned int)l < SHAPER_NUM_LEVELS ? level_names[l] : "?";
+}
+
+static int
+get_level(const json_t *v, const char *path, enum shaper_level *out, char *err, size_t errlen)
+{
+	char buf[16];
+
+	if (get_string(v, path, buf, sizeof(buf), err, errlen) != 0)
+		return -1;
+	for (int l = 0; l < SHAPER_NUM_LEVELS; l++)
+		if (strcmp(buf, level_names[l]) == 0) {
+			*out = (enum shaper_level)l;
+			return 0;
+		}
+	errf(err, errlen, path, "\"%s\" is not a level (user, operator or admin)", buf);
+	return -1;
+}
+
+/* A socket path: absolute, so never a network address ("127.0.0.1:9000") or an abstract name. */
+static int
+get_socket_path(const json_t *v, const char *path, char *out, size_t outlen, char *err,
+		size_t errlen)
+{
+	if (get_string(v, path, out, outlen, err, errlen) != 0)
+		return -1;
+	if (out[0] != '/') {
+		errf(err, errlen, path,
+		     "must be an absolute path (control is a Unix socket, never a network "
+		     "address)");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+get_mode(const json_t *v, const char *path, uint32_t *out, char *err, size_t errlen)
+{
+	char buf[16], *end;
+	unsigned long m;
+
+	if (get_string(v, path, buf, sizeof(buf), err, errlen) != 0)
+		return -1;
+	m = strtoul(buf, &end, 8);
+	if (*end != '\0' || end == buf || m > 0777) {
+		errf(err, errlen, path, "\"%s\" is not an octal mode such as \"0660\"", buf);
+		return -1;
+	}
+	*out = (uint32_t)m;
+	return 0;
+}
+
+/* One entry of control.sockets: {"path", "group", "mode", "level"}. */
+static int
+parse_control_socket(const json_t *v, const char *path, struct shaper_control_socket *s, char *err,
+		     size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+
+	if (expect_object(v, path, err, errlen) != 0)
+		return -1;
+	s->mode = 0660;
+	s->level = SHAPER_LEVEL_USER; /* an extra socket is read-only unless it says otherwise */
+	json_object_foreach ((json_t *)v, key, x) {
+		join_path(sub, sizeof(sub), path, key);
+		if (strcmp(key, "path") == 0) {
+			if (get_socket_path(x, sub, s->path, sizeof(s->path), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "group") == 0) {
+			if (get_string(x, sub, s->group, sizeof(s->group), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "mode") == 0) {
+			if (get_mode(x, sub, &s->mode, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "level") == 0) {
+			if (get_level(x, sub, &s->level, err, errlen) != 0)
+				return -1;
+		} else {
+			errf(err, errlen, sub, "unknown key (known: path, group, mode, level)");
+			return -1;
+		}
+	}
+	if (s->path[0] == '\0') {
+		errf(err, errlen, path, "missing \"path\"");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+parse_control_sockets(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *x;
+
+	if (!json_is_array(v)) {
+		errf(err, errlen, "control.sockets", "expected an array of sockets, got %s",
+		     json_type_name(v));
+		return -1;
+	}
+	if (json_array_size(v) > SHAPER_MAX_CONTROL_SOCKETS - 1) {
+		errf(err, errlen, "control.sockets", "at most %d sockets besides control.socket",
+		     SHAPER_MAX_CONTROL_SOCKETS - 1);
+		return -1;
+	}
+	c->n_control_sockets = 0;
+	json_array_foreach (v, i, x) {
+		char sub[64];
+
+		snprintf(sub, sizeof(sub), "control.sockets[%zu]", i);
+		memset(&c->control_sockets[i], 0, sizeof(c->control_sockets[i]));
+		if (parse_control_socket(x, sub, &c->control_sockets[i], err, errlen) != 0)
+			return -1;
+		c->n_control_sockets++;
+	}
+	return 0;
+}
+
+/* Two sockets on one path would replace each other's file. */
+static int
+check_control_paths(const struct shaper_config *c, char *err, size_t errlen)
+{
+	for (unsigned int i = 0; i < c->n_control_sockets; i++) {
+		char sub[64];
+
+		snprintf(sub, sizeof(sub), "control.sockets[%u].path", i);
+		if (strcmp(c->control_sockets[i].path, c->control_socket) == 0) {
+			errf(err, errlen, sub, "\"%s\" is control.socket already",
+			     c->control_socket);
+			return -1;
+		}
+		for (unsigned int j = 0; j < i; j++)
+			if (strcmp(c->control_sockets[i].path, c->control_sockets[j].path) == 0) {
+				errf(err, errlen, sub, "\"%s\" is control.sockets[%u] already",
+				     c->control_sockets[j].path, j);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 static int
 parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 {
@@ -1095,36 +1245,37 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 			if (get_bool(x, sub, &c->control_enabled, err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "socket") == 0) {
-			if (get_string(x, sub, c->control_socket, sizeof(c->control_socket), err,
-				       errlen) != 0)
+			if (get_socket_path(x, sub, c->control_socket, sizeof(c->control_socket),
+					    err, errlen) != 0)
 				return -1;
-			if (c->control_socket[0] != '/') {
-				errf(err, errlen, sub, "must be an absolute path");
-				return -1;
-			}
 		} else if (strcmp(key, "group") == 0) {
 			if (get_string(x, sub, c->control_group, sizeof(c->control_group), err,
 				       errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "mode") == 0) {
-			char buf[16], *end;
-			unsigned long m;
-
-			if (get_string(x, sub, buf, sizeof(buf), err, errlen) != 0)
+			if (get_mode(x, sub, &c->control_mode, err, errlen) != 0)
 				return -1;
-			m = strtoul(buf, &end, 8);
-			if (*end != '\0' || end == buf || m > 0777) {
-				errf(err, errlen, sub,
-				     "\"%s\" is not an octal mode such as \"0660\"", buf);
+		} else if (strcmp(key, "level") == 0) {
+			if (get_level(x, sub, &c->control_level, err, errlen) != 0)
 				return -1;
-			}
-			c->control_mode = (uint32_t)m;
+		} else if (strcmp(key, "default_level") == 0) {
+			if (get_level(x, sub, &c->control_default_level, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "admin_group") == 0) {
+			if (get_string(x, sub, c->control_admin_group,
+				       sizeof(c->control_admin_group), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "sockets") == 0) {
+			if (parse_control_sockets(x, c, err, errlen) != 0)
+				return -1;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: enabled, socket, group, mode)");
+			errf(err, errlen, sub,
+			     "unknown key (known: enabled, socket, group, mode, level, "
+			     "default_level, admin_group, sockets)");
 			return -1;
 		}
 	}
-	return 0;
+	return check_control_paths(c, err, errlen);
 }
 
 /* s[0..n) as a NUL-terminated numeric address of family af in out. */

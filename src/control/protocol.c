@@ -474,14 +474,30 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	return 0;
 }
 
+/* Each command with the lowest access level that may run it. */
 static const struct {
 	const char *name;
 	int (*fn)(const struct ctl_backend *, const json_t *, struct reply *);
+	enum shaper_level level;
 } commands[] = {
-	{ "version", cmd_version },         { "stats", cmd_stats },
-	{ "stats.reset", cmd_stats_reset }, { "flows", cmd_flows },
-	{ "config.get", cmd_config_get },   { "config.set", cmd_config_set },
+	{ "version", cmd_version, SHAPER_LEVEL_USER },
+	{ "stats", cmd_stats, SHAPER_LEVEL_USER },
+	{ "stats.reset", cmd_stats_reset, SHAPER_LEVEL_OPERATOR },
+	{ "flows", cmd_flows, SHAPER_LEVEL_USER },
+	{ "config.get", cmd_config_get, SHAPER_LEVEL_USER },
+	{ "config.set", cmd_config_set, SHAPER_LEVEL_ADMIN },
 };
+
+int
+ctl_command_level(const char *cmd, enum shaper_level *need)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(cmd, commands[i].name) == 0) {
+			*need = commands[i].level;
+			return 0;
+		}
+	return -1;
+}
 
 static char *
 finish(json_t *id, struct reply *r)
@@ -528,6 +544,13 @@ ctl_error_reply(enum ctl_error code, const char *message)
 
 char *
 ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
+{
+	return ctl_handle_request_as(be, SHAPER_LEVEL_ADMIN, line, len, NULL);
+}
+
+char *
+ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, const char *line,
+		      size_t len, const char **refused)
 {
 	struct reply r = { .result = NULL, .err = CTL_ERR_INTERNAL, .msg = "" };
 	json_error_t jerr;
@@ -584,6 +607,15 @@ ctl_handle_request(const struct ctl_backend *be, const char *line, size_t len)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(json_string_value(cmd), commands[i].name) == 0) {
+			if (level < commands[i].level) {
+				fail(&r, CTL_ERR_PERMISSION_DENIED,
+				     "%s needs access level %s; this connection has level %s",
+				     commands[i].name, shaper_level_name(commands[i].level),
+				     shaper_level_name(level));
+				if (refused != NULL)
+					*refused = commands[i].name;
+				goto out;
+			}
 			commands[i].fn(be, args, &r);
 			goto out;
 		}

@@ -3,13 +3,16 @@
  * with epoll. Requests are lines of at most CTL_MAX_LINE bytes; a longer one
  * is answered with "too_large" and skipped up to its newline. Replies queue
  * per client up to CTL_MAX_OUTQ; a client that lets more pile up is cut off,
- * so no client can make the daemon grow or stall.
+ * so no client can make the daemon grow or stall. The server may listen on
+ * several sockets, each with its own access rules; a connection's level is
+ * fixed when it is accepted.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -21,18 +24,33 @@
 
 struct ctl_conn {
 	int fd;
-	bool discarding; /* skipping the rest of an oversize line */
+	enum shaper_level level;
+	struct ctl_peer peer;
+	const char *path; /* the socket it came in on */
+	bool discarding;  /* skipping the rest of an oversize line */
 	size_t inlen;
 	char *in; /* CTL_MAX_LINE bytes */
 	char *out;
 	size_t outlen, outcap, outoff;
 };
 
-struct ctl_server {
-	int listen_fd;
-	int epfd;
+struct ctl_listener {
+	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct ctl_access access;
+};
+
+/* Refusals are logged, but at most LOG_BURST lines per LOG_WINDOW_NS. */
+#define LOG_BURST     5
+#define LOG_WINDOW_NS (10 * 1000000000ull)
+
+struct ctl_server {
+	int epfd;
+	unsigned int n_listeners;
+	struct ctl_listener listeners[SHAPER_MAX_CONTROL_SOCKETS];
 	const struct ctl_backend *be;
+	uint64_t log_window_start;
+	unsigned int log_lines, log_suppressed;
 	unsigned int n_conns;
 	struct ctl_conn *conns[CTL_MAX_CLIENTS];
 };
@@ -58,8 +76,10 @@ check_existing(const char *path, char *err, size_t errlen)
 	}
 	/* Non-blocking probe: a live server with a full backlog answers EAGAIN, not never. */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: socket: %s", path, strerror(errno));
+		return -1;
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
@@ -88,50 +108,91 @@ check_existing(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-static void
-make_parent_dir(const char *path)
+/* The socket's own directory may be made (e.g. /run/shaper); a missing parent of it is an error. */
+static int
+make_parent_dir(const char *path, char *err, size_t errlen)
 {
 	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
 	char *slash;
 
 	snprintf(dir, sizeof(dir), "%s", path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL || slash == dir)
-		return;
+		return 0;
 	*slash = '\0';
-	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
-		return; /* bind() will report the real problem */
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: cannot create the socket directory %s: %s", path, dir,
+			 strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "%s: the socket directory %s is not a directory", path, dir);
+		return -1;
+	}
+	return 0;
 }
 
-struct ctl_server *
-ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be, char *err,
-		size_t errlen)
+/* Who is an admin on a socket: the named admin group, else the socket's own group. */
+static int
+resolve_access(const struct ctl_server_params *p, struct ctl_access *a, char *err, size_t errlen)
 {
-	struct ctl_server *srv;
+	const char *name = p->admin_group != NULL && p->admin_group[0] != '\0' ? p->admin_group
+									       : p->group;
+
+	a->socket_level = p->level;
+	a->default_level = p->default_level;
+	a->daemon_uid = geteuid();
+	a->has_admin_gid = true;
+	a->admin_gid = getegid();
+	if (name != NULL && name[0] != '\0') {
+		struct group *g = getgrnam(name);
+
+		if (g == NULL) {
+			snprintf(err, errlen, "%s: %s \"%s\" (no such group)", p->path,
+				 name == p->group ? "cannot give the socket to group"
+						  : "admin group",
+				 name);
+			return -1;
+		}
+		a->admin_gid = g->gr_gid;
+	}
+	return 0;
+}
+
+int
+ctl_server_listen(struct ctl_server *srv, const struct ctl_server_params *p, char *err,
+		  size_t errlen)
+{
+	struct ctl_listener *l;
 	struct sockaddr_un sa;
 	struct epoll_event ev;
 	int rc;
 
+	if (srv->n_listeners >= SHAPER_MAX_CONTROL_SOCKETS) {
+		snprintf(err, errlen, "%s: at most %d control sockets", p->path,
+			 SHAPER_MAX_CONTROL_SOCKETS);
+		return -1;
+	}
 	if (strlen(p->path) >= sizeof(sa.sun_path)) {
 		snprintf(err, errlen, "socket path %s is too long", p->path);
-		return NULL;
+		return -1;
 	}
-	srv = calloc(1, sizeof(*srv));
-	if (srv == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	srv->listen_fd = srv->epfd = -1;
-	srv->be = be;
-	snprintf(srv->path, sizeof(srv->path), "%s", p->path);
-	make_parent_dir(p->path);
+	l = &srv->listeners[srv->n_listeners];
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	snprintf(l->path, sizeof(l->path), "%s", p->path);
+	if (resolve_access(p, &l->access, err, errlen) != 0)
+		return -1;
+	if (make_parent_dir(p->path, err, errlen) != 0)
+		return -1;
 	rc = check_existing(p->path, err, errlen);
 	if (rc != 0)
-		goto fail;
-	srv->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (srv->listen_fd < 0) {
+		return -1;
+	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (l->fd < 0) {
 		snprintf(err, errlen, "socket: %s", strerror(errno));
-		goto fail;
+		return -1;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
@@ -140,7 +201,7 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 		/* Create the file without any access beyond the owner's, then widen it. */
 		mode_t old_mask = umask(0177);
 
-		rc = bind(srv->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+		rc = bind(l->fd, (struct sockaddr *)&sa, sizeof(sa));
 		umask(old_mask);
 	}
 	if (rc != 0) {
@@ -153,32 +214,53 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 		if (g == NULL || chown(p->path, (uid_t)-1, g->gr_gid) != 0) {
 			snprintf(err, errlen, "%s: cannot give the socket to group \"%s\"%s",
 				 p->path, p->group, g == NULL ? " (no such group)" : "");
-			unlink(p->path);
-			goto fail;
+			goto fail_unlink;
 		}
 	}
-	if (chmod(p->path, p->mode) != 0 || listen(srv->listen_fd, 64) != 0) {
+	if (chmod(p->path, p->mode) != 0 || listen(l->fd, 64) != 0) {
 		snprintf(err, errlen, "%s: %s", p->path, strerror(errno));
-		unlink(p->path);
-		goto fail;
+		goto fail_unlink;
 	}
-	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
-	ev.data.ptr = NULL; /* NULL = the listening socket */
-	if (srv->epfd < 0 || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->listen_fd, &ev) != 0) {
+	ev.data.ptr = l;
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, l->fd, &ev) != 0) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
-		unlink(p->path);
-		goto fail;
+		goto fail_unlink;
+	}
+	srv->n_listeners++;
+	return 0;
+fail_unlink:
+	unlink(p->path);
+fail:
+	close(l->fd);
+	l->fd = -1;
+	return -1;
+}
+
+struct ctl_server *
+ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be, char *err,
+		size_t errlen)
+{
+	struct ctl_server *srv = calloc(1, sizeof(*srv));
+
+	if (srv == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	srv->be = be;
+	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (srv->epfd < 0) {
+		snprintf(err, errlen, "epoll: %s", strerror(errno));
+		free(srv);
+		return NULL;
+	}
+	if (ctl_server_listen(srv, p, err, errlen) != 0) {
+		close(srv->epfd);
+		free(srv);
+		return NULL;
 	}
 	return srv;
-fail:
-	if (srv->listen_fd >= 0)
-		close(srv->listen_fd);
-	if (srv->epfd >= 0)
-		close(srv->epfd);
-	free(srv);
-	return NULL;
 }
 
 static void
@@ -261,12 +343,57 @@ conn_queue(struct ctl_conn *c, const char *s)
 	return 0;
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A refused request goes to the log, unless a client floods it with them. */
+static void
+log_refusal(struct ctl_server *srv, const struct ctl_conn *c, const char *cmd)
+{
+	uint64_t now = now_ns();
+	enum shaper_level need = SHAPER_LEVEL_ADMIN;
+
+	if (now - srv->log_window_start >= LOG_WINDOW_NS) {
+		if (srv->log_suppressed > 0)
+			fprintf(stderr, "shaperd: control: %u more refused requests not logged\n",
+				srv->log_suppressed);
+		srv->log_window_start = now;
+		srv->log_lines = srv->log_suppressed = 0;
+	}
+	if (srv->log_lines >= LOG_BURST) {
+		srv->log_suppressed++;
+		return;
+	}
+	srv->log_lines++;
+	ctl_command_level(cmd, &need);
+	if (c->peer.known)
+		fprintf(stderr,
+			"shaperd: control: refused %s from uid %u (pid %d) on %s: needs level %s, "
+			"has %s\n",
+			cmd, (unsigned int)c->peer.uid, (int)c->peer.pid, c->path,
+			shaper_level_name(need), shaper_level_name(c->level));
+	else
+		fprintf(stderr,
+			"shaperd: control: refused %s from an unknown peer on %s: needs level %s, "
+			"has %s\n",
+			cmd, c->path, shaper_level_name(need), shaper_level_name(c->level));
+}
+
 static int
 conn_reply(struct ctl_server *srv, struct ctl_conn *c, const char *line, size_t len)
 {
-	char *reply = ctl_handle_request(srv->be, line, len);
+	const char *refused = NULL;
+	char *reply = ctl_handle_request_as(srv->be, c->level, line, len, &refused);
 	int rc;
 
+	if (refused != NULL)
+		log_refusal(srv, c, refused);
 	if (reply == NULL)
 		return -1;
 	rc = conn_queue(c, reply);
@@ -329,11 +456,33 @@ conn_read(struct ctl_server *srv, struct ctl_conn *c)
 	return 0; /* level-triggered epoll calls again for what is left */
 }
 
+/* What the kernel says about the peer; unknown (default level) if it says nothing. */
 static void
-accept_all(struct ctl_server *srv)
+peer_credentials(int fd, struct ctl_peer *p)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	memset(p, 0, sizeof(*p));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0 || len != sizeof(uc))
+		return;
+	p->known = true;
+	p->pid = uc.pid;
+	p->uid = uc.uid;
+	p->gid = uc.gid;
+#ifdef SO_PEERGROUPS
+	len = sizeof(p->groups);
+	/* ERANGE: more groups than we look at; the primary group still counts. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, p->groups, &len) == 0)
+		p->n_groups = len / sizeof(p->groups[0]);
+#endif
+}
+
+static void
+accept_all(struct ctl_server *srv, const struct ctl_listener *l)
 {
 	for (;;) {
-		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct ctl_conn *c;
 		struct epoll_event ev;
 
@@ -357,6 +506,9 @@ accept_all(struct ctl_server *srv)
 			continue;
 		}
 		c->fd = fd;
+		c->path = l->path;
+		peer_credentials(fd, &c->peer);
+		c->level = ctl_access_level(&l->access, &c->peer);
 		memset(&ev, 0, sizeof(ev));
 		ev.events = EPOLLIN;
 		ev.data.ptr = c;
@@ -380,9 +532,13 @@ ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 		return errno == EINTR ? 0 : -errno;
 	for (int i = 0; i < n; i++) {
 		struct ctl_conn *c = evs[i].data.ptr;
+		const struct ctl_listener *l = NULL;
 
-		if (c == NULL) {
-			accept_all(srv);
+		for (unsigned int k = 0; k < srv->n_listeners; k++)
+			if (evs[i].data.ptr == (void *)&srv->listeners[k])
+				l = &srv->listeners[k];
+		if (l != NULL) {
+			accept_all(srv, l);
 			continue;
 		}
 		if ((evs[i].events & EPOLLOUT) && conn_flush(srv, c) != 0) {
@@ -414,8 +570,10 @@ ctl_server_close(struct ctl_server *srv)
 		return;
 	while (srv->n_conns > 0)
 		conn_close(srv, srv->conns[0]);
-	close(srv->listen_fd);
+	for (unsigned int k = 0; k < srv->n_listeners; k++) {
+		close(srv->listeners[k].fd);
+		unlink(srv->listeners[k].path);
+	}
 	close(srv->epfd);
-	unlink(srv->path);
 	free(srv);
 }

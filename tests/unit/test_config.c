@@ -235,6 +235,11 @@ test_defaults(void **state)
 	assert_string_equal(c.control_socket, "/run/shaper/shaper.sock");
 	assert_string_equal(c.control_group, "");
 	assert_int_equal(c.control_mode, 0660);
+	/* who can open the socket may change the config, as before levels; others read */
+	assert_int_equal(c.control_level, SHAPER_LEVEL_ADMIN);
+	assert_int_equal(c.control_default_level, SHAPER_LEVEL_USER);
+	assert_string_equal(c.control_admin_group, "");
+	assert_int_equal(c.n_control_sockets, 0);
 	assert_int_equal(c.n_workers, 1);
 	assert_int_equal(c.worker_lcore[0], 0);
 	assert_int_equal(c.burst, 32);
@@ -765,6 +770,26 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.burst, 256);
 	assert_int_equal(c.idle_sleep_us, 0);
 
+	/* access levels and a second, read-only socket */
+	load_ok("{" PORTS ", 'control': {'level': 'operator', 'default_level': 'user',"
+		" 'admin_group': 'shaper-admin', 'sockets': [{'path': '/run/shaper/ro.sock',"
+		" 'mode': '0666'}, {'path': '/run/shaper/op.sock', 'group': 'ops',"
+		" 'level': 'operator'}]}}",
+		&c);
+	assert_int_equal(c.control_level, SHAPER_LEVEL_OPERATOR);
+	assert_int_equal(c.control_default_level, SHAPER_LEVEL_USER);
+	assert_string_equal(c.control_admin_group, "shaper-admin");
+	assert_int_equal(c.n_control_sockets, 2);
+	assert_string_equal(c.control_sockets[0].path, "/run/shaper/ro.sock");
+	assert_int_equal(c.control_sockets[0].mode, 0666);
+	assert_string_equal(c.control_sockets[0].group, "");
+	assert_int_equal(c.control_sockets[0].level, SHAPER_LEVEL_USER); /* read-only unless said */
+	assert_string_equal(c.control_sockets[1].group, "ops");
+	assert_int_equal(c.control_sockets[1].mode, 0660);
+	assert_int_equal(c.control_sockets[1].level, SHAPER_LEVEL_OPERATOR);
+	assert_string_equal(shaper_level_name(SHAPER_LEVEL_ADMIN), "admin");
+	assert_string_equal(shaper_level_name(SHAPER_NUM_LEVELS), "?");
+
 	load_ok("{" PORTS ", 'control': {'mode': '0777'}, 'lcores': {}, 'dataplane': {}}", &c);
 	assert_int_equal(c.control_mode, 0777);
 	assert_int_equal(c.n_workers, 1);
@@ -823,6 +848,7 @@ struct err_case {
 #define FQC(keys)  DOWN("{'discipline': 'fq_codel', " keys "}")
 #define FIFO(keys) DOWN("{'discipline': 'fifo', " keys "}")
 #define TOP(keys)  "{" PORTS ", " keys "}"
+#define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
 	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment)"
@@ -1092,10 +1118,9 @@ static const struct err_case err_cases[] = {
 	{ TOP("'control': true"), "control: expected an object, got a boolean" },
 	{ TOP("'control': {'enabled': 'yes'}"),
 	  "control.enabled: expected true or false, got a string" },
-	{ TOP("'control': {'socket': 'shaper.sock'}"), "control.socket: must be an absolute path" },
-	{ TOP("'control': {'socket': './shaper.sock'}"),
-	  "control.socket: must be an absolute path" },
-	{ TOP("'control': {'socket': ''}"), "control.socket: must be an absolute path" },
+	{ TOP("'control': {'socket': 'shaper.sock'}"), "control.socket: " NOT_NET },
+	{ TOP("'control': {'socket': './shaper.sock'}"), "control.socket: " NOT_NET },
+	{ TOP("'control': {'socket': ''}"), "control.socket: " NOT_NET },
 	{ TOP("'control': {'socket': 5}"), "control.socket: expected a string, got an integer" },
 	{ TOP("'control': {'group': 0}"), "control.group: expected a string, got an integer" },
 	{ TOP("'control': {'mode': 432}"), "control.mode: expected a string, got an integer" },
@@ -1116,7 +1141,34 @@ static const struct err_case err_cases[] = {
 	{ TOP("'control': {'mode': '00000000000000000660'}"),
 	  "control.mode: longer than 15 characters" },
 	{ TOP("'control': {'path': '/run/x'}"),
-	  "control.path: unknown key (known: enabled, socket, group, mode)" },
+	  "control.path: unknown key (known: enabled, socket, group, mode, level, default_level, "
+	  "admin_group, sockets)" },
+	/* control is a Unix socket only: a network address is not a path */
+	{ TOP("'control': {'socket': '127.0.0.1:9000'}"), "control.socket: " NOT_NET },
+	{ TOP("'control': {'socket': '@abstract'}"), "control.socket: " NOT_NET },
+	{ TOP("'control': {'sockets': [{'path': '[::1]:9000'}]}"),
+	  "control.sockets[0].path: " NOT_NET },
+	{ TOP("'control': {'level': 'root'}"),
+	  "control.level: \"root\" is not a level (user, operator or admin)" },
+	{ TOP("'control': {'default_level': 2}"),
+	  "control.default_level: expected a string, got an integer" },
+	{ TOP("'control': {'admin_group': 0}"),
+	  "control.admin_group: expected a string, got an integer" },
+	{ TOP("'control': {'sockets': {'path': '/run/x'}}"),
+	  "control.sockets: expected an array of sockets, got an object" },
+	{ TOP("'control': {'sockets': [{'mode': '0666'}]}"),
+	  "control.sockets[0]: missing \"path\"" },
+	{ TOP("'control': {'sockets': [{'path': '/a', 'level': 'guest'}]}"),
+	  "control.sockets[0].level: \"guest\" is not a level (user, operator or admin)" },
+	{ TOP("'control': {'sockets': [{'path': '/a', 'user': 'x'}]}"),
+	  "control.sockets[0].user: unknown key (known: path, group, mode, level)" },
+	{ TOP("'control': {'sockets': [{'path': '/a'}, {'path': '/b'}, {'path': '/c'}, "
+	      "{'path': '/d'}]}"),
+	  "control.sockets: at most 3 sockets besides control.socket" },
+	{ TOP("'control': {'sockets': [{'path': '/run/shaper/shaper.sock'}]}"),
+	  "control.sockets[0].path: \"/run/shaper/shaper.sock\" is control.socket already" },
+	{ TOP("'control': {'sockets': [{'path': '/a'}, {'path': '/a'}]}"),
+	  "control.sockets[1].path: \"/a\" is control.sockets[0] already" },
 	/* metrics */
 	{ TOP("'metrics': 9464"), "metrics: expected an object, got an integer" },
 	{ TOP("'metrics': {'port': 9464}"), "metrics.port: unknown key (known: enabled, listen)" },

@@ -100,7 +100,11 @@ teardown(void **state)
 static struct ctl_server *
 open_server_at(const char *path, uint32_t mode, char *err, size_t errlen)
 {
-	struct ctl_server_params p = { .path = path, .group = NULL, .mode = mode };
+	struct ctl_server_params p = { .path = path,
+				       .group = NULL,
+				       .mode = mode,
+				       .level = SHAPER_LEVEL_ADMIN,
+				       .default_level = SHAPER_LEVEL_USER };
 
 	return ctl_server_open(&p, &E.be, err, errlen);
 }
@@ -940,7 +944,7 @@ static void
 test_group(void **state)
 {
 	char err[SHAPER_ERR_LEN] = "";
-	struct ctl_server_params p = { .path = E.path, .mode = 0660 };
+	struct ctl_server_params p = { .path = E.path, .mode = 0660, .level = SHAPER_LEVEL_ADMIN };
 	struct group *g = getgrgid(getegid());
 	struct stat st;
 
@@ -965,6 +969,62 @@ test_group(void **state)
 	p.group = "";
 	E.srv = ctl_server_open(&p, &E.be, err, sizeof(err));
 	assert_non_null(E.srv);
+}
+
+/*
+ * A second socket at level user beside the admin one: the same root client
+ * reads on both, but changes the config only on the first; a refusal is
+ * answered and the connection stays usable. At most SHAPER_MAX_CONTROL_SOCKETS.
+ */
+static void
+test_second_socket_level(void **state)
+{
+	const char *set = "{\"id\":5,\"cmd\":\"config.set\",\"args\":{\"direction\":"
+			  "\"upstream\",\"settings\":{\"bandwidth\":\"10mbit\"}}}\n";
+	char err[SHAPER_ERR_LEN] = "", paths[SHAPER_MAX_CONTROL_SOCKETS][160];
+	struct ctl_server_params p = { .mode = 0600,
+				       .level = SHAPER_LEVEL_USER,
+				       .default_level = SHAPER_LEVEL_USER };
+	struct rx a = { 0 }, b = { 0 };
+	struct stat st;
+	int fa, fb;
+
+	(void)state;
+	open_server(0600);
+	for (int i = 1; i <= SHAPER_MAX_CONTROL_SOCKETS; i++) {
+		snprintf(paths[i - 1], sizeof(paths[i - 1]), "%s/ro%d.sock", E.dir, i);
+		p.path = paths[i - 1];
+		if (i < SHAPER_MAX_CONTROL_SOCKETS) {
+			assert_int_equal(ctl_server_listen(E.srv, &p, err, sizeof(err)), 0);
+			continue;
+		}
+		assert_int_equal(ctl_server_listen(E.srv, &p, err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "at most 4 control sockets"));
+		assert_int_equal(lstat(p.path, &st), -1);
+	}
+	fa = client();
+	fb = connect_to(paths[0]);
+	wait_clients(2);
+	send_str(fb, "{\"id\":4,\"cmd\":\"version\"}\n");
+	send_str(fb, set);
+	send_str(fb, "{\"id\":6,\"cmd\":\"stats\"}\n");
+	expect_exactly(fb, &b, 3);
+	assert_ok_id(&b, 0, 4);
+	assert_err_line(&b, 1, "permission_denied",
+			"config.set needs access level admin; this connection has level user");
+	assert_ok_id(&b, 2, 6);
+	assert_int_equal(E.f.apply_calls, 0);
+	send_str(fa, set);
+	expect_exactly(fa, &a, 1);
+	assert_ok_id(&a, 0, 5);
+	assert_int_equal(E.f.apply_calls, 1);
+	rx_free(&a);
+	rx_free(&b);
+	/* Closing removes every socket file. */
+	ctl_server_close(E.srv);
+	E.srv = NULL;
+	for (int i = 0; i < SHAPER_MAX_CONTROL_SOCKETS - 1; i++)
+		assert_int_equal(lstat(paths[i], &st), -1);
 }
 
 static void
@@ -1171,6 +1231,7 @@ main(void)
 		T(test_close_unlinks),
 		T(test_mode),
 		T(test_group),
+		T(test_second_socket_level),
 		T(test_path_too_long),
 		T(test_parent_dir_created),
 		T(test_bug_err_buffer_not_reset),
