@@ -40,11 +40,11 @@ enum rtt_method {
 	RTT_BY_SEQUENCE = 1,
 };
 
-#define RTT_TS_SLOTS     4                 /* TSvals awaiting their echo, per flow and direction */
-#define RTT_BASE_WIN_NS  10000000000ull    /* baseline: min over this window and the one before */
-#define RTT_MAX_NS       60000000000ull    /* an echo later than this is not a sample */
-#define RTT_HIST_BUCKETS 40                /* half-octave buckets from 100 us */
-#define RTT_HIST_UNIT_NS 100000ull         /* bucket 0 is [0, 100 us) */
+#define RTT_TS_SLOTS     4              /* TSvals awaiting their echo, per flow and direction */
+#define RTT_BASE_WIN_NS  10000000000ull /* baseline: min over this window and the one before */
+#define RTT_MAX_NS       60000000000ull /* an echo later than this is not a sample */
+#define RTT_HIST_BUCKETS 40             /* half-octave buckets from 100 us */
+#define RTT_HIST_UNIT_NS 100000ull      /* bucket 0 is [0, 100 us) */
 
 struct rtt_sample {
 	uint64_t rtt_ns;
@@ -78,7 +78,7 @@ struct rtt_flow {
 	uint8_t family; /* 4 or 6; 0 = free slot */
 	uint8_t has_ts; /* timestamps seen: no sequence sampling */
 	uint32_t hash;
-	uint64_t seen_ns; /* last packet, for eviction */
+	uint64_t seen_ns;        /* last packet, for eviction */
 	struct rtt_half half[2]; /* indexed by enum rtt_dir of the recorded packet */
 	struct rtt_side_stats side[RTT_SIDES];
 };

@@ -231,8 +231,8 @@ rtt_hist_percentile(const struct rtt_hist *h, double p)
 		}
 		lo = rtt_hist_lower_ns(i);
 		hi = i + 1 < RTT_HIST_BUCKETS ? rtt_hist_lower_ns(i + 1) : lo * 2;
-		return lo + (uint64_t)((double)(hi - lo) * ((want - (double)seen) /
-							       (double)h->count[i]));
+		return lo + (uint64_t)((double)(hi - lo) *
+				       ((want - (double)seen) / (double)h->count[i]));
 	}
 	return rtt_hist_lower_ns(RTT_HIST_BUCKETS - 1);
 }

@@ -61,8 +61,8 @@ build(const struct seg *s)
 		pb_init(&buf);
 		pb_eth_macs(&buf, 1, 2);
 		pb_u16(&buf, 0x86dd);
-		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : v6wan, s->dir == RTT_UP ? v6wan : v6lan,
-			6, 0, 0);
+		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : v6wan, s->dir == RTT_UP ? v6wan : v6lan, 6,
+			0, 0);
 		pb_tcp(&buf, sport, dport, s->seq, s->ack, s->flags, s->ts ? opt : NULL,
 		       s->ts ? 12 : 0);
 		for (uint32_t i = 0; i < s->payload; i++)
@@ -154,7 +154,7 @@ test_ts_repeats(void **state)
 	up.tsval = 500;
 	feed(t, &up, MS(0), NULL);
 	feed(t, &up, MS(5), NULL); /* same TSval, a later segment of the burst */
-	up.tsval = 499;		   /* older: not recorded */
+	up.tsval = 499;            /* older: not recorded */
 	feed(t, &up, MS(6), NULL);
 	dn.tsecr = 500;
 	assert_int_equal(feed(t, &dn, MS(30), NULL), MS(30));
@@ -186,7 +186,7 @@ test_ts_fifo(void **state)
 		feed(t, &up, MS(i), NULL);
 	}
 	assert_int_equal(t->c.ts_full, 2); /* 104 and 105 found the FIFO full */
-	dn.tsecr = 102;			   /* 100 and 101 echoed by delayed ACK: skipped */
+	dn.tsecr = 102;                    /* 100 and 101 echoed by delayed ACK: skipped */
 	assert_int_equal(feed(t, &dn, MS(22), NULL), MS(20));
 	dn.tsecr = 103;
 	assert_int_equal(feed(t, &dn, MS(23), NULL), MS(20));
