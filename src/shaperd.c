@@ -223,6 +223,35 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use, unsigned int kept
 	json_decref(root);
 }
 
+/*
+ * Passive RTT needs both directions of a flow in one table, so it runs when
+ * one worker serves both; autorate depends on it.
+ */
+static int
+setup_rtt(struct app *a)
+{
+	struct dp_rtt *r;
+
+	if (a->cfg.n_workers != 1) {
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			if (a->cfg.autorate[d].enabled) {
+				fprintf(stderr,
+					"shaperd: %s.bandwidth: autorate needs one worker serving "
+					"both directions (lcores.workers with one entry)\n",
+					shaper_dir_name[d]);
+				return -1;
+			}
+		return 0;
+	}
+	r = dp_rtt_create(&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
+	if (r == NULL) {
+		fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
+		return -1;
+	}
+	a->dir[SHAPER_UP].rtt = a->dir[SHAPER_DOWN].rtt = r;
+	return 0;
+}
+
 static int
 setup_dirs(struct app *a)
 {
@@ -272,7 +301,7 @@ setup_dirs(struct app *a)
 			return -1;
 		}
 	}
-	return 0;
+	return setup_rtt(a);
 }
 
 /* Assign directions to worker lcores: one worker serves both, two split them. */
@@ -629,6 +658,7 @@ out_ports:
 		emu_free(a.dir[d].emu);
 		dp_dir_control_free(&a.dir[d]);
 	}
+	dp_rtt_free(a.dir[SHAPER_UP].rtt);
 out_pools:
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		rte_mempool_free(a.pool[d]);

@@ -100,9 +100,10 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		uint64_t base = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
 		uint64_t over = delay - a->p.bloat_ns;
 		/* 10 % off at the threshold, up to 30 % off at three times it. */
-		double cut = 0.10 + 0.20 * (over >= 2 * a->p.bloat_ns
-						    ? 1.0
-						    : (double)over / (double)(2 * a->p.bloat_ns));
+		double cut = 0.10 +
+			     0.20 * (over >= 2 * a->p.bloat_ns
+						     ? 1.0
+						     : (double)over / (double)(2 * a->p.bloat_ns));
 
 		if (a->last_down_ns != 0 &&
 		    now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns)
