@@ -189,6 +189,7 @@ collect_counters(struct app *a)
 			if (st == NULL)
 				continue;
 			sched_get_stats(a->dir[d].sched, st);
+			dp_rtt_publish(&a->dir[d], &a->dir[d].stats.rtt, dp_now_ns());
 			json_object_set_new(dirs, shaper_dir_name[d],
 					    ctl_dir_stats_json(&a->dir[d].stats, st,
 							       sched_get_params(a->dir[d].sched)));

@@ -26,14 +26,15 @@ ctl_rtt_json(const struct ctl_rtt *r)
 		uint64_t hi = b + 1 < RTT_HIST_BUCKETS ? rtt_hist_lower_ns(b + 1) / 1000 : 0;
 
 		if (r->hist.count[b] != 0)
-			json_array_append_new(hist, json_pack("[I, I, I]",
-							      (json_int_t)(rtt_hist_lower_ns(b) / 1000),
-							      (json_int_t)hi,
-							      (json_int_t)r->hist.count[b]));
+			json_array_append_new(hist,
+					      json_pack("[I, I, I]",
+							(json_int_t)(rtt_hist_lower_ns(b) / 1000),
+							(json_int_t)hi,
+							(json_int_t)r->hist.count[b]));
 	}
 	json_object_set_new(o, "histogram_us", hist);
 	iv = json_object();
-	json_object_set_new(iv, "seconds", json_real((double)r->interval_ns / 1e9));
+	json_object_set_new(iv, "ms", J_U64(r->interval_ns / 1000000));
 	json_object_set_new(iv, "samples", J_U64(r->iv_samples));
 	json_object_set_new(iv, "min_us", J_U64(r->iv_min_ns / 1000));
 	json_object_set_new(iv, "median_us", J_U64(r->iv_median_ns / 1000));

@@ -71,6 +71,8 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 			continue;
 		if (s.rtt_ns < r->iv_min[s.side])
 			r->iv_min[s.side] = s.rtt_ns;
+		if (s.rtt_ns > r->iv_max[s.side])
+			r->iv_max[s.side] = s.rtt_ns;
 		if (s.side != RTT_SIDE_WAN)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
@@ -130,6 +132,12 @@ dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n)
 	}
 }
 
+static uint64_t
+clamp_seen(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 void
 dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 {
@@ -154,10 +162,14 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		last->interval_ns = now - r->iv_start[side];
 		last->iv_samples = iv.samples;
 		last->iv_min_ns = iv.samples != 0 ? r->iv_min[side] : 0;
-		last->iv_median_ns = rtt_hist_percentile(&iv, 50);
-		last->iv_p99_ns = rtt_hist_percentile(&iv, 99);
+		/* Interpolated in a half-octave bucket: keep them inside what was seen. */
+		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), last->iv_min_ns,
+						r->iv_max[side]);
+		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), last->iv_min_ns,
+					     r->iv_max[side]);
 		r->iv_base[side] = *h;
 		r->iv_min[side] = UINT64_MAX;
+		r->iv_max[side] = 0;
 		r->iv_start[side] = now;
 	}
 	*out = *last;
