@@ -73,7 +73,7 @@ struct rtt_side_stats {
 };
 
 struct rtt_flow {
-	uint8_t lan[16], wan[16]; /* addresses; IPv4 uses the first 4 bytes */
+	uint8_t lan[16], wan[16]; /* addresses; IPv4 uses the first 4 bytes, the rest 0 */
 	uint16_t lan_port, wan_port;
 	uint8_t family; /* 4 or 6; 0 = free slot */
 	uint8_t has_ts; /* timestamps seen: no sequence sampling */
@@ -98,7 +98,8 @@ struct rtt_counters {
 
 struct rtt_table {
 	struct rtt_flow *flows;
-	uint32_t mask; /* buckets - 1 */
+	uint32_t *tags; /* the flows' hashes (0 = free), a bucket's four in one cache line */
+	uint32_t mask;  /* buckets - 1 */
 	uint64_t seed;
 	struct rtt_hist hist[RTT_SIDES];
 	struct rtt_counters c;

@@ -48,7 +48,10 @@ rtt_table_new(uint32_t max_flows, uint64_t seed)
 	while (buckets * RTT_WAYS < max_flows && buckets < (1u << 24))
 		buckets <<= 1;
 	t->flows = calloc((size_t)buckets * RTT_WAYS, sizeof(*t->flows));
-	if (t->flows == NULL) {
+	t->tags = calloc((size_t)buckets * RTT_WAYS, sizeof(*t->tags));
+	if (t->flows == NULL || t->tags == NULL) {
+		free(t->flows);
+		free(t->tags);
 		free(t);
 		return NULL;
 	}
@@ -63,48 +66,74 @@ rtt_table_free(struct rtt_table *t)
 	if (t == NULL)
 		return;
 	free(t->flows);
+	free(t->tags);
 	free(t);
 }
 
-/* The flow key as the packet carries it, put in LAN/WAN order. */
+/* The flow key in LAN/WAN order; IPv4 addresses zero-padded so compares are fixed-size. */
 struct rtt_key {
-	const uint8_t *lan, *wan;
+	uint8_t lan[16], wan[16];
 	uint16_t lan_port, wan_port;
 	uint8_t family;
 };
 
+static void
+key_set(struct rtt_key *k, uint8_t family, const uint8_t *lan, const uint8_t *wan,
+	uint16_t lan_port, uint16_t wan_port)
+{
+	unsigned int alen = family == 6 ? 16 : 4;
+
+	memset(k, 0, sizeof(*k));
+	memcpy(k->lan, lan, alen);
+	memcpy(k->wan, wan, alen);
+	k->lan_port = lan_port;
+	k->wan_port = wan_port;
+	k->family = family;
+}
+
+static inline uint64_t
+load64(const uint8_t *b)
+{
+	uint64_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+/* Never 0: a tag of 0 marks a free way. */
 static uint32_t
 key_hash(const struct rtt_table *t, const struct rtt_key *k)
 {
-	unsigned int alen = k->family == 6 ? 16 : 4;
-	uint64_t h = t->seed ^ ((uint64_t)k->lan_port << 16 | k->wan_port);
+	uint64_t h = t->seed ^ ((uint64_t)k->lan_port << 16 | k->wan_port) ^ k->family;
 
-	for (unsigned int i = 0; i < alen; i += 4) {
-		h = (h ^ be32(k->lan + i)) * 0x9e3779b97f4a7c15ull;
-		h = (h ^ be32(k->wan + i)) * 0xc2b2ae3d27d4eb4full;
+	h = (h ^ load64(k->lan)) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ load64(k->wan)) * 0xc2b2ae3d27d4eb4full;
+	if (k->family == 6) {
+		h = (h ^ load64(k->lan + 8)) * 0x9e3779b97f4a7c15ull;
+		h = (h ^ load64(k->wan + 8)) * 0xc2b2ae3d27d4eb4full;
 	}
 	h ^= h >> 29;
-	return (uint32_t)(h ^ h >> 32);
+	h ^= h >> 32;
+	return (uint32_t)h != 0 ? (uint32_t)h : 1;
 }
 
-static bool
-key_match(const struct rtt_flow *f, const struct rtt_key *k, uint32_t hash)
+static inline bool
+key_match(const struct rtt_flow *f, const struct rtt_key *k)
 {
-	unsigned int alen = k->family == 6 ? 16 : 4;
-
-	return f->hash == hash && f->family == k->family && f->lan_port == k->lan_port &&
-	       f->wan_port == k->wan_port && memcmp(f->lan, k->lan, alen) == 0 &&
-	       memcmp(f->wan, k->wan, alen) == 0;
+	return f->family == k->family && f->lan_port == k->lan_port && f->wan_port == k->wan_port &&
+	       memcmp(f->lan, k->lan, 16) == 0 && memcmp(f->wan, k->wan, 16) == 0;
 }
 
+/* The tags of a bucket share one cache line: only a flow whose tag matches is read. */
 static struct rtt_flow *
 flow_lookup(const struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
 {
-	struct rtt_flow *b = t->flows + (size_t)(hash & t->mask) * RTT_WAYS;
+	size_t base = (size_t)(hash & t->mask) * RTT_WAYS;
+	const uint32_t *tag = t->tags + base;
 
 	for (unsigned int i = 0; i < RTT_WAYS; i++)
-		if (b[i].family != 0 && key_match(&b[i], k, hash))
-			return &b[i];
+		if (tag[i] == hash && key_match(&t->flows[base + i], k))
+			return &t->flows[base + i];
 	return NULL;
 }
 
@@ -112,23 +141,25 @@ flow_lookup(const struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
 static struct rtt_flow *
 flow_insert(struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
 {
-	struct rtt_flow *b = t->flows + (size_t)(hash & t->mask) * RTT_WAYS;
-	struct rtt_flow *f = &b[0];
-	unsigned int alen = k->family == 6 ? 16 : 4;
+	size_t base = (size_t)(hash & t->mask) * RTT_WAYS;
+	struct rtt_flow *b = t->flows + base, *f;
+	unsigned int w = 0;
 
 	for (unsigned int i = 0; i < RTT_WAYS; i++) {
-		if (b[i].family == 0) {
-			f = &b[i];
+		if (t->tags[base + i] == 0) {
+			w = i;
 			break;
 		}
-		if (b[i].seen_ns < f->seen_ns)
-			f = &b[i];
+		if (b[i].seen_ns < b[w].seen_ns)
+			w = i;
 	}
-	if (f->family != 0)
+	if (t->tags[base + w] != 0)
 		t->c.evictions++;
+	t->tags[base + w] = hash;
+	f = &b[w];
 	memset(f, 0, sizeof(*f));
-	memcpy(f->lan, k->lan, alen);
-	memcpy(f->wan, k->wan, alen);
+	memcpy(f->lan, k->lan, 16);
+	memcpy(f->wan, k->wan, 16);
 	f->lan_port = k->lan_port;
 	f->wan_port = k->wan_port;
 	f->family = k->family;
@@ -142,10 +173,11 @@ const struct rtt_flow *
 rtt_find(const struct rtt_table *t, uint8_t family, const uint8_t *lan, const uint8_t *wan,
 	 uint16_t lan_port, uint16_t wan_port)
 {
-	struct rtt_key k = { lan, wan, lan_port, wan_port, family };
+	struct rtt_key k;
 
 	if (family != 4 && family != 6)
 		return NULL;
+	key_set(&k, family, lan, wan, lan_port, wan_port);
 	return flow_lookup(t, &k, key_hash(t, &k));
 }
 
@@ -376,7 +408,7 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 	struct rtt_key k;
 	struct rtt_flow *f;
 	uint32_t hash;
-	uint8_t fl;
+	uint8_t fl, family;
 	bool has_ts;
 
 	if ((p->flags & (SH_PKT_TCP | SH_PKT_FRAG)) != SH_PKT_TCP || l3 == SH_OFF_NONE ||
@@ -386,12 +418,12 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 	ip = d + l3;
 	th = d + l4;
 	if ((ip[0] >> 4) == 4 && l3 + 20 <= l4) {
-		k.family = 4;
+		family = 4;
 		src = ip + 12;
 		dst = ip + 16;
 		ip_end = l3 + be16(ip + 2);
 	} else if ((ip[0] >> 4) == 6 && l3 + 40 <= l4) {
-		k.family = 6;
+		family = 6;
 		src = ip + 8;
 		dst = ip + 24;
 		ip_end = l3 + 40 + be16(ip + 4);
@@ -409,13 +441,10 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 	if (fl & (TCP_SYN | TCP_FIN))
 		seglen++;
 	has_ts = doff > 20 && tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr);
-	if (dir == RTT_UP) {
-		k.lan = src, k.wan = dst;
-		k.lan_port = be16(th), k.wan_port = be16(th + 2);
-	} else {
-		k.lan = dst, k.wan = src;
-		k.lan_port = be16(th + 2), k.wan_port = be16(th);
-	}
+	if (dir == RTT_UP)
+		key_set(&k, family, src, dst, be16(th), be16(th + 2));
+	else
+		key_set(&k, family, dst, src, be16(th + 2), be16(th));
 	hash = key_hash(t, &k);
 	f = flow_lookup(t, &k, hash);
 	if (f == NULL) {
