@@ -70,26 +70,12 @@ rtt_table_free(struct rtt_table *t)
 	free(t);
 }
 
-/* The flow key in LAN/WAN order; IPv4 addresses zero-padded so compares are fixed-size. */
+/* The flow key in LAN/WAN order as words; IPv4 addresses zero-extended. */
 struct rtt_key {
-	uint8_t lan[16], wan[16];
-	uint16_t lan_port, wan_port;
+	uint64_t lan[2], wan[2];
+	uint32_t ports; /* lan_port << 16 | wan_port */
 	uint8_t family;
 };
-
-static void
-key_set(struct rtt_key *k, uint8_t family, const uint8_t *lan, const uint8_t *wan,
-	uint16_t lan_port, uint16_t wan_port)
-{
-	unsigned int alen = family == 6 ? 16 : 4;
-
-	memset(k, 0, sizeof(*k));
-	memcpy(k->lan, lan, alen);
-	memcpy(k->wan, wan, alen);
-	k->lan_port = lan_port;
-	k->wan_port = wan_port;
-	k->family = family;
-}
 
 static inline uint64_t
 load64(const uint8_t *b)
@@ -100,18 +86,39 @@ load64(const uint8_t *b)
 	return v;
 }
 
+static inline uint32_t
+load32(const uint8_t *b)
+{
+	uint32_t v;
+
+	memcpy(&v, b, sizeof(v));
+	return v;
+}
+
+static inline void
+key_set(struct rtt_key *k, uint8_t family, const uint8_t *lan, const uint8_t *wan,
+	uint16_t lan_port, uint16_t wan_port)
+{
+	if (family == 6) {
+		k->lan[0] = load64(lan), k->lan[1] = load64(lan + 8);
+		k->wan[0] = load64(wan), k->wan[1] = load64(wan + 8);
+	} else {
+		k->lan[0] = load32(lan), k->lan[1] = 0;
+		k->wan[0] = load32(wan), k->wan[1] = 0;
+	}
+	k->ports = (uint32_t)lan_port << 16 | wan_port;
+	k->family = family;
+}
+
 /* Never 0: a tag of 0 marks a free way. */
-static uint32_t
+static inline uint32_t
 key_hash(const struct rtt_table *t, const struct rtt_key *k)
 {
-	uint64_t h = t->seed ^ ((uint64_t)k->lan_port << 16 | k->wan_port) ^ k->family;
+	uint64_t h = t->seed ^ k->ports ^ ((uint64_t)k->family << 40);
 
-	h = (h ^ load64(k->lan)) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ load64(k->wan)) * 0xc2b2ae3d27d4eb4full;
-	if (k->family == 6) {
-		h = (h ^ load64(k->lan + 8)) * 0x9e3779b97f4a7c15ull;
-		h = (h ^ load64(k->wan + 8)) * 0xc2b2ae3d27d4eb4full;
-	}
+	h = (h ^ k->lan[0]) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ k->wan[0]) * 0xc2b2ae3d27d4eb4full;
+	h = (h ^ k->lan[1] ^ (k->wan[1] << 1)) * 0x9e3779b97f4a7c15ull;
 	h ^= h >> 29;
 	h ^= h >> 32;
 	return (uint32_t)h != 0 ? (uint32_t)h : 1;
@@ -120,8 +127,9 @@ key_hash(const struct rtt_table *t, const struct rtt_key *k)
 static inline bool
 key_match(const struct rtt_flow *f, const struct rtt_key *k)
 {
-	return f->family == k->family && f->lan_port == k->lan_port && f->wan_port == k->wan_port &&
-	       memcmp(f->lan, k->lan, 16) == 0 && memcmp(f->wan, k->wan, 16) == 0;
+	return f->family == k->family && ((uint32_t)f->lan_port << 16 | f->wan_port) == k->ports &&
+	       load64(f->lan) == k->lan[0] && load64(f->lan + 8) == k->lan[1] &&
+	       load64(f->wan) == k->wan[0] && load64(f->wan + 8) == k->wan[1];
 }
 
 /* The tags of a bucket share one cache line: only a flow whose tag matches is read. */
@@ -160,8 +168,8 @@ flow_insert(struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
 	memset(f, 0, sizeof(*f));
 	memcpy(f->lan, k->lan, 16);
 	memcpy(f->wan, k->wan, 16);
-	f->lan_port = k->lan_port;
-	f->wan_port = k->wan_port;
+	f->lan_port = (uint16_t)(k->ports >> 16);
+	f->wan_port = (uint16_t)k->ports;
 	f->family = k->family;
 	f->hash = hash;
 	for (unsigned int s = 0; s < RTT_SIDES; s++)
