@@ -198,6 +198,7 @@ collect_counters(struct app *a)
 			if (st == NULL)
 				continue;
 			sched_get_stats(a->dir[d].sched, st);
+			dp_rtt_publish(&a->dir[d], &a->dir[d].stats.rtt, dp_now_ns());
 			json_object_set_new(dirs, shaper_dir_name[d],
 					    ctl_dir_stats_json(&a->dir[d].stats, st,
 							       sched_get_params(a->dir[d].sched)));
@@ -230,6 +231,35 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use, unsigned int kept
 	if (a->stats_file != NULL && json_dump_file(root, a->stats_file, JSON_INDENT(2)) != 0)
 		fprintf(stderr, "shaperd: cannot write %s\n", a->stats_file);
 	json_decref(root);
+}
+
+/*
+ * Passive RTT needs both directions of a flow in one table, so it runs when
+ * one worker serves both; autorate depends on it.
+ */
+static int
+setup_rtt(struct app *a)
+{
+	struct dp_rtt *r;
+
+	if (a->cfg.n_workers != 1) {
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			if (a->cfg.autorate[d].enabled) {
+				fprintf(stderr,
+					"shaperd: %s.bandwidth: autorate needs one worker serving "
+					"both directions (lcores.workers with one entry)\n",
+					shaper_dir_name[d]);
+				return -1;
+			}
+		return 0;
+	}
+	r = dp_rtt_create(&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
+	if (r == NULL) {
+		fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
+		return -1;
+	}
+	a->dir[SHAPER_UP].rtt = a->dir[SHAPER_DOWN].rtt = r;
+	return 0;
 }
 
 static int
@@ -281,7 +311,7 @@ setup_dirs(struct app *a)
 			return -1;
 		}
 	}
-	return 0;
+	return setup_rtt(a);
 }
 
 /* Assign directions to worker lcores: one worker serves both, two split them. */
@@ -711,6 +741,7 @@ out_ports:
 		emu_free(a.dir[d].emu);
 		dp_dir_control_free(&a.dir[d]);
 	}
+	dp_rtt_free(a.dir[SHAPER_UP].rtt);
 out_pools:
 	ctl_server_close(a.srv);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)

@@ -83,10 +83,22 @@ struct shaper_emulate_config {
 	uint32_t limit; /* packets held at most */
 };
 
+/*
+ * Autorate (off by default): "bandwidth": {"min": .., "max": .., "start": ..}
+ * lets the daemon move the direction's rate within the bounds by the
+ * WAN-side RTT of the users' flows (include/shaper/autorate.h).
+ */
+struct shaper_autorate_config {
+	bool enabled;
+	uint64_t min_rate, max_rate; /* bytes/s */
+	uint64_t start_rate;         /* bytes/s; the direction's rate starts here */
+};
+
 struct shaper_config {
 	struct shaper_port_config port[SHAPER_NUM_PORTS];
 	struct sched_params dir[SHAPER_NUM_DIRS];
 	struct shaper_emulate_config emulate[SHAPER_NUM_DIRS];
+	struct shaper_autorate_config autorate[SHAPER_NUM_DIRS];
 	/* control socket */
 	bool control_enabled;
 	char control_socket[SHAPER_PATH_LEN];

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "shaper/config.h"
+#include "shaper/rtt.h"
 #include "shaper/sched.h"
 
 #define CTL_PROTOCOL_VERSION 1
@@ -44,7 +45,29 @@ enum ctl_error {
 const char *ctl_error_name(enum ctl_error e);
 
 /* Per-direction counters kept by the data plane. */
+/*
+ * Passive RTT and autorate as one direction shows them. The samples a
+ * direction's packets complete are of one part of the path: echoes coming
+ * down time the WAN side, echoes going up the LAN side.
+ */
+struct ctl_rtt {
+	bool on;
+	uint8_t part;         /* enum rtt_side */
+	struct rtt_hist hist; /* since start or the last reset */
+	uint64_t flows_evicted;
+	/* The last whole interval (ctl_rtt.interval_ns long). */
+	uint64_t interval_ns, iv_samples, iv_min_ns, iv_median_ns, iv_p99_ns;
+	/* Autorate of this direction. */
+	bool autorate;
+	uint8_t ar_action; /* enum autorate_action of the last decision */
+	uint64_t ar_rate, ar_min, ar_max, ar_delivered, ar_delay_ns, ar_ups, ar_downs;
+};
+
+/* The "rtt" object of a direction's stats (json_t *), NULL when RTT is off. */
+void *ctl_rtt_json(const struct ctl_rtt *r);
+
 struct ctl_dir_counters {
+	struct ctl_rtt rtt; /* filled when the snapshot is published */
 	uint64_t rx_packets, rx_bytes;
 	uint64_t tx_packets, tx_bytes;
 	uint64_t tx_retries;
@@ -73,7 +96,8 @@ struct ctl_flow {
 	uint8_t tin;
 	uint32_t packets;
 	uint64_t backlog_bytes;
-	uint64_t sojourn_ns; /* age of the head packet */
+	uint64_t sojourn_ns;             /* age of the head packet */
+	uint64_t rtt_wan_ns, rtt_lan_ns; /* last passive RTT samples, 0 = none */
 };
 
 /* One flow's facts as the control socket shows them (addresses as text). */

@@ -13,11 +13,13 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include "shaper/autorate.h"
 #include "shaper/classify.h"
 #include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/emulate.h"
 #include "shaper/pkt.h"
+#include "shaper/rtt.h"
 #include "shaper/sched.h"
 
 #define DP_TX_PENDING_MAX 512
@@ -110,8 +112,34 @@ struct dp_mailbox {
 
 #define DP_CALL_TIMEOUT_MS 2000 /* how long the control thread waits for an answer */
 
+/*
+ * Passive RTT for the two directions of one worker (src/dataplane/rtt_tap.c):
+ * one table both feed, and each direction's autorate. Only that worker
+ * touches it; the control thread sees it through the snapshots.
+ */
+#define DP_RTT_FLOWS       16384         /* flows timed at once (about 4 MB) */
+#define DP_RTT_INTERVAL_NS 1000000000ull /* "the last interval" of stats and telemetry */
+
+struct dp_rtt {
+	struct rtt_table *table;
+	struct autorate ar[SHAPER_NUM_DIRS];
+	bool ar_on[SHAPER_NUM_DIRS];
+	/* The interval in progress and the last whole one, per side. */
+	uint64_t iv_start[RTT_SIDES], iv_min[RTT_SIDES], iv_max[RTT_SIDES];
+	struct rtt_hist iv_base[RTT_SIDES];
+	struct ctl_rtt last[RTT_SIDES];
+};
+
+/* NULL on allocation failure. Autorate per c->autorate[]. */
+struct dp_rtt *dp_rtt_create(const struct shaper_config *c, uint64_t seed);
+void dp_rtt_free(struct dp_rtt *r);
+/* Worker: time the TCP packets of a classified burst of direction dir. */
+void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
+		  uint64_t now);
+
 struct dp_dir {
 	enum shaper_dir dir;
+	struct dp_rtt *rtt; /* shared with the other direction of the worker; NULL = off */
 	uint16_t rx_port, tx_port;
 	struct sched *sched;
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
@@ -274,6 +302,17 @@ void dp_control_turn(struct dp_dir *d, uint64_t now);
  * releases a frame.
  */
 unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due);
+
+/* Worker: autorate's decision for d, applied with sched_update. */
+void dp_rtt_autorate(struct dp_dir *d, uint64_t now);
+/* Worker: a live update keeps autorate's rate while autorate runs. */
+void dp_rtt_update_params(const struct dp_dir *d, struct sched_params *p);
+/* Worker: fill the RTT of n flow facts of d. */
+void dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n);
+/* Worker: what d's snapshot shows (and close the interval when it is over). */
+void dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now);
+/* Worker: zero d's histogram (stats.reset). */
+void dp_rtt_reset(struct dp_dir *d);
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {

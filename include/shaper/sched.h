@@ -321,6 +321,8 @@ struct sched_flow_fact {
 	uint8_t l4_proto;      /* IP protocol number, 0 if none */
 	uint16_t sport, dport; /* 0 without TCP/UDP ports */
 	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
+	/* Filled by the worker from its passive RTT table (not the scheduler); 0 = none. */
+	uint64_t rtt_wan_ns, rtt_lan_ns;
 };
 
 #define SCHED_FACTS_DONE  UINT32_MAX /* the cursor once every queue was visited */

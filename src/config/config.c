@@ -533,9 +533,10 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
  * with the field and range in the table; the rest have their own.
  */
 struct dir_parse {
-	struct sched_params *n;           /* the direction being built */
-	struct shaper_emulate_config *em; /* NULL where "emulate" cannot change */
-	const char *path;                 /* JSON path of the key, for errors */
+	struct sched_params *n;            /* the direction being built */
+	struct shaper_emulate_config *em;  /* NULL where "emulate" cannot change */
+	struct shaper_autorate_config *ar; /* NULL where autorate cannot change */
+	const char *path;                  /* JSON path of the key, for errors */
 	char *err;
 	size_t errlen;
 };
@@ -648,6 +649,68 @@ key_rate(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 	return 0;
 }
 
+#define AUTORATE_EXAMPLE "{\"min\": \"20mbit\", \"max\": \"100mbit\"}"
+
+/* "100mbit", or autorate's bounds: {"min": .., "max": .., "start": ..}. */
+static int
+key_bandwidth(const json_t *v, const struct dir_key *k, struct dir_parse *d)
+{
+	struct shaper_autorate_config ar = { .enabled = true };
+	const char *key;
+	char sub[200];
+	json_t *x;
+
+	if (json_is_string(v) && strcmp(json_string_value(v), "auto") == 0) {
+		errf(d->err, d->errlen, d->path, "\"auto\" needs its bounds: %s", AUTORATE_EXAMPLE);
+		return -1;
+	}
+	if (!json_is_object(v)) {
+		if (d->ar != NULL)
+			d->ar->enabled = false;
+		return key_rate(v, k, d);
+	}
+	if (d->ar == NULL) {
+		errf(d->err, d->errlen, d->path,
+		     "autorate bounds are set in the config file, not changed live");
+		return -1;
+	}
+	json_object_foreach ((json_t *)v, key, x) {
+		uint64_t *out = strcmp(key, "min") == 0     ? &ar.min_rate
+				: strcmp(key, "max") == 0   ? &ar.max_rate
+				: strcmp(key, "start") == 0 ? &ar.start_rate
+							    : NULL;
+
+		join_path(sub, sizeof(sub), d->path, key);
+		if (out == NULL) {
+			errf(d->err, d->errlen, sub, "unknown key (known: min, max, start)");
+			return -1;
+		}
+		if (get_unit(x, sub, shaper_parse_rate, "rate", 1, (uint64_t)k->hi, out, d->err,
+			     d->errlen) != 0)
+			return -1;
+	}
+	if (ar.min_rate == 0 || ar.max_rate == 0) {
+		errf(d->err, d->errlen, d->path, "autorate needs both \"min\" and \"max\": %s",
+		     AUTORATE_EXAMPLE);
+		return -1;
+	}
+	if (ar.min_rate > ar.max_rate) {
+		join_path(sub, sizeof(sub), d->path, "min");
+		errf(d->err, d->errlen, sub, "is above \"max\"");
+		return -1;
+	}
+	if (ar.start_rate == 0)
+		ar.start_rate = ar.max_rate;
+	if (ar.start_rate < ar.min_rate || ar.start_rate > ar.max_rate) {
+		join_path(sub, sizeof(sub), d->path, "start");
+		errf(d->err, d->errlen, sub, "is outside [min, max]");
+		return -1;
+	}
+	*d->ar = ar;
+	d->n->rate = ar.start_rate;
+	return 0;
+}
+
 static int
 key_overhead(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 {
@@ -755,7 +818,7 @@ key_emulate(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 /* clang-format off */
 static const struct dir_key direction_keys[] = {
 	{ .key = "discipline",   .disciplines = D_ALL,          .parse = NULL },
-	{ .key = "bandwidth",    .disciplines = D_ALL,          .parse = key_rate,
+	{ .key = "bandwidth",    .disciplines = D_ALL,          .parse = key_bandwidth,
 	  FIELD(rate), .lo = 0, .hi = 12500000000000LL },
 	{ .key = "mtu",          .disciplines = D_ALL,          .parse = key_int,
 	  FIELD(mtu), .lo = SHAPER_MTU_MIN, .hi = SHAPER_MTU_MAX },
@@ -804,10 +867,11 @@ static const struct dir_key direction_keys[] = {
 
 static int
 parse_direction(const json_t *obj, const char *path, struct sched_params *p,
-		struct shaper_emulate_config *em, char *err, size_t errlen)
+		struct shaper_emulate_config *em, struct shaper_autorate_config *ar, char *err,
+		size_t errlen)
 {
 	struct sched_params n = *p;
-	struct dir_parse d = { .n = &n, .em = em, .err = err, .errlen = errlen };
+	struct dir_parse d = { .n = &n, .em = em, .ar = ar, .err = err, .errlen = errlen };
 	const char *key;
 	json_t *v;
 	char sub[160];
@@ -879,7 +943,7 @@ int
 shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p, char *err,
 			      size_t errlen)
 {
-	return parse_direction(jobj, path, p, NULL, err, errlen);
+	return parse_direction(jobj, path, p, NULL, NULL, err, errlen);
 }
 
 void *
@@ -1501,7 +1565,8 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		} else if (strcmp(key, "upstream") == 0 || strcmp(key, "downstream") == 0) {
 			int d = key[0] == 'u' ? SHAPER_UP : SHAPER_DOWN;
 
-			if (parse_direction(v, key, &c->dir[d], &c->emulate[d], err, errlen) != 0)
+			if (parse_direction(v, key, &c->dir[d], &c->emulate[d], &c->autorate[d],
+					    err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "control") == 0) {
 			if (parse_control(v, c, err, errlen) != 0)

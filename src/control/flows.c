@@ -30,6 +30,8 @@ ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out)
 	out->packets = f->packets;
 	out->backlog_bytes = f->backlog_bytes;
 	out->sojourn_ns = f->sojourn_ns;
+	out->rtt_wan_ns = f->rtt_wan_ns;
+	out->rtt_lan_ns = f->rtt_lan_ns;
 }
 
 unsigned int

@@ -255,6 +255,85 @@ family(FILE *f, const struct metric *m, const json_t *ports, const json_t *dirs)
 	}
 }
 
+/* Labels of a direction's rtt object: direction and the part of the path it times. */
+static void
+rtt_labels(FILE *f, const char *name, const char *dir, const json_t *rtt, const char *suffix)
+{
+	fprintf(f, "%s%s{", name, suffix);
+	put_label(f, "direction", dir, true);
+	put_label(f, "part", ctl_json_str(rtt, "part"), false);
+}
+
+/*
+ * Passive RTT as a Prometheus histogram (cumulative le buckets in seconds)
+ * with the last interval's min/median/p99, and autorate's rate and decisions.
+ */
+static void
+rtt_families(FILE *f, const json_t *dirs)
+{
+	static const char *const iv_keys[] = { "min_us", "median_us", "p99_us" };
+	static const char *const iv_names[] = { "shaper_rtt_interval_min_seconds",
+						"shaper_rtt_interval_median_seconds",
+						"shaper_rtt_interval_p99_seconds" };
+	const char *k;
+	json_t *d, *r, *b;
+	bool any = false;
+	size_t i;
+
+	json_object_foreach ((json_t *)dirs, k, d) {
+		long long cum = 0;
+
+		if ((r = json_object_get(d, "rtt")) == NULL)
+			continue;
+		if (!any)
+			header(f, "shaper_rtt_seconds", "histogram",
+			       "Passive TCP round-trip times the direction's packets completed, by "
+			       "part of the path (wan: beyond the WAN port, lan: to the LAN host)");
+		any = true;
+		json_array_foreach (json_object_get(r, "histogram_us"), i, b) {
+			long long hi = (long long)json_integer_value(json_array_get(b, 1));
+
+			cum += (long long)json_integer_value(json_array_get(b, 2));
+			if (hi == 0)
+				continue; /* the open last bucket is +Inf */
+			rtt_labels(f, "shaper_rtt_seconds", k, r, "_bucket");
+			fprintf(f, ",le=\"%.6g\"} %lld\n", hi / 1e6, cum);
+		}
+		rtt_labels(f, "shaper_rtt_seconds", k, r, "_bucket");
+		fprintf(f, ",le=\"+Inf\"} %lld\n", ctl_json_int(r, "samples"));
+		rtt_labels(f, "shaper_rtt_seconds", k, r, "_sum");
+		fprintf(f, "} %.9g\n", ctl_json_int(r, "sum_us") / 1e6);
+		rtt_labels(f, "shaper_rtt_seconds", k, r, "_count");
+		fprintf(f, "} %lld\n", ctl_json_int(r, "samples"));
+	}
+	for (size_t m = 0; m < 3 && any; m++) {
+		header(f, iv_names[m], "gauge",
+		       "Passive TCP round-trip time over the last interval");
+		json_object_foreach ((json_t *)dirs, k, d) {
+			if ((r = json_object_get(d, "rtt")) == NULL)
+				continue;
+			rtt_labels(f, iv_names[m], k, r, "");
+			fputc('}', f);
+			put_value(f, json_object_get(r, "interval"), iv_keys[m], V_US_TO_S);
+		}
+	}
+	any = false;
+	json_object_foreach ((json_t *)dirs, k, d) {
+		json_t *ar = json_object_get(json_object_get(d, "rtt"), "autorate");
+
+		if (ar == NULL)
+			continue;
+		if (!any)
+			header(f, "shaper_autorate_rate_bytes_per_second", "gauge",
+			       "Rate autorate has set for the direction");
+		any = true;
+		fprintf(f, "shaper_autorate_rate_bytes_per_second{");
+		put_label(f, "direction", k, true);
+		fputc('}', f);
+		put_value(f, ar, "rate", V_INT);
+	}
+}
+
 int
 ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const char *up_help)
 {
@@ -289,6 +368,7 @@ ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const cha
 	}
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		family(f, &metrics[i], ports, dirs);
+	rtt_families(f, dirs);
 	/* Drop reasons: the daemon's table, whatever reasons it has. */
 	any = false;
 	json_object_foreach ((json_t *)dirs, k, o) {

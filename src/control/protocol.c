@@ -200,6 +200,8 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "turn_max_ns", J_U64(c->turn_max_ns));
 	json_object_set_new(o, "control_max_ns", J_U64(c->control_max_ns));
 	json_object_set_new(o, "emulator_qlen", J_U64(c->emulator_qlen));
+	if (c->rtt.on)
+		json_object_set_new(o, "rtt", ctl_rtt_json(&c->rtt));
 	for (int r = 0; r < SHAPER_DROP_MAX; r++) {
 		json_object_set_new(drops, shaper_drop_name(r), J_U64(c->dropped[r]));
 		total_drops += c->dropped[r];
@@ -459,13 +461,16 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 
 			json_array_append_new(
 					arr,
-					json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I}",
+					json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
+						  "s:I}",
 						  "src", f->src, "dst", f->dst, "sport", f->sport,
 						  "dport", f->dport, "proto", f->proto, "tin",
 						  f->tin, "packets", (json_int_t)f->packets,
 						  "backlog_bytes", (json_int_t)f->backlog_bytes,
-						  "sojourn_us",
-						  (json_int_t)(f->sojourn_ns / 1000)));
+						  "sojourn_us", (json_int_t)(f->sojourn_ns / 1000),
+						  "rtt_wan_us", (json_int_t)(f->rtt_wan_ns / 1000),
+						  "rtt_lan_us",
+						  (json_int_t)(f->rtt_lan_ns / 1000)));
 		}
 		json_object_set_new(o, shaper_dir_name[d], arr);
 	}

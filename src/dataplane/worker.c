@@ -152,6 +152,8 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
 		classify_burst(pkts, n, &d->key);
+		if (d->rtt != NULL)
+			dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
 		if (sched_move_active(&d->move))
 			sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
 		else
@@ -215,6 +217,7 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	s->c = d->stats;
 	s->c.emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
 	s->c.time_ns = now;
+	dp_rtt_publish(d, &s->c.rtt, now);
 	s->params = *sched_get_params(d->sched);
 	sched_get_stats(d->sched, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
@@ -230,6 +233,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 
 	switch (m->type) {
 	case DP_MSG_UPDATE:
+		dp_rtt_update_params(d, &m->params);
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
 		break;
 	case DP_MSG_SWAP:
@@ -250,16 +254,22 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		break;
 	case DP_MSG_RESET:
 		memset(&d->stats, 0, sizeof(d->stats));
+		dp_rtt_reset(d);
 		sched_reset_stats(d->sched);
 		m->rc = 0;
 		break;
-	case DP_MSG_FLOWS:
+	case DP_MSG_FLOWS: {
+		unsigned int k;
+
 		if (m->rc < 0 || (unsigned int)m->rc > m->fact_cap)
 			m->rc = 0;
-		m->rc += (int)sched_flow_facts(d->sched, &m->cursor, SCHED_FACTS_SLICE, now,
-					       m->facts + m->rc, m->fact_cap - (unsigned int)m->rc);
+		k = sched_flow_facts(d->sched, &m->cursor, SCHED_FACTS_SLICE, now, m->facts + m->rc,
+				     m->fact_cap - (unsigned int)m->rc);
+		dp_rtt_facts(d, m->facts + m->rc, k); /* the RTT table is this worker's */
+		m->rc += (int)k;
 		done = m->cursor == SCHED_FACTS_DONE;
 		break;
+	}
 	}
 	if (done)
 		publish_snapshot(d, now);
@@ -290,6 +300,7 @@ dp_control_turn(struct dp_dir *d, uint64_t now)
 	}
 	if (now >= d->next_snap_ns)
 		publish_snapshot(d, now);
+	dp_rtt_autorate(d, now);
 }
 
 static inline void

@@ -148,7 +148,7 @@ def parse_metrics(text):
             continue
         if line.startswith("# TYPE "):
             name, _, t = line[7:].partition(" ")
-            if t not in ("counter", "gauge") or name in types:
+            if t not in ("counter", "gauge", "histogram") or name in types:
                 raise ValueError("bad TYPE: " + line)
             types[name] = t
             continue
@@ -158,6 +158,10 @@ def parse_metrics(text):
         if m is None:
             raise ValueError("not a sample: %r" % line)
         name = m.group(1)
+        # A histogram's samples are its family name with _bucket, _sum or _count.
+        for suffix in ("_bucket", "_sum", "_count"):
+            if name.endswith(suffix) and types.get(name[:-len(suffix)]) == "histogram":
+                name = name[:-len(suffix)]
         if name not in types or name not in helps:
             raise ValueError("sample before its HELP/TYPE: " + line)
         if name != current:
@@ -166,7 +170,7 @@ def parse_metrics(text):
             if current is not None:
                 done.add(current)
             current = name
-        key = (name, frozenset(parse_labels(m.group(2) or "").items()))
+        key = (m.group(1), frozenset(parse_labels(m.group(2) or "").items()))
         if key in samples:
             raise ValueError("duplicate series: " + line)
         samples[key] = float(m.group(3))
@@ -373,6 +377,11 @@ def test_metrics():
           "link state: up, no changes")
     check(metric(samples, "shaper_tin_sent_packets_total", direction="downstream", tin="Best Effort") == N_DOWN,
           "tin label \"Best Effort\"")
+    check(types.get("shaper_rtt_seconds") == "histogram" and
+          metric(samples, "shaper_rtt_seconds_count", direction="downstream", part="wan") is not None and
+          metric(samples, "shaper_rtt_seconds_bucket", direction="downstream", part="wan", le="+Inf") ==
+          metric(samples, "shaper_rtt_seconds_count", direction="downstream", part="wan"),
+          "passive RTT histogram: +Inf bucket equals the count")
     check(metric(samples, "shaper_config_bandwidth_bytes_per_second", direction="downstream") == 25000,
           "bandwidth gauge in bytes per second")
     check(metric(samples, "shaper_tin_target_seconds", direction="upstream", tin="Best Effort") == 0.005,

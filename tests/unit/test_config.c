@@ -1253,7 +1253,42 @@ static const struct err_case err_cases[] = {
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },
+	/* autorate bounds */
+	{ DOWN("{'bandwidth': 'auto'}"),
+	  "downstream.bandwidth: \"auto\" needs its bounds: {\"min\": \"20mbit\", \"max\": \"100mbit\"}" },
+	{ DOWN("{'bandwidth': {'min': '10mbit'}}"),
+	  "downstream.bandwidth: autorate needs both \"min\" and \"max\": {\"min\": \"20mbit\", \"max\": \"100mbit\"}" },
+	{ DOWN("{'bandwidth': {'min': '10mbit', 'max': '10mbps'}}"),
+	  "downstream.bandwidth.max: \"10mbps\" is not a rate (try \"10mbit\")" },
+	{ DOWN("{'bandwidth': {'min': '50mbit', 'max': '10mbit'}}"),
+	  "downstream.bandwidth.min: is above \"max\"" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'start': '1mbit'}}"),
+	  "downstream.bandwidth.start: is outside [min, max]" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'step': '1mbit'}}"),
+	  "downstream.bandwidth.step: unknown key (known: min, max, start)" },
+	{ DOWN("{'bandwidth': {'min': '0bit', 'max': '10mbit'}}"),
+	  "downstream.bandwidth.min: \"0bit\" is out of range for a rate" },
 };
+
+/* "bandwidth" as bounds turns autorate on for that direction alone, starting at max. */
+static void
+test_autorate_bounds(void **state)
+{
+	struct shaper_config c;
+
+	(void)state;
+	load_ok(DOWN("{'bandwidth': {'min': '20mbit', 'max': '100mbit'}}"), &c);
+	assert_true(c.autorate[SHAPER_DOWN].enabled);
+	assert_false(c.autorate[SHAPER_UP].enabled);
+	assert_int_equal(c.autorate[SHAPER_DOWN].min_rate, 2500000);
+	assert_int_equal(c.autorate[SHAPER_DOWN].max_rate, 12500000);
+	assert_int_equal(c.dir[SHAPER_DOWN].rate, 12500000);
+	load_ok(DOWN("{'bandwidth': {'min': '20mbit', 'max': '100mbit', 'start': '50mbit'}}"), &c);
+	assert_int_equal(c.dir[SHAPER_DOWN].rate, 6250000);
+	assert_int_equal(c.autorate[SHAPER_DOWN].start_rate, 6250000);
+	load_ok(DOWN("{'bandwidth': '30mbit'}"), &c);
+	assert_false(c.autorate[SHAPER_DOWN].enabled);
+}
 
 static void
 test_errors(void **state)
@@ -2104,6 +2139,7 @@ main(void)
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),
 		cmocka_unit_test(test_bug_utf8_path_cut),
+		cmocka_unit_test(test_autorate_bounds),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

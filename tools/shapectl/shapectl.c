@@ -280,6 +280,37 @@ print_tins(const json_t *tins)
 	}
 }
 
+/* Passive RTT: the part of the path, the last interval, the histogram; autorate. */
+static void
+print_rtt(const json_t *r)
+{
+	const json_t *iv = json_object_get(r, "interval"), *ar = json_object_get(r, "autorate");
+	const json_t *b;
+	char b1[32], b2[32], b3[32];
+	size_t i;
+
+	if (r == NULL)
+		return;
+	sc_fmt_time_us((uint64_t)sc_int(iv, "min_us"), b1, sizeof(b1));
+	sc_fmt_time_us((uint64_t)sc_int(iv, "median_us"), b2, sizeof(b2));
+	sc_fmt_time_us((uint64_t)sc_int(iv, "p99_us"), b3, sizeof(b3));
+	printf(" rtt (%s side, passive): %lld samples; last interval %lld: min %s median %s p99 %s\n",
+	       sc_str(r, "part"), sc_int(r, "samples"), sc_int(iv, "samples"), b1, b2, b3);
+	json_array_foreach (json_object_get(r, "histogram_us"), i, b) {
+		sc_fmt_time_us((uint64_t)json_integer_value(json_array_get(b, 0)), b1, sizeof(b1));
+		sc_fmt_time_us((uint64_t)json_integer_value(json_array_get(b, 1)), b2, sizeof(b2));
+		printf("  %9s .. %-9s %lld\n", b1, b2,
+		       (long long)json_integer_value(json_array_get(b, 2)));
+	}
+	if (ar != NULL) {
+		sc_fmt_rate((uint64_t)sc_int(ar, "rate"), b1, sizeof(b1));
+		sc_fmt_rate((uint64_t)sc_int(ar, "min"), b2, sizeof(b2));
+		sc_fmt_rate((uint64_t)sc_int(ar, "max"), b3, sizeof(b3));
+		printf(" autorate: %s (bounds %s .. %s), last %s, %lld up %lld down\n", b1, b2, b3,
+		       sc_str(ar, "last"), sc_int(ar, "ups"), sc_int(ar, "downs"));
+	}
+}
+
 static void
 print_direction(const char *name, const json_t *d)
 {
@@ -316,6 +347,7 @@ print_direction(const char *name, const json_t *d)
 	       sc_int(d, "tx_bytes"), sc_int(d, "tx_retries"));
 	printf(" longest worker turn %.1f us, longest control slice %.1f us\n",
 	       sc_int(d, "turn_max_ns") / 1e3, sc_int(d, "control_max_ns") / 1e3);
+	print_rtt(json_object_get(d, "rtt"));
 	printf(" dropped:");
 	json_object_foreach (json_object_get(d, "drop_reasons"), k, v)
 		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
@@ -398,7 +430,7 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 		}
 		printf("%s: %zu queued flow%s, largest backlog first\n", k, json_array_size(arr),
 		       json_array_size(arr) == 1 ? "" : "s");
-		sc_table_init(&t, 9);
+		sc_table_init(&t, 11);
 		t.left[1] = t.left[3] = true;
 		sc_table_cell(&t, "proto");
 		sc_table_cell(&t, "source");
@@ -409,6 +441,8 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 		sc_table_cell(&t, "packets");
 		sc_table_cell(&t, "backlog");
 		sc_table_cell(&t, "sojourn");
+		sc_table_cell(&t, "rtt wan");
+		sc_table_cell(&t, "rtt lan");
 		json_array_foreach (arr, i, f) {
 			sc_table_cell(&t, "%s", proto_name(sc_int(f, "proto"), b1, sizeof(b1)));
 			sc_table_cell(&t, "%s", sc_str(f, "src"));
@@ -424,6 +458,13 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 			sc_table_cell(&t, "%s", b1);
 			sc_fmt_time_us((uint64_t)sc_int(f, "sojourn_us"), b2, sizeof(b2));
 			sc_table_cell(&t, "%s", b2);
+			/* Passive RTT of the flow's last sample per part, "-" when none yet. */
+			for (int part = 0; part < 2; part++) {
+				long long us = sc_int(f, part == 0 ? "rtt_wan_us" : "rtt_lan_us");
+
+				sc_fmt_time_us((uint64_t)us, b2, sizeof(b2));
+				sc_table_cell(&t, "%s", us > 0 ? b2 : "-");
+			}
 		}
 		sc_table_print(&t, stdout, "  ");
 		sc_table_free(&t);

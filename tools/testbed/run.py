@@ -129,6 +129,7 @@ class Bed:
         self.nice = 0  # shaperd's nice value
         self.rt_priority = 0  # shaperd's workers under SCHED_FIFO (dataplane.rt_priority)
         self.probe_rt = 0  # probes under SCHED_FIFO at this priority (0 = not)
+        self.wan_opts = ""  # more af_packet options for the WAN port (",qdisc_bypass=0")
         self.sock = os.path.join(tmp, name + ".sock")
 
     def up(self):
@@ -174,7 +175,7 @@ class Bed:
         path = os.path.join(self.tmp, self.name + ".json")
         cfg = dict(cfg)
         cfg["ports"] = {"lan": "net_af_packet0,iface=%slan0" % self.pfx,
-                        "wan": "net_af_packet1,iface=%swan0" % self.pfx}
+                        "wan": "net_af_packet1,iface=%swan0%s" % (self.pfx, self.wan_opts)}
         cfg["control"] = {"enabled": True, "socket": self.sock, "mode": "0600"}
         cfg["lcores"] = {"workers": [1]}
         cfg["dataplane"] = {"idle_sleep": "20us", "rt_priority": self.rt_priority}

@@ -235,6 +235,10 @@ fake_flows(void *opaque, enum shaper_dir d, struct ctl_flow *out, unsigned int m
 		fl->packets = 2000 - i;
 		fl->backlog_bytes = 150000 - 1000 * (uint64_t)i;
 		fl->sojourn_ns = 2500000 + 1000 * (uint64_t)i + 999; /* truncates to us */
+		if (fl->proto == 6) {                                /* passive RTT, TCP only */
+			fl->rtt_wan_ns = 40000000 + 1000 * (uint64_t)i + 999;
+			fl->rtt_lan_ns = 1500000;
+		}
 	}
 	return (int)n;
 }

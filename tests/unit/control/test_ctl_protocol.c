@@ -23,8 +23,10 @@
 #include <jansson.h>
 
 #include "fake_backend.h"
+#include "shaper/autorate.h"
 #include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/metrics.h"
 #include "shaper/sched.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -602,8 +604,9 @@ check_flow(json_t *r, enum shaper_dir d, unsigned int i)
 #define AT(f) (snprintf(p, sizeof(p), "%s.%u.%s", shaper_dir_name[d], i, f), p)
 	assert_keys(r, (snprintf(p, sizeof(p), "%s.%u", shaper_dir_name[d], i), p),
 		    (const char *const[]){ "src", "dst", "sport", "dport", "proto", "tin",
-					   "packets", "backlog_bytes", "sojourn_us" },
-		    9);
+					   "packets", "backlog_bytes", "sojourn_us", "rtt_wan_us",
+					   "rtt_lan_us" },
+		    11);
 	snprintf(want, sizeof(want), "192.168.%u.%u", (unsigned int)d, i % 250 + 1);
 	assert_str_at(r, AT("src"), want);
 	snprintf(want, sizeof(want), "2001:db8::%x", i + 1);
@@ -615,6 +618,8 @@ check_flow(json_t *r, enum shaper_dir d, unsigned int i)
 	assert_int_at(r, AT("packets"), 2000 - (long long)i);
 	assert_int_at(r, AT("backlog_bytes"), 150000 - 1000 * (long long)i);
 	assert_int_at(r, AT("sojourn_us"), 2500 + i); /* ns / 1000, truncated */
+	assert_int_at(r, AT("rtt_wan_us"), i % 2 ? 0 : 40000 + i);
+	assert_int_at(r, AT("rtt_lan_us"), i % 2 ? 0 : 1500);
 #undef AT
 }
 
@@ -1540,6 +1545,73 @@ test_error_names(void **state)
 	assert_string_equal(ctl_error_name((enum ctl_error) - 1), "internal");
 }
 
+/* Passive RTT and autorate in stats, and from there in the Prometheus text. */
+static void
+test_stats_rtt(void **state)
+{
+	struct ctl_rtt *rt = &F.c[SHAPER_DOWN].rtt;
+	json_t *r, *v;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mf;
+
+	(void)state;
+	memset(rt, 0, sizeof(*rt));
+	rt->on = true;
+	rt->part = RTT_SIDE_WAN;
+	rt->hist.count[rtt_hist_bucket(40000000)] = 7; /* 40 ms: [38.4, 51.2) ms */
+	rt->hist.count[rtt_hist_bucket(90000000)] = 3; /* 90 ms: [76.8, 102.4) ms */
+	rt->hist.samples = 10;
+	rt->hist.sum_ns = 7 * 40000000ull + 3 * 90000000ull;
+	rt->interval_ns = 1000000000;
+	rt->iv_samples = 4;
+	rt->iv_min_ns = 39500000;
+	rt->iv_median_ns = 41000000;
+	rt->iv_p99_ns = 88000000;
+	rt->autorate = true;
+	rt->ar_rate = 11000000;
+	rt->ar_min = 2500000;
+	rt->ar_max = 12500000;
+	rt->ar_action = AUTORATE_DOWN;
+	rt->ar_downs = 2;
+	r = ok("{'id':11,'cmd':'stats'}");
+	assert_null(jpath(r, "directions.upstream.rtt"));
+	assert_str_at(r, "directions.downstream.rtt.part", "wan");
+	assert_int_at(r, "directions.downstream.rtt.samples", 10);
+	assert_int_at(r, "directions.downstream.rtt.sum_us", 550000);
+	assert_int_at(r, "directions.downstream.rtt.interval.min_us", 39500);
+	assert_int_at(r, "directions.downstream.rtt.interval.median_us", 41000);
+	assert_int_at(r, "directions.downstream.rtt.interval.p99_us", 88000);
+	assert_int_at(r, "directions.downstream.rtt.autorate.rate", 11000000);
+	assert_str_at(r, "directions.downstream.rtt.autorate.last", "down");
+	v = jpath(r, "directions.downstream.rtt.histogram_us");
+	assert_int_equal(json_array_size(v), 2);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(v, 0), 0)), 38400);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(v, 0), 1)), 51200);
+	assert_int_equal(json_integer_value(json_array_get(json_array_get(v, 0), 2)), 7);
+
+	mf = open_memstream(&text, &len);
+	assert_non_null(mf);
+	assert_int_equal(ctl_metrics_print(mf, jpath(r, "directions"), r, "up"), 0);
+	fclose(mf);
+	assert_non_null(strstr(text, "shaper_rtt_seconds_bucket{direction=\"downstream\","
+				     "part=\"wan\",le=\"0.0512\"} 7\n"));
+	assert_non_null(strstr(text, "shaper_rtt_seconds_bucket{direction=\"downstream\","
+				     "part=\"wan\",le=\"0.1024\"} 10\n"));
+	assert_non_null(strstr(text, "shaper_rtt_seconds_bucket{direction=\"downstream\","
+				     "part=\"wan\",le=\"+Inf\"} 10\n"));
+	assert_non_null(strstr(text, "shaper_rtt_seconds_count{direction=\"downstream\","
+				     "part=\"wan\"} 10\n"));
+	assert_non_null(strstr(text, "shaper_rtt_interval_p99_seconds{direction=\"downstream\","
+				     "part=\"wan\"} 0.088\n"));
+	assert_non_null(strstr(text,
+			       "shaper_autorate_rate_bytes_per_second{direction=\"downstream\"}"
+			       " 11000000\n"));
+	assert_null(strstr(text, "direction=\"upstream\",part="));
+	free(text);
+	memset(rt, 0, sizeof(*rt));
+}
+
 int
 main(void)
 {
@@ -1548,6 +1620,7 @@ main(void)
 		T(test_version),
 		T(test_id_echo),
 		T(test_stats),
+		T(test_stats_rtt),
 		T(test_stats_direction_filter),
 		T(test_stats_port_unavailable),
 		T(test_stats_reset),

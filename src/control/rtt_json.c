@@ -1,0 +1,57 @@
+/*
+ * The "rtt" object of a direction's stats: which part of the path its
+ * samples time, the histogram since start (half-octave buckets, µs), the
+ * last interval's min/median/p99, and autorate's state when it is on.
+ */
+#include <jansson.h>
+
+#include "shaper/autorate.h"
+#include "shaper/control.h"
+
+#define J_U64(v) json_integer((json_int_t)(v))
+
+static const char *const action_names[] = { "hold", "up", "down" };
+
+void *
+ctl_rtt_json(const struct ctl_rtt *r)
+{
+	json_t *o = json_object(), *hist = json_array(), *iv, *ar;
+
+	json_object_set_new(o, "part", json_string(r->part == RTT_SIDE_WAN ? "wan" : "lan"));
+	json_object_set_new(o, "samples", J_U64(r->hist.samples));
+	json_object_set_new(o, "sum_us", J_U64(r->hist.sum_ns / 1000));
+	json_object_set_new(o, "flows_evicted", J_U64(r->flows_evicted));
+	/* Non-empty buckets only: [lower edge µs, upper edge µs, count]. */
+	for (unsigned int b = 0; b < RTT_HIST_BUCKETS; b++) {
+		uint64_t hi = b + 1 < RTT_HIST_BUCKETS ? rtt_hist_lower_ns(b + 1) / 1000 : 0;
+
+		if (r->hist.count[b] != 0)
+			json_array_append_new(hist,
+					      json_pack("[I, I, I]",
+							(json_int_t)(rtt_hist_lower_ns(b) / 1000),
+							(json_int_t)hi,
+							(json_int_t)r->hist.count[b]));
+	}
+	json_object_set_new(o, "histogram_us", hist);
+	iv = json_object();
+	json_object_set_new(iv, "ms", J_U64(r->interval_ns / 1000000));
+	json_object_set_new(iv, "samples", J_U64(r->iv_samples));
+	json_object_set_new(iv, "min_us", J_U64(r->iv_min_ns / 1000));
+	json_object_set_new(iv, "median_us", J_U64(r->iv_median_ns / 1000));
+	json_object_set_new(iv, "p99_us", J_U64(r->iv_p99_ns / 1000));
+	json_object_set_new(o, "interval", iv);
+	if (r->autorate) {
+		ar = json_object();
+		json_object_set_new(ar, "rate", J_U64(r->ar_rate));
+		json_object_set_new(ar, "min", J_U64(r->ar_min));
+		json_object_set_new(ar, "max", J_U64(r->ar_max));
+		json_object_set_new(ar, "delivered", J_U64(r->ar_delivered));
+		json_object_set_new(ar, "delay_us", J_U64(r->ar_delay_ns / 1000));
+		json_object_set_new(ar, "ups", J_U64(r->ar_ups));
+		json_object_set_new(ar, "downs", J_U64(r->ar_downs));
+		json_object_set_new(ar, "last",
+				    json_string(action_names[r->ar_action < 3 ? r->ar_action : 0]));
+		json_object_set_new(o, "autorate", ar);
+	}
+	return o;
+}

@@ -1,0 +1,203 @@
+/*
+ * The worker's side of passive RTT and autorate: feeds the TCP packets of
+ * each burst to the RTT table, WAN-side samples to autorate, applies
+ * autorate's rate through sched_update (the path config.set takes), and
+ * publishes histograms and interval figures in the snapshot. A direction's
+ * packets complete the samples of one part of the path: echoes coming down
+ * time the WAN side, echoes going up the LAN side.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shaper/dataplane.h"
+
+static inline enum rtt_dir
+rtt_dir_of(enum shaper_dir d)
+{
+	return d == SHAPER_UP ? RTT_UP : RTT_DOWN;
+}
+
+static inline enum rtt_side
+side_of(enum shaper_dir d)
+{
+	return d == SHAPER_DOWN ? RTT_SIDE_WAN : RTT_SIDE_LAN;
+}
+
+struct dp_rtt *
+dp_rtt_create(const struct shaper_config *c, uint64_t seed)
+{
+	struct dp_rtt *r = calloc(1, sizeof(*r));
+
+	if (r == NULL)
+		return NULL;
+	r->table = rtt_table_new(DP_RTT_FLOWS, seed);
+	if (r->table == NULL) {
+		free(r);
+		return NULL;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		const struct shaper_autorate_config *ac = &c->autorate[d];
+		struct autorate_params p;
+
+		r->ar_on[d] = ac->enabled;
+		autorate_params_default(&p, ac->min_rate, ac->max_rate);
+		p.start_rate = ac->start_rate;
+		autorate_init(&r->ar[d], &p);
+	}
+	for (int s = 0; s < RTT_SIDES; s++)
+		r->iv_min[s] = UINT64_MAX;
+	return r;
+}
+
+void
+dp_rtt_free(struct dp_rtt *r)
+{
+	if (r == NULL)
+		return;
+	rtt_table_free(r->table);
+	free(r);
+}
+
+void
+dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
+	     uint64_t now)
+{
+	enum rtt_dir rd = rtt_dir_of(dir);
+	struct rtt_sample s;
+
+	for (unsigned int i = 0; i < n; i++) {
+		if (!(pkts[i]->flags & SH_PKT_TCP) || !rtt_observe(r->table, pkts[i], rd, now, &s))
+			continue;
+		if (s.rtt_ns < r->iv_min[s.side])
+			r->iv_min[s.side] = s.rtt_ns;
+		if (s.rtt_ns > r->iv_max[s.side])
+			r->iv_max[s.side] = s.rtt_ns;
+		if (s.side != RTT_SIDE_WAN)
+			continue;
+		/* Both directions' queues beyond the WAN port show in the WAN side. */
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			if (r->ar_on[d])
+				autorate_sample(&r->ar[d], s.rtt_ns, s.base_ns);
+	}
+}
+
+void
+dp_rtt_autorate(struct dp_dir *d, uint64_t now)
+{
+	struct autorate *a;
+	struct sched_params p;
+	char err[256];
+
+	if (d->rtt == NULL || !d->rtt->ar_on[d->dir] || sched_move_active(&d->move))
+		return;
+	a = &d->rtt->ar[d->dir];
+	if (!autorate_tick(a, now, d->stats.tx_bytes))
+		return;
+	p = *sched_get_params(d->sched);
+	p.rate = a->rate;
+	/* A rate the pool cannot back (a derived memlimit grows with it) is not taken. */
+	if (dp_budget_check_update(d, &p, err, sizeof(err)) != 0 ||
+	    sched_update(d->sched, &p, err, sizeof(err)) != 0)
+		a->rate = sched_get_params(d->sched)->rate;
+}
+
+void
+dp_rtt_update_params(const struct dp_dir *d, struct sched_params *p)
+{
+	if (d->rtt != NULL && d->rtt->ar_on[d->dir])
+		p->rate = d->rtt->ar[d->dir].rate;
+}
+
+void
+dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		const struct rtt_flow *rf = NULL;
+
+		f[i].rtt_wan_ns = f[i].rtt_lan_ns = 0;
+		if (d->rtt == NULL || f[i].l4_proto != 6)
+			continue;
+		/* Upstream queues hold packets from the LAN host, downstream ones to it. */
+		if (d->dir == SHAPER_UP)
+			rf = rtt_find(d->rtt->table, f[i].family, f[i].src, f[i].dst, f[i].sport,
+				      f[i].dport);
+		else
+			rf = rtt_find(d->rtt->table, f[i].family, f[i].dst, f[i].src, f[i].dport,
+				      f[i].sport);
+		if (rf != NULL) {
+			f[i].rtt_wan_ns = rf->side[RTT_SIDE_WAN].last_ns;
+			f[i].rtt_lan_ns = rf->side[RTT_SIDE_LAN].last_ns;
+		}
+	}
+}
+
+static uint64_t
+clamp_seen(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+void
+dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
+{
+	struct dp_rtt *r = d->rtt;
+	enum rtt_side side = side_of(d->dir);
+	const struct rtt_hist *h;
+	struct ctl_rtt *last;
+	const struct autorate *a;
+
+	memset(out, 0, sizeof(*out));
+	if (r == NULL)
+		return;
+	h = &r->table->hist[side];
+	last = &r->last[side];
+	if (r->iv_start[side] == 0) {
+		r->iv_start[side] = now;
+		r->iv_base[side] = *h;
+	} else if (now - r->iv_start[side] >= DP_RTT_INTERVAL_NS) {
+		struct rtt_hist iv;
+
+		rtt_hist_diff(h, &r->iv_base[side], &iv);
+		last->interval_ns = now - r->iv_start[side];
+		last->iv_samples = iv.samples;
+		last->iv_min_ns = iv.samples != 0 ? r->iv_min[side] : 0;
+		/* Interpolated in a half-octave bucket: keep them inside what was seen. */
+		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), last->iv_min_ns,
+						r->iv_max[side]);
+		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), last->iv_min_ns,
+					     r->iv_max[side]);
+		r->iv_base[side] = *h;
+		r->iv_min[side] = UINT64_MAX;
+		r->iv_max[side] = 0;
+		r->iv_start[side] = now;
+	}
+	*out = *last;
+	out->on = true;
+	out->part = (uint8_t)side;
+	out->hist = *h;
+	out->flows_evicted = r->table->c.evictions;
+	a = &r->ar[d->dir];
+	out->autorate = r->ar_on[d->dir];
+	if (out->autorate) {
+		out->ar_action = a->last_action;
+		out->ar_rate = a->rate;
+		out->ar_min = a->p.min_rate;
+		out->ar_max = a->p.max_rate;
+		out->ar_delivered = a->delivered_rate;
+		out->ar_delay_ns = a->last_delay_ns;
+		out->ar_ups = a->ups;
+		out->ar_downs = a->downs;
+	}
+}
+
+void
+dp_rtt_reset(struct dp_dir *d)
+{
+	enum rtt_side side = side_of(d->dir);
+
+	if (d->rtt == NULL)
+		return;
+	memset(&d->rtt->table->hist[side], 0, sizeof(d->rtt->table->hist[side]));
+	memset(&d->rtt->iv_base[side], 0, sizeof(d->rtt->iv_base[side]));
+}

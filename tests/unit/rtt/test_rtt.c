@@ -1,0 +1,440 @@
+/*
+ * Passive RTT from crafted frames: timestamps echoed both ways (WAN and LAN
+ * side) over IPv4 and IPv6, repeated and older TSvals, wraparound of TSval
+ * and sequence numbers, sequence/ACK sampling with Karn's rule, Ethernet
+ * padding, eviction of the least recently seen flow, the baseline and the
+ * histogram.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shaper/classify.h"
+#include "shaper/rtt.h"
+#include "pktbuild.h"
+
+#define MS(x)           ((uint64_t)(x)*1000000ull)
+#define IP4(a, b, c, d) (((uint32_t)(a) << 24) | ((b) << 16) | ((c) << 8) | (d))
+
+static const uint8_t v6lan[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+static const uint8_t v6wan[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2 };
+
+#define LAN_IP   IP4(192, 168, 1, 10)
+#define WAN_IP   IP4(203, 0, 113, 5)
+#define LAN_PORT 40000
+#define WAN_PORT 443
+
+static struct classify_key key;
+static struct pb buf;
+static struct sh_pkt pkt;
+
+/* Options NOP NOP TS, or none when ts is false. */
+struct seg {
+	int v6;
+	enum rtt_dir dir;
+	uint32_t seq, ack;
+	uint8_t flags;
+	int ts;
+	uint32_t tsval, tsecr;
+	uint32_t payload;
+	uint16_t lan_port; /* 0: LAN_PORT */
+};
+
+static const struct sh_pkt *
+build(const struct seg *s)
+{
+	uint8_t opt[12] = { 1, 1, 8, 10 };
+	uint16_t lp = s->lan_port ? s->lan_port : LAN_PORT;
+	uint16_t sport = s->dir == RTT_UP ? lp : WAN_PORT;
+	uint16_t dport = s->dir == RTT_UP ? WAN_PORT : lp;
+
+	opt[4] = (uint8_t)(s->tsval >> 24), opt[5] = (uint8_t)(s->tsval >> 16);
+	opt[6] = (uint8_t)(s->tsval >> 8), opt[7] = (uint8_t)s->tsval;
+	opt[8] = (uint8_t)(s->tsecr >> 24), opt[9] = (uint8_t)(s->tsecr >> 16);
+	opt[10] = (uint8_t)(s->tsecr >> 8), opt[11] = (uint8_t)s->tsecr;
+	if (s->v6) {
+		pb_init(&buf);
+		pb_eth_macs(&buf, 1, 2);
+		pb_u16(&buf, 0x86dd);
+		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : v6wan, s->dir == RTT_UP ? v6wan : v6lan, 6,
+			0, 0);
+		pb_tcp(&buf, sport, dport, s->seq, s->ack, s->flags, s->ts ? opt : NULL,
+		       s->ts ? 12 : 0);
+		for (uint32_t i = 0; i < s->payload; i++)
+			pb_u8(&buf, (uint8_t)i);
+		pb_finish(&buf);
+	} else {
+		pb_ipv4_tcp(&buf, s->dir == RTT_UP ? LAN_IP : WAN_IP,
+			    s->dir == RTT_UP ? WAN_IP : LAN_IP, sport, dport, s->seq, s->ack,
+			    s->flags, s->ts ? opt : NULL, s->ts ? 12 : 0, s->payload);
+	}
+	while (buf.len < 60)
+		pb_u8(&buf, 0); /* Ethernet padding, not payload */
+	pb_to_pkt(&buf, &pkt);
+	classify_pkt(&pkt, &key);
+	return &pkt;
+}
+
+/* Feed one segment; returns the sample's RTT in ns, or 0 if none. */
+static uint64_t
+feed(struct rtt_table *t, const struct seg *s, uint64_t now, struct rtt_sample *out)
+{
+	struct rtt_sample tmp;
+
+	if (out == NULL)
+		out = &tmp;
+	return rtt_observe(t, build(s), s->dir, now, out) ? out->rtt_ns : 0;
+}
+
+static void
+ts_both_sides(int v6)
+{
+	struct rtt_table *t = rtt_table_new(64, 1);
+	struct rtt_sample smp;
+	struct seg up = { .v6 = v6, .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 100 };
+	struct seg dn = { .v6 = v6, .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1 };
+	const struct rtt_flow *f;
+	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+
+	assert_non_null(t);
+	up.tsval = 1000, up.tsecr = 7000;
+	assert_int_equal(feed(t, &up, MS(100), NULL), 0);
+	/* R echoes 1000 40 ms later: the WAN side. */
+	dn.tsval = 9000, dn.tsecr = 1000;
+	assert_int_equal(feed(t, &dn, MS(140), &smp), MS(40));
+	assert_int_equal(smp.side, RTT_SIDE_WAN);
+	assert_int_equal(smp.method, RTT_BY_TIMESTAMP);
+	assert_int_equal(smp.base_ns, MS(40));
+	/* L echoes 9000 1.5 ms after it came in: the LAN side. */
+	up.tsval = 1001, up.tsecr = 9000;
+	assert_int_equal(feed(t, &up, MS(140) + 1500000, &smp), 1500000);
+	assert_int_equal(smp.side, RTT_SIDE_LAN);
+
+	f = v6 ? rtt_find(t, 6, v6lan, v6wan, LAN_PORT, WAN_PORT)
+	       : rtt_find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT);
+	assert_non_null(f);
+	assert_int_equal(f->side[RTT_SIDE_WAN].last_ns, MS(40));
+	assert_int_equal(f->side[RTT_SIDE_LAN].last_ns, 1500000);
+	assert_int_equal(t->hist[RTT_SIDE_WAN].samples, 1);
+	assert_int_equal(t->hist[RTT_SIDE_LAN].samples, 1);
+	/* The reverse key is another flow. */
+	assert_null(v6 ? rtt_find(t, 6, v6wan, v6lan, LAN_PORT, WAN_PORT)
+		       : rtt_find(t, 4, wan4, lan4, LAN_PORT, WAN_PORT));
+	rtt_table_free(t);
+}
+
+static void
+test_ts_ipv4(void **state)
+{
+	(void)state;
+	ts_both_sides(0);
+}
+
+static void
+test_ts_ipv6(void **state)
+{
+	(void)state;
+	ts_both_sides(1);
+}
+
+/* A TSval sent again keeps its first time; a second echo, and an older TSval, give nothing. */
+static void
+test_ts_repeats(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 2);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
+
+	(void)state;
+	up.tsval = 500;
+	feed(t, &up, MS(0), NULL);
+	feed(t, &up, MS(5), NULL); /* same TSval, a later segment of the burst */
+	up.tsval = 499;            /* older: not recorded */
+	feed(t, &up, MS(6), NULL);
+	dn.tsecr = 500;
+	assert_int_equal(feed(t, &dn, MS(30), NULL), MS(30));
+	assert_int_equal(feed(t, &dn, MS(31), NULL), 0); /* duplicate echo */
+	dn.tsecr = 499;
+	assert_int_equal(feed(t, &dn, MS(32), NULL), 0);
+	/* An echo without the ACK flag, and an echo of 0, are not samples. */
+	up.tsval = 600;
+	feed(t, &up, MS(40), NULL);
+	dn.tsecr = 600, dn.flags = 0;
+	assert_int_equal(feed(t, &dn, MS(50), NULL), 0);
+	dn.flags = PB_ACK;
+	assert_int_equal(feed(t, &dn, MS(51), NULL), MS(11));
+	assert_int_equal(t->c.samples, 2);
+	rtt_table_free(t);
+}
+
+/* Echoes of a later TSval clear the ones before; the FIFO holds four. */
+static void
+test_ts_fifo(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 3);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
+
+	(void)state;
+	for (uint32_t i = 0; i < 6; i++) {
+		up.tsval = 100 + i;
+		feed(t, &up, MS(i), NULL);
+	}
+	assert_int_equal(t->c.ts_full, 2); /* 104 and 105 found the FIFO full */
+	dn.tsecr = 102;                    /* 100 and 101 echoed by delayed ACK: skipped */
+	assert_int_equal(feed(t, &dn, MS(22), NULL), MS(20));
+	dn.tsecr = 103;
+	assert_int_equal(feed(t, &dn, MS(23), NULL), MS(20));
+	dn.tsecr = 105; /* never recorded */
+	assert_int_equal(feed(t, &dn, MS(25), NULL), 0);
+	up.tsval = 106;
+	feed(t, &up, MS(30), NULL);
+	dn.tsecr = 106;
+	assert_int_equal(feed(t, &dn, MS(33), NULL), MS(3));
+	rtt_table_free(t);
+}
+
+/* TSvals and sequence numbers wrap through zero. */
+static void
+test_wraparound(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 4);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
+	struct seg sd = { .dir = RTT_UP, .flags = PB_ACK, .payload = 1000, .lan_port = 40001 };
+	struct seg sa = { .dir = RTT_DOWN, .flags = PB_ACK, .lan_port = 40001 };
+
+	(void)state;
+	up.tsval = 0xfffffffeu;
+	feed(t, &up, MS(0), NULL);
+	up.tsval = 3; /* after 0xfffffffe in serial order */
+	feed(t, &up, MS(2), NULL);
+	dn.tsecr = 3;
+	assert_int_equal(feed(t, &dn, MS(42), NULL), MS(40));
+
+	sd.seq = 0xffffff00u; /* the segment ends past zero */
+	feed(t, &sd, MS(100), NULL);
+	sa.ack = 0xffffff00u + 1000u;
+	assert_int_equal(feed(t, &sa, MS(125), NULL), MS(25));
+	rtt_table_free(t);
+}
+
+/* Without timestamps: one segment at a time, none across a retransmission. */
+static void
+test_seq_sampling(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 5);
+	struct seg d = { .dir = RTT_UP, .flags = PB_ACK, .payload = 1000 };
+	struct seg a = { .dir = RTT_DOWN, .flags = PB_ACK };
+	struct rtt_sample smp;
+
+	(void)state;
+	d.seq = 1000;
+	feed(t, &d, MS(0), NULL);
+	d.seq = 2000; /* sent while the first is sampled: not timed */
+	feed(t, &d, MS(1), NULL);
+	a.ack = 1500; /* covers only part of it */
+	assert_int_equal(feed(t, &a, MS(10), NULL), 0);
+	a.ack = 2000;
+	assert_int_equal(feed(t, &a, MS(30), &smp), MS(30));
+	assert_int_equal(smp.method, RTT_BY_SEQUENCE);
+	assert_int_equal(smp.side, RTT_SIDE_WAN);
+	a.ack = 3000; /* nothing armed */
+	assert_int_equal(feed(t, &a, MS(31), NULL), 0);
+
+	/* A retransmission of the sampled segment: its ACK is not a sample. */
+	d.seq = 3000;
+	feed(t, &d, MS(40), NULL);
+	feed(t, &d, MS(90), NULL);
+	a.ack = 4000;
+	assert_int_equal(feed(t, &a, MS(95), NULL), 0);
+	assert_int_equal(t->c.karn, 1);
+
+	/* The LAN side: data coming down, acknowledged by the LAN host. */
+	a.seq = 77, a.payload = 500, a.ack = 4000;
+	feed(t, &a, MS(100), NULL);
+	d.payload = 0, d.seq = 4000, d.ack = 577;
+	assert_int_equal(feed(t, &d, MS(102), &smp), MS(2));
+	assert_int_equal(smp.side, RTT_SIDE_LAN);
+	rtt_table_free(t);
+}
+
+/* Bare ACKs padded to 60 bytes carry no data; a flow never seen is not created for them. */
+static void
+test_padding_and_bare_acks(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 6);
+	struct seg a = { .dir = RTT_DOWN, .flags = PB_ACK, .ack = 5 };
+	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+
+	(void)state;
+	assert_int_equal(feed(t, &a, MS(0), NULL), 0);
+	assert_int_equal(buf.len, 60);
+	assert_null(rtt_find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT));
+	rtt_table_free(t);
+}
+
+/* A full bucket evicts its least recently seen flow; memory stays as allocated. */
+static void
+test_eviction(void **state)
+{
+	struct rtt_table *t = rtt_table_new(4, 7); /* one bucket of four */
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .tsval = 10, .payload = 10 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 10, .tsecr = 10 };
+	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+
+	(void)state;
+	assert_int_equal(t->mask, 0);
+	for (uint16_t i = 0; i < 4; i++) {
+		up.lan_port = (uint16_t)(1000 + i);
+		feed(t, &up, MS(i), NULL);
+	}
+	/* Flow 1000 is seen again: 1001 is now the oldest. */
+	up.lan_port = 1000, up.tsval = 11;
+	feed(t, &up, MS(10), NULL);
+	assert_int_equal(t->c.evictions, 0);
+	up.lan_port = 2000, up.tsval = 10;
+	feed(t, &up, MS(11), NULL);
+	assert_int_equal(t->c.evictions, 1);
+	assert_null(rtt_find(t, 4, lan4, wan4, 1001, WAN_PORT));
+	assert_non_null(rtt_find(t, 4, lan4, wan4, 1000, WAN_PORT));
+	assert_non_null(rtt_find(t, 4, lan4, wan4, 2000, WAN_PORT));
+	/* The evicted flow's echo finds nothing to match. */
+	dn.lan_port = 1001;
+	assert_int_equal(feed(t, &dn, MS(20), NULL), 0);
+	dn.lan_port = 2000;
+	assert_int_equal(feed(t, &dn, MS(20), NULL), MS(9));
+	rtt_table_free(t);
+}
+
+/* The baseline is the lowest sample of this window and the one before. */
+static void
+test_baseline(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 8);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 10 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 1 };
+	struct rtt_sample smp;
+	uint64_t now = MS(1);
+	uint32_t v = 1;
+
+	(void)state;
+	/* 20 ms for a while, then 60 ms (a queue) for 25 s. */
+	for (int i = 0; i < 400; i++, v++) {
+		uint64_t r = i < 100 ? MS(20) : MS(60);
+
+		up.tsval = v;
+		feed(t, &up, now, NULL);
+		dn.tsecr = v;
+		assert_int_equal(feed(t, &dn, now + r, &smp), r);
+		if (i < 100 || now < MS(10000))
+			assert_int_equal(smp.base_ns, MS(20));
+		now += MS(80);
+	}
+	/* Two windows without 20 ms: the baseline has moved up. */
+	assert_int_equal(smp.base_ns, MS(60));
+	rtt_table_free(t);
+}
+
+/*
+ * Frames with random bytes flipped, cut short at random, each in an exactly
+ * sized heap copy: test_rtt_asan (AddressSanitizer) fails on any read past
+ * hdr_len.
+ */
+static void
+test_mangled_frames(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64, 9);
+	struct seg sg = { .flags = PB_ACK, .ts = 1, .tsval = 7, .tsecr = 7, .payload = 40 };
+	uint32_t x = 12345;
+
+	(void)state;
+	for (int i = 0; i < 20000; i++) {
+		struct rtt_sample smp;
+		uint8_t *copy;
+		uint32_t len;
+
+		sg.v6 = i & 1;
+		sg.dir = (i >> 1) & 1 ? RTT_UP : RTT_DOWN;
+		build(&sg);
+		for (int k = 0; k < 4; k++) {
+			x = x * 1103515245u + 12345u;
+			buf.b[(x >> 8) % buf.len] ^= (uint8_t)(x >> 24);
+		}
+		x = x * 1103515245u + 12345u;
+		len = 1 + (x >> 8) % buf.len;
+		/* An exactly sized heap copy, so a sanitizer build sees any overread. */
+		copy = malloc(len);
+		assert_non_null(copy);
+		memcpy(copy, buf.b, len);
+		memset(&pkt, 0, sizeof(pkt));
+		pkt.data = copy;
+		pkt.len = pkt.hdr_len = len;
+		classify_pkt(&pkt, &key);
+		rtt_observe(t, &pkt, sg.dir, MS(i), &smp);
+		free(copy);
+	}
+	/* About half are cut inside the headers; the rest still reach the TCP parse (7702). */
+	assert_in_range(t->c.packets, 5000, 15000);
+	rtt_table_free(t);
+}
+
+static void
+test_histogram(void **state)
+{
+	struct rtt_hist h, h0, d;
+
+	(void)state;
+	assert_int_equal(rtt_hist_bucket(0), 0);
+	assert_int_equal(rtt_hist_bucket(99999), 0);
+	assert_int_equal(rtt_hist_bucket(100000), 1);
+	for (unsigned int b = 1; b < RTT_HIST_BUCKETS; b++) {
+		assert_true(rtt_hist_lower_ns(b) > rtt_hist_lower_ns(b - 1));
+		assert_int_equal(rtt_hist_bucket(rtt_hist_lower_ns(b)), b);
+		assert_int_equal(rtt_hist_bucket(rtt_hist_lower_ns(b) - 1), b - 1);
+	}
+	assert_int_equal(rtt_hist_bucket(UINT64_MAX), RTT_HIST_BUCKETS - 1);
+
+	memset(&h, 0, sizeof(h));
+	memset(&h0, 0, sizeof(h0));
+	for (int i = 0; i < 98; i++)
+		h.count[rtt_hist_bucket(MS(20))]++;
+	h.count[rtt_hist_bucket(MS(200))] += 2;
+	h0 = h;
+	/* Within a half-octave bucket: 16..24 ms around 20 ms. */
+	assert_in_range(rtt_hist_percentile(&h, 50), MS(16), MS(24));
+	/* 200 ms falls in [153.6, 204.8) ms. */
+	assert_in_range(rtt_hist_percentile(&h, 99), MS(153), MS(205));
+	h.count[rtt_hist_bucket(MS(5))] += 10;
+	rtt_hist_diff(&h, &h0, &d);
+	assert_in_range(rtt_hist_percentile(&d, 50), MS(4), MS(6));
+	memset(&d, 0, sizeof(d));
+	assert_int_equal(rtt_hist_percentile(&d, 50), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ts_ipv4),
+		cmocka_unit_test(test_ts_ipv6),
+		cmocka_unit_test(test_ts_repeats),
+		cmocka_unit_test(test_ts_fifo),
+		cmocka_unit_test(test_wraparound),
+		cmocka_unit_test(test_seq_sampling),
+		cmocka_unit_test(test_padding_and_bare_acks),
+		cmocka_unit_test(test_eviction),
+		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_mangled_frames),
+		cmocka_unit_test(test_histogram),
+	};
+
+	classify_key_init(&key, 42);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,260 @@
+#!/usr/bin/python3
+"""Autorate on the namespace bed (issue 13): a kernel tbf "modem" with a big
+buffer on the WAN side of shaperd, whose rate changes under RRUL load.
+
+    autorate.py [--shaperd PATH] [--down 100mbit] [--up 20mbit] [--rtt 40ms]
+                [--buffer 1mb] [--phase 20] [--modes fixed95,auto] [--out DIR]
+
+Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
+-> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
+(its af_packet port with qdisc_bypass=0, so the qdisc is not skipped). Base
+RTT from the daemon's delay line, as in run.py. For each mode, in the same
+invocation: idle probes, then 4 TCP uploads + 4 downloads (BE, CS1, CS5, EF)
+with ICMP/UDP probes for 3 phases of --phase seconds: the modem at its rate,
+at half of it (tc qdisc change), and back. Modes: fixed95 (CAKE at 95 % of
+the modem's nominal rate) and auto (CAKE with "bandwidth": {"min": 10 %,
+"max": the nominal rate}). The daemon's rate and WAN-side RTT are read from
+its control socket every 200 ms.
+
+Reported per mode: goodput as a share of the modem's rate per phase and
+direction (the steady first phase, the last 2/3 of the low phase, the last
+half of the recovery), induced latency (probe RTT minus the idle median) per
+phase, how long after the drop the induced latency's 1-s median is back
+under 10 ms, and how long after the recovery the downloads' 1-s goodput is
+back at 0.9 of the new rate. DIR/autorate.json and DIR/autorate.png (rate,
+RTT and goodput over time). Needs what run.py needs, and tc.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import run as bed_run  # noqa: E402  (the bed, probes and flows of the other scenarios)
+
+
+def tc_modem(bed, where, op, rate_bps, buffer_bytes):
+    """add/change the tbf modem: 'srv' on the server's eth0, 'wan' on the WAN veth."""
+    burst = max(16000, int(rate_bps / 8 / 250))  # 4 ms of line rate
+    argv = ["tc", "qdisc", op, "dev", "eth0" if where == "srv" else bed.pfx + "wan0", "root", "tbf",
+            "rate", "%dkbit" % (rate_bps // 1000), "burst", str(burst), "limit", str(buffer_bytes)]
+    if where == "srv":
+        argv = ["ip", "netns", "exec", bed.srv] + argv
+    subprocess.run(argv, check=True)
+
+
+class RatePoller(threading.Thread):
+    """The daemon's bandwidth per direction and WAN-side RTT, every step seconds."""
+
+    def __init__(self, bed, t0, step=0.2):
+        super().__init__(daemon=True)
+        self.bed, self.t0, self.step = bed, t0, step
+        self.samples, self.stop_ev = [], threading.Event()
+
+    def run(self):
+        while not self.stop_ev.wait(self.step):
+            st = self.bed.ctl("stats")
+            if not st:
+                continue
+            d = st.get("directions", {})
+            iv = d.get("downstream", {}).get("rtt", {}).get("interval", {})
+            self.samples.append((time.time() - self.t0,
+                                 d.get("downstream", {}).get("bandwidth", 0) * 8 / 1e6,
+                                 d.get("upstream", {}).get("bandwidth", 0) * 8 / 1e6,
+                                 iv.get("median_us", 0) / 1e3))
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(timeout=5)
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else None
+
+
+def run_mode(args, mode, bed, tmp):
+    nominal = {"downstream": args.down_bps, "upstream": args.up_bps}
+    cfg = {}
+    for d in ("upstream", "downstream"):
+        c = bed_run.direction_cfg("cake", nominal[d], d, "rrul", args.rtt_s, 1000)
+        if mode == "auto":
+            c["bandwidth"] = {"min": "%dkbit" % (nominal[d] // 10000), "max": "%dkbit" % (nominal[d] // 1000)}
+        else:
+            c["bandwidth"] = "%dkbit" % round(nominal[d] * 0.95 / 1000)
+        cfg[d] = c
+    bed.up()
+    tc_modem(bed, "srv", "add", args.down_bps, args.buffer)
+    tc_modem(bed, "wan", "add", args.up_bps, args.buffer)
+    bed.start_daemon(cfg)
+    total = args.idle + 3 * args.phase + 1
+    probes = bed_run.Probes(bed, tmp, 0.02, total)
+    probes.start()
+    t0 = time.time()
+    poller = RatePoller(bed, t0)
+    poller.start()
+    time.sleep(args.idle)
+    load_t = time.time() - t0
+    flows = []
+    for i, tos in enumerate(("BE", "CS1", "CS5", "EF")):
+        flows.append(bed_run.Flow("up%d_%s" % (i + 1, tos), "up", "cubic", tos))
+        flows.append(bed_run.Flow("down%d_%s" % (i + 1, tos), "down", "cubic", tos))
+    for i, f in enumerate(flows):
+        f.start(bed, 5201 + i, 3 * args.phase, t0, args.rtt_s, tmp)
+    # The modem halves after one phase and recovers after two.
+    changes = [(load_t + args.phase, 0.5), (load_t + 2 * args.phase, 1.0)]
+    for at, share in changes:
+        time.sleep(max(0.0, at - (time.time() - t0)))
+        tc_modem(bed, "srv", "change", int(args.down_bps * share), args.buffer)
+        tc_modem(bed, "wan", "change", int(args.up_bps * share), args.buffer)
+    for f in flows:
+        f.wait(3 * args.phase + 30)
+    lat = probes.wait(t0)
+    poller.stop()
+    bed.stop_daemon()
+    return dict(cfg=cfg, flows=flows, lat=lat, load_t=load_t, rates=poller.samples)
+
+
+def analyse(args, raw):
+    L, P = raw["load_t"], args.phase
+    icmp = raw["lat"]["icmp"]
+    idle = median([r for t, r in icmp if t < L and r is not None]) or 0.0
+    induced = [(t, r - idle) for t, r in icmp if r is not None]
+    sums = {d: [] for d in ("up", "down")}
+    for f in raw["flows"]:
+        sums[f.direction] += f.sums
+    modem = {"down": args.down_bps / 1e6, "up": args.up_bps / 1e6}
+    phases = {"steady": (L + 3, L + P, 1.0), "low": (L + P + P / 3, L + 2 * P, 0.5),
+              "recovered": (L + 2 * P + P / 2, L + 3 * P, 1.0)}
+    out = {"idle_rtt_ms": idle, "phases": {}}
+    for name, (a, b, share) in phases.items():
+        ph = {"induced_median_ms": median([r for t, r in induced if a <= t < b])}
+        for d in ("down", "up"):
+            ph["goodput_%s_of_modem" % d] = bed_run.mbit_in(sums[d], a, b) / (modem[d] * share)
+        out["phases"][name] = ph
+    # Back under 10 ms: the first 1-s window after the drop whose median is.
+    drop, rec = L + P, L + 2 * P
+    out["latency_back_under_10ms_s"] = None
+    t = drop
+    while t < rec:
+        m = median([r for s, r in induced if t <= s < t + 1])
+        if m is not None and m < 10:
+            out["latency_back_under_10ms_s"] = round(t + 1 - drop, 1)
+            break
+        t += 0.2
+    out["goodput_back_to_0.9_s"] = None
+    t = rec
+    while t < L + 3 * P - 1:
+        if bed_run.mbit_in(sums["down"], t, t + 1) >= 0.9 * modem["down"]:
+            out["goodput_back_to_0.9_s"] = round(t + 1 - rec, 1)
+            break
+        t += 0.2
+    return out
+
+
+def plot(args, results, raws, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("no matplotlib: no plot")
+        return
+    fig, ax = plt.subplots(3, 1, figsize=(11, 10), sharex=True)
+    for mode, raw in raws.items():
+        L, P = raw["load_t"], args.phase
+        ts = [s[0] - L for s in raw["rates"]]
+        ax[0].plot(ts, [s[1] for s in raw["rates"]], label="%s: shaper down" % mode)
+        ax[0].plot(ts, [s[2] for s in raw["rates"]], label="%s: shaper up" % mode)
+        pts = [(t - L, r) for t, r in raw["lat"]["icmp"] if r is not None]
+        ax[1].plot([p[0] for p in pts], [p[1] for p in pts], ".", markersize=2, label="%s: ping" % mode)
+        sums = []
+        for f in raw["flows"]:
+            if f.direction == "down":
+                sums += f.sums
+        g = bed_run.binned(sums, L, L + 3 * P, 0.5)
+        ax[2].plot([x[0] - L for x in g], [x[1] for x in g], label="%s: download goodput" % mode)
+    modem_t = [0, args.phase, args.phase, 2 * args.phase, 2 * args.phase, 3 * args.phase]
+    for d, bps in (("down", args.down_bps), ("up", args.up_bps)):
+        m = bps / 1e6
+        ax[0].plot(modem_t, [m, m, m / 2, m / 2, m, m], "k--", linewidth=1, label="modem %s" % d)
+    ax[0].set_ylabel("rate, Mbit/s")
+    ax[1].set_ylabel("ping RTT, ms")
+    ax[1].set_yscale("log")
+    ax[2].set_ylabel("Mbit/s")
+    ax[2].set_xlabel("s from the start of the load")
+    for a in ax:
+        a.legend(fontsize=7)
+        a.grid(alpha=0.3)
+    fig.suptitle("autorate vs fixed 95 %%: modem %g/%g Mbit/s, %s buffer" % (
+        args.down_bps / 1e6, args.up_bps / 1e6, args.buffer))
+    fig.savefig(path, dpi=90)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shaperd", default=None)
+    ap.add_argument("--down", type=bed_run.parse_rate, default=bed_run.parse_rate("100mbit"))
+    ap.add_argument("--up", type=bed_run.parse_rate, default=bed_run.parse_rate("20mbit"))
+    ap.add_argument("--rtt", type=bed_run.parse_time, default=bed_run.parse_time("40ms"))
+    ap.add_argument("--buffer", type=int, default=1 << 20, help="modem buffer, bytes")
+    ap.add_argument("--phase", type=float, default=20.0, help="seconds per modem phase")
+    ap.add_argument("--idle", type=float, default=5.0)
+    ap.add_argument("--modes", default="fixed95,auto")
+    ap.add_argument("--prefix", default="ar")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("autorate.py: needs root (network namespaces)", file=sys.stderr)
+        return 77
+    for tool in ("iperf3", "fping", "irtt", "ethtool", "ip", "ss", "tc"):
+        if not shutil.which(tool):
+            print("autorate.py: %s is missing (tools/install-deps.sh)" % tool, file=sys.stderr)
+            return 77
+    args.down_bps, args.up_bps, args.rtt_s = args.down, args.up, args.rtt
+    shaperd = args.shaperd
+    for c in ("build-bed/src/shaperd", "build/src/shaperd"):
+        if not shaperd and os.access(os.path.join(bed_run.ROOT, c), os.X_OK):
+            shaperd = os.path.join(bed_run.ROOT, c)
+    if not shaperd:
+        raise SystemExit("autorate.py: no shaperd (build it, or give --shaperd)")
+    out = args.out or os.path.join(bed_run.ROOT, "build-bed", "results")
+    os.makedirs(out, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="shaper_autorate_")
+    results, raws = {}, {}
+    for mode in args.modes.split(","):
+        bed = bed_run.Bed(args.prefix, shaperd, tmp, mode)
+        bed.wan_opts = ",qdisc_bypass=0"  # the upstream modem's tbf must see the frames
+        bed.rt_priority, bed.probe_rt = 50, 10
+        cpus = sorted(os.sched_getaffinity(0) - {1})
+        bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
+        try:
+            raws[mode] = run_mode(args, mode, bed, tmp)
+        finally:
+            bed.down()
+        results[mode] = analyse(args, raws[mode])
+        results[mode]["config"] = raws[mode]["cfg"]
+        print(mode, json.dumps(results[mode], indent=1))
+    print("%-8s %-10s %8s %8s %10s" % ("mode", "phase", "down", "up", "induced"))
+    for mode, r in results.items():
+        for name, ph in r["phases"].items():
+            print("%-8s %-10s %8.2f %8.2f %8.1fms" % (mode, name, ph["goodput_down_of_modem"],
+                                                    ph["goodput_up_of_modem"], ph["induced_median_ms"] or -1))
+        print("%-8s latency under 10 ms %s s after the drop; goodput at 0.9 %s s after the recovery" % (
+            mode, r["latency_back_under_10ms_s"], r["goodput_back_to_0.9_s"]))
+    with open(os.path.join(out, "autorate.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    plot(args, results, raws, os.path.join(out, "autorate.png"))
+    print("wrote %s/autorate.json and autorate.png" % out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
