@@ -272,6 +272,20 @@ uint64_t sched_next_time(const struct sched *s, uint64_t now);
 int sched_update(struct sched *s, const struct sched_params *p, char *err, size_t errlen);
 
 /*
+ * Shape at rate bytes/s from now on instead of the configured rate, for a
+ * shard that owns part of a link (shaper/share.h): cheap (no validation,
+ * no scan of the queues), nothing queued is dropped or reordered, and a
+ * packet already being "sent" keeps the part of its transmission time that
+ * has elapsed. Buffer limits stay those of the configured rate. The next
+ * sched_update returns to the configured rate. -EINVAL if the scheduler is
+ * unshaped (params rate 0) or rate is 0.
+ */
+int sched_set_rate(struct sched *s, uint64_t rate, uint64_t now);
+
+/* Bytes handed to sched_enqueue so far (the shard's arrivals). */
+uint64_t sched_enqueued_bytes(const struct sched *s);
+
+/*
  * Make an empty scheduler what sched_create(p) would return (same
  * discipline; counters, flow tables and AQM state cleared), without
  * allocating where the discipline allows it: CAKE's state is a megabyte.

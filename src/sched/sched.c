@@ -226,6 +226,21 @@ sched_update(struct sched *s, const struct sched_params *p, char *err, size_t er
 	return rc;
 }
 
+int
+sched_set_rate(struct sched *s, uint64_t rate, uint64_t now)
+{
+	if (s->params.rate == 0 || rate == 0)
+		return -EINVAL;
+	s->ops->set_rate(s->impl, rate, now);
+	return 0;
+}
+
+uint64_t
+sched_enqueued_bytes(const struct sched *s)
+{
+	return s->enqueued_bytes;
+}
+
 void
 sched_flush(struct sched *s, struct sh_pkt_list *out)
 {
