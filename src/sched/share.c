@@ -18,7 +18,7 @@
 /* A shard that keeps up gets its arrival rate plus 1/SHARE_SPARE_DIV. */
 #define SHARE_SPARE_DIV 32u
 /* The arrival average moves by 1/SHARE_AVG_DIV of the difference a tick. */
-#define SHARE_AVG_DIV 4
+#define SHARE_AVG_DIV   4
 
 int
 share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, uint32_t mtu,
@@ -160,7 +160,8 @@ share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t no
 	int64_t inst;
 
 	inst = dt != 0 ? (int64_t)((double)arrived * 1e9 / (double)dt) : 0;
-	sh->arrivals = (uint64_t)((int64_t)sh->arrivals + (inst - (int64_t)sh->arrivals) / SHARE_AVG_DIV);
+	sh->arrivals = (uint64_t)((int64_t)sh->arrivals +
+				  (inst - (int64_t)sh->arrivals) / SHARE_AVG_DIV);
 	sh->last_enq = enq;
 	sh->last_tick = now;
 	sh->ticks++;

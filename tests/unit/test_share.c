@@ -1,0 +1,207 @@
+/*
+ * The rate split (shaper/share.h) by hand-worked examples, the host
+ * counter, and the pool under concurrent shards: threads tick their own
+ * shards against one group as fast as they can, and the rates never sum
+ * above the link.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shaper/share.h"
+
+#define LINK 100000000ull /* bytes/s */
+
+static void
+publish(struct share_group *g, uint32_t i, uint32_t weight, uint64_t need)
+{
+	atomic_store(&g->slot[i].weight, weight);
+	atomic_store(&g->slot[i].need, need);
+}
+
+static void
+test_split(void **state)
+{
+	struct share_group g;
+	uint64_t out[SHARE_MAX_SHARDS], spare;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, 4, 1514, err, sizeof(err)), 0);
+	spare = LINK - 4 * g.floor;
+
+	/* Two backlogged shards, weights 1 and 3; two idle ones keep the floor. */
+	publish(&g, 0, 1, SHARE_NEED_ALL);
+	publish(&g, 1, 3, SHARE_NEED_ALL);
+	share_split(&g, out);
+	assert_int_equal(out[0], g.floor + spare / 4);
+	assert_int_equal(out[1], g.floor + spare * 3 / 4);
+	assert_int_equal(out[2], g.floor);
+	assert_int_equal(out[3], g.floor);
+
+	/* One shard needs little: it gets that, the busy one the rest. */
+	publish(&g, 1, 3, g.floor + 1000000);
+	share_split(&g, out);
+	assert_int_equal(out[1], g.floor + 1000000);
+	assert_int_equal(out[0], g.floor + spare - 1000000);
+
+	/* Nobody backlogged: needs met, the spare by weight (1 : 3). */
+	publish(&g, 0, 1, g.floor + 1000000);
+	share_split(&g, out);
+	assert_true(out[0] + out[1] + out[2] + out[3] <= LINK);
+	assert_true(out[0] >= g.floor + 1000000);
+	assert_true(out[1] >= g.floor + 1000000);
+	assert_true(out[1] - g.floor - 1000000 > 2 * (out[0] - g.floor - 1000000));
+
+	/* Bad groups are refused with a reason. */
+	assert_int_equal(share_group_init(&g, LINK, 0, 1514, err, sizeof(err)), -EINVAL);
+	assert_int_equal(share_group_init(&g, LINK, SHARE_MAX_SHARDS + 1, 1514, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(share_group_init(&g, 1000, 64, 1514, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "too low"));
+}
+
+/* Stand-in for the classifier's address hash (murmur3's finaliser). */
+static uint32_t
+host_hash(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static void
+test_hosts(void **state)
+{
+	static struct share_hosts h;
+	uint32_t i, n;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(share_hosts_count(&h, 0), 0);
+	for (i = 0; i < 100; i++)
+		share_hosts_note(&h, host_hash(i));
+	n = share_hosts_count(&h, 1000);
+	assert_true(n >= 97 && n <= 103);
+	/* One window later they still count; two windows later they are gone. */
+	assert_true(share_hosts_count(&h, SHARE_HOST_WINDOW_NS + 1000) >= 97);
+	assert_int_equal(share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS), 0);
+	for (i = 0; i < 3000; i++)
+		share_hosts_note(&h, host_hash(i + 1000));
+	n = share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS + 1);
+	assert_true(n >= 2850 && n <= 3150); /* linear counting stays within 5 % here */
+}
+
+/* ---------------------------------------------------------- concurrency */
+
+#define THREADS 4
+#define TICKS   200000
+
+struct worker {
+	struct share_group *g;
+	struct share_shard sh;
+	struct sched *s;
+	struct sh_pkt pkts[4];
+	uint8_t frame[64];
+	uint32_t id;
+	uint64_t max_rate, min_rate;
+};
+
+static void *
+worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct sh_pkt_list dropped;
+	uint64_t now = 0, i;
+
+	sh_pkt_list_init(&dropped);
+	w->min_rate = UINT64_MAX;
+	for (i = 0; i < TICKS; i++) {
+		/* Busy (four packets held) and idle in turns of a length per shard. */
+		bool busy = (i / (50 + 17 * w->id)) % 2 == 0;
+
+		now += SHARE_TICK_NS;
+		if (busy && sched_backlog_pkts(w->s) == 0) {
+			uint32_t k;
+
+			for (k = 0; k < 4; k++) {
+				w->pkts[k].data = w->frame;
+				w->pkts[k].len = 1514;
+				w->pkts[k].hdr_len = sizeof(w->frame);
+				w->pkts[k].mem = 2048;
+				sched_enqueue(w->s, &w->pkts[k], now, &dropped);
+			}
+		} else if (!busy) {
+			sched_flush(w->s, &dropped);
+			sh_pkt_list_init(&dropped);
+		}
+		share_tick(&w->sh, w->s, busy ? 1 + w->id : 0, now);
+		if (w->sh.rate > w->max_rate)
+			w->max_rate = w->sh.rate;
+		if (w->sh.rate < w->min_rate)
+			w->min_rate = w->sh.rate;
+	}
+	return NULL;
+}
+
+static void
+test_concurrent(void **state)
+{
+	static struct share_group g;
+	static struct worker w[THREADS];
+	pthread_t t[THREADS];
+	struct sched_params p;
+	uint64_t sum = 0;
+	char err[128];
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, THREADS, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FIFO);
+	p.rate = LINK;
+	for (i = 0; i < THREADS; i++) {
+		w[i].g = &g;
+		w[i].id = i;
+		w[i].s = sched_create(&p, err, sizeof(err));
+		assert_non_null(w[i].s);
+		share_shard_init(&w[i].sh, &g, i, w[i].s, 0);
+	}
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	for (i = 0; i < THREADS; i++) {
+		struct sh_pkt_list out;
+
+		sum += w[i].sh.rate;
+		assert_true(w[i].min_rate >= g.floor);
+		assert_true(w[i].max_rate <= LINK);
+		assert_int_equal(w[i].sh.ticks, TICKS);
+		sh_pkt_list_init(&out);
+		sched_flush(w[i].s, &out);
+		sched_free(w[i].s);
+	}
+	/* Nothing created or lost: rates and pool add up to the link exactly. */
+	assert_int_equal(sum + (uint64_t)atomic_load(&g.pool), LINK);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_concurrent),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
