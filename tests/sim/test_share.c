@@ -40,7 +40,8 @@ enum load {
 	LOAD_EVEN,
 	LOAD_SKEWED,
 	LOAD_ONOFF,
-	LOAD_LIGHT, /* shard 1: one host sending 0.5 % of the link (below its share); shard 0: the rest, bulk */
+	/* Shard 1: one host sending 0.5 % of the link (below its share); shard 0: the rest. */
+	LOAD_LIGHT,
 };
 
 static const char *const load_names[] = { "even", "skewed", "on/off", "light" };
@@ -71,7 +72,7 @@ struct run {
 	uint32_t host_shard[HOSTS], host_src[HOSTS];
 	struct dep *dep;
 	size_t ndep, cap;
-	uint64_t rate_sum; /* the shards' rates, kept up to date tick by tick */
+	uint64_t rate_sum;                   /* the shards' rates, kept up to date tick by tick */
 	double rate_ticks[SHARE_MAX_SHARDS]; /* sum over ticks of each shard's rate */
 	uint64_t ticks;
 };
@@ -275,12 +276,14 @@ check_run(uint32_t n, enum load load, uint64_t dur)
 		double mean = 0;
 
 		for (h = 0; h < HOSTS; h++)
-			mean += (double)r->shard[r->host_shard[h]].sim->srcs[r->host_src[h]].meas_bytes;
+			mean += (double)r->shard[r->host_shard[h]]
+						.sim->srcs[r->host_src[h]]
+						.meas_bytes;
 		mean /= HOSTS;
 		for (h = 0; h < HOSTS; h++) {
 			double b = (double)r->shard[r->host_shard[h]]
-					   .sim->srcs[r->host_src[h]]
-					   .meas_bytes;
+						   .sim->srcs[r->host_src[h]]
+						   .meas_bytes;
 
 			if (fabs(b / mean - 1) > worst)
 				worst = fabs(b / mean - 1);
@@ -463,10 +466,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_even),
-		cmocka_unit_test(test_skewed),
-		cmocka_unit_test(test_onoff),
-		cmocka_unit_test(test_convergence),
+		cmocka_unit_test(test_even),  cmocka_unit_test(test_skewed),
+		cmocka_unit_test(test_onoff), cmocka_unit_test(test_convergence),
 		cmocka_unit_test(test_light),
 	};
 
