@@ -305,6 +305,18 @@ void sched_reset_stats(struct sched *s);
 const struct sched_params *sched_get_params(const struct sched *s);
 
 /*
+ * Fold shard `from`'s statistics into `into`, for a direction shaped by
+ * several shards with the same params: into starts as the first shard's
+ * copy and takes the others in turn. Counters, backlogs, flow counts and histograms add up; tin
+ * threshold rates add up to the link (each shard reports its share);
+ * peaks and maximum sizes take the maximum, minimums the minimum, average
+ * and base delays are weighted by the packets each shard sent. Memory
+ * figures add up (the peak is then an upper bound of the joint peak);
+ * capacity_estimate, the configured link, stays as it is.
+ */
+void sched_stats_merge(struct sched_stats *into, const struct sched_stats *from);
+
+/*
  * The most packets a scheduler with params p can hold at once when each
  * packet pins truesize bytes of buffer (one mbuf): what the mbuf pool must
  * hold for it. SCHED_UNBOUNDED if nothing limits it (p must be valid).

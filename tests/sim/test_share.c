@@ -246,6 +246,43 @@ max_window_bytes(struct run *r, uint64_t len)
 	return best;
 }
 
+/* The direction as a whole: the shards' statistics merged add up. */
+static void
+check_merged(const struct run *r)
+{
+	struct sched_stats all, one;
+	uint64_t enq = 0, deq = 0, drops = 0, merged_drops = 0, rate = 0, peak = 0;
+	uint32_t k, i;
+
+	for (k = 0; k < r->n; k++) {
+		const struct sim *sim = r->shard[k].sim;
+
+		sched_get_stats(sim->s, &one);
+		if (k == 0)
+			all = one;
+		else
+			sched_stats_merge(&all, &one);
+		enq += sim->enq;
+		deq += sim->deq;
+		for (i = 0; i < SHAPER_DROP_MAX; i++)
+			drops += sim->drops[i];
+		rate += r->shard[k].sh.rate;
+		if (one.tins[0].peak_delay_us > peak)
+			peak = one.tins[0].peak_delay_us;
+	}
+	assert_int_equal(all.enqueued_pkts, enq);
+	assert_int_equal(all.dequeued_pkts, deq);
+	for (i = 0; i < SHAPER_DROP_MAX; i++)
+		merged_drops += all.dropped[i];
+	assert_int_equal(merged_drops, drops);
+	assert_int_equal(all.enqueued_pkts, all.dequeued_pkts + merged_drops + all.backlog_pkts);
+	assert_int_equal(all.tin_count, 1);
+	assert_int_equal(all.tins[0].threshold_rate, rate); /* the shards' shares: the link */
+	assert_true(rate <= LINK);
+	assert_int_equal(all.tins[0].peak_delay_us, peak);
+	assert_int_equal(all.capacity_estimate, LINK);
+}
+
 static void
 check_run(uint32_t n, enum load load, uint64_t dur)
 {
@@ -269,6 +306,7 @@ check_run(uint32_t n, enum load load, uint64_t dur)
 			assert_int_equal(sim->srcs[h].reorders, 0); /* rate changes keep order */
 		}
 	}
+	check_merged(r);
 	err = ((double)total - expect) / expect;
 	win = max_window_bytes(r, MS(100));
 	bound = LINK / 10 + (uint64_t)n * FRAME;
