@@ -104,6 +104,30 @@ uint64_t share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, ui
 void share_split(const struct share_group *g, uint64_t *out);
 
 /* ------------------------------------------------------------------------ */
+/* Which shard a packet belongs to (software steering)                      */
+
+enum share_by {
+	SHARE_BY_HOST = 0, /* every flow of a LAN host, both ways, on one shard */
+	SHARE_BY_FLOW = 1, /* a host can use more than one shard; fairness per shard */
+};
+
+/*
+ * The shard (0..n-1) of a packet the classifier has seen: by its LAN-side
+ * host (the source going up, the destination coming down, so both
+ * directions of a host agree) or by its flow (the hash is direction-
+ * symmetric). Non-IP frames (hash 0) go to shard 0. Multiply-shift: no
+ * division, no bias. Both directions agree only if their hashes come from
+ * the same classify_key (shaperd seeds one key per direction today).
+ */
+static inline uint32_t
+share_shard_of(const struct sh_pkt *p, bool upstream, enum share_by by, uint32_t n)
+{
+	uint32_t h = by == SHARE_BY_FLOW ? p->flow_hash : upstream ? p->src_hash : p->dst_hash;
+
+	return (uint32_t)(((uint64_t)h * n) >> 32);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Active hosts (or flows) of a shard, for the weight                        */
 
 /*

@@ -101,6 +101,45 @@ test_hosts(void **state)
 	assert_true(n >= 2850 && n <= 3150); /* linear counting stays within 5 % here */
 }
 
+static void
+test_steering(void **state)
+{
+	uint32_t count[4] = { 0 }, i, n = 4;
+
+	(void)state;
+	for (i = 0; i < 40000; i++) {
+		struct sh_pkt up, down, other;
+
+		memset(&up, 0, sizeof(up));
+		memset(&down, 0, sizeof(down));
+		memset(&other, 0, sizeof(other));
+		/* The same LAN host to another WAN host: the same shard. */
+		other.src_hash = host_hash(i);
+		other.dst_hash = host_hash(i + 7);
+		/* LAN host i talks to WAN host i + 1: up from it, down to it. */
+		up.src_hash = down.dst_hash = host_hash(i);
+		up.dst_hash = down.src_hash = host_hash(i + 1);
+		up.flow_hash = down.flow_hash = host_hash(i ^ 0x55555555u);
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_HOST, n),
+				 share_shard_of(&down, false, SHARE_BY_HOST, n));
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_FLOW, n),
+				 share_shard_of(&down, false, SHARE_BY_FLOW, n));
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_HOST, n),
+				 share_shard_of(&other, true, SHARE_BY_HOST, n));
+		assert_true(share_shard_of(&up, true, SHARE_BY_HOST, n) < n);
+		count[share_shard_of(&up, true, SHARE_BY_HOST, n)]++;
+	}
+	for (i = 0; i < n; i++)
+		assert_true(count[i] > 9500 && count[i] < 10500);
+	{
+		struct sh_pkt arp;
+
+		memset(&arp, 0, sizeof(arp));
+		assert_int_equal(share_shard_of(&arp, true, SHARE_BY_HOST, n), 0);
+		assert_int_equal(share_shard_of(&arp, false, SHARE_BY_HOST, 1), 0);
+	}
+}
+
 /* ---------------------------------------------------------- concurrency */
 
 #define THREADS 4
@@ -200,6 +239,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split),
 		cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_steering),
 		cmocka_unit_test(test_concurrent),
 	};
 
