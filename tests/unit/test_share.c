@@ -140,6 +140,49 @@ test_steering(void **state)
 	}
 }
 
+/* config.set changes the link: a cut is complete once every shard has ticked. */
+static void
+test_set_rate(void **state)
+{
+	static struct share_group g;
+	struct share_shard sh[3];
+	struct sched *s[3];
+	struct sched_params p;
+	uint64_t now = 0, sum;
+	char err[128];
+	uint32_t i, round;
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, 3, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FQ_CODEL);
+	p.rate = LINK;
+	for (i = 0; i < 3; i++) {
+		s[i] = sched_create(&p, err, sizeof(err));
+		assert_non_null(s[i]);
+		share_shard_init(&sh[i], &g, i, s[i], now);
+	}
+	for (round = 0; round < 4; round++) {
+		uint64_t link = round % 2 == 0 ? LINK / 4 : LINK * 2;
+
+		share_group_set_rate(&g, link);
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 3; i++)
+			share_tick(&sh[i], s[i], i == 0 ? 5 : 0, now); /* shard 0 has hosts */
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 3; i++)
+			share_tick(&sh[i], s[i], i == 0 ? 5 : 0, now);
+		sum = sh[0].rate + sh[1].rate + sh[2].rate;
+		assert_int_equal(sum + (uint64_t)atomic_load(&g.pool), link);
+		assert_true(sum <= link);
+		/* The idle shards are at the floor, the one with hosts has the rest. */
+		assert_int_equal(sh[1].rate, g.floor);
+		assert_int_equal(sh[2].rate, g.floor);
+		assert_true(sh[0].rate >= link - 3 * g.floor - 1);
+	}
+	for (i = 0; i < 3; i++)
+		sched_free(s[i]);
+}
+
 /* ---------------------------------------------------------- concurrency */
 
 #define THREADS 4
@@ -237,9 +280,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_split),
-		cmocka_unit_test(test_hosts),
-		cmocka_unit_test(test_steering),
+		cmocka_unit_test(test_split),      cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_steering),   cmocka_unit_test(test_set_rate),
 		cmocka_unit_test(test_concurrent),
 	};
 
