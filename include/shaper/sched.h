@@ -272,6 +272,20 @@ uint64_t sched_next_time(const struct sched *s, uint64_t now);
 int sched_update(struct sched *s, const struct sched_params *p, char *err, size_t errlen);
 
 /*
+ * Shape at rate bytes/s from now on instead of the configured rate, for a
+ * shard that owns part of a link (shaper/share.h): cheap (no validation,
+ * no scan of the queues), nothing queued is dropped or reordered, and a
+ * packet already being "sent" keeps the part of its transmission time that
+ * has elapsed. Buffer limits stay those of the configured rate. The next
+ * sched_update returns to the configured rate. -EINVAL if the scheduler is
+ * unshaped (params rate 0) or rate is 0.
+ */
+int sched_set_rate(struct sched *s, uint64_t rate, uint64_t now);
+
+/* Bytes handed to sched_enqueue so far (the shard's arrivals). */
+uint64_t sched_enqueued_bytes(const struct sched *s);
+
+/*
  * Make an empty scheduler what sched_create(p) would return (same
  * discipline; counters, flow tables and AQM state cleared), without
  * allocating where the discipline allows it: CAKE's state is a megabyte.
@@ -289,6 +303,18 @@ void sched_get_stats(const struct sched *s, struct sched_stats *st);
 void sched_reset_stats(struct sched *s);
 
 const struct sched_params *sched_get_params(const struct sched *s);
+
+/*
+ * Fold shard `from`'s statistics into `into`, for a direction shaped by
+ * several shards with the same params: into starts as the first shard's
+ * copy and takes the others in turn. Counters, backlogs, flow counts and histograms add up; tin
+ * threshold rates add up to the link (each shard reports its share);
+ * peaks and maximum sizes take the maximum, minimums the minimum, average
+ * and base delays are weighted by the packets each shard sent. Memory
+ * figures add up (the peak is then an upper bound of the joint peak);
+ * capacity_estimate, the configured link, stays as it is.
+ */
+void sched_stats_merge(struct sched_stats *into, const struct sched_stats *from);
 
 /*
  * The most packets a scheduler with params p can hold at once when each

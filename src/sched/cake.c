@@ -707,9 +707,8 @@ cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_
 
 /* diffserv8 and precedence: thresholds and quanta shrink by 7/8 per tin. */
 static void
-cake_config_geometric(struct cake *c)
+cake_config_geometric(struct cake *c, uint64_t rate)
 {
-	uint64_t rate = c->p.rate;
 	uint32_t quantum = 256;
 	char name[SCHED_NAME_LEN];
 	uint32_t i;
@@ -726,10 +725,10 @@ cake_config_geometric(struct cake *c)
 	c->tin_cnt = CAKE_MAX_TINS;
 }
 
+/* The tins for the diffserv mode, their thresholds fractions of rate r. */
 static void
-cake_config_tins(struct cake *c)
+cake_config_tins(struct cake *c, uint64_t r)
 {
-	uint64_t r = c->p.rate;
 	uint32_t i;
 
 	switch (c->p.diffserv) {
@@ -742,12 +741,12 @@ cake_config_tins(struct cake *c)
 	case SCHED_PRECEDENCE:
 		for (i = 0; i < 64; i++)
 			c->tin_index[i] = (uint8_t)(i >> 3);
-		cake_config_geometric(c);
+		cake_config_geometric(c, r);
 		break;
 	case SCHED_DIFFSERV8:
 		cake_fill_map(c, 2, cake_diffserv8_map,
 			      sizeof(cake_diffserv8_map) / sizeof(cake_diffserv8_map[0]));
-		cake_config_geometric(c);
+		cake_config_geometric(c, r);
 		break;
 	case SCHED_DIFFSERV4:
 		cake_fill_map(c, 0, cake_diffserv4_map,
@@ -953,7 +952,7 @@ cake_init(struct cake *c, const struct sched_params *p)
 		c->quantum_div[i] = (uint16_t)(65535 / i);
 	for (i = 0; i < CAKE_MAX_TINS; i++)
 		cake_tin_reset(&c->tins[i]);
-	cake_config_tins(c);
+	cake_config_tins(c, c->p.rate);
 	c->tin_scan = c->tin_cnt;
 	cake_config_limit(c);
 	cake_reset_size_stats(c);
@@ -1450,7 +1449,7 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 	if (p->overhead_mode != c->p.overhead_mode || p->overhead != c->p.overhead)
 		cake_reset_size_stats(c);
 	cake_set_params(c, p);
-	cake_config_tins(c);
+	cake_config_tins(c, c->p.rate);
 	cake_config_limit(c);
 	if (iso_changed) {
 		/*
@@ -1472,6 +1471,26 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 	cake_update_scan(c);
 	c->resync = true;
 	return 0;
+}
+
+/*
+ * The shard's share of the link changed: every clock keeps the part of its
+ * wait not yet elapsed, rescaled to the new rate (tin thresholds move with
+ * the rate, so one factor fits them all). The buffer limit stays that of
+ * the configured rate.
+ */
+static void
+cake_set_rate(void *impl, uint64_t rate, uint64_t now)
+{
+	struct cake *c = impl;
+	uint64_t old = c->rate.rate;
+	uint32_t i;
+
+	sched_rescale_clock(&c->time_next_packet, now, old, rate);
+	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
+	for (i = 0; i < CAKE_MAX_TINS; i++)
+		sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
+	cake_config_tins(c, rate);
 }
 
 static void
@@ -1661,6 +1680,7 @@ const struct sched_ops sched_cake_ops = {
 	.dequeue = cake_dequeue,
 	.next_time = cake_next_time,
 	.update = cake_update,
+	.set_rate = cake_set_rate,
 	.flush = cake_flush,
 	.get_stats = cake_get_stats,
 	.reset_stats = cake_reset_stats,

@@ -135,6 +135,14 @@ fifo_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 }
 
 static void
+fifo_set_rate(void *impl, uint64_t rate, uint64_t now)
+{
+	struct fifo *f = impl;
+
+	sched_pacer_set_rate(&f->pacer, &f->p, rate, now);
+}
+
+static void
 fifo_flush(void *impl, struct sh_pkt_list *out)
 {
 	struct fifo *f = impl;
@@ -215,6 +223,7 @@ const struct sched_ops sched_fifo_ops = {
 	.dequeue = fifo_dequeue,
 	.next_time = fifo_next_time,
 	.update = fifo_update,
+	.set_rate = fifo_set_rate,
 	.flush = fifo_flush,
 	.get_stats = fifo_get_stats,
 	.reset_stats = fifo_reset_stats,

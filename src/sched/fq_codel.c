@@ -581,6 +581,14 @@ fqc_next_time(const void *impl, uint64_t now)
 	return sched_pacer_next_time(&q->pacer, q->qlen, now);
 }
 
+static void
+fqc_set_rate(void *impl, uint64_t rate, uint64_t now)
+{
+	struct fq_codel *q = impl;
+
+	sched_pacer_set_rate(&q->pacer, &q->p, rate, now);
+}
+
 static int
 fqc_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 {
@@ -773,6 +781,7 @@ const struct sched_ops sched_fq_codel_ops = {
 	.dequeue = fqc_dequeue,
 	.next_time = fqc_next_time,
 	.update = fqc_update,
+	.set_rate = fqc_set_rate,
 	.flush = fqc_flush,
 	.get_stats = fqc_get_stats,
 	.reset_stats = fqc_reset_stats,

@@ -38,6 +38,21 @@ sched_rate_set(struct sched_rate *r, uint64_t rate)
 	r->rate_shft = shft;
 }
 
+/*
+ * A live rate change from old to new bytes/s (both shaped) at now: a clock
+ * still ahead of now was set for a packet charged at the old rate, so the
+ * part not yet elapsed is stretched or shrunk by old/new. Nothing is lost,
+ * nothing is paid twice, and a big rise after a tiny rate releases the
+ * next packet at once rather than after the tiny rate's wait.
+ */
+static inline void
+sched_rescale_clock(uint64_t *clock, uint64_t now, uint64_t old_rate, uint64_t new_rate)
+{
+	if (*clock <= now || old_rate == 0 || new_rate == 0)
+		return;
+	*clock = now + (uint64_t)((double)(*clock - now) * (double)old_rate / (double)new_rate);
+}
+
 /* Nanoseconds to send len bytes at r; 0 when unlimited. */
 static inline uint64_t
 sched_rate_ns(const struct sched_rate *r, uint32_t len)
@@ -90,6 +105,16 @@ static inline void
 sched_pacer_set(struct sched_pacer *pc, const struct sched_params *p)
 {
 	sched_rate_set(&pc->rate, p->rate);
+	pc->lag = sched_lag_limit(p, &pc->rate);
+}
+
+/* The shard's share of the link changed (see sched_set_rate). */
+static inline void
+sched_pacer_set_rate(struct sched_pacer *pc, const struct sched_params *p, uint64_t rate,
+		     uint64_t now)
+{
+	sched_rescale_clock(&pc->time_next, now, pc->rate.rate, rate);
+	sched_rate_set(&pc->rate, rate);
 	pc->lag = sched_lag_limit(p, &pc->rate);
 }
 

@@ -226,6 +226,96 @@ sched_update(struct sched *s, const struct sched_params *p, char *err, size_t er
 	return rc;
 }
 
+/* Weighted mean of two shards' figures by their packet counts. */
+static uint32_t
+merge_mean(uint32_t a, uint64_t na, uint32_t b, uint64_t nb)
+{
+	if (na + nb == 0)
+		return a > b ? a : b;
+	return (uint32_t)(((double)a * (double)na + (double)b * (double)nb) / (double)(na + nb) +
+			  0.5);
+}
+
+#define MERGE_MAX(x, y) ((x) = (x) > (y) ? (x) : (y))
+#define MERGE_MIN(x, y) ((x) = (x) < (y) ? (x) : (y))
+
+static void
+merge_tin(struct sched_tin_stats *a, const struct sched_tin_stats *b)
+{
+	unsigned int i;
+
+	a->avg_delay_us = merge_mean(a->avg_delay_us, a->sent_packets, b->avg_delay_us,
+				     b->sent_packets);
+	if (b->sent_packets != 0)
+		a->base_delay_us = a->sent_packets != 0
+						   ? merge_mean(a->base_delay_us, a->sent_packets,
+								b->base_delay_us, b->sent_packets)
+						   : b->base_delay_us;
+	a->threshold_rate += b->threshold_rate;
+	MERGE_MAX(a->peak_delay_us, b->peak_delay_us);
+	a->sent_packets += b->sent_packets;
+	a->sent_bytes += b->sent_bytes;
+	a->backlog_bytes += b->backlog_bytes;
+	a->way_indirect_hits += b->way_indirect_hits;
+	a->way_misses += b->way_misses;
+	a->way_collisions += b->way_collisions;
+	a->drops += b->drops;
+	a->ecn_mark += b->ecn_mark;
+	a->ack_drops += b->ack_drops;
+	a->sparse_flows += b->sparse_flows;
+	a->bulk_flows += b->bulk_flows;
+	a->unresponsive_flows += b->unresponsive_flows;
+	MERGE_MAX(a->max_pkt_len, b->max_pkt_len);
+	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++)
+		a->sojourn[i] += b->sojourn[i];
+}
+
+void
+sched_stats_merge(struct sched_stats *into, const struct sched_stats *from)
+{
+	unsigned int i;
+
+	into->avg_hdr_offset = merge_mean(into->avg_hdr_offset, into->dequeued_pkts,
+					  from->avg_hdr_offset, from->dequeued_pkts);
+	into->enqueued_pkts += from->enqueued_pkts;
+	into->enqueued_bytes += from->enqueued_bytes;
+	into->dequeued_pkts += from->dequeued_pkts;
+	into->dequeued_bytes += from->dequeued_bytes;
+	for (i = 0; i < SHAPER_DROP_MAX; i++)
+		into->dropped[i] += from->dropped[i];
+	into->backlog_pkts += from->backlog_pkts;
+	into->backlog_bytes += from->backlog_bytes;
+	into->overlimits += from->overlimits;
+	into->lag_skips += from->lag_skips;
+	into->lag_skipped_ns += from->lag_skipped_ns;
+	into->ecn_marked += from->ecn_marked;
+	into->memory_used += from->memory_used;
+	into->memory_limit += from->memory_limit;
+	MERGE_MIN(into->min_network_size, from->min_network_size);
+	MERGE_MAX(into->max_network_size, from->max_network_size);
+	MERGE_MIN(into->min_adj_size, from->min_adj_size);
+	MERGE_MAX(into->max_adj_size, from->max_adj_size);
+	for (i = 0; i < into->tin_count && i < from->tin_count; i++)
+		merge_tin(&into->tins[i], &from->tins[i]);
+	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++)
+		into->sojourn[i] += from->sojourn[i];
+}
+
+int
+sched_set_rate(struct sched *s, uint64_t rate, uint64_t now)
+{
+	if (s->params.rate == 0 || rate == 0)
+		return -EINVAL;
+	s->ops->set_rate(s->impl, rate, now);
+	return 0;
+}
+
+uint64_t
+sched_enqueued_bytes(const struct sched *s)
+{
+	return s->enqueued_bytes;
+}
+
 void
 sched_flush(struct sched *s, struct sh_pkt_list *out)
 {

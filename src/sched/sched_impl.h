@@ -26,6 +26,8 @@ struct sched_ops {
 	uint64_t (*next_time)(const void *impl, uint64_t now);
 	int (*update)(void *impl, const struct sched_params *p, char *err, size_t errlen);
 	void (*flush)(void *impl, struct sh_pkt_list *out);
+	/* As sched_set_rate: the shaping rate alone, rate != 0 and params shaped. */
+	void (*set_rate)(void *impl, uint64_t rate, uint64_t now);
 	/* Fill the discipline's fields of st (backlog, tins, memory...). */
 	void (*get_stats)(const void *impl, struct sched_stats *st);
 	void (*reset_stats)(void *impl);

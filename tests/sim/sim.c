@@ -297,6 +297,8 @@ sim_emit(struct sim *sim, uint32_t i)
 	sim->in_pkts++;
 	sim->in_bytes += len;
 	sim->in_mem += p->pkt.mem;
+	if (sim->on_emit != NULL)
+		sim->on_emit(sim, p, sim->ctx);
 	sh_pkt_list_init(&dropped);
 	sched_enqueue(sim->s, &p->pkt, sim->now, &dropped);
 	if (sim->in_mem > sim->max_in_mem) {

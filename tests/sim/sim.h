@@ -88,6 +88,8 @@ struct sim;
 typedef void (*sim_deliver_fn)(struct sim *sim, struct sim_pkt *p, void *ctx);
 /* Called for each dropped packet (after counting). */
 typedef void (*sim_drop_fn)(struct sim *sim, struct sim_pkt *p, void *ctx);
+/* Called for each new packet before it is enqueued. */
+typedef void (*sim_emit_fn)(struct sim *sim, struct sim_pkt *p, void *ctx);
 
 struct sim {
 	struct sched *s;
@@ -124,6 +126,7 @@ struct sim {
 
 	sim_deliver_fn on_deliver;
 	sim_drop_fn on_drop;
+	sim_emit_fn on_emit;
 	void *ctx;
 };
 

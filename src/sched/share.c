@@ -1,0 +1,226 @@
+/*
+ * The link rate split among shards (see shaper/share.h): published demand,
+ * a weighted max-min split every shard computes alike, and one atomic pool
+ * through which rate moves so the shards' rates never sum above the link.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sched/sched_impl.h"
+#include "shaper/share.h"
+
+/* A shard with more packets queued than this is held back by its rate. */
+#define SHARE_BUSY_PKTS 2u
+/* Idle shards' floors together take at most this fraction of the link. */
+#define SHARE_FLOOR_DIV 1024u
+/* A shard that keeps up gets its arrival rate plus 1/SHARE_SPARE_DIV. */
+#define SHARE_SPARE_DIV 32u
+/* The arrival average moves by 1/SHARE_AVG_DIV of the difference a tick. */
+#define SHARE_AVG_DIV   4
+
+int
+share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, uint32_t mtu,
+		 char *err, size_t errlen)
+{
+	uint64_t floor, part;
+	uint32_t i;
+
+	if (nshards == 0 || nshards > SHARE_MAX_SHARDS) {
+		SCHED_ERR(err, errlen, "%u shards: between 1 and %u", nshards, SHARE_MAX_SHARDS);
+		return -EINVAL;
+	}
+	floor = link_rate / ((uint64_t)SHARE_FLOOR_DIV * nshards);
+	if (floor < 64)
+		floor = 64; /* the scheduler's slowest rate */
+	if (link_rate == 0 || link_rate < 2 * floor * nshards) {
+		SCHED_ERR(err, errlen, "rate %llu bytes/s is too low to share among %u shards",
+			  (unsigned long long)link_rate, nshards);
+		return -EINVAL;
+	}
+	memset(g, 0, sizeof(*g));
+	g->floor = floor;
+	g->nshards = nshards;
+	g->mtu = mtu;
+	part = link_rate / nshards;
+	atomic_init(&g->link_rate, link_rate);
+	atomic_init(&g->pool, (int64_t)(link_rate - part * nshards));
+	for (i = 0; i < SHARE_MAX_SHARDS; i++) {
+		atomic_init(&g->slot[i].need, 0);
+		atomic_init(&g->slot[i].weight, 0);
+		atomic_init(&g->slot[i].rate, i < nshards ? part : 0);
+	}
+	return 0;
+}
+
+void
+share_group_set_rate(struct share_group *g, uint64_t link_rate)
+{
+	uint64_t old = atomic_exchange_explicit(&g->link_rate, link_rate, memory_order_acq_rel);
+
+	atomic_fetch_add_explicit(&g->pool, (int64_t)link_rate - (int64_t)old,
+				  memory_order_acq_rel);
+}
+
+void
+share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id, struct sched *s,
+		 uint64_t now)
+{
+	memset(sh, 0, sizeof(*sh));
+	sh->g = g;
+	sh->id = id;
+	sh->rate = atomic_load_explicit(&g->slot[id].rate, memory_order_relaxed);
+	sh->last_tick = now;
+	sh->last_enq = sched_enqueued_bytes(s);
+	sched_set_rate(s, sh->rate, now);
+}
+
+void
+share_split(const struct share_group *g, uint64_t *out)
+{
+	uint64_t link = atomic_load_explicit(&g->link_rate, memory_order_relaxed);
+	uint32_t n = g->nshards, i;
+	double cap[SHARE_MAX_SHARDS], w[SHARE_MAX_SHARDS], extra[SHARE_MAX_SHARDS];
+	bool open[SHARE_MAX_SHARDS];
+	double left, open_w = 0, all_w = 0;
+
+	left = link > (uint64_t)n * g->floor ? (double)(link - (uint64_t)n * g->floor) : 0;
+	for (i = 0; i < n; i++) {
+		uint64_t need = atomic_load_explicit(&g->slot[i].need, memory_order_relaxed);
+
+		w[i] = atomic_load_explicit(&g->slot[i].weight, memory_order_relaxed);
+		extra[i] = 0;
+		open[i] = w[i] > 0;
+		cap[i] = need == SHARE_NEED_ALL ? INFINITY
+			 : need > g->floor      ? (double)(need - g->floor)
+						: 0;
+		open_w += w[i];
+	}
+	all_w = open_w;
+	/*
+	 * Water-filling: the level (rate per unit of weight) rises until the
+	 * rate is gone; shards whose need lies below it keep their need.
+	 */
+	while (open_w > 0) {
+		double level = left / open_w;
+		bool froze = false;
+
+		for (i = 0; i < n; i++) {
+			if (open[i] && cap[i] <= level * w[i]) {
+				extra[i] = cap[i];
+				left -= cap[i];
+				open_w -= w[i];
+				open[i] = false;
+				froze = true;
+			}
+		}
+		if (!froze) {
+			for (i = 0; i < n; i++)
+				if (open[i])
+					extra[i] = level * w[i];
+			left = 0;
+			break;
+		}
+	}
+	/* Everyone active has what it needs: the rest by weight, as spare. */
+	if (left > 0 && all_w > 0)
+		for (i = 0; i < n; i++)
+			extra[i] += left * w[i] / all_w;
+	for (i = 0; i < n; i++)
+		out[i] = g->floor + (uint64_t)extra[i];
+}
+
+/* Take up to want from the pool; returns what was taken. */
+static uint64_t
+share_take(struct share_group *g, uint64_t want)
+{
+	int64_t avail = atomic_load_explicit(&g->pool, memory_order_acquire);
+	uint64_t take;
+
+	do {
+		if (avail <= 0)
+			return 0;
+		take = (uint64_t)avail < want ? (uint64_t)avail : want;
+	} while (!atomic_compare_exchange_weak_explicit(&g->pool, &avail, avail - (int64_t)take,
+							memory_order_acq_rel,
+							memory_order_acquire));
+	return take;
+}
+
+uint64_t
+share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t now)
+{
+	struct share_group *g = sh->g;
+	struct share_slot *me = &g->slot[sh->id];
+	uint64_t enq = sched_enqueued_bytes(s), dt = now - sh->last_tick;
+	uint64_t arrived = enq - sh->last_enq;
+	uint64_t split[SHARE_MAX_SHARDS], need, target;
+	uint32_t backlog = sched_backlog_pkts(s);
+	int64_t inst;
+
+	inst = dt != 0 ? (int64_t)((double)arrived * 1e9 / (double)dt) : 0;
+	sh->arrivals = (uint64_t)((int64_t)sh->arrivals +
+				  (inst - (int64_t)sh->arrivals) / SHARE_AVG_DIV);
+	sh->last_enq = enq;
+	sh->last_tick = now;
+	sh->ticks++;
+	if (weight == 0 && (backlog != 0 || arrived != 0))
+		weight = 1; /* traffic the caller could not attribute to a host */
+	if (backlog > SHARE_BUSY_PKTS)
+		need = SHARE_NEED_ALL;
+	else if (weight == 0)
+		need = 0;
+	else
+		/* What arrives, a little spare, and the few packets queued out within a tick. */
+		need = sh->arrivals + sh->arrivals / SHARE_SPARE_DIV + g->floor +
+		       (uint64_t)backlog * g->mtu * (1000000000ull / SHARE_TICK_NS);
+	atomic_store_explicit(&me->weight, weight, memory_order_relaxed);
+	atomic_store_explicit(&me->need, need, memory_order_relaxed);
+
+	share_split(g, split);
+	target = split[sh->id];
+	if (target < sh->rate) {
+		/* Slow down first, then give the difference back. */
+		sched_set_rate(s, target, now);
+		atomic_fetch_add_explicit(&g->pool, (int64_t)(sh->rate - target),
+					  memory_order_release);
+		sh->rate = target;
+		sh->rate_changes++;
+	} else if (target > sh->rate) {
+		uint64_t took = share_take(g, target - sh->rate);
+
+		if (took != 0) {
+			sh->rate += took;
+			sched_set_rate(s, sh->rate, now);
+			sh->rate_changes++;
+		}
+	}
+	atomic_store_explicit(&me->rate, sh->rate, memory_order_relaxed);
+	return sh->rate;
+}
+
+uint32_t
+share_hosts_count(struct share_hosts *h, uint64_t now)
+{
+	uint32_t zeros;
+
+	if (now - h->window_start >= 2 * SHARE_HOST_WINDOW_NS) {
+		memset(h->prev, 0, sizeof(h->prev));
+		memset(h->cur, 0, sizeof(h->cur));
+		h->cur_bits = h->union_bits = 0;
+		h->window_start = now;
+	} else if (now - h->window_start >= SHARE_HOST_WINDOW_NS) {
+		memcpy(h->prev, h->cur, sizeof(h->prev));
+		memset(h->cur, 0, sizeof(h->cur));
+		h->union_bits = h->cur_bits;
+		h->cur_bits = 0;
+		h->window_start = now;
+	}
+	if (h->union_bits == 0)
+		return 0;
+	zeros = SHARE_HOST_BITS - h->union_bits;
+	if (zeros == 0)
+		zeros = 1;
+	return (uint32_t)(SHARE_HOST_BITS * log((double)SHARE_HOST_BITS / zeros) + 0.5);
+}

@@ -1,0 +1,289 @@
+/*
+ * The rate split (shaper/share.h) by hand-worked examples, the host
+ * counter, and the pool under concurrent shards: threads tick their own
+ * shards against one group as fast as they can, and the rates never sum
+ * above the link.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shaper/share.h"
+
+#define LINK 100000000ull /* bytes/s */
+
+static void
+publish(struct share_group *g, uint32_t i, uint32_t weight, uint64_t need)
+{
+	atomic_store(&g->slot[i].weight, weight);
+	atomic_store(&g->slot[i].need, need);
+}
+
+static void
+test_split(void **state)
+{
+	struct share_group g;
+	uint64_t out[SHARE_MAX_SHARDS], spare;
+	char err[128];
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, 4, 1514, err, sizeof(err)), 0);
+	spare = LINK - 4 * g.floor;
+
+	/* Two backlogged shards, weights 1 and 3; two idle ones keep the floor. */
+	publish(&g, 0, 1, SHARE_NEED_ALL);
+	publish(&g, 1, 3, SHARE_NEED_ALL);
+	share_split(&g, out);
+	assert_int_equal(out[0], g.floor + spare / 4);
+	assert_int_equal(out[1], g.floor + spare * 3 / 4);
+	assert_int_equal(out[2], g.floor);
+	assert_int_equal(out[3], g.floor);
+
+	/* One shard needs little: it gets that, the busy one the rest. */
+	publish(&g, 1, 3, g.floor + 1000000);
+	share_split(&g, out);
+	assert_int_equal(out[1], g.floor + 1000000);
+	assert_int_equal(out[0], g.floor + spare - 1000000);
+
+	/* Nobody backlogged: needs met, the spare by weight (1 : 3). */
+	publish(&g, 0, 1, g.floor + 1000000);
+	share_split(&g, out);
+	assert_true(out[0] + out[1] + out[2] + out[3] <= LINK);
+	assert_true(out[0] >= g.floor + 1000000);
+	assert_true(out[1] >= g.floor + 1000000);
+	assert_true(out[1] - g.floor - 1000000 > 2 * (out[0] - g.floor - 1000000));
+
+	/* Bad groups are refused with a reason. */
+	assert_int_equal(share_group_init(&g, LINK, 0, 1514, err, sizeof(err)), -EINVAL);
+	assert_int_equal(share_group_init(&g, LINK, SHARE_MAX_SHARDS + 1, 1514, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(share_group_init(&g, 1000, 64, 1514, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "too low"));
+}
+
+/* Stand-in for the classifier's address hash (murmur3's finaliser). */
+static uint32_t
+host_hash(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+static void
+test_hosts(void **state)
+{
+	static struct share_hosts h;
+	uint32_t i, n;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(share_hosts_count(&h, 0), 0);
+	for (i = 0; i < 100; i++)
+		share_hosts_note(&h, host_hash(i));
+	n = share_hosts_count(&h, 1000);
+	assert_true(n >= 97 && n <= 103);
+	/* One window later they still count; two windows later they are gone. */
+	assert_true(share_hosts_count(&h, SHARE_HOST_WINDOW_NS + 1000) >= 97);
+	assert_int_equal(share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS), 0);
+	for (i = 0; i < 3000; i++)
+		share_hosts_note(&h, host_hash(i + 1000));
+	n = share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS + 1);
+	assert_true(n >= 2850 && n <= 3150); /* linear counting stays within 5 % here */
+}
+
+static void
+test_steering(void **state)
+{
+	uint32_t count[4] = { 0 }, i, n = 4;
+
+	(void)state;
+	for (i = 0; i < 40000; i++) {
+		struct sh_pkt up, down, other;
+
+		memset(&up, 0, sizeof(up));
+		memset(&down, 0, sizeof(down));
+		memset(&other, 0, sizeof(other));
+		/* The same LAN host to another WAN host: the same shard. */
+		other.src_hash = host_hash(i);
+		other.dst_hash = host_hash(i + 7);
+		/* LAN host i talks to WAN host i + 1: up from it, down to it. */
+		up.src_hash = down.dst_hash = host_hash(i);
+		up.dst_hash = down.src_hash = host_hash(i + 1);
+		up.flow_hash = down.flow_hash = host_hash(i ^ 0x55555555u);
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_HOST, n),
+				 share_shard_of(&down, false, SHARE_BY_HOST, n));
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_FLOW, n),
+				 share_shard_of(&down, false, SHARE_BY_FLOW, n));
+		assert_int_equal(share_shard_of(&up, true, SHARE_BY_HOST, n),
+				 share_shard_of(&other, true, SHARE_BY_HOST, n));
+		assert_true(share_shard_of(&up, true, SHARE_BY_HOST, n) < n);
+		count[share_shard_of(&up, true, SHARE_BY_HOST, n)]++;
+	}
+	for (i = 0; i < n; i++)
+		assert_true(count[i] > 9500 && count[i] < 10500);
+	{
+		struct sh_pkt arp;
+
+		memset(&arp, 0, sizeof(arp));
+		assert_int_equal(share_shard_of(&arp, true, SHARE_BY_HOST, n), 0);
+		assert_int_equal(share_shard_of(&arp, false, SHARE_BY_HOST, 1), 0);
+	}
+}
+
+/* config.set changes the link: a cut is complete once every shard has ticked. */
+static void
+test_set_rate(void **state)
+{
+	static struct share_group g;
+	struct share_shard sh[3];
+	struct sched *s[3];
+	struct sched_params p;
+	uint64_t now = 0, sum;
+	char err[128];
+	uint32_t i, round;
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, 3, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FQ_CODEL);
+	p.rate = LINK;
+	for (i = 0; i < 3; i++) {
+		s[i] = sched_create(&p, err, sizeof(err));
+		assert_non_null(s[i]);
+		share_shard_init(&sh[i], &g, i, s[i], now);
+	}
+	for (round = 0; round < 4; round++) {
+		uint64_t link = round % 2 == 0 ? LINK / 4 : LINK * 2;
+
+		share_group_set_rate(&g, link);
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 3; i++)
+			share_tick(&sh[i], s[i], i == 0 ? 5 : 0, now); /* shard 0 has hosts */
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 3; i++)
+			share_tick(&sh[i], s[i], i == 0 ? 5 : 0, now);
+		sum = sh[0].rate + sh[1].rate + sh[2].rate;
+		assert_int_equal(sum + (uint64_t)atomic_load(&g.pool), link);
+		assert_true(sum <= link);
+		/* The idle shards are at the floor, the one with hosts has the rest. */
+		assert_int_equal(sh[1].rate, g.floor);
+		assert_int_equal(sh[2].rate, g.floor);
+		assert_true(sh[0].rate >= link - 3 * g.floor - 1);
+	}
+	for (i = 0; i < 3; i++)
+		sched_free(s[i]);
+}
+
+/* ---------------------------------------------------------- concurrency */
+
+#define THREADS 4
+#define TICKS   200000
+
+struct worker {
+	struct share_group *g;
+	struct share_shard sh;
+	struct sched *s;
+	struct sh_pkt pkts[4];
+	uint8_t frame[64];
+	uint32_t id;
+	uint64_t max_rate, min_rate;
+};
+
+static void *
+worker_run(void *arg)
+{
+	struct worker *w = arg;
+	struct sh_pkt_list dropped;
+	uint64_t now = 0, i;
+
+	sh_pkt_list_init(&dropped);
+	w->min_rate = UINT64_MAX;
+	for (i = 0; i < TICKS; i++) {
+		/* Busy (four packets held) and idle in turns of a length per shard. */
+		bool busy = (i / (50 + 17 * w->id)) % 2 == 0;
+
+		now += SHARE_TICK_NS;
+		if (busy && sched_backlog_pkts(w->s) == 0) {
+			uint32_t k;
+
+			for (k = 0; k < 4; k++) {
+				w->pkts[k].data = w->frame;
+				w->pkts[k].len = 1514;
+				w->pkts[k].hdr_len = sizeof(w->frame);
+				w->pkts[k].mem = 2048;
+				sched_enqueue(w->s, &w->pkts[k], now, &dropped);
+			}
+		} else if (!busy) {
+			sched_flush(w->s, &dropped);
+			sh_pkt_list_init(&dropped);
+		}
+		share_tick(&w->sh, w->s, busy ? 1 + w->id : 0, now);
+		if (w->sh.rate > w->max_rate)
+			w->max_rate = w->sh.rate;
+		if (w->sh.rate < w->min_rate)
+			w->min_rate = w->sh.rate;
+	}
+	return NULL;
+}
+
+static void
+test_concurrent(void **state)
+{
+	static struct share_group g;
+	static struct worker w[THREADS];
+	pthread_t t[THREADS];
+	struct sched_params p;
+	uint64_t sum = 0;
+	char err[128];
+	uint32_t i;
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, LINK, THREADS, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FIFO);
+	p.rate = LINK;
+	for (i = 0; i < THREADS; i++) {
+		w[i].g = &g;
+		w[i].id = i;
+		w[i].s = sched_create(&p, err, sizeof(err));
+		assert_non_null(w[i].s);
+		share_shard_init(&w[i].sh, &g, i, w[i].s, 0);
+	}
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	for (i = 0; i < THREADS; i++) {
+		struct sh_pkt_list out;
+
+		sum += w[i].sh.rate;
+		assert_true(w[i].min_rate >= g.floor);
+		assert_true(w[i].max_rate <= LINK);
+		assert_int_equal(w[i].sh.ticks, TICKS);
+		sh_pkt_list_init(&out);
+		sched_flush(w[i].s, &out);
+		sched_free(w[i].s);
+	}
+	/* Nothing created or lost: rates and pool add up to the link exactly. */
+	assert_int_equal(sum + (uint64_t)atomic_load(&g.pool), LINK);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split),      cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_steering),   cmocka_unit_test(test_set_rate),
+		cmocka_unit_test(test_concurrent),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
