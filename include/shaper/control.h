@@ -52,6 +52,19 @@ struct ctl_dir_counters {
 	uint64_t dropped[SHAPER_DROP_MAX];
 	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 	uint64_t time_ns;       /* the worker's clock when these were taken */
+	/*
+	 * The rest of the accounting identity, taken by the worker in the same
+	 * publish as the counters above (one seqlock snapshot), so that
+	 *   rx_packets + held_at_reset ==
+	 *     tx_packets + sum(dropped) + sched_qlen + swap_qlen + emulator_qlen + tx_pending
+	 * holds in every snapshot.
+	 */
+	uint64_t sched_qlen;    /* packets queued in the scheduler */
+	uint64_t swap_qlen;     /* waiting to move into a new scheduler (discipline swap) */
+	uint64_t tx_pending;    /* released, refused by the output port, sent first next turn */
+	uint64_t held_at_reset; /* packets queued anywhere when the counters were last reset */
+	/* The direction's mbuf pool, read by the control thread (not part of the identity). */
+	uint64_t pool_in_use, pool_size;
 };
 
 struct ctl_port_counters {

@@ -151,6 +151,14 @@ struct dp_worker {
 	uint64_t heartbeat;   /* loops run; the service watchdog reads it (relaxed) */
 };
 
+/*
+ * Where the direction's received packets are right now, besides sent and
+ * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending. Only
+ * between turns (by the worker, or after it stopped): then no packet is
+ * between rx and the scheduler or on a drops list.
+ */
+void dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c);
+
 /* Memory a queued packet pins, charged against the buffer limit. */
 uint32_t dp_mbuf_truesize(const struct rte_mempool *mp);
 

@@ -210,7 +210,14 @@ be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
 		return -ENOMEM;
 	rc = dp_snapshot_read(ctl->dirs[dir], s);
 	if (rc == 0) {
+		const struct rte_mempool *pool = ctl->dirs[dir]->pool;
+
 		*c = s->c;
+		/* Read here, not by the worker: the per-lcore caches make it approximate anyway. */
+		if (pool != NULL) {
+			c->pool_in_use = rte_mempool_in_use_count(pool);
+			c->pool_size = pool->size;
+		}
 		*st = s->st;
 		*params = s->params;
 	}

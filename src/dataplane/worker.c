@@ -203,6 +203,17 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 #define DP_SNAPSHOT_NS 10000000ULL /* publish counters every 10 ms */
 
+void
+dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
+{
+	c->sched_qlen = sched_backlog_pkts(d->sched);
+	c->swap_qlen = 0;
+	if (sched_move_active(&d->move))
+		c->swap_qlen = sched_backlog_pkts(d->move.from) + d->move.staged.count;
+	c->emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
+	c->tx_pending = d->n_pending;
+}
+
 static void
 publish_snapshot(struct dp_dir *d, uint64_t now)
 {
@@ -212,8 +223,9 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	s->time_ns = now;
+	/* Counters and queue lengths from the same moment: the accounting identity holds. */
 	s->c = d->stats;
-	s->c.emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
+	dp_dir_count_queued(d, &s->c);
 	s->c.time_ns = now;
 	s->params = *sched_get_params(d->sched);
 	sched_get_stats(d->sched, &s->st);
@@ -248,11 +260,18 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 			m->rc = 0;
 		}
 		break;
-	case DP_MSG_RESET:
+	case DP_MSG_RESET: {
+		struct ctl_dir_counters q;
+
+		/* What is queued now was received before: the new count starts from it. */
+		dp_dir_count_queued(d, &q);
 		memset(&d->stats, 0, sizeof(d->stats));
+		d->stats.held_at_reset =
+				q.sched_qlen + q.swap_qlen + q.emulator_qlen + q.tx_pending;
 		sched_reset_stats(d->sched);
 		m->rc = 0;
 		break;
+	}
 	case DP_MSG_FLOWS:
 		if (m->rc < 0 || (unsigned int)m->rc > m->fact_cap)
 			m->rc = 0;

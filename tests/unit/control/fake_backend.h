@@ -63,6 +63,12 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		c->dropped[r] = 11 + (uint64_t)r + b; /* aqm 11, overflow 12, ... */
 	c->emulator_qlen = 9 + b;
+	c->sched_qlen = 21 + b;
+	c->swap_qlen = 3 + b;
+	c->tx_pending = 2 + b;
+	c->held_at_reset = 5 + b;
+	c->pool_in_use = 77 + b;
+	c->pool_size = 4095 + b;
 	c->time_ns = 123456789 + b;
 
 	memset(st, 0, sizeof(*st));
