@@ -33,7 +33,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+from testlib import Control, Proc, check, check_accounting, failures  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs)")
@@ -210,7 +210,8 @@ def main():
 
     d = Proc("shaperd", [SHAPERD, "--no-huge", "-m", "256", "--no-pci",
                          "--file-prefix=prom_%d" % os.getpid(), "-l", "0,1",
-                         "--log-level=lib.eal:warning", "--", "-c", cfg_path])
+                         "--log-level=lib.eal:warning", "--", "-c", cfg_path,
+                         "--stats-file", os.path.join(tmp, "exit_stats.json")])
     p = None
     try:
         if not check(d.wait_line("control socket", 30), "shaperd started"):
@@ -238,11 +239,19 @@ def main():
         test_prometheus(prom, mport)
         # After all that scraping, the daemon still answers and stops cleanly.
         check(http("http://127.0.0.1:%d/metrics" % mport)[0] == 200, "still serving")
+        ctl = Control(os.path.join(tmp, "shaper.sock"))
+        check_accounting(ctl.call("stats")["result"], "live, after the scrapes")
+        ctl.close()
     finally:
         if p is not None:
             p.stop()
         rc = d.stop()
         check(rc == 0, "shaperd exits 0 on SIGTERM (got %d)" % rc)
+        if os.path.exists(os.path.join(tmp, "exit_stats.json")):
+            with open(os.path.join(tmp, "exit_stats.json")) as f:
+                check_accounting(json.load(f), "at exit")
+        else:
+            check(False, "shaperd wrote its exit counters")
         if failures:
             d.dump()
             if p is not None:

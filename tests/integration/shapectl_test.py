@@ -26,7 +26,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+from testlib import Proc, check, check_accounting, failures  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
@@ -483,6 +483,18 @@ def test_permission():
     os.chmod(SOCK, 0o600)
 
 
+def test_accounting():
+    """The identity from --json, and the same terms in the human-readable output."""
+    st = ctl_json("stats")
+    if st is not None:
+        check_accounting(st, "shapectl --json stats")
+    rc, out, _ = run(["stats", "downstream"])
+    check(rc == 0 and re.search(r"accounting: received \d+ \+ held at reset \d+ = sent \d+ \+ "
+                                r"dropped \d+ \+ queued \d+ \(scheduler \d+, swap \d+, emulator \d+,"
+                                r" tx pending \d+\), unaccounted 0\n", out) is not None,
+          "shapectl stats prints the accounting line")
+
+
 def main():
     global SOCK
     if shutil.which("setpriv") is None:
@@ -530,6 +542,7 @@ def main():
         test_reset()
         test_socket_selection(tmp)
         test_permission()
+        test_accounting()
     finally:
         rc = d.stop()
         print("\n".join(d.lines))
