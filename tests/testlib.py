@@ -110,7 +110,8 @@ def accounting_errors(stats):
         if lhs != rhs or a["unaccounted"] != lhs - rhs:
             errs.append("%s: received %d + held %d != sent %d + dropped %d + queued %d %s"
                         " (unaccounted %d)" % (name, a["received"], a["held_at_reset"], a["sent"],
-                                              dropped, json.dumps(a["queued"]), a["unaccounted"]))
+                                              dropped, queued, json.dumps(a["queued"]),
+                                              a["unaccounted"]))
     return errs
 
 
