@@ -192,10 +192,6 @@ collect_counters(struct app *a)
 
 			sched_get_stats(a->dir[d].sched, st);
 			dp_dir_count_queued(&a->dir[d], &c); /* 0 after the drain, unless lost */
-			if (a->dir[d].pool != NULL) {
-				c.pool_in_use = rte_mempool_in_use_count(a->dir[d].pool);
-				c.pool_size = a->dir[d].pool->size;
-			}
 			json_object_set_new(dirs, shaper_dir_name[d],
 					    ctl_dir_stats_json(&c, st,
 							       sched_get_params(a->dir[d].sched)));

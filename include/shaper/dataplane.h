@@ -153,7 +153,8 @@ struct dp_worker {
 
 /*
  * Where the direction's received packets are right now, besides sent and
- * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending. Only
+ * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending (and the
+ * pool's mbufs in use at the same moment). Only
  * between turns (by the worker, or after it stopped): then no packet is
  * between rx and the scheduler or on a drops list.
  */

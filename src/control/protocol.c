@@ -354,6 +354,13 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	}
 	ctl_dir_port_errors(dirs, ports);
 	r->result = json_pack("{s:o, s:o}", "ports", ports, "directions", dirs);
+	if (be->heap_bytes != NULL) {
+		uint64_t heap;
+
+		if (be->heap_bytes(be->opaque, &heap) == 0)
+			json_object_set_new(r->result, "memory",
+					    json_pack("{s:I}", "heap_bytes", (json_int_t)heap));
+	}
 	return 0;
 err:
 	json_decref(ports);

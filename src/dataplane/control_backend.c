@@ -210,14 +210,7 @@ be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
 		return -ENOMEM;
 	rc = dp_snapshot_read(ctl->dirs[dir], s);
 	if (rc == 0) {
-		const struct rte_mempool *pool = ctl->dirs[dir]->pool;
-
 		*c = s->c;
-		/* Read here, not by the worker: the per-lcore caches make it approximate anyway. */
-		if (pool != NULL) {
-			c->pool_in_use = rte_mempool_in_use_count(pool);
-			c->pool_size = pool->size;
-		}
 		*st = s->st;
 		*params = s->params;
 	}
@@ -257,6 +250,21 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 	struct dp_control *ctl = opaque;
 
 	return dp_port_counters(ctl->ports[r], pc);
+}
+
+static int
+be_heap_bytes(void *opaque, uint64_t *bytes)
+{
+	(void)opaque;
+	*bytes = 0;
+	for (unsigned int i = 0; i < rte_socket_count(); i++) {
+		struct rte_malloc_socket_stats ms;
+
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &ms) != 0)
+			return -EINVAL;
+		*bytes += ms.heap_allocsz_bytes;
+	}
+	return 0;
 }
 
 static unsigned int
@@ -384,6 +392,7 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->opaque = ctl;
 	be->dir_snapshot = be_dir_snapshot;
 	be->port_counters = be_port_counters;
+	be->heap_bytes = be_heap_bytes;
 	be->apply = be_apply;
 	be->reset_stats = be_reset;
 	be->flows = be_flows;

@@ -212,6 +212,14 @@ dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
 		c->swap_qlen = sched_backlog_pkts(d->move.from) + d->move.staged.count;
 	c->emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
 	c->tx_pending = d->n_pending;
+	/*
+	 * Taken with the queue lengths, so in use minus queued is what the
+	 * drivers hold: constant unless mbufs leak (caches count as free).
+	 */
+	if (d->pool != NULL) {
+		c->pool_in_use = rte_mempool_in_use_count(d->pool);
+		c->pool_size = d->pool->size;
+	}
 }
 
 static void

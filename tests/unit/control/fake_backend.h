@@ -245,6 +245,14 @@ fake_flows(void *opaque, enum shaper_dir d, struct ctl_flow *out, unsigned int m
 	return (int)n;
 }
 
+static int
+fake_heap_bytes(void *opaque, uint64_t *bytes)
+{
+	(void)opaque;
+	*bytes = 4242000;
+	return 0;
+}
+
 static __attribute__((unused)) void
 fake_backend(struct fake *f, struct ctl_backend *be)
 {
@@ -255,6 +263,7 @@ fake_backend(struct fake *f, struct ctl_backend *be)
 	be->apply = fake_apply;
 	be->reset_stats = fake_reset_stats;
 	be->flows = fake_flows;
+	be->heap_bytes = fake_heap_bytes;
 }
 
 /* Known error codes, for checks that a reply names one of them. */

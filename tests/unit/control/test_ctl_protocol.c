@@ -514,7 +514,8 @@ test_stats(void **state)
 	(void)state;
 	r = ok("{'id':10,'cmd':'stats'}");
 	assert_id(last, 10);
-	assert_keys(r, "", (const char *const[]){ "ports", "directions" }, 2);
+	assert_keys(r, "", (const char *const[]){ "ports", "directions", "memory" }, 3);
+	assert_int_at(r, "memory.heap_bytes", 4242000);
 	assert_keys(r, "ports", (const char *const[]){ "wan", "lan" }, 2);
 	assert_keys(r, "directions", (const char *const[]){ "upstream", "downstream" }, 2);
 	check_port(r, SHAPER_PORT_WAN);
