@@ -190,7 +190,7 @@ collect_counters(struct app *a)
 				continue;
 			struct ctl_dir_counters c = a->dir[d].stats;
 
-			sched_get_stats(a->dir[d].sched, st);
+			dp_dir_sched_stats(&a->dir[d], st);
 			dp_dir_count_queued(&a->dir[d], &c); /* 0 after the drain, unless lost */
 			json_object_set_new(dirs, shaper_dir_name[d],
 					    ctl_dir_stats_json(&c, st,

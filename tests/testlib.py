@@ -2,8 +2,10 @@
 process whose output a thread collects (shown when a test fails), a control
 socket client, and the check of the accounting identity."""
 import json
+import os
 import signal
 import socket
+import struct
 import subprocess
 import threading
 import time
@@ -123,3 +125,97 @@ def check_accounting(stats, label):
         sum(d["accounting"]["dropped"].values()), sum(d["accounting"]["queued"].values()))
         for n, d in sorted(stats.get("directions", {}).items()) if "accounting" in d)
     return check(not errs, "%s: accounting identity holds (%s) %s" % (label, terms, "; ".join(errs)))
+
+
+def _csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return (~s) & 0xffff
+
+
+def ip_frame(src, dst, sport, dport, size, tos=0, proto=17):
+    """An Ethernet frame of size bytes: IPv4 or IPv6 (by src's form), UDP (17)
+    or TCP (6, an ACK), tos as the DSCP/ECN byte, zero payload."""
+    v6 = ":" in src
+    l4_len = 8 if proto == 17 else 20
+    plen = max(0, size - 14 - (40 if v6 else 20) - l4_len)  # no smaller than the headers
+    if proto == 17:
+        l4 = struct.pack("!HHHH", sport, dport, l4_len + plen, 0)
+    else:
+        l4 = struct.pack("!HHIIBBHHH", sport, dport, 1, 1, 5 << 4, 0x10, 65535, 0, 0)
+    if v6:
+        ip = struct.pack("!IHBB16s16s", 6 << 28 | tos << 20, l4_len + plen, proto, 64,
+                         socket.inet_pton(socket.AF_INET6, src),
+                         socket.inet_pton(socket.AF_INET6, dst))
+        eth_type = b"\x86\xdd"
+    else:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + l4_len + plen, 0, 0x4000, 64, proto, 0,
+                         socket.inet_aton(src), socket.inet_aton(dst))
+        ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+        eth_type = b"\x08\x00"
+    return bytes.fromhex("020000000002" "020000000001") + eth_type + ip + l4 + bytes(plen)
+
+
+def write_pcap(path, frames):
+    """A µs pcap of frames, 1 µs apart."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for i, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)))
+            f.write(fr)
+
+
+def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512):
+    """shaperd on cfg with its control socket at tmp/name.sock and its exit
+    counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
+    once the socket answers (the Proc is stopped if it never does)."""
+    sock = os.path.join(tmp, name + ".sock")
+    cfg = dict(cfg, control={"socket": sock})
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    stats = os.path.join(tmp, name + "_stats.json")
+    d = Proc("shaperd", [shaperd, "--no-huge", "-m", str(mem_mb), "--no-pci",
+                         "--file-prefix=%s_%d" % (name, os.getpid()), "-l", lcores,
+                         "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats])
+    if not d.wait_line("control socket", 60):
+        d.stop()
+        d.dump()
+        return None, sock, stats
+    return d, sock, stats
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def slope(ts, ys):
+    """Least-squares slope of ys over ts (per unit of ts)."""
+    n = len(ts)
+    if n < 2:
+        return 0.0
+    mt, my = sum(ts) / n, sum(ys) / n
+    den = sum((t - mt) ** 2 for t in ts)
+    return sum((t - mt) * (y - my) for t, y in zip(ts, ys)) / den if den else 0.0
+
+
+def percentile(xs, p):
+    """The p-th percentile (nearest rank) of xs."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(p / 100.0 * len(xs) + 0.5)) - 1))]
+
+
+def asan_build(binary):
+    """True if binary was built with AddressSanitizer (it links libasan)."""
+    try:
+        out = subprocess.run(["ldd", binary], stdout=subprocess.PIPE, text=True).stdout
+    except OSError:
+        return False
+    return "libasan" in out

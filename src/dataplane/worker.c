@@ -222,6 +222,36 @@ dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
 	}
 }
 
+void
+dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st)
+{
+	sched_get_stats(d->sched, st);
+	st->dequeued_pkts += d->carried.pkts;
+	st->dequeued_bytes += d->carried.bytes;
+	st->overlimits += d->carried.overlimits;
+	st->ecn_marked += d->carried.ecn_marked;
+	st->lag_skips += d->carried.lag_skips;
+	st->lag_skipped_ns += d->carried.lag_skipped_ns;
+}
+
+/*
+ * A swap begins: what the old scheduler sent and counted carries on in the
+ * new one's figures. What it still holds is counted when the new one sends it.
+ */
+static void
+carry_sched_counters(struct dp_dir *d, const struct sched *old)
+{
+	struct sched_stats st;
+
+	sched_get_stats(old, &st);
+	d->carried.pkts += st.dequeued_pkts;
+	d->carried.bytes += st.dequeued_bytes;
+	d->carried.overlimits += st.overlimits;
+	d->carried.ecn_marked += st.ecn_marked;
+	d->carried.lag_skips += st.lag_skips;
+	d->carried.lag_skipped_ns += st.lag_skipped_ns;
+}
+
 static void
 publish_snapshot(struct dp_dir *d, uint64_t now)
 {
@@ -236,7 +266,7 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	dp_dir_count_queued(d, &s->c);
 	s->c.time_ns = now;
 	s->params = *sched_get_params(d->sched);
-	sched_get_stats(d->sched, &s->st);
+	dp_dir_sched_stats(d, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 	d->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
@@ -255,6 +285,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 	case DP_MSG_SWAP:
 		if (!sched_move_active(&d->move)) {
 			/* The new one serves from now on; the old backlog moves over. */
+			carry_sched_counters(d, d->sched);
 			sched_move_begin(&d->move, d->sched);
 			d->sched = m->sched;
 			m->sched = NULL;
@@ -274,6 +305,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		/* What is queued now was received before: the new count starts from it. */
 		dp_dir_count_queued(d, &q);
 		memset(&d->stats, 0, sizeof(d->stats));
+		memset(&d->carried, 0, sizeof(d->carried));
 		d->stats.held_at_reset =
 				q.sched_qlen + q.swap_qlen + q.emulator_qlen + q.tx_pending;
 		sched_reset_stats(d->sched);
