@@ -23,10 +23,10 @@ def check(cond, msg):
 class Proc:
     """A child whose output is collected by a thread (and shown on failure)."""
 
-    def __init__(self, name, argv):
+    def __init__(self, name, argv, env=None):
         self.name, self.lines = name, []
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
+                                     text=True, env=env)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -168,7 +168,7 @@ def write_pcap(path, frames):
             f.write(fr)
 
 
-def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512):
+def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None):
     """shaperd on cfg with its control socket at tmp/name.sock and its exit
     counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
     once the socket answers (the Proc is stopped if it never does)."""
@@ -180,7 +180,8 @@ def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512):
     stats = os.path.join(tmp, name + "_stats.json")
     d = Proc("shaperd", [shaperd, "--no-huge", "-m", str(mem_mb), "--no-pci",
                          "--file-prefix=%s_%d" % (name, os.getpid()), "-l", lcores,
-                         "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats])
+                         "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats],
+             env=env)
     if not d.wait_line("control socket", 60):
         d.stop()
         d.dump()
