@@ -111,6 +111,9 @@ class Sparse:
 
 def send_load(iface, seconds):
     """Paced bulk at FACTOR x RATE_BPS plus the sparse flow; returns frames sent."""
+    # A load generator that falls behind under other jobs' CPU tests nothing:
+    # real-time, below shaperd's worker (50), napping 0.5 ms per loop.
+    os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
     s.bind((iface, 0))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 << 20)
@@ -135,9 +138,10 @@ def send_load(iface, seconds):
             fr[42:46] = struct.pack("!I", n_sparse)
             s.send(bytes(fr))
             n_sparse += 1
-            next_sparse += SPARSE_EVERY
+            next_sparse = now + SPARSE_EVERY  # late is late: never a shorter gap to catch up
         time.sleep(0.0005)
     s.close()
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     return sent, n_sparse
 
 
@@ -203,9 +207,9 @@ def run(tmp, name, sched):
               % (name, nombuf, up["drop_reasons"]["no_buffer"]))
         lat = [(rx.seen[k] - tx.seen[k]) / 1e6 for k in rx.seen if k in tx.seen]
         # fifo has no flow isolation: a sparse frame finding the short queue full is lost.
-        need = 0.02 if sched["discipline"] == "fifo" else 0.9
-        if check(len(lat) >= n_sparse * need, "%s: %d of %d sparse frames through (want %d %%)"
-                 % (name, len(lat), n_sparse, need * 100)):
+        need = 5 if sched["discipline"] == "fifo" else int(n_sparse * 0.9)
+        if check(len(lat) >= need, "%s: %d of %d sparse frames through (want %d)"
+                 % (name, len(lat), n_sparse, need)):
             print("     %s: sparse flow latency p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d frames)" % (
                 name, percentile(lat, 50), percentile(lat, 99), max(lat), len(lat)))
             check(percentile(lat, 99) < 5.0, "%s: sparse flow p99 %.2f ms < 5 ms" % (name, percentile(lat, 99)))
