@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Control as Client, check, check_accounting, failures  # noqa: E402
+from testlib import Control as Client, check, check_accounting, failures, write_pcap  # noqa: E402
 
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
@@ -45,14 +45,6 @@ def udp_frame(seq, tos):
     ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
     eth = bytes.fromhex("020000000002" "020000000001" "0800")
     return eth + ip + udp
-
-
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
-            f.write(fr)
 
 
 def read_pcap(path):
