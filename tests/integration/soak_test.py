@@ -5,7 +5,8 @@ rate, while `config.set` changes rate, rtt, diffserv and discipline of both
 directions every second (cake, fq_codel and fifo in turn; downstream also
 runs the WAN emulator). Several times a second `stats` is read and:
   - received + held_at_reset = sent + dropped + queued in every snapshot,
-  - no counter moves backwards,
+  - no counter moves backwards (one stats.reset, after the first cycle,
+    keeps what is queued as held_at_reset),
   - mbufs in use minus queued (what the drivers hold: the worker takes both
     in the same snapshot) stays flat, as does the DPDK heap sampled at the
     same point of the settings cycle, and RSS: the slopes are printed and
@@ -127,6 +128,7 @@ def main():
     heap_at_cycle = []  # (change number, heap bytes) at the start of each cycle
     ident_errs, backwards, set_errs = [], [], []
     prev, n_snap = None, 0
+    reset_ok, held_at_reset = None, None
     t0 = time.monotonic()
     try:
         change = 0
@@ -139,6 +141,10 @@ def main():
                 rep = ctl.call("config.set", {"direction": dname, "settings": step})
                 if not rep["ok"]:
                     set_errs.append("change %d %s %s: %s" % (change, dname, json.dumps(step), rep["error"]))
+            if change == len(CYCLE):
+                # Once, with the queues full: counters restart from what is queued.
+                reset_ok = ctl.call("stats.reset")["ok"]
+                prev, held_at_reset = None, None
             tick = t0 + change + 1
             for k in range(SAMPLES_PER_CHANGE):
                 time.sleep(max(0.0, t0 + change + (k + 1) / SAMPLES_PER_CHANGE * 0.95 - time.monotonic()))
@@ -147,6 +153,8 @@ def main():
                 if n_snap == 1:
                     helper_self_test(st)
                 ident_errs += ["change %d: %s" % (change, e) for e in accounting_errors(st)]
+                if held_at_reset is None and change >= len(CYCLE):
+                    held_at_reset = {n: v["accounting"]["held_at_reset"] for n, v in st["directions"].items()}
                 cur = monotonic_counters(st)
                 if prev is not None:
                     backwards += ["change %d: %s %d -> %d" % (change, k2, prev[k2], v)
@@ -164,6 +172,8 @@ def main():
     check(rc == 0, "shaperd exits 0 on SIGTERM (got %d)" % rc)
     check(not set_errs, "%d config.set changes per direction all applied %s" % (change, set_errs[:3]))
     check(not ident_errs, "received = sent + dropped + queued in all %d snapshots %s" % (n_snap, ident_errs[:3]))
+    check(reset_ok is True and held_at_reset and all(n > 0 for n in held_at_reset.values()),
+          "stats.reset under load kept the queued packets as held_at_reset %s" % held_at_reset)
     check(not backwards, "no counter moved backwards in %d snapshots %s" % (n_snap, backwards[:5]))
     for dname, v in final["directions"].items():
         a = v["accounting"]
@@ -185,7 +195,8 @@ def main():
         min(s[3] for s in warm), max(s[3] for s in warm), rss_slope))
     heaps = [h for n, h in heap_at_cycle]
     heap_slope = slope([n for n, h in heap_at_cycle[1:]], heaps[1:]) if len(heaps) > 2 else 0.0
-    print("     DPDK heap at each cycle start: %s bytes, slope %+.2f bytes per change" % (heaps, heap_slope))
+    print("     DPDK heap at %d cycle starts: %d..%d bytes (first %d, last %d), slope %+.2f bytes per change"
+          % (len(heaps), min(heaps), max(heaps), heaps[0], heaps[-1], heap_slope))
     check(abs(held_slope) < 0.25, "mbufs held outside the queues flat: %+.3f per change (a leak of one"
           " mbuf per change is +1)" % held_slope)
     check(len(heaps) > 2 and abs(heap_slope) < 8, "DPDK heap flat across %d cycles: %+.2f bytes per change"
