@@ -197,10 +197,13 @@ collect_counters(struct app *a)
 
 			if (st == NULL)
 				continue;
-			sched_get_stats(a->dir[d].sched, st);
-			dp_rtt_publish(&a->dir[d], &a->dir[d].stats.rtt, dp_now_ns());
+			struct ctl_dir_counters c = a->dir[d].stats;
+
+			dp_dir_sched_stats(&a->dir[d], st);
+			dp_dir_count_queued(&a->dir[d], &c); /* 0 after the drain, unless lost */
+			dp_rtt_publish(&a->dir[d], &c.rtt, dp_now_ns());
 			json_object_set_new(dirs, shaper_dir_name[d],
-					    ctl_dir_stats_json(&a->dir[d].stats, st,
+					    ctl_dir_stats_json(&c, st,
 							       sched_get_params(a->dir[d].sched)));
 			free(st);
 		}

@@ -77,6 +77,19 @@ struct ctl_dir_counters {
 	uint64_t dropped[SHAPER_DROP_MAX];
 	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 	uint64_t time_ns;       /* the worker's clock when these were taken */
+	/*
+	 * The rest of the accounting identity, taken by the worker in the same
+	 * publish as the counters above (one seqlock snapshot), so that
+	 *   rx_packets + held_at_reset ==
+	 *     tx_packets + sum(dropped) + sched_qlen + swap_qlen + emulator_qlen + tx_pending
+	 * holds in every snapshot.
+	 */
+	uint64_t sched_qlen;    /* packets queued in the scheduler */
+	uint64_t swap_qlen;     /* waiting to move into a new scheduler (discipline swap) */
+	uint64_t tx_pending;    /* released, refused by the output port, sent first next turn */
+	uint64_t held_at_reset; /* packets queued anywhere when the counters were last reset */
+	/* The direction's mbuf pool at the same moment (not part of the identity). */
+	uint64_t pool_in_use, pool_size;
 };
 
 struct ctl_port_counters {
@@ -117,6 +130,8 @@ struct ctl_backend {
 	int (*dir_snapshot)(void *opaque, enum shaper_dir d, struct ctl_dir_counters *c,
 			    struct sched_stats *st, struct sched_params *params);
 	int (*port_counters)(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc);
+	/* Bytes allocated from the DPDK heap now (leak checks); NULL if not known. */
+	int (*heap_bytes)(void *opaque, uint64_t *bytes);
 	/* Apply params to a direction between bursts; 0, or -errno with err. */
 	int (*apply)(void *opaque, enum shaper_dir d, const struct sched_params *p, char *err,
 		     size_t errlen);

@@ -150,6 +150,13 @@ struct dp_dir {
 	struct dp_mailbox mbox;        /* control requests */
 	struct dp_msg *busy;           /* a request served over several turns, or NULL */
 	struct sched_move move;        /* a discipline swap in progress (SWAP) */
+	/*
+	 * The scheduler counters of the schedulers a swap replaced, so that
+	 * "packets", "bytes", "overlimits"... carry on instead of restarting.
+	 */
+	struct {
+		uint64_t pkts, bytes, overlimits, ecn_marked, lag_skips, lag_skipped_ns;
+	} carried;
 	struct dp_snapshot *snap;
 	uint64_t next_snap_ns;
 	/* The direction's own mbuf pool (rx of its input port) and its budget. */
@@ -178,6 +185,18 @@ struct dp_worker {
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
 	uint64_t heartbeat;   /* loops run; the service watchdog reads it (relaxed) */
 };
+
+/*
+ * Where the direction's received packets are right now, besides sent and
+ * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending (and the
+ * pool's mbufs in use at the same moment). Only
+ * between turns (by the worker, or after it stopped): then no packet is
+ * between rx and the scheduler or on a drops list.
+ */
+void dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c);
+
+/* The direction's scheduler statistics, counters carried across discipline swaps. */
+void dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st);
 
 /* Memory a queued packet pins, charged against the buffer limit. */
 uint32_t dp_mbuf_truesize(const struct rte_mempool *mp);

@@ -182,6 +182,32 @@ tin_json(const struct sched_tin_stats *t)
 	return o;
 }
 
+/*
+ * The accounting identity's terms, all from one worker snapshot:
+ * received + held_at_reset = sent + dropped (by reason) + queued (by place).
+ * "unaccounted" is their difference, 0 unless a packet went missing.
+ */
+static json_t *
+accounting_json(const struct ctl_dir_counters *c)
+{
+	json_t *dropped = json_object(), *queued = json_object();
+	uint64_t in = c->rx_packets + c->held_at_reset, out = c->tx_packets;
+
+	for (int r = 0; r < SHAPER_DROP_MAX; r++) {
+		json_object_set_new(dropped, shaper_drop_name(r), J_U64(c->dropped[r]));
+		out += c->dropped[r];
+	}
+	json_object_set_new(queued, "scheduler", J_U64(c->sched_qlen));
+	json_object_set_new(queued, "swap", J_U64(c->swap_qlen));
+	json_object_set_new(queued, "emulator", J_U64(c->emulator_qlen));
+	json_object_set_new(queued, "tx_pending", J_U64(c->tx_pending));
+	out += c->sched_qlen + c->swap_qlen + c->emulator_qlen + c->tx_pending;
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:I}", "received", J_U64(c->rx_packets),
+			 "held_at_reset", J_U64(c->held_at_reset), "sent", J_U64(c->tx_packets),
+			 "dropped", dropped, "queued", queued, "unaccounted",
+			 (json_int_t)(in - out));
+}
+
 void *
 ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *st,
 		   const struct sched_params *p)
@@ -202,6 +228,9 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "emulator_qlen", J_U64(c->emulator_qlen));
 	if (c->rtt.on)
 		json_object_set_new(o, "rtt", ctl_rtt_json(&c->rtt));
+	json_object_set_new(o, "accounting", accounting_json(c));
+	json_object_set_new(o, "mbufs_in_use", J_U64(c->pool_in_use));
+	json_object_set_new(o, "mbufs", J_U64(c->pool_size));
 	for (int r = 0; r < SHAPER_DROP_MAX; r++) {
 		json_object_set_new(drops, shaper_drop_name(r), J_U64(c->dropped[r]));
 		total_drops += c->dropped[r];
@@ -327,6 +356,13 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	}
 	ctl_dir_port_errors(dirs, ports);
 	r->result = json_pack("{s:o, s:o}", "ports", ports, "directions", dirs);
+	if (be->heap_bytes != NULL) {
+		uint64_t heap;
+
+		if (be->heap_bytes(be->opaque, &heap) == 0)
+			json_object_set_new(r->result, "memory",
+					    json_pack("{s:I}", "heap_bytes", (json_int_t)heap));
+	}
 	return 0;
 err:
 	json_decref(ports);

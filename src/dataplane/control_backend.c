@@ -252,6 +252,21 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 	return dp_port_counters(ctl->ports[r], pc);
 }
 
+static int
+be_heap_bytes(void *opaque, uint64_t *bytes)
+{
+	(void)opaque;
+	*bytes = 0;
+	for (unsigned int i = 0; i < rte_socket_count(); i++) {
+		struct rte_malloc_socket_stats ms;
+
+		if (rte_malloc_get_socket_stats(rte_socket_id_by_idx(i), &ms) != 0)
+			return -EINVAL;
+		*bytes += ms.heap_allocsz_bytes;
+	}
+	return 0;
+}
+
 static unsigned int
 call_timeout(const struct dp_control *ctl)
 {
@@ -377,6 +392,7 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->opaque = ctl;
 	be->dir_snapshot = be_dir_snapshot;
 	be->port_counters = be_port_counters;
+	be->heap_bytes = be_heap_bytes;
 	be->apply = be_apply;
 	be->reset_stats = be_reset;
 	be->flows = be_flows;

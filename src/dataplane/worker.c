@@ -205,6 +205,55 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 #define DP_SNAPSHOT_NS 10000000ULL /* publish counters every 10 ms */
 
+void
+dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
+{
+	c->sched_qlen = sched_backlog_pkts(d->sched);
+	c->swap_qlen = 0;
+	if (sched_move_active(&d->move))
+		c->swap_qlen = sched_backlog_pkts(d->move.from) + d->move.staged.count;
+	c->emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
+	c->tx_pending = d->n_pending;
+	/*
+	 * Taken with the queue lengths, so in use minus queued is what the
+	 * drivers hold: constant unless mbufs leak (caches count as free).
+	 */
+	if (d->pool != NULL) {
+		c->pool_in_use = rte_mempool_in_use_count(d->pool);
+		c->pool_size = d->pool->size;
+	}
+}
+
+void
+dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st)
+{
+	sched_get_stats(d->sched, st);
+	st->dequeued_pkts += d->carried.pkts;
+	st->dequeued_bytes += d->carried.bytes;
+	st->overlimits += d->carried.overlimits;
+	st->ecn_marked += d->carried.ecn_marked;
+	st->lag_skips += d->carried.lag_skips;
+	st->lag_skipped_ns += d->carried.lag_skipped_ns;
+}
+
+/*
+ * A swap begins: what the old scheduler sent and counted carries on in the
+ * new one's figures. What it still holds is counted when the new one sends it.
+ */
+static void
+carry_sched_counters(struct dp_dir *d, const struct sched *old)
+{
+	struct sched_stats st;
+
+	sched_get_stats(old, &st);
+	d->carried.pkts += st.dequeued_pkts;
+	d->carried.bytes += st.dequeued_bytes;
+	d->carried.overlimits += st.overlimits;
+	d->carried.ecn_marked += st.ecn_marked;
+	d->carried.lag_skips += st.lag_skips;
+	d->carried.lag_skipped_ns += st.lag_skipped_ns;
+}
+
 static void
 publish_snapshot(struct dp_dir *d, uint64_t now)
 {
@@ -214,12 +263,13 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 	s->time_ns = now;
+	/* Counters and queue lengths from the same moment: the accounting identity holds. */
 	s->c = d->stats;
-	s->c.emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
+	dp_dir_count_queued(d, &s->c);
 	s->c.time_ns = now;
 	dp_rtt_publish(d, &s->c.rtt, now);
 	s->params = *sched_get_params(d->sched);
-	sched_get_stats(d->sched, &s->st);
+	dp_dir_sched_stats(d, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
 	d->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
@@ -239,6 +289,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 	case DP_MSG_SWAP:
 		if (!sched_move_active(&d->move)) {
 			/* The new one serves from now on; the old backlog moves over. */
+			carry_sched_counters(d, d->sched);
 			sched_move_begin(&d->move, d->sched);
 			d->sched = m->sched;
 			m->sched = NULL;
@@ -252,12 +303,20 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 			m->rc = 0;
 		}
 		break;
-	case DP_MSG_RESET:
+	case DP_MSG_RESET: {
+		struct ctl_dir_counters q;
+
+		/* What is queued now was received before: the new count starts from it. */
+		dp_dir_count_queued(d, &q);
 		memset(&d->stats, 0, sizeof(d->stats));
+		memset(&d->carried, 0, sizeof(d->carried));
+		d->stats.held_at_reset =
+				q.sched_qlen + q.swap_qlen + q.emulator_qlen + q.tx_pending;
 		dp_rtt_reset(d);
 		sched_reset_stats(d->sched);
 		m->rc = 0;
 		break;
+	}
 	case DP_MSG_FLOWS: {
 		unsigned int k;
 

@@ -80,17 +80,16 @@ stop_daemon() { # name
 	local rc=$?
 	pid=
 	[ $rc = 0 ] && ok "$1: shaperd exited cleanly" || fail "$1: shaperd exit code $rc"
-	/usr/bin/python3 - "$tmp/$1.stats" "$1" <<'PY' || fails=$((fails + 1))
+	/usr/bin/python3 - "$tmp/$1.stats" "$1" "$here/.." <<'PY' || fails=$((fails + 1))
 import json, sys
-st = json.load(open(sys.argv[1])); name = sys.argv[2]; bad = 0
+sys.path.insert(0, sys.argv[3])
+from testlib import check, check_accounting, failures
+st = json.load(open(sys.argv[1])); name = sys.argv[2]
 for d, v in st["directions"].items():
-    drops = sum(v["drop_reasons"].values())
-    good = v["rx_packets"] == v["tx_packets"] + drops + v["qlen"] and v["rx_packets"] > 0
-    print(("ok   " if good else "FAIL ") + "%s %s: rx %d = tx %d + dropped %d" % (name, d, v["rx_packets"], v["tx_packets"], drops))
-    bad += not good
-good = st["mbufs_in_use"] == 0
-print(("ok   " if good else "FAIL ") + "%s: mbufs in use at exit %d" % (name, st["mbufs_in_use"]))
-sys.exit(1 if bad or not good else 0)
+    check(v["rx_packets"] > 0, "%s %s: rx %d frames" % (name, d, v["rx_packets"]))
+check_accounting(st, "%s at exit" % name)
+check(st["mbufs_in_use"] == 0, "%s: mbufs in use at exit %d" % (name, st["mbufs_in_use"]))
+sys.exit(1 if failures else 0)
 PY
 }
 

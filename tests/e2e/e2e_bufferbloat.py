@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from testlib import accounting_errors  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUN = os.path.normpath(os.path.join(HERE, "..", "..", "tools", "testbed", "run.py"))
 PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
@@ -177,6 +180,9 @@ def run_one(shaperd, scenario, out):
         ex = r["daemon"]["exit"]
         c.check(ex["rc"] == 0 and ex["mbufs_in_use"] == 0, "%s %s: shaperd exit %s, mbufs in use at exit %s" % (
             scenario, disc, ex["rc"], ex["mbufs_in_use"]))
+        errs = accounting_errors({"directions": ex["directions"]})
+        c.check(not errs, "%s %s: accounting identity at exit (received = sent + dropped + queued) %s" % (
+            scenario, disc, "; ".join(errs)))
     CHECKS[scenario](res, c)
     for disc, r in res["disciplines"].items():
         h = r["health"]

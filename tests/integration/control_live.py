@@ -23,7 +23,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import check, failures  # noqa: E402
+from testlib import Control as Client, check, check_accounting, failures, write_pcap  # noqa: E402
 
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
@@ -47,14 +47,6 @@ def udp_frame(seq, tos):
     return eth + ip + udp
 
 
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 0, i, len(fr), len(fr)))
-            f.write(fr)
-
-
 def read_pcap(path):
     """[(timestamp, frame bytes)]; handles the µs and ns magic numbers."""
     out = []
@@ -68,36 +60,6 @@ def read_pcap(path):
             sec, frac, caplen, _ = struct.unpack("<IIII", h)
             out.append((sec + frac / div, f.read(caplen)))
     return out
-
-
-class Client:
-    def __init__(self, path):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(10)
-        self.s.connect(path)
-        self.buf = b""
-        self.next_id = 1
-
-    def call(self, cmd, args=None):
-        rid = self.next_id
-        self.next_id += 1
-        req = {"id": rid, "cmd": cmd}
-        if args is not None:
-            req["args"] = args
-        self.s.sendall(json.dumps(req).encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.s.recv(65536)
-            if not chunk:
-                raise IOError("connection closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        rep = json.loads(line)
-        if rep.get("id") != rid:
-            raise IOError("reply id %r for request %d" % (rep.get("id"), rid))
-        return rep
-
-    def close(self):
-        self.s.close()
 
 
 def run(tmp, name, direction_cfg, tos, rate1, rate2):
@@ -199,10 +161,13 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
             break
         time.sleep(0.2)
     check(c.call("version")["ok"], "%s: daemon healthy after the abuse" % name)
+    check_accounting(c.call("stats")["result"], "%s live" % name)
     c.close()
     proc.send_signal(signal.SIGTERM)
     proc.wait(30)
     check(proc.returncode == 0, "%s: shaperd exit code %d" % (name, proc.returncode))
+    with open(stats_path) as f:
+        check_accounting(json.load(f), "%s at exit" % name)
 
     pkts = read_pcap(out)
     seqs = [struct.unpack("!I", fr[42:46])[0] for _, fr in pkts]

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import check, failures  # noqa: E402
+from testlib import check, check_accounting, failures  # noqa: E402
 
 try:
     from scapy.all import (ARP, Dot1Q, Dot1AD, Ether, ICMP, ICMPv6ND_NS, IP, IPv6,
@@ -98,7 +98,9 @@ def run_daemon(tmp, name, direction_cfg, inputs, extra_wait=1.5):
         check(False, "%s: shaperd wrote no exit counters" % name)
         return {"directions": {}, "ports": {}, "mbufs_in_use": -1}
     with open(stats) as f:
-        return json.load(f)
+        st = json.load(f)
+    check_accounting(st, "%s at exit" % name)
+    return st
 
 
 def main():

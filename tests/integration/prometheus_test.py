@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import socket
-import struct
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+from testlib import Control, Proc, check, check_accounting, failures, ip_frame, write_pcap  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs)")
@@ -45,33 +44,6 @@ if PROMETHEUS is None:
 
 SHAPERD = sys.argv[1]
 N_UP, N_DOWN = 64, 40
-
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return (~s) & 0xffff
-
-
-def udp_frame(src, dst, sport, dport, size):
-    plen = size - 14 - 20 - 8
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + plen, 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", sport, dport, 8 + plen, 0)
-    eth = bytes.fromhex("020000000002" "020000000001") + b"\x08\x00"
-    return eth + ip + udp + bytes(plen)
-
-
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)))
-            f.write(fr)
 
 
 def free_port():
@@ -183,9 +155,9 @@ def test_prometheus(prom, mport):
 def main():
     tmp = tempfile.mkdtemp(prefix="prom_")
     mport, pport = free_port(), free_port()
-    up = [udp_frame("192.168.1.%d" % (10 + i % 4), "10.0.0.1", 7000 + i, 53, 200)
+    up = [ip_frame("192.168.1.%d" % (10 + i % 4), "10.0.0.1", 7000 + i, 53, 200)
           for i in range(N_UP)]
-    down = [udp_frame("10.0.0.1", "192.168.1.10", 5000, 6000 + i % 3, 500) for i in range(N_DOWN)]
+    down = [ip_frame("10.0.0.1", "192.168.1.10", 5000, 6000 + i % 3, 500) for i in range(N_DOWN)]
     write_pcap(os.path.join(tmp, "lan_in.pcap"), up)
     write_pcap(os.path.join(tmp, "wan_in.pcap"), down)
     cfg = {
@@ -210,7 +182,8 @@ def main():
 
     d = Proc("shaperd", [SHAPERD, "--no-huge", "-m", "256", "--no-pci",
                          "--file-prefix=prom_%d" % os.getpid(), "-l", "0,1",
-                         "--log-level=lib.eal:warning", "--", "-c", cfg_path])
+                         "--log-level=lib.eal:warning", "--", "-c", cfg_path,
+                         "--stats-file", os.path.join(tmp, "exit_stats.json")])
     p = None
     try:
         if not check(d.wait_line("control socket", 30), "shaperd started"):
@@ -238,11 +211,19 @@ def main():
         test_prometheus(prom, mport)
         # After all that scraping, the daemon still answers and stops cleanly.
         check(http("http://127.0.0.1:%d/metrics" % mport)[0] == 200, "still serving")
+        ctl = Control(os.path.join(tmp, "shaper.sock"))
+        check_accounting(ctl.call("stats")["result"], "live, after the scrapes")
+        ctl.close()
     finally:
         if p is not None:
             p.stop()
         rc = d.stop()
         check(rc == 0, "shaperd exits 0 on SIGTERM (got %d)" % rc)
+        if os.path.exists(os.path.join(tmp, "exit_stats.json")):
+            with open(os.path.join(tmp, "exit_stats.json")) as f:
+                check_accounting(json.load(f), "at exit")
+        else:
+            check(False, "shaperd wrote its exit counters")
         if failures:
             d.dump()
             if p is not None:

@@ -18,7 +18,6 @@ import shutil
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import NOBODY, Proc, check, failures  # noqa: E402
+from testlib import NOBODY, Proc, check, check_accounting, failures, ip_frame, write_pcap  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
@@ -37,33 +36,6 @@ N_UP, N_DOWN = 200, 300
 
 
 # ---- pcap writing -------------------------------------------------------
-
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return (~s) & 0xffff
-
-
-def udp_frame(src, dst, sport, dport, size, tos=0):
-    plen = size - 14 - 20 - 8
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + 8 + plen, 0, 0x4000, 64, 17, 0,
-                     socket.inet_aton(src), socket.inet_aton(dst))
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    udp = struct.pack("!HHHH", sport, dport, 8 + plen, 0)
-    eth = bytes.fromhex("020000000002" "020000000001") + b"\x08\x00"
-    return eth + ip + udp + bytes(plen)
-
-
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)))
-            f.write(fr)
-
 
 # ---- running things -----------------------------------------------------
 
@@ -491,6 +463,18 @@ def test_permission():
     os.chmod(SOCK, 0o600)
 
 
+def test_accounting():
+    """The identity from --json, and the same terms in the human-readable output."""
+    st = ctl_json("stats")
+    if st is not None:
+        check_accounting(st, "shapectl --json stats")
+    rc, out, _ = run(["stats", "downstream"])
+    check(rc == 0 and re.search(r"accounting: received \d+ \+ held at reset \d+ = sent \d+ \+ "
+                                r"dropped \d+ \+ queued \d+ \(scheduler \d+, swap \d+, emulator \d+,"
+                                r" tx pending \d+\), unaccounted 0\n", out) is not None,
+          "shapectl stats prints the accounting line")
+
+
 def main():
     global SOCK
     if shutil.which("setpriv") is None:
@@ -499,9 +483,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shapectl_")
     os.chmod(tmp, 0o755)  # nobody must reach the socket for the permission test
     SOCK = os.path.join(tmp, "run", "shaper.sock")
-    down = [udp_frame("10.0.0.1", "192.168.1.%d" % (10 + i % 4), 5000 + i % 4, 6000, 1000)
+    down = [ip_frame("10.0.0.1", "192.168.1.%d" % (10 + i % 4), 5000 + i % 4, 6000, 1000)
             for i in range(N_DOWN)]
-    up = [udp_frame("192.168.1.10", "10.0.0.1", 7000 + i % 3, 53, 200, tos=0xb8 if i % 2 else 0)
+    up = [ip_frame("192.168.1.10", "10.0.0.1", 7000 + i % 3, 53, 200, tos=0xb8 if i % 2 else 0)
           for i in range(N_UP)]
     write_pcap(os.path.join(tmp, "wan_in.pcap"), down)
     write_pcap(os.path.join(tmp, "lan_in.pcap"), up)
@@ -538,6 +522,7 @@ def main():
         test_reset()
         test_socket_selection(tmp)
         test_permission()
+        test_accounting()
     finally:
         rc = d.stop()
         print("\n".join(d.lines))

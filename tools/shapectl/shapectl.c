@@ -311,6 +311,29 @@ print_rtt(const json_t *r)
 	}
 }
 
+/* received (+ held at the last reset) = sent + dropped + queued, as one line. */
+static void
+print_accounting(const json_t *a)
+{
+	const json_t *q = json_object_get(a, "queued");
+	long long dropped = 0;
+	const char *k;
+	json_t *v;
+
+	if (a == NULL)
+		return;
+	json_object_foreach ((json_t *)json_object_get(a, "dropped"), k, v)
+		dropped += json_is_integer(v) ? json_integer_value(v) : 0;
+	printf(" accounting: received %lld + held at reset %lld = sent %lld + dropped %lld"
+	       " + queued %lld (scheduler %lld, swap %lld, emulator %lld, tx pending %lld),"
+	       " unaccounted %lld\n",
+	       sc_int(a, "received"), sc_int(a, "held_at_reset"), sc_int(a, "sent"), dropped,
+	       sc_int(q, "scheduler") + sc_int(q, "swap") + sc_int(q, "emulator") +
+			       sc_int(q, "tx_pending"),
+	       sc_int(q, "scheduler"), sc_int(q, "swap"), sc_int(q, "emulator"),
+	       sc_int(q, "tx_pending"), sc_int(a, "unaccounted"));
+}
+
 static void
 print_direction(const char *name, const json_t *d)
 {
@@ -352,6 +375,8 @@ print_direction(const char *name, const json_t *d)
 	json_object_foreach (json_object_get(d, "drop_reasons"), k, v)
 		printf(" %s %lld", k, json_is_integer(v) ? json_integer_value(v) : 0);
 	printf("\n");
+	print_accounting(json_object_get(d, "accounting"));
+	printf(" mbufs in use %lld of %lld\n", sc_int(d, "mbufs_in_use"), sc_int(d, "mbufs"));
 	if (json_array_size(json_object_get(d, "tins")) > 0) {
 		printf("\n");
 		print_tins(json_object_get(d, "tins"));

@@ -615,6 +615,8 @@ def dir_summary(st):
     out = {k: st.get(k) for k in ("rx_packets", "tx_packets", "tx_bytes", "drops", "ecn_mark", "qlen", "backlog",
                                   "emulator_qlen", "lag_skips", "lag_skipped_us", "sojourn")}
     out["drop_reasons"] = {k: v for k, v in st.get("drop_reasons", {}).items() if v}
+    if "accounting" in st:
+        out["accounting"] = st["accounting"]
     tins = st.get("tins")
     if tins:
         out["tins"] = [{k: t.get(k) for k in ("name", "sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops",

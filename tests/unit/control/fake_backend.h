@@ -63,6 +63,12 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		c->dropped[r] = 11 + (uint64_t)r + b; /* aqm 11, overflow 12, ... */
 	c->emulator_qlen = 9 + b;
+	c->sched_qlen = 21 + b;
+	c->swap_qlen = 3 + b;
+	c->tx_pending = 2 + b;
+	c->held_at_reset = 5 + b;
+	c->pool_in_use = 77 + b;
+	c->pool_size = 4095 + b;
 	c->time_ns = 123456789 + b;
 
 	memset(st, 0, sizeof(*st));
@@ -243,6 +249,14 @@ fake_flows(void *opaque, enum shaper_dir d, struct ctl_flow *out, unsigned int m
 	return (int)n;
 }
 
+static int
+fake_heap_bytes(void *opaque, uint64_t *bytes)
+{
+	(void)opaque;
+	*bytes = 4242000;
+	return 0;
+}
+
 static __attribute__((unused)) void
 fake_backend(struct fake *f, struct ctl_backend *be)
 {
@@ -253,6 +267,7 @@ fake_backend(struct fake *f, struct ctl_backend *be)
 	be->apply = fake_apply;
 	be->reset_stats = fake_reset_stats;
 	be->flows = fake_flows;
+	be->heap_bytes = fake_heap_bytes;
 }
 
 /* Known error codes, for checks that a reply names one of them. */

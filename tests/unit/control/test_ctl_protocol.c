@@ -318,6 +318,9 @@ static const char *const dir_keys[] = {
 	"control_max_ns",
 	"tx_port_errors",
 	"emulator_qlen",
+	"accounting",
+	"mbufs_in_use",
+	"mbufs",
 	"drops",
 	"drop_reasons",
 	"packets",
@@ -418,6 +421,30 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 		total += c->dropped[i];
 	}
 	assert_int_equal(json_object_size(jpath(r, AT("%s", "drop_reasons"))), SHAPER_DROP_MAX);
+	/* The identity's terms, each from the same counters. */
+	assert_keys(r, AT("%s", "accounting"),
+		    (const char *const[]){ "received", "held_at_reset", "sent", "dropped", "queued",
+					   "unaccounted" },
+		    6);
+	assert_int_at(r, AT("%s", "accounting.received"), (long long)c->rx_packets);
+	assert_int_at(r, AT("%s", "accounting.held_at_reset"), (long long)c->held_at_reset);
+	assert_int_at(r, AT("%s", "accounting.sent"), (long long)c->tx_packets);
+	for (int i = 0; i < SHAPER_DROP_MAX; i++)
+		assert_int_at(r,
+			      AT("accounting.dropped.%s",
+				 shaper_drop_name((enum shaper_drop_reason)i)),
+			      (long long)c->dropped[i]);
+	assert_keys(r, AT("%s", "accounting.queued"),
+		    (const char *const[]){ "scheduler", "swap", "emulator", "tx_pending" }, 4);
+	assert_int_at(r, AT("%s", "accounting.queued.scheduler"), (long long)c->sched_qlen);
+	assert_int_at(r, AT("%s", "accounting.queued.swap"), (long long)c->swap_qlen);
+	assert_int_at(r, AT("%s", "accounting.queued.emulator"), (long long)c->emulator_qlen);
+	assert_int_at(r, AT("%s", "accounting.queued.tx_pending"), (long long)c->tx_pending);
+	assert_int_at(r, AT("%s", "accounting.unaccounted"),
+		      (long long)(c->rx_packets + c->held_at_reset - c->tx_packets - total -
+				  c->sched_qlen - c->swap_qlen - c->emulator_qlen - c->tx_pending));
+	assert_int_at(r, AT("%s", "mbufs_in_use"), (long long)c->pool_in_use);
+	assert_int_at(r, AT("%s", "mbufs"), (long long)c->pool_size);
 	assert_int_at(r, AT("%s", "drops"), (long long)total);
 	assert_int_at(r, AT("%s", "packets"), (long long)st->dequeued_pkts);
 	assert_int_at(r, AT("%s", "bytes"), (long long)st->dequeued_bytes);
@@ -489,7 +516,8 @@ test_stats(void **state)
 	(void)state;
 	r = ok("{'id':10,'cmd':'stats'}");
 	assert_id(last, 10);
-	assert_keys(r, "", (const char *const[]){ "ports", "directions" }, 2);
+	assert_keys(r, "", (const char *const[]){ "ports", "directions", "memory" }, 3);
+	assert_int_at(r, "memory.heap_bytes", 4242000);
 	assert_keys(r, "ports", (const char *const[]){ "wan", "lan" }, 2);
 	assert_keys(r, "directions", (const char *const[]){ "upstream", "downstream" }, 2);
 	check_port(r, SHAPER_PORT_WAN);
@@ -502,6 +530,12 @@ test_stats(void **state)
 	assert_str_at(r, "ports.lan.name", "net_tap_lan");
 	assert_int_at(r, "directions.upstream.rx_packets", 1234);
 	assert_int_at(r, "directions.upstream.emulator_qlen", 9);
+	/* 1234 + 5 held = 1200 sent + drops + 21 + 3 + 9 + 2 queued, short by the rest */
+	assert_int_at(r, "directions.upstream.accounting.unaccounted",
+		      1234 + 5 - 1200 -
+				      (11 * SHAPER_DROP_MAX +
+				       SHAPER_DROP_MAX * (SHAPER_DROP_MAX - 1) / 2) -
+				      (21 + 3 + 9 + 2));
 	assert_int_at(r, "directions.downstream.rx_packets", 101234);
 	assert_int_at(r, "directions.upstream.bandwidth", 12500000);
 	/* dropped[r] = 11 + r: the total is 11 * n + n * (n - 1) / 2 */
