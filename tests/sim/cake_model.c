@@ -18,8 +18,19 @@
 
 typedef unsigned __int128 u128;
 
-enum cm_state { ST_NONE, ST_SPARSE, ST_SPARSE_WAIT, ST_BULK, ST_DECAYING };
-enum cm_list { L_NEW, L_OLD, L_DECAYING, L_NONE };
+enum cm_state {
+	ST_NONE,
+	ST_SPARSE,
+	ST_SPARSE_WAIT,
+	ST_BULK,
+	ST_DECAYING
+};
+enum cm_list {
+	L_NEW,
+	L_OLD,
+	L_DECAYING,
+	L_NONE
+};
 
 struct cm_rate {
 	uint64_t rate, rate_ns;
@@ -172,15 +183,16 @@ config_tins(struct cake_model *m)
 {
 	static const uint8_t ds3[][2] = { { 1, 1 },  { 8, 1 },  { 4, 2 }, { 44, 2 },
 					  { 46, 2 }, { 48, 2 }, { 56, 2 } };
-	static const uint8_t ds4[][2] = { { 1, 1 },  { 8, 1 },	{ 4, 2 },  { 16, 2 }, { 18, 2 },
+	static const uint8_t ds4[][2] = { { 1, 1 },  { 8, 1 },  { 4, 2 },  { 16, 2 }, { 18, 2 },
 					  { 20, 2 }, { 22, 2 }, { 24, 2 }, { 26, 2 }, { 28, 2 },
 					  { 30, 2 }, { 34, 2 }, { 36, 2 }, { 38, 2 }, { 32, 3 },
 					  { 40, 3 }, { 44, 3 }, { 46, 3 }, { 48, 3 }, { 56, 3 } };
 	/* diffserv8 by class (§1.2), default Best effort = 2. */
 	static const uint8_t ds8[][2] = {
-		{ 1, 0 },  { 2, 1 },  { 8, 1 },	 { 10, 1 }, { 12, 1 }, { 14, 1 }, { 24, 3 }, { 26, 3 },
-		{ 28, 3 }, { 30, 3 }, { 34, 3 }, { 36, 3 }, { 38, 3 }, { 4, 4 },  { 18, 4 }, { 20, 4 },
-		{ 22, 4 }, { 16, 5 }, { 32, 6 }, { 40, 6 }, { 44, 6 }, { 46, 6 }, { 48, 7 }, { 56, 7 },
+		{ 1, 0 },  { 2, 1 },  { 8, 1 },  { 10, 1 }, { 12, 1 }, { 14, 1 },
+		{ 24, 3 }, { 26, 3 }, { 28, 3 }, { 30, 3 }, { 34, 3 }, { 36, 3 },
+		{ 38, 3 }, { 4, 4 },  { 18, 4 }, { 20, 4 }, { 22, 4 }, { 16, 5 },
+		{ 32, 6 }, { 40, 6 }, { 44, 6 }, { 46, 6 }, { 48, 7 }, { 56, 7 },
 	};
 	uint64_t r = m->p.rate;
 	uint32_t i;
@@ -355,8 +367,8 @@ resync(struct cake_model *m, uint64_t now)
 	m->t_next = clamp_clock(m->t_next, now, hi);
 	m->f_next = clamp_clock(m->f_next, now, hi);
 	for (i = 0; i < NTINS; i++)
-		m->tins[i].t_next =
-			clamp_clock(m->tins[i].t_next, now, now + dur(&m->tins[i].rate, m->p.mtu));
+		m->tins[i].t_next = clamp_clock(m->tins[i].t_next, now,
+						now + dur(&m->tins[i].rate, m->p.mtu));
 }
 
 /* ------------------------------------------------------------ lists (§3) */
@@ -561,7 +573,8 @@ cobalt_full(struct cm_cobalt *v, const struct cm_tin *b, uint64_t now)
 
 	if ((int64_t)(now - v->blue_timer) > (int64_t)b->target) {
 		up = v->p_drop == 0;
-		v->p_drop = v->p_drop > UINT32_MAX - (1u << 24) ? UINT32_MAX : v->p_drop + (1u << 24);
+		v->p_drop = v->p_drop > UINT32_MAX - (1u << 24) ? UINT32_MAX
+								: v->p_drop + (1u << 24);
 		v->blue_timer = now;
 	}
 	v->dropping = true;
@@ -594,16 +607,15 @@ cobalt_empty(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, 
 
 /* §4.3: judge pkt leaving its flow at now; true = drop. */
 static bool
-cobalt_judge(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b,
-	     struct cm_pkt *pkt, uint64_t now)
+cobalt_judge(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, struct cm_pkt *pkt,
+	     uint64_t now)
 {
 	uint64_t sojourn = now - pkt->enq;
 	uint64_t bulk = m->p.ingress ? b->bulk : 0;
 	int64_t sched = (int64_t)(now - v->drop_next);
 	bool over, next_due, drop = false;
 
-	over = sojourn > b->target && sojourn > 2 * b->mtu_time * bulk &&
-	       sojourn > 4 * b->mtu_time;
+	over = sojourn > b->target && sojourn > 2 * b->mtu_time * bulk && sojourn > 4 * b->mtu_time;
 	next_due = v->count != 0 && sched >= 0;
 	v->ecn_marked = false;
 	if (over) {

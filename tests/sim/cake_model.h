@@ -25,8 +25,8 @@ struct cm_pkt {
 	uint32_t len, net_off, mem;
 	uint32_t flow_hash, src_hash, dst_hash;
 	uint8_t dscp;
-	uint8_t ecn;       /* the two ECN bits; the model sets 3 (CE) when it marks */
-	bool markable;     /* an IP packet (CE can be written) */
+	uint8_t ecn;   /* the two ECN bits; the model sets 3 (CE) when it marks */
+	bool markable; /* an IP packet (CE can be written) */
 	/* Set by the model. */
 	uint64_t enq;
 	uint32_t adj;

@@ -83,7 +83,7 @@ rndn(struct prog *g, uint32_t n)
 	do {                                                                                       \
 		char msg_[256];                                                                    \
 		snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                         \
-		fail_msg("program seed %llu (%s), step %u after %s, now %llu: %s",                  \
+		fail_msg("program seed %llu (%s), step %u after %s, now %llu: %s",                 \
 			 (unsigned long long)(g)->seed, desc(g), (g)->step, (g)->op,               \
 			 (unsigned long long)(g)->now, msg_);                                      \
 	} while (0)
@@ -229,8 +229,8 @@ match_drops(struct prog *g, struct sh_pkt_list *dl, const struct cm_drops *md)
 #define SAME(field)                                                                                \
 	do {                                                                                       \
 		if (a.field != b.field)                                                            \
-			MISMATCH(g, "stats " #field ": %llu, the model %llu",                       \
-				 (unsigned long long)a.field, (unsigned long long)b.field);         \
+			MISMATCH(g, "stats " #field ": %llu, the model %llu",                      \
+				 (unsigned long long)a.field, (unsigned long long)b.field);        \
 	} while (0)
 #define SAME_TIN(field)                                                                            \
 	do {                                                                                       \
@@ -386,7 +386,9 @@ do_dequeue(struct prog *g, uint32_t max)
 /* ------------------------------------------------------------ programs */
 
 static const uint64_t rates[] = { 0, 0, 125000, 625000, 1250000, 12500000, 125000000 };
-static const uint8_t dscps[] = { 0, 1, 2, 4, 8, 10, 16, 18, 24, 26, 32, 34, 40, 44, 46, 48, 56, 63 };
+static const uint8_t dscps[] = {
+	0, 1, 2, 4, 8, 10, 16, 18, 24, 26, 32, 34, 40, 44, 46, 48, 56, 63
+};
 
 static void
 random_overheads(struct prog *g, struct sched_params *p)
