@@ -51,6 +51,7 @@ struct cm_flow {
 	enum cm_state state;
 	enum cm_list list;
 	uint32_t srchost, dsthost; /* host table slots */
+	bool rehost;               /* host slots forgotten by an isolation change */
 	struct cm_cobalt cv;
 };
 
@@ -336,6 +337,23 @@ cm_free(struct cake_model *m)
 void
 cm_update(struct cake_model *m, const struct sched_params *p)
 {
+	if (p->isolation != m->p.isolation) {
+		/*
+		 * The project's isolation change (not in the reference): the
+		 * host tables start empty and every flow reclaims its hosts at
+		 * its next packet; until then it is charged to none (load 1).
+		 */
+		for (uint32_t t = 0; t < NTINS; t++) {
+			struct cm_tin *b = &m->tins[t];
+
+			memset(b->src_tag, 0, sizeof(b->src_tag));
+			memset(b->dst_tag, 0, sizeof(b->dst_tag));
+			memset(b->src_bulk, 0, sizeof(b->src_bulk));
+			memset(b->dst_bulk, 0, sizeof(b->dst_bulk));
+			for (uint32_t q = 0; q < NQ; q++)
+				b->flows[q].rehost = true;
+		}
+	}
 	if (p->overhead_mode != m->p.overhead_mode || p->overhead != m->p.overhead) {
 		m->min_net = m->min_adj = 65535; /* §9.3: OVERHEAD or RAW resets them */
 		m->max_net = m->max_adj = 0;
@@ -419,6 +437,8 @@ static void
 host_bulk_add(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f, int d)
 {
 	/* Saturating 0..1024 (§2.3). */
+	if (f->rehost)
+		return;
 	if (dual_src(m)) {
 		uint32_t *c = &b->src_bulk[f->srchost];
 
@@ -444,9 +464,9 @@ host_quantum(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f)
 	uint32_t load = 1;
 	uint64_t r;
 
-	if (dual_src(m) && b->src_bulk[f->srchost] > load)
+	if (dual_src(m) && !f->rehost && b->src_bulk[f->srchost] > load)
 		load = b->src_bulk[f->srchost];
-	if (dual_dst(m) && b->dst_bulk[f->dsthost] > load)
+	if (dual_dst(m) && !f->rehost && b->dst_bulk[f->dsthost] > load)
 		load = b->dst_bulk[f->dsthost];
 	r = sh_rand64(&m->rng) >> 48;
 	return (int64_t)(((uint64_t)b->flow_quantum * (65535u / load) + r) >> 16);
@@ -479,6 +499,7 @@ host_slot(uint32_t *tags, const uint32_t *bulk, uint32_t hash)
 static void
 assign_hosts(struct cake_model *m, struct cm_tin *b, struct cm_flow *f, const struct cm_pkt *pkt)
 {
+	f->rehost = false;
 	if (dual_src(m))
 		f->srchost = host_slot(b->src_tag, b->src_bulk, pkt->src_hash);
 	if (dual_dst(m))
@@ -535,7 +556,7 @@ lookup(struct cake_model *m, struct cm_tin *b, const struct cm_pkt *pkt)
 			host_bulk_add(m, b, &b->flows[q], -1);
 	}
 	b->tags[q] = hash;
-	if (assign && (dual_src(m) || dual_dst(m)))
+	if ((assign || b->flows[q].rehost) && (dual_src(m) || dual_dst(m)))
 		assign_hosts(m, b, &b->flows[q], pkt);
 	return q;
 }

@@ -7,9 +7,9 @@
  * and counter. Where the project differs from sch_cake on purpose
  * (docs/ARCHITECTURE.md), the model follows the project and says so.
  *
- * Not modelled: the ACK filter, a change of diffserv or isolation mode by a
- * live update (rate, rtt, target, overhead, memlimit, ecn, ingress and wash
- * updates are).
+ * Not modelled: the ACK filter, and a change of diffserv mode by a live
+ * update (rate, rtt, target, overhead, memlimit, ecn, ingress, wash and
+ * isolation updates are).
  */
 #ifndef SHAPER_TEST_CAKE_MODEL_H
 #define SHAPER_TEST_CAKE_MODEL_H
@@ -52,7 +52,7 @@ struct cake_model;
 struct cake_model *cm_new(const struct sched_params *p);
 void cm_free(struct cake_model *m);
 
-/* A live update of rate, rtt, target, overhead, memlimit, ecn, ingress or wash. */
+/* A live update of anything but the diffserv mode. */
 void cm_update(struct cake_model *m, const struct sched_params *p);
 
 /*

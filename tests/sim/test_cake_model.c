@@ -468,7 +468,7 @@ live_update(struct prog *g)
 	char err[128];
 
 	g->op = "update";
-	switch (rndn(g, 4)) {
+	switch (rndn(g, 5)) {
 	case 0:
 		p.rate = rates[rndn(g, sizeof(rates) / sizeof(rates[0]))];
 		break;
@@ -477,6 +477,9 @@ live_update(struct prog *g)
 		break;
 	case 2:
 		random_timing(g, &p);
+		break;
+	case 3:
+		p.isolation = (enum sched_isolation)rndn(g, 8);
 		break;
 	default:
 		p.lag_limit_ns = rndn(g, 2) ? SCHED_LAG_AUTO : 1000 + rnd(g) % 100000000;
