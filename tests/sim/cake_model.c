@@ -84,6 +84,7 @@ struct cm_tin {
 struct cake_model {
 	struct sched_params p;
 	uint32_t tin_cnt;
+	uint32_t tin_scan; /* tins dequeue serves: > tin_cnt while retired ones drain */
 	uint8_t dscp_tin[64];
 	uint8_t tin_order[NTINS];
 	uint32_t cur_tin;
@@ -251,6 +252,17 @@ config_tins(struct cake_model *m)
 		m->tin_order[0] = 1; /* §1.3: Bulk is shown first */
 		m->tin_order[1] = 0;
 	}
+	/*
+	 * The project's diffserv change (not in the reference): tins the new
+	 * mode does not use keep their packets and drain at the full rate
+	 * (tin quantum 1024) until empty.
+	 */
+	for (i = m->tin_cnt; i < NTINS; i++) {
+		char name[SCHED_NAME_LEN];
+
+		snprintf(name, sizeof(name), "Tin %u", i);
+		tin_config(m, &m->tins[i], r, 1024, name);
+	}
 	rate_set(&m->rate, r);
 	/*
 	 * Not in the reference: the project writes off a clock lag beyond
@@ -323,6 +335,7 @@ cm_new(const struct sched_params *p)
 			b->flows[k].list = L_NONE;
 	}
 	config_tins(m);
+	m->tin_scan = m->tin_cnt;
 	m->limit = limit_bytes(p);
 	m->min_net = m->min_adj = 65535;
 	return m;
@@ -332,6 +345,44 @@ void
 cm_free(struct cake_model *m)
 {
 	free(m);
+}
+
+/*
+ * A retired tin that emptied forgets its flows (the project's choice):
+ * queues, lists, counts and host bulk counts; its clock, tags and
+ * statistics stay.
+ */
+static void
+tin_forget(struct cm_tin *b)
+{
+	for (uint32_t q = 0; q < NQ; q++) {
+		struct cm_flow *f = &b->flows[q];
+
+		memset(f, 0, sizeof(*f));
+		f->list = L_NONE;
+		b->src_bulk[q] = b->dst_bulk[q] = 0;
+	}
+	memset(b->list_len, 0, sizeof(b->list_len));
+	b->sparse = b->bulk = b->decaying = b->unresponsive = 0;
+	b->backlog = 0;
+	b->qlen = 0;
+	b->tin_deficit = 0;
+}
+
+/* Serve the mode's tins and any retired tin still holding packets. */
+static void
+update_scan(struct cake_model *m)
+{
+	uint32_t n = m->tin_cnt, i;
+
+	for (i = m->tin_cnt; i < NTINS; i++)
+		if (m->tins[i].qlen != 0)
+			n = i + 1;
+	for (i = n; i < m->tin_scan; i++)
+		tin_forget(&m->tins[i]);
+	m->tin_scan = n;
+	if (m->cur_tin >= n)
+		m->cur_tin = 0;
 }
 
 void
@@ -361,6 +412,7 @@ cm_update(struct cake_model *m, const struct sched_params *p)
 	m->p = *p;
 	config_tins(m);
 	m->limit = limit_bytes(p);
+	update_scan(m);
 	/*
 	 * The project's update (sched.h: "the new rate holds from the next
 	 * packet"): at the next enqueue or dequeue every clock is brought
@@ -911,7 +963,7 @@ pick_shaped(struct cake_model *m, uint64_t now)
 	int64_t best_d = 0;
 	uint32_t i;
 
-	for (i = 0; i < m->tin_cnt; i++) {
+	for (i = 0; i < m->tin_scan; i++) {
 		struct cm_tin *b = &m->tins[i];
 		int64_t d = (int64_t)(b->t_next - now);
 
@@ -939,12 +991,12 @@ pick_drr(struct cake_model *m)
 			return b;
 		if (b->tin_deficit <= 0)
 			b->tin_deficit += b->tin_quantum;
-		m->cur_tin = (m->cur_tin + 1) % m->tin_cnt;
+		m->cur_tin = (m->cur_tin + 1) % m->tin_scan;
 		/* A full wrap with no flows anywhere. */
-		if (++steps >= m->tin_cnt) {
+		if (++steps >= m->tin_scan) {
 			bool any = false;
 
-			for (uint32_t i = 0; i < m->tin_cnt; i++)
+			for (uint32_t i = 0; i < m->tin_scan; i++)
 				any |= m->tins[i].sparse + m->tins[i].bulk != 0;
 			if (!any)
 				return NULL;
@@ -1003,6 +1055,8 @@ cm_dequeue(struct cake_model *m, uint64_t now, struct cm_drops *drops)
 
 	if (m->resync)
 		resync(m, now);
+	if (m->tin_scan > m->tin_cnt)
+		update_scan(m);
 pick_tin:
 	if (m->qlen == 0)
 		return NULL;
@@ -1015,7 +1069,7 @@ pick_tin:
 		m->t_next = now - m->lag;
 		if (m->f_next < now - m->lag)
 			m->f_next = now - m->lag;
-		for (i = 0; i < m->tin_cnt; i++)
+		for (i = 0; i < m->tin_scan; i++)
 			if (m->tins[i].t_next < now - m->lag)
 				m->tins[i].t_next = now - m->lag;
 	}
@@ -1093,6 +1147,12 @@ cm_next_time(const struct cake_model *m, uint64_t now)
 		return now;
 	t = m->t_next < m->f_next ? m->t_next : m->f_next;
 	return t > now ? t : now;
+}
+
+uint32_t
+cm_retired_tins(const struct cake_model *m)
+{
+	return m->tin_scan - m->tin_cnt;
 }
 
 void

@@ -7,9 +7,9 @@
  * and counter. Where the project differs from sch_cake on purpose
  * (docs/ARCHITECTURE.md), the model follows the project and says so.
  *
- * Not modelled: the ACK filter, and a change of diffserv mode by a live
- * update (rate, rtt, target, overhead, memlimit, ecn, ingress, wash and
- * isolation updates are).
+ * Not modelled: the ACK filter. Live updates of every parameter are
+ * (rate, rtt, target, overhead, memlimit, ecn, ingress, wash, isolation
+ * and diffserv mode).
  */
 #ifndef SHAPER_TEST_CAKE_MODEL_H
 #define SHAPER_TEST_CAKE_MODEL_H
@@ -52,7 +52,7 @@ struct cake_model;
 struct cake_model *cm_new(const struct sched_params *p);
 void cm_free(struct cake_model *m);
 
-/* A live update of anything but the diffserv mode. */
+/* A live update (the project's rules: sched_update). */
 void cm_update(struct cake_model *m, const struct sched_params *p);
 
 /*
@@ -70,6 +70,9 @@ struct cm_pkt *cm_dequeue(struct cake_model *m, uint64_t now, struct cm_drops *d
 
 /* As sched_next_time. */
 uint64_t cm_next_time(const struct cake_model *m, uint64_t now);
+
+/* Tins no longer in the mode that still drain (after a diffserv change). */
+uint32_t cm_retired_tins(const struct cake_model *m);
 
 /* The discipline's part of sched_stats (no enqueued/dequeued/dropped totals). */
 void cm_stats(const struct cake_model *m, struct sched_stats *st);

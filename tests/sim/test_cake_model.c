@@ -64,7 +64,7 @@ struct prog {
 /* What all programs together exercised: the test fails if a kind is never met. */
 static struct {
 	uint64_t programs, deq, aqm, overflow, self_drop, marks, cols, inds, misses;
-	uint64_t overlimits, updates, unresponsive, decaying_seen, bulk_seen;
+	uint64_t overlimits, updates, unresponsive, decaying_seen, bulk_seen, retired;
 } cover;
 
 static uint64_t
@@ -468,7 +468,7 @@ live_update(struct prog *g)
 	char err[128];
 
 	g->op = "update";
-	switch (rndn(g, 5)) {
+	switch (rndn(g, 6)) {
 	case 0:
 		p.rate = rates[rndn(g, sizeof(rates) / sizeof(rates[0]))];
 		break;
@@ -480,6 +480,9 @@ live_update(struct prog *g)
 		break;
 	case 3:
 		p.isolation = (enum sched_isolation)rndn(g, 8);
+		break;
+	case 4:
+		p.diffserv = (enum sched_diffserv)rndn(g, 5);
 		break;
 	default:
 		p.lag_limit_ns = rndn(g, 2) ? SCHED_LAG_AUTO : 1000 + rnd(g) % 100000000;
@@ -543,6 +546,7 @@ run_program(uint64_t seed, enum sched_diffserv ds, enum sched_isolation iso)
 			live_update(g);
 		}
 		compare_state(g);
+		cover.retired += cm_retired_tins(g->m) != 0;
 	}
 	/* Drain: follow next_time until both are empty. */
 	for (i = 0; i < 100000 && sched_next_time(g->s, g->now) != UINT64_MAX; i++) {
@@ -643,13 +647,13 @@ test_coverage(void **state)
 		skip();
 	printf("# figure: cake model: %llu programs, %llu packets delivered, %llu aqm drops, "
 	       "%llu overflow drops (%llu of the arriving packet), %llu CE marks, %llu updates, "
-	       "%llu overlimits, way misses/inds/cols %llu/%llu/%llu\n",
+	       "%llu overlimits, way misses/inds/cols %llu/%llu/%llu, steps with retired tins draining %llu\n",
 	       (unsigned long long)cover.programs, (unsigned long long)cover.deq,
 	       (unsigned long long)cover.aqm, (unsigned long long)cover.overflow,
 	       (unsigned long long)cover.self_drop, (unsigned long long)cover.marks,
 	       (unsigned long long)cover.updates, (unsigned long long)cover.overlimits,
 	       (unsigned long long)cover.misses, (unsigned long long)cover.inds,
-	       (unsigned long long)cover.cols);
+	       (unsigned long long)cover.cols, (unsigned long long)cover.retired);
 	assert_int_equal(cover.programs, 5 * 8 * runs_per_mode());
 	assert_true(cover.deq > 0);
 	assert_true(cover.aqm > 0);
@@ -662,6 +666,7 @@ test_coverage(void **state)
 	assert_true(cover.inds > 0);
 	assert_true(cover.unresponsive > 0);
 	assert_true(cover.bulk_seen > 0);
+	assert_true(cover.retired > 0);
 }
 
 int
