@@ -425,8 +425,13 @@ make_flows(struct prog *g)
 	uint32_t hosts[MAX_HOSTS], nhosts = 1 + rndn(g, MAX_HOSTS), i;
 	bool crowd = rndn(g, 2) != 0;
 
+	/* Sometimes more hosts than one host set has ways: they share slots (§2.3). */
+	bool one_set = crowd && rndn(g, 2) != 0;
+
 	for (i = 0; i < nhosts; i++)
-		hosts[i] = crowd && rndn(g, 2) ? crowded_hash(g) : (uint32_t)(rnd(g) >> 32);
+		hosts[i] = one_set               ? (uint32_t)(rnd(g) << 10) | rndn(g, 8)
+			   : crowd && rndn(g, 2) ? crowded_hash(g)
+						 : (uint32_t)(rnd(g) >> 32);
 	g->nflows = 1 + rndn(g, MAX_FLOWS);
 	for (i = 0; i < g->nflows; i++) {
 		struct tflow *f = &g->flows[i];
