@@ -4,11 +4,13 @@
  * is random here; randomness inside the scheduler comes from params.seed.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -472,6 +474,30 @@ sim_drain(struct sim *sim)
 				fail_msg("scheduler stalls while draining");
 		}
 	}
+}
+
+static const char *sim_watchdog_what;
+
+static void
+sim_watchdog_fire(int sig)
+{
+	static const char pre[] = "watchdog: still running: ";
+	const char *w = sim_watchdog_what != NULL ? sim_watchdog_what : "?";
+
+	(void)sig;
+	/* Only async-signal-safe calls here. */
+	if (write(STDERR_FILENO, pre, sizeof(pre) - 1) < 0 ||
+	    write(STDERR_FILENO, w, strlen(w)) < 0 || write(STDERR_FILENO, "\n", 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+void
+sim_watchdog(unsigned int seconds, const char *what)
+{
+	sim_watchdog_what = what;
+	signal(SIGALRM, sim_watchdog_fire);
+	alarm(seconds);
 }
 
 void

@@ -179,6 +179,15 @@ double sim_jain(const double *x, uint32_t n);
 /* p-th percentile (0..100) of n values (sorted in place). */
 uint64_t sim_percentile(uint64_t *v, uint32_t n, double p);
 
+/*
+ * Fail the test program if it is still running seconds from now (0 cancels):
+ * a scheduler call that never returns (a loop that cannot progress) then
+ * fails with what as its reason instead of hanging until the harness kills
+ * it. The bound is for a hang, not for speed: keep it many times the
+ * expected run time, sanitizers and a busy machine included.
+ */
+void sim_watchdog(unsigned int seconds, const char *what);
+
 /* Print a measured figure for the report (greppable "# figure:"). */
 #define SIM_FIGURE(...)                                                                            \
 	do {                                                                                       \
