@@ -271,7 +271,7 @@ def write_mix_pcap(path, flows):
 
 def shaper_config(args, disc, rate, sockdir):
     bw = "unlimited" if rate is None else "%dbit" % rate
-    direction = {"discipline": disc, "bandwidth": bw}
+    direction = {"discipline": disc, "bandwidth": bw, "lag_limit": args.lag_limit}
     if disc == "cake":
         direction.update({"overhead": "raw", "diffserv": args.diffserv})
     return {
@@ -494,6 +494,9 @@ def main():
                     "unshaped and checks each diffserv4 tin's share")
     ap.add_argument("--mix-offer", default="200mbit", help="offered load of --mix")
     ap.add_argument("--mix-flows", type=int, default=30)
+    ap.add_argument("--lag-limit", default="auto",
+                    help="shaperd's lag_limit: how long a stall of its worker may be caught "
+                    "up after it instead of written off (auto: one MTU time, >= 250 us)")
     ap.add_argument("--idle-sleep", default="0us", help="shaperd's dataplane.idle_sleep")
     ap.add_argument("--pktgen-eal", default="--lcores=0@0,1@0 --no-huge -m 4096 --no-pci",
                     help="pktgen's EAL options before its ports (memif servers are added)")
