@@ -108,6 +108,12 @@ struct state {
 	/* absolute */
 	uint64_t queued, queued_bytes;
 	uint32_t epoch; /* live updates applied */
+	/*
+	 * A diffserv change leaves the old tins draining outside the per-tin
+	 * table: their drops count for the direction only, until a stats reset
+	 * with nothing queued.
+	 */
+	bool tins_changed;
 	/* per order class and epoch (mod 4): the last one sent */
 	struct order_mark last[N_CLASSES][4];
 	uint32_t ack_no[N_FLOWS];
@@ -371,8 +377,13 @@ returned(struct sh_pkt *p)
 	return fp;
 }
 
+/*
+ * The reason must fit where the drop happened: the AQM (CoDel, BLUE) drops
+ * only at dequeue, overflow and the ACK filter only at enqueue. A drop
+ * filed under the wrong reason is caught here, not only one without any.
+ */
 static void
-take_drops(struct sh_pkt_list *dropped)
+take_drops(struct sh_pkt_list *dropped, bool at_dequeue)
 {
 	struct sh_pkt *d;
 
@@ -381,6 +392,7 @@ take_drops(struct sh_pkt_list *dropped)
 
 		CHECK(d->drop_reason == SHAPER_DROP_AQM || d->drop_reason == SHAPER_DROP_OVERFLOW ||
 		      d->drop_reason == SHAPER_DROP_ACK_FILTER);
+		CHECK((d->drop_reason == SHAPER_DROP_AQM) == at_dequeue);
 		CHECK(d->drop_reason != SHAPER_DROP_ACK_FILTER ||
 		      (S.p.discipline == SCHED_DISC_CAKE &&
 		       S.p.ack_filter != SCHED_ACK_FILTER_OFF));
@@ -498,6 +510,17 @@ check_counters(void)
 	for (uint32_t t = 0; t < st.tin_count; t++)
 		tin_backlog += st.tins[t].backlog_bytes;
 	CHECK(tin_backlog <= st.backlog_bytes);
+	if (S.p.discipline == SCHED_DISC_CAKE && !S.tins_changed) {
+		/* CAKE's per-tin drop counters add up to the direction's, by reason */
+		uint64_t tin_drops = 0, tin_ack_drops = 0;
+
+		for (uint32_t t = 0; t < st.tin_count; t++) {
+			tin_drops += st.tins[t].drops;
+			tin_ack_drops += st.tins[t].ack_drops;
+		}
+		CHECK(tin_drops == st.dropped[SHAPER_DROP_AQM] + st.dropped[SHAPER_DROP_OVERFLOW]);
+		CHECK(tin_ack_drops == st.dropped[SHAPER_DROP_ACK_FILTER]);
+	}
 	CHECK((S.queued == 0) == (sched_next_time(S.s, S.now) == UINT64_MAX));
 	CHECK(S.nfree + S.queued == POOL);
 }
@@ -519,7 +542,7 @@ dequeue_some(unsigned int max)
 		n = sched_dequeue_burst(S.s, out, max, S.now, &dropped);
 		CHECK(n <= max);
 	}
-	take_drops(&dropped);
+	take_drops(&dropped, true);
 	for (unsigned int i = 0; i < n; i++)
 		sent(out[i]);
 	if (n < max) /* nothing more came out: nothing may be due */
@@ -582,7 +605,7 @@ run(struct in *in)
 					self |= d == &fp->pkt;
 				CHECK(self == (r == 1));
 			}
-			take_drops(&dropped);
+			take_drops(&dropped, false);
 			break;
 		}
 		case 1: { /* a burst of one flow (or a few) */
@@ -606,7 +629,7 @@ run(struct in *in)
 			sh_pkt_list_init(&dropped);
 			r = sched_enqueue_burst(S.s, burst, k, S.now, &dropped);
 			CHECK(r <= k && r <= dropped.count);
-			take_drops(&dropped);
+			take_drops(&dropped, false);
 			break;
 		}
 		case 2: { /* advance time */
@@ -644,6 +667,7 @@ run(struct in *in)
 				tweak(in, &np);
 			np.discipline = S.p.discipline;
 			if (sched_update(S.s, &np, err, sizeof(err)) == 0) {
+				S.tins_changed |= np.diffserv != before.diffserv;
 				S.p = np;
 				/* tins and queues may change: order holds within an epoch */
 				S.epoch++;
@@ -683,6 +707,7 @@ run(struct in *in)
 			S.enq = S.enq_bytes = S.deq = S.deq_bytes = 0;
 			memset(S.drops, 0, sizeof(S.drops));
 			S.base_backlog = S.queued;
+			S.tins_changed &= S.queued != 0;
 			break;
 		}
 		check_counters();
