@@ -256,6 +256,9 @@ setup_rtt(struct app *a)
 			}
 		return 0;
 	}
+	if (!a->cfg.passive_rtt && !a->cfg.autorate[SHAPER_UP].enabled &&
+	    !a->cfg.autorate[SHAPER_DOWN].enabled)
+		return 0; /* dataplane.passive_rtt off: no table, no per-packet cost */
 	r = dp_rtt_create(&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
 	if (r == NULL) {
 		fprintf(stderr, "shaperd: cannot allocate the RTT table\n");

@@ -1522,9 +1522,12 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 			if (get_int(x, sub, 0, 99, &n, err, errlen) != 0)
 				return -1;
 			c->rt_priority = (uint32_t)n;
+		} else if (strcmp(key, "passive_rtt") == 0) {
+			if (get_bool(x, sub, &c->passive_rtt, err, errlen) != 0)
+				return -1;
 		} else {
 			errf(err, errlen, sub,
-			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority)");
+			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt)");
 			return -1;
 		}
 	}

@@ -162,7 +162,7 @@ def main():
             "upstream": {"bandwidth": "2mbit"},
             "downstream": {"bandwidth": "100mbit"},
             "control": {"socket": sock},
-            "dataplane": {"idle_sleep": "20us", "rt_priority": 50},
+            "dataplane": {"idle_sleep": "20us", "rt_priority": 50, "passive_rtt": True},
         }
         with open(os.path.join(tmp, "cfg.json"), "w") as f:
             json.dump(cfg, f)

@@ -499,6 +499,8 @@ def main():
         "downstream": {"discipline": "cake", "bandwidth": "200kbit", "diffserv": "diffserv4",
                        "rtt": "interplanetary"},
         "control": {"socket": SOCK, "mode": "0600"},
+        # passive RTT on: the /metrics check below reads its histogram
+        "dataplane": {"passive_rtt": True},
     }
 
     # Without a daemon first: usage and connection errors.

@@ -1248,8 +1248,10 @@ static const struct err_case err_cases[] = {
 	  "downstream.lag_limit: \"never\" is neither \"auto\" nor a time such as \"1ms\"" },
 	{ DOWN("{'lag_limit': '11s'}"),
 	  "downstream.lag_limit: \"11s\" is out of range for a time or \"auto\"" },
+	{ TOP("'dataplane': {'passive_rtt': 1}"),
+	  "dataplane.passive_rtt: expected true or false, got an integer" },
 	{ TOP("'dataplane': {'ring': 1024}"),
-	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority)" },
+	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt)" },
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },
