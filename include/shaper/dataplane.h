@@ -154,9 +154,7 @@ struct dp_dir {
 	 * The scheduler counters of the schedulers a swap replaced, so that
 	 * "packets", "bytes", "overlimits"... carry on instead of restarting.
 	 */
-	struct {
-		uint64_t pkts, bytes, overlimits, ecn_marked, lag_skips, lag_skipped_ns;
-	} carried;
+	struct sched_stats carried; /* only the fields sched_counters_add sums */
 	struct dp_snapshot *snap;
 	uint64_t next_snap_ns;
 	/* The direction's own mbuf pool (rx of its input port) and its budget. */

@@ -224,16 +224,23 @@ dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
 	}
 }
 
+/* The counters that carry across a discipline swap, added from one block to another. */
+static void
+sched_counters_add(struct sched_stats *to, const struct sched_stats *from)
+{
+	to->dequeued_pkts += from->dequeued_pkts;
+	to->dequeued_bytes += from->dequeued_bytes;
+	to->overlimits += from->overlimits;
+	to->ecn_marked += from->ecn_marked;
+	to->lag_skips += from->lag_skips;
+	to->lag_skipped_ns += from->lag_skipped_ns;
+}
+
 void
 dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st)
 {
 	sched_get_stats(d->sched, st);
-	st->dequeued_pkts += d->carried.pkts;
-	st->dequeued_bytes += d->carried.bytes;
-	st->overlimits += d->carried.overlimits;
-	st->ecn_marked += d->carried.ecn_marked;
-	st->lag_skips += d->carried.lag_skips;
-	st->lag_skipped_ns += d->carried.lag_skipped_ns;
+	sched_counters_add(st, &d->carried);
 }
 
 /*
@@ -246,12 +253,7 @@ carry_sched_counters(struct dp_dir *d, const struct sched *old)
 	struct sched_stats st;
 
 	sched_get_stats(old, &st);
-	d->carried.pkts += st.dequeued_pkts;
-	d->carried.bytes += st.dequeued_bytes;
-	d->carried.overlimits += st.overlimits;
-	d->carried.ecn_marked += st.ecn_marked;
-	d->carried.lag_skips += st.lag_skips;
-	d->carried.lag_skipped_ns += st.lag_skipped_ns;
+	sched_counters_add(&d->carried, &st);
 }
 
 static void

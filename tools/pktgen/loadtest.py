@@ -326,7 +326,7 @@ def measure(pg, sh, seconds):
     return m
 
 
-def calibrate(pg, frame_bytes, target_bps, start_pct, probe_s):
+def calibrate(pg, target_bps, start_pct, probe_s):
     """pktgen's percent -> the percent that puts target_bps of frame bytes on
     the link, from what it really sent (three rounds at most)."""
     pct = start_pct
@@ -398,7 +398,6 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
         if time.monotonic() > end:
             raise RuntimeError("pktgen's links are not up")
         time.sleep(0.2)
-    frame = size - FCS
     pg_before = (pg.port_stats(0), pg.port_stats(1))
     if mix:
         pg.lua("pktgen.stop('all'); pktgen.set_range('0', 'off'); pktgen.pcap('0', 'on')")
@@ -415,7 +414,7 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
         if time.monotonic() > end:
             raise RuntimeError("pktgen did not start sending in 15 s")
         time.sleep(0.1)
-    pct = calibrate(pg, frame, target, 1.0, args.probe)
+    pct = calibrate(pg, target, 1.0, args.probe)
     time.sleep(args.warmup)
     m = measure(pg, sh, args.seconds)
     pg.lua("pktgen.stop('0')")
@@ -431,8 +430,7 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
     if sh is not None:
         rc, ex = sh.stop()
         res["shaperd_exit"] = rc
-        if not check(fails, rc == 0, "%s: shaperd exits 0 (got %s)" % (tag, rc)):
-            pass
+        check(fails, rc == 0, "%s: shaperd exits 0 (got %s)" % (tag, rc))
         if ex is not None:
             up = ex["directions"]["upstream"]
             lan_rx = ex["ports"]["lan"]["rx_packets"]
