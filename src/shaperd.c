@@ -18,6 +18,7 @@
 #include <rte_version.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_malloc.h>
 #include <rte_mempool.h>
 
 #include <jansson.h>
@@ -31,6 +32,7 @@
 #include "shaper/watchdog.h"
 #include "shaper/metrics.h"
 #include "shaper/sched.h"
+#include "shaper/share.h"
 
 #define LINK_WATCH_MS 500u
 #define LINK_WAIT_MS  3000 /* how long start-up waits for the links */
@@ -41,7 +43,11 @@ struct app {
 	uint32_t pool_mbufs[SHAPER_NUM_DIRS];
 	struct dp_port port[SHAPER_NUM_PORTS];
 	bool port_open[SHAPER_NUM_PORTS];
-	struct dp_dir dir[SHAPER_NUM_DIRS];
+	unsigned int n_shards; /* = workers: each shards both directions */
+	bool rss_sharded;      /* the NICs put frames on their shard's queue: no steering */
+	struct dp_dir dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS];
+	struct share_group *share[SHAPER_NUM_DIRS]; /* with several shards */
+	struct dp_rtt *rtt[SHAPER_MAX_WORKERS];     /* each worker's, both directions */
 	struct dp_worker worker[SHAPER_MAX_WORKERS];
 	const char *stats_file;
 	struct dp_control ctl; /* what the control plane and telemetry reach */
@@ -192,20 +198,38 @@ collect_counters(struct app *a)
 			json_object_set_new(ports, shaper_port_name[r], ctl_port_stats_json(&pc));
 		}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a->dir[d].sched != NULL) {
+		if (a->dir[d][0].sched != NULL) {
 			struct sched_stats *st = calloc(1, sizeof(*st));
+			struct sched_stats *one = calloc(1, sizeof(*one));
+			struct ctl_dir_counters c;
 
-			if (st == NULL)
+			if (st == NULL || one == NULL) {
+				free(st);
+				free(one);
 				continue;
-			struct ctl_dir_counters c = a->dir[d].stats;
+			}
+			/* Every shard's counters, queues (0 after the drain, unless lost) and RTT.
+			 */
+			for (unsigned int i = 0; i < a->n_shards; i++) {
+				const struct dp_dir *dd = &a->dir[d][i];
+				struct ctl_dir_counters sc = dd->stats;
 
-			dp_dir_sched_stats(&a->dir[d], st);
-			dp_dir_count_queued(&a->dir[d], &c); /* 0 after the drain, unless lost */
-			dp_rtt_publish(&a->dir[d], &c.rtt, dp_now_ns());
-			json_object_set_new(dirs, shaper_dir_name[d],
-					    ctl_dir_stats_json(&c, st,
-							       sched_get_params(a->dir[d].sched)));
+				dp_dir_sched_stats(dd, i == 0 ? st : one);
+				dp_dir_count_queued(dd, &sc);
+				dp_rtt_publish(&a->dir[d][i], &sc.rtt, dp_now_ns());
+				if (i == 0) {
+					c = sc;
+				} else {
+					ctl_dir_counters_merge(&c, &sc);
+					sched_stats_merge(st, one);
+				}
+			}
+			json_object_set_new(
+					dirs, shaper_dir_name[d],
+					ctl_dir_stats_json(&c, st,
+							   sched_get_params(a->dir[d][0].sched)));
 			free(st);
+			free(one);
 		}
 	ctl_dir_port_errors(dirs, ports);
 	json_object_set_new(root, "ports", ports);
@@ -237,34 +261,98 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use, unsigned int kept
 }
 
 /*
- * Passive RTT needs both directions of a flow in one table, so it runs when
- * one worker serves both; autorate depends on it.
+ * Passive RTT needs both directions of a flow in one table: each worker
+ * has one for the two directions of its shard (a host's or a flow's
+ * packets both ways are on one shard). Autorate steers one link rate,
+ * so it runs with one worker.
  */
 static int
 setup_rtt(struct app *a)
 {
-	struct dp_rtt *r;
-
-	if (a->cfg.n_workers != 1) {
+	if (a->n_shards != 1) {
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			if (a->cfg.autorate[d].enabled) {
 				fprintf(stderr,
-					"shaperd: %s.bandwidth: autorate needs one worker serving "
-					"both directions (lcores.workers with one entry)\n",
+					"shaperd: %s.bandwidth: autorate runs with one worker for "
+					"now (lcores.workers with one entry)\n",
 					shaper_dir_name[d]);
 				return -1;
 			}
-		return 0;
 	}
 	if (!a->cfg.passive_rtt && !a->cfg.autorate[SHAPER_UP].enabled &&
 	    !a->cfg.autorate[SHAPER_DOWN].enabled)
 		return 0; /* dataplane.passive_rtt off: no table, no per-packet cost */
-	r = dp_rtt_create(&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
-	if (r == NULL) {
-		fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
+	for (unsigned int i = 0; i < a->n_shards; i++) {
+		struct dp_rtt *r = dp_rtt_create(
+				&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL ^ i);
+
+		if (r == NULL) {
+			fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
+			return -1;
+		}
+		a->rtt[i] = r;
+		a->dir[SHAPER_UP][i].rtt = a->dir[SHAPER_DOWN][i].rtt = r;
+	}
+	return 0;
+}
+
+/* The emulator of one shard of direction d (each shard delays its own frames). */
+static int
+setup_emulator(struct app *a, int d, struct dp_dir *dd)
+{
+	const struct shaper_emulate_config *ec = &a->cfg.emulate[d];
+	struct emu_params ep = {
+		.delay_ns = ec->delay_ns,
+		.jitter_ns = ec->jitter_ns,
+		.loss_ppm = ec->loss_ppm,
+		.seed = ec->seed ^ dd->shard,
+		.limit = ec->limit,
+	};
+
+	if (!emu_params_active(&ep))
+		return 0;
+	dd->emu = emu_create(&ep);
+	if (dd->emu == NULL) {
+		fprintf(stderr, "shaperd: %s.emulate: cannot create the delay line\n",
+			shaper_dir_name[d]);
 		return -1;
 	}
-	a->dir[SHAPER_UP].rtt = a->dir[SHAPER_DOWN].rtt = r;
+	return 0;
+}
+
+/*
+ * With several shards: one link rate shared among them, and software
+ * steering unless the NICs' RSS already puts each frame on its shard.
+ */
+static int
+setup_shards(struct app *a, int d)
+{
+	struct dp_dir *shards[SHAPER_MAX_WORKERS];
+	char err[SHAPER_ERR_LEN];
+	uint64_t now = dp_now_ns();
+
+	if (a->n_shards == 1)
+		return 0;
+	a->share[d] = rte_zmalloc("share", sizeof(*a->share[d]), SHARE_LINE);
+	if (a->share[d] == NULL || share_group_init(a->share[d], a->cfg.dir[d].rate, a->n_shards,
+						    a->cfg.dir[d].mtu, err, sizeof(err)) != 0) {
+		fprintf(stderr, "shaperd: %s.bandwidth: %s\n", shaper_dir_name[d],
+			a->share[d] == NULL ? "out of memory" : err);
+		return -1;
+	}
+	for (unsigned int i = 0; i < a->n_shards; i++) {
+		struct dp_dir *dd = &a->dir[d][i];
+
+		shards[i] = dd;
+		dd->share_group = a->share[d];
+		share_shard_init(&dd->share, a->share[d], i, dd->sched, now);
+	}
+	if (a->rss_sharded)
+		return 0;
+	if (dp_steer_create(shards, a->n_shards, a->cfg.shard_by, err, sizeof(err)) != 0) {
+		fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -272,55 +360,84 @@ static int
 setup_dirs(struct app *a)
 {
 	char err[SHAPER_ERR_LEN];
+	struct classify_key shared_key;
 
+	/* Shards pick by the LAN host's hash in both directions: one key for both. */
+	classify_key_init(&shared_key, a->cfg.dir[SHAPER_UP].seed ^ 0x9e3779b97f4a7c15ULL);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		struct dp_dir *dd = &a->dir[d];
-		struct dp_mbuf_budget b;
+		for (unsigned int i = 0; i < a->n_shards; i++) {
+			struct dp_dir *dd = &a->dir[d][i];
+			struct dp_mbuf_budget b;
 
-		dd->dir = (enum shaper_dir)d;
-		dd->pool = a->pool[d];
-		dd->truesize = dp_mbuf_truesize(a->pool[d]);
-		a->cfg.dir[d].pkt_mem = dd->truesize;
-		dd->pool_mbufs = a->pool_mbufs[d];
-		dp_mbuf_budget_dir(&a->cfg, (enum shaper_dir)d, &a->cfg.dir[d], dd->truesize, &b);
-		dd->mbuf_fixed = b.fixed;
-		dd->rx_port = a->port[dir_input_port(d)].port_id;
-		dd->tx_port = a->port[shaper_dir_output(d)].port_id;
-		classify_key_init(&dd->key, a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
-		dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
-		if (dd->sched == NULL) {
-			fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
-			return -1;
-		}
-		{
-			const struct shaper_emulate_config *ec = &a->cfg.emulate[d];
-			struct emu_params ep = {
-				.delay_ns = ec->delay_ns,
-				.jitter_ns = ec->jitter_ns,
-				.loss_ppm = ec->loss_ppm,
-				.seed = ec->seed,
-				.limit = ec->limit,
-			};
-
-			if (emu_params_active(&ep))
-				dd->emu = emu_create(&ep);
-			if (emu_params_active(&ep) && dd->emu == NULL) {
-				fprintf(stderr,
-					"shaperd: %s.emulate: cannot create the delay line\n",
+			dd->dir = (enum shaper_dir)d;
+			dd->shard = i;
+			dd->queue = (uint16_t)i;
+			dd->n_shards = a->n_shards;
+			dd->pool = a->pool[d];
+			dd->truesize = dp_mbuf_truesize(a->pool[d]);
+			a->cfg.dir[d].pkt_mem = dd->truesize;
+			dd->pool_mbufs = a->pool_mbufs[d];
+			dp_mbuf_budget_dir(&a->cfg, (enum shaper_dir)d, &a->cfg.dir[d],
+					   dd->truesize, &b);
+			dd->mbuf_fixed = b.fixed;
+			dd->rx_port = a->port[dir_input_port(d)].port_id;
+			dd->tx_port = a->port[shaper_dir_output(d)].port_id;
+			if (a->n_shards > 1)
+				dd->key = shared_key;
+			else
+				classify_key_init(&dd->key,
+						  a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
+			dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
+			if (dd->sched == NULL) {
+				fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+				return -1;
+			}
+			if (setup_emulator(a, d, dd) != 0)
+				return -1;
+			if (dp_dir_control_init(dd) != 0) {
+				fprintf(stderr, "shaperd: %s: cannot create the control mailbox\n",
 					shaper_dir_name[d]);
 				return -1;
 			}
 		}
-		if (dp_dir_control_init(dd) != 0) {
-			fprintf(stderr, "shaperd: %s: cannot create the control mailbox\n",
-				shaper_dir_name[d]);
+		if (setup_shards(a, d) != 0)
 			return -1;
-		}
 	}
 	return setup_rtt(a);
 }
 
-/* Assign directions to worker lcores: one worker serves both, two split them. */
+/*
+ * With several workers: RSS does the steering when both ports hash the
+ * LAN host (or the flow, symmetrically) onto the same queue numbers;
+ * otherwise, or when the config says so, the workers steer in software.
+ */
+static int
+choose_steering(struct app *a)
+{
+	const struct dp_port *lan = &a->port[SHAPER_PORT_LAN], *wan = &a->port[SHAPER_PORT_WAN];
+	bool both = lan->rss_sharded && wan->rss_sharded;
+
+	if (a->n_shards == 1)
+		return 0;
+	/* Tables of different sizes agree on i mod n only when n divides both. */
+	if (both && lan->reta_size != wan->reta_size && (a->n_shards & (a->n_shards - 1)) != 0)
+		both = false;
+	if (a->cfg.steering == SHAPER_STEER_RSS && !both) {
+		fprintf(stderr,
+			"shaperd: dataplane.steering: \"rss\", but %s cannot hash the LAN "
+			"host onto its queues (%s: %s, %s: %s); use \"auto\" or \"software\"\n",
+			!lan->rss_sharded ? lan->name : wan->name, lan->name,
+			lan->rss_sharded ? "yes" : "no", wan->name,
+			wan->rss_sharded ? "yes" : "no");
+		return -1;
+	}
+	a->rss_sharded = both && a->cfg.steering != SHAPER_STEER_SOFTWARE;
+	printf("shaperd: %u workers, shards by %s, steering by %s\n", a->n_shards,
+	       shaper_shard_by_name(a->cfg.shard_by), a->rss_sharded ? "RSS" : "software");
+	return 0;
+}
+
+/* Worker i serves shard i of both directions, on its own lcore. */
 static int
 launch_workers(struct app *a)
 {
@@ -333,14 +450,9 @@ launch_workers(struct app *a)
 		wk->burst = a->cfg.burst;
 		wk->idle_sleep_us = a->cfg.idle_sleep_us;
 		wk->rt_priority = a->cfg.rt_priority;
-		if (n == 1) {
-			wk->n_dirs = 2;
-			wk->dirs[0] = &a->dir[SHAPER_UP];
-			wk->dirs[1] = &a->dir[SHAPER_DOWN];
-		} else {
-			wk->n_dirs = 1;
-			wk->dirs[0] = &a->dir[w];
-		}
+		wk->n_dirs = 2;
+		wk->dirs[0] = &a->dir[SHAPER_UP][w];
+		wk->dirs[1] = &a->dir[SHAPER_DOWN][w];
 		if (a->cfg.worker_lcore[w] != 0) {
 			lcore = a->cfg.worker_lcore[w];
 			if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
@@ -380,8 +492,9 @@ teardown(struct app *a)
 {
 	rte_eal_mp_wait_lcore();
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a->dir[d].sched != NULL)
-			dp_dir_drain(&a->dir[d]);
+		for (unsigned int i = 0; i < a->n_shards; i++)
+			if (a->dir[d][i].sched != NULL)
+				dp_dir_drain(&a->dir[d][i]);
 }
 
 static uint64_t
@@ -461,8 +574,10 @@ run_control(struct app *a)
 	if (wd_on)
 		dp_watchdog_init(&wd, a->cfg.n_workers, wd_usec * 1000u / 2, monotonic_ns());
 
+	a->ctl.n_shards = a->n_shards;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		a->ctl.dirs[d] = &a->dir[d];
+		for (unsigned int i = 0; i < a->n_shards; i++)
+			a->ctl.dirs[d][i] = &a->dir[d][i];
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
 		a->ctl.ports[r] = &a->port[r];
 	dp_control_backend(&a->ctl, &a->be);
@@ -610,6 +725,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
 		return 1;
 	}
+	a.n_shards = a.cfg.n_workers;
+	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)
+		if (share_rate_check(a.cfg.dir[d].rate, a.n_shards, err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: %s: %s.bandwidth: %s\n", config_path,
+				shaper_dir_name[d], err);
+			return 1;
+		}
 	/* CAKE counts a derived memory limit in packets of this footprint. */
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		a.cfg.dir[d].pkt_mem = dp_mbuf_truesize_planned();
@@ -687,7 +809,13 @@ main(int argc, char **argv)
 						     ? a.cfg.dir[SHAPER_UP].mtu
 						     : a.cfg.dir[SHAPER_DOWN].mtu;
 
-		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool[in_dir], max_frame, err,
+		struct dp_port_queues q = {
+			.n = (uint16_t)a.n_shards,
+			.by = a.cfg.shard_by,
+			.lan_side = r == SHAPER_PORT_LAN,
+		};
+
+		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool[in_dir], max_frame, &q, err,
 				 sizeof(err)) != 0) {
 			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
 			exit_code = 1;
@@ -696,6 +824,10 @@ main(int argc, char **argv)
 		a.port_open[r] = true;
 		printf("shaperd: %s port %u is %s\n", shaper_port_name[r], a.port[r].port_id,
 		       a.port[r].name);
+	}
+	if (choose_steering(&a) != 0) {
+		exit_code = 1;
+		goto out_ports;
 	}
 	if (dp_ports_wait_link(a.port, SHAPER_NUM_PORTS, LINK_WAIT_MS) != 0)
 		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
@@ -743,11 +875,19 @@ out_ports:
 	if (in_use - kept != 0)
 		exit_code = 3;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		sched_free(a.dir[d].sched);
-		emu_free(a.dir[d].emu);
-		dp_dir_control_free(&a.dir[d]);
+		struct dp_dir *shards[SHAPER_MAX_WORKERS];
+
+		for (unsigned int i = 0; i < a.n_shards; i++) {
+			shards[i] = &a.dir[d][i];
+			sched_free(a.dir[d][i].sched);
+			emu_free(a.dir[d][i].emu);
+			dp_dir_control_free(&a.dir[d][i]);
+		}
+		dp_steer_free(shards, a.n_shards);
+		rte_free(a.share[d]);
 	}
-	dp_rtt_free(a.dir[SHAPER_UP].rtt);
+	for (unsigned int i = 0; i < a.n_shards; i++)
+		dp_rtt_free(a.rtt[i]);
 out_pools:
 	ctl_server_close(a.srv);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)

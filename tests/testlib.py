@@ -173,7 +173,8 @@ def write_pcap(path, frames):
 
 def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None):
     """shaperd on cfg with its control socket at tmp/name.sock and its exit
-    counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
+    counters in tmp/name_stats.json (lcores: an EAL -l list, or a --lcores
+    map such as "0@0,1@1,2@1" for more lcores than the machine has CPUs); returns (Proc, socket path, stats path),
     once the socket answers (the Proc is stopped if it never does)."""
     sock = os.path.join(tmp, name + ".sock")
     cfg = dict(cfg, control={"socket": sock})
@@ -182,7 +183,8 @@ def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None):
         json.dump(cfg, f)
     stats = os.path.join(tmp, name + "_stats.json")
     d = Proc("shaperd", [shaperd, "--no-huge", "-m", str(mem_mb), "--no-pci",
-                         "--file-prefix=%s_%d" % (name, os.getpid()), "-l", lcores,
+                         "--file-prefix=%s_%d" % (name, os.getpid()),
+                         "--lcores" if "@" in lcores else "-l", lcores,
                          "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats],
              env=env)
     if not d.wait_line("control socket", 60):

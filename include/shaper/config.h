@@ -12,11 +12,24 @@
 
 #include "shaper/limits.h"
 #include "shaper/sched.h"
+#include "shaper/share.h"
 
 #define SHAPER_DEV_LEN     256
 #define SHAPER_PATH_LEN    108 /* sizeof(sun_path) */
-#define SHAPER_MAX_WORKERS 2
+#define SHAPER_MAX_WORKERS 16  /* shards per direction (share.h allows 64) */
 #define SHAPER_ERR_LEN     512
+
+/*
+ * How frames reach the worker of their shard when there are several:
+ * the NIC's RSS hashing the LAN host's address (L3 source on the LAN port,
+ * destination on the WAN port), or software steering through rings
+ * between the workers. auto takes RSS where both ports offer it.
+ */
+enum shaper_steering {
+	SHAPER_STEER_AUTO = 0,
+	SHAPER_STEER_RSS,
+	SHAPER_STEER_SOFTWARE,
+};
 
 #define SHAPER_EMU_LIMIT_DEFAULT 10240u /* packets the WAN emulator holds at most */
 
@@ -114,7 +127,10 @@ struct shaper_config {
 	bool metrics_enabled;
 	char metrics_addr[SHAPER_METRICS_ADDR_LEN]; /* numeric IPv4 or IPv6, no brackets */
 	uint16_t metrics_port;
-	/* lcores: one worker serves both directions, two split them */
+	/*
+	 * lcores: each worker serves both directions of its shard (its rx and
+	 * tx queue of each port); one link rate is shared among the shards.
+	 */
 	unsigned int n_workers;
 	unsigned int worker_lcore[SHAPER_MAX_WORKERS]; /* 0 = pick automatically */
 	/* data plane */
@@ -125,12 +141,18 @@ struct shaper_config {
 	/* passive RTT of TCP flows (issue 13); autorate turns it on too. Off by
 	 * default: it costs the fast path more than its 10 % budget for now. */
 	bool passive_rtt;
+	/* With several workers: what keeps packets together on one shard. */
+	enum share_by shard_by;        /* host (default) or flow */
+	enum shaper_steering steering; /* how a frame reaches its shard */
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];
 extern const char *const shaper_port_name[SHAPER_NUM_PORTS];
 
 void shaper_config_default(struct shaper_config *c);
+
+const char *shaper_shard_by_name(enum share_by b);
+const char *shaper_steering_name(enum shaper_steering st);
 
 /*
  * Load and validate a config file. Returns 0, or -1 with a message in err

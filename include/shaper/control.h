@@ -88,6 +88,16 @@ struct ctl_dir_counters {
 	uint64_t swap_qlen;     /* waiting to move into a new scheduler (discipline swap) */
 	uint64_t tx_pending;    /* released, refused by the output port, sent first next turn */
 	uint64_t held_at_reset; /* packets queued anywhere when the counters were last reset */
+	/*
+	 * Software steering between shards: frames this shard received and
+	 * handed to another, and frames it took from the others. Their
+	 * difference is a term of the identity ("queued.steering": in the
+	 * rings, for a whole direction; negative for a shard that takes more
+	 * than it hands over).
+	 */
+	uint64_t steered_out, steered_in;
+	uint64_t share_rate; /* bytes/s this shard shapes at now (its share of the link); 0 = alone
+			      */
 	/* The direction's mbuf pool at the same moment (not part of the identity). */
 	uint64_t pool_in_use, pool_size;
 };
@@ -111,6 +121,7 @@ struct ctl_flow {
 	uint64_t backlog_bytes;
 	uint64_t sojourn_ns;             /* age of the head packet */
 	uint64_t rtt_wan_ns, rtt_lan_ns; /* last passive RTT samples, 0 = none */
+	uint16_t shard;                  /* the shard (worker) that queues it */
 };
 
 /* One flow's facts as the control socket shows them (addresses as text). */
@@ -138,7 +149,19 @@ struct ctl_backend {
 	int (*reset_stats)(void *opaque);
 	/* Up to max flows of a direction with the largest backlog; count or -errno. */
 	int (*flows)(void *opaque, enum shaper_dir d, struct ctl_flow *out, unsigned int max);
+	/*
+	 * A direction shaped by several shards (workers): dir_snapshot merges
+	 * them (sums; tin tables merged), shard_snapshot shows one (optional:
+	 * NULL or n_shards <= 1 means one shard).
+	 */
+	unsigned int n_shards;
+	int (*shard_snapshot)(void *opaque, enum shaper_dir d, unsigned int shard,
+			      struct ctl_dir_counters *c, struct sched_stats *st,
+			      struct sched_params *params);
 };
+
+/* Fold one shard's counters into a direction's (sums; maxima for the longest turns). */
+void ctl_dir_counters_merge(struct ctl_dir_counters *into, const struct ctl_dir_counters *from);
 
 /*
  * Handle one request line (without its newline). Always returns a reply

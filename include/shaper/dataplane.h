@@ -1,8 +1,11 @@
 /*
  * The data plane: ports (any PMD: PCI, vdev, existing name), the mbuf pool
  * whose private area holds each packet's struct sh_pkt, and the worker loop
- * that moves frames LAN->WAN (upstream) and WAN->LAN (downstream) through
- * one scheduler per direction.
+ * that moves frames LAN->WAN (upstream) and WAN->LAN (downstream). With N
+ * workers each direction is N shards, one scheduler each: worker i owns
+ * rx and tx queue i of both ports and the i-th shard of both directions,
+ * frames reach their shard by RSS or by software steering (steer.c), and
+ * the shards of a direction share its link rate (shaper/share.h).
  */
 #ifndef SHAPER_DATAPLANE_H
 #define SHAPER_DATAPLANE_H
@@ -21,6 +24,7 @@
 #include "shaper/pkt.h"
 #include "shaper/rtt.h"
 #include "shaper/sched.h"
+#include "shaper/share.h"
 
 #define DP_TX_PENDING_MAX 512
 #define DP_POOL_CACHE     256 /* per-lcore mempool cache */
@@ -137,10 +141,32 @@ void dp_rtt_free(struct dp_rtt *r);
 void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 		  uint64_t now);
 
+/*
+ * Software steering of one direction's shard: frames received on its
+ * queue that belong to another shard go there through a single-producer,
+ * single-consumer ring per (from, to) pair; no locks.
+ */
+struct dp_steer {
+	enum share_by by;
+	bool upstream;                            /* the LAN host is the source */
+	uint32_t n;                               /* shards */
+	struct rte_ring *out[SHAPER_MAX_WORKERS]; /* to shard i (NULL for itself) */
+	struct rte_ring *in[SHAPER_MAX_WORKERS];  /* from shard i (NULL for itself) */
+	uint64_t steered_out, steered_in;         /* frames sent to / taken from the rings */
+};
+
 struct dp_dir {
 	enum shaper_dir dir;
 	struct dp_rtt *rtt; /* shared with the other direction of the worker; NULL = off */
 	uint16_t rx_port, tx_port;
+	uint16_t queue;         /* its rx queue on rx_port and tx queue on tx_port */
+	uint32_t shard;         /* its index among the direction's shards */
+	uint32_t n_shards;      /* the direction's shards (1: the whole direction) */
+	struct dp_steer *steer; /* software steering; NULL with one shard or RSS */
+	/* With several shards: its part of the link rate (share_tick). */
+	struct share_group *share_group; /* NULL with one shard */
+	struct share_shard share;
+	struct share_hosts hosts; /* the active hosts (or flows), the shard's weight */
 	struct sched *sched;
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
 	struct classify_key key;
@@ -172,6 +198,18 @@ struct dp_port {
 	bool link_up;          /* as last seen by dp_ports_wait_link or dp_port_watch_link */
 	uint32_t link_speed;   /* Mbit/s */
 	uint64_t link_changes; /* up/down transitions seen since start */
+	uint16_t n_queues;     /* rx and tx queues, one pair per worker */
+	bool rss_sharded;      /* RSS puts every frame on its shard's queue */
+	uint16_t reta_size;
+	uint8_t rss_key_len;
+	uint8_t rss_key[64];
+};
+
+/* The queues a port opens: one rx and one tx per worker. */
+struct dp_port_queues {
+	uint16_t n;
+	enum share_by by; /* what RSS should keep together, when it can */
+	bool lan_side;    /* the LAN host is the frame's source on this port */
 };
 
 struct dp_worker {
@@ -183,6 +221,38 @@ struct dp_worker {
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
 	uint64_t heartbeat;   /* loops run; the service watchdog reads it (relaxed) */
 };
+
+/* Software steering (steer.c) ------------------------------------------- */
+
+/*
+ * The rings of a direction's n shards: dirs[i]->steer of each is set up
+ * (allocated) with rings between every pair. 0 or -errno with err.
+ */
+int dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err,
+		    size_t errlen);
+/* Free the rings and steer blocks (workers stopped; the rings must be empty). */
+void dp_steer_free(struct dp_dir *const *dirs, uint32_t n);
+/* Ring size between two shards of n (power of two): bounded total per shard. */
+uint32_t dp_steer_ring_size(uint32_t n);
+/*
+ * Worker: split a classified burst: frames of this shard stay in pkts
+ * (compacted, order kept; the count is returned), the others go to their
+ * shard's ring (counted steered_out, or dropped as steer_full onto drops).
+ */
+unsigned int dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n,
+			    struct sh_pkt_list *drops);
+/* Worker: take up to max frames other shards sent this one. */
+unsigned int dp_steer_take(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max);
+/* Frames in the rings towards d (for the accounting at exit). */
+unsigned int dp_steer_queued_in(const struct dp_dir *d);
+/* Drop every frame still in the rings towards d (shutdown). */
+void dp_steer_flush(struct dp_dir *d, struct sh_pkt_list *out);
+
+/*
+ * Worker: after a sched_update or a swap, the shard's scheduler shapes at
+ * its share again (the update set the link's rate).
+ */
+void dp_share_reapply(struct dp_dir *d, uint64_t now);
 
 /*
  * Where the direction's received packets are right now, besides sent and
@@ -211,7 +281,9 @@ struct dp_mbuf_budget {
 	uint32_t pending;  /* held after a refused tx */
 	uint32_t burst;    /* between rx and the scheduler */
 	uint32_t cache;    /* the worker's mempool cache */
-	uint64_t fixed;    /* all but the scheduler */
+	uint32_t shards;   /* the schedulers, rings, hold and cache above are per shard */
+	uint64_t steer;    /* in the steering rings between shards */
+	uint64_t fixed;    /* all but the schedulers */
 	uint64_t total;
 };
 
@@ -234,12 +306,13 @@ struct rte_mempool *dp_pool_create(const char *name, uint32_t n_mbufs, int socke
 
 /*
  * Find or create the port named by device (PCI address, vdev string such as
- * "net_af_packet0,iface=lan0", or an existing port name), configure one rx
- * and one tx queue, promiscuous mode, and start it. Returns 0 or -errno with
- * a message in err.
+ * "net_af_packet0,iface=lan0", or an existing port name), configure q->n rx
+ * and tx queues (RSS over them when there are several: see
+ * port->rss_sharded), promiscuous mode, and start it. Returns 0 or -errno
+ * with a message in err.
  */
 int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-		 uint32_t max_frame, char *err, size_t errlen);
+		 uint32_t max_frame, const struct dp_port_queues *q, char *err, size_t errlen);
 
 /*
  * Wait up to timeout_ms for the links of ports[0..n) to come up; returns
@@ -333,7 +406,8 @@ void dp_rtt_reset(struct dp_dir *d);
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {
-	struct dp_dir *dirs[SHAPER_NUM_DIRS];
+	uint32_t n_shards;
+	struct dp_dir *dirs[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* each direction's shards */
 	struct dp_port *ports[SHAPER_NUM_PORTS];
 	unsigned int timeout_ms; /* mailbox answer timeout; 0 = DP_CALL_TIMEOUT_MS */
 };

@@ -70,6 +70,7 @@ enum sched_ack_filter {
 	X(EMULATED_LOSS, "emulated_loss", "lost on purpose by the WAN emulator")                   \
 	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
 	X(NO_BUFFER, "no_buffer", "no mbuf to copy a frame from another pool into")                \
+	X(STEER_FULL, "steer_full", "the ring to the worker of the frame's shard was full")        \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {
@@ -349,6 +350,7 @@ struct sched_flow_fact {
 	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
 	/* Filled by the worker from its passive RTT table (not the scheduler); 0 = none. */
 	uint64_t rtt_wan_ns, rtt_lan_ns;
+	uint16_t shard; /* filled by the data plane: the shard that queues it */
 };
 
 #define SCHED_FACTS_DONE  UINT32_MAX /* the cursor once every queue was visited */

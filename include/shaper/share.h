@@ -71,6 +71,9 @@ struct share_shard {
 int share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, uint32_t mtu,
 		     char *err, size_t errlen);
 
+/* 0 if link_rate (0 = unshaped) can be shared among nshards, else -EINVAL and err. */
+int share_rate_check(uint64_t link_rate, uint32_t nshards, char *err, size_t errlen);
+
 /*
  * The configured rate changed (config.set): the difference goes to or comes
  * from the pool; each shard moves to its new share on its next tick (a cut
@@ -81,6 +84,13 @@ void share_group_set_rate(struct share_group *g, uint64_t link_rate);
 /* Bind shard id of g; s then shapes at the shard's starting part (at now). */
 void share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id, struct sched *s,
 		      uint64_t now);
+
+/*
+ * s was updated (sched_update sets the configured, whole-link rate) or
+ * replaced by a new scheduler: shape at the shard's share again. A shard
+ * that holds no rate yet (the link was unshaped) takes the floor.
+ */
+void share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now);
 
 static inline bool
 share_due(const struct share_shard *sh, uint64_t now)
@@ -134,19 +144,25 @@ share_shard_of(const struct sh_pkt *p, bool upstream, enum share_by by, uint32_t
  * Hash of every packet's LAN host (or flow) marked in a 4096-bit map, at
  * enqueue and again at dequeue (a host whose backlog drains is active even
  * when it sends nothing new); the count is that of the hosts seen in the
- * current and the previous window
- * (SHARE_HOST_WINDOW_NS each), estimated from the map's empty bits (linear
- * counting: exact while hosts are few, under 1 % off at 6400). A host
- * counts while it sends at least once per window.
+ * current and the previous window, estimated from the map's empty bits
+ * (linear counting: exact while hosts are few, under 1 % off at 6400). A
+ * window lasts SHARE_HOST_WINDOW_NS and until it has seen
+ * SHARE_HOST_ROUNDS packets per host it counts (a slow shard's scheduler
+ * takes longer to visit every backlogged host once); after two windows'
+ * time with no packet at all the shard counts none.
  */
 #define SHARE_HOST_BITS      4096u
 #define SHARE_HOST_WINDOW_NS 5000000ull
+#define SHARE_HOST_ROUNDS    4u
 
 struct share_hosts {
 	uint64_t cur[SHARE_HOST_BITS / 64], prev[SHARE_HOST_BITS / 64];
 	uint32_t cur_bits;   /* bits set in cur */
 	uint32_t union_bits; /* bits set in cur | prev */
+	uint32_t cur_pkts;   /* packets noted in cur */
+	uint32_t seen_pkts;  /* cur_pkts at the last count */
 	uint64_t window_start;
+	uint64_t last_active; /* the last count that found new packets */
 };
 
 static inline void
@@ -154,6 +170,7 @@ share_hosts_note(struct share_hosts *h, uint32_t hash)
 {
 	uint32_t w, b;
 
+	h->cur_pkts++;
 	hash *= 0x9e3779b1u; /* spread hashes that differ only in high bits */
 	w = (hash >> 20) & (SHARE_HOST_BITS / 64 - 1);
 	b = hash >> 26;

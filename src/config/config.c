@@ -1470,8 +1470,9 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 			if (!json_is_array(x) || json_array_size(x) < 1 ||
 			    json_array_size(x) > SHAPER_MAX_WORKERS) {
 				errf(err, errlen, "lcores.workers",
-				     "expected a list of 1 or 2 lcore ids (one worker serves both "
-				     "directions, two split them)");
+				     "expected a list of 1 to %d lcore ids (each worker shapes "
+				     "both directions of its share of the hosts)",
+				     SHAPER_MAX_WORKERS);
 				return -1;
 			}
 			c->n_workers = (unsigned int)json_array_size(x);
@@ -1483,6 +1484,14 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 				if (get_int(e, sub, 0, 1023, &n, err, errlen) != 0)
 					return -1;
 				c->worker_lcore[i] = (unsigned int)n;
+				for (size_t j = 0; j < i && n != 0; j++)
+					if (c->worker_lcore[j] == (unsigned int)n) {
+						errf(err, errlen, sub,
+						     "lcore %lld is already lcores.workers[%zu]: "
+						     "each worker needs its own",
+						     n, j);
+						return -1;
+					}
 			}
 		} else {
 			errf(err, errlen, "lcores", "unknown key \"%s\" (known: workers)", key);
@@ -1490,6 +1499,29 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+static const struct name_val shard_by_names[] = {
+	{ "host", SHARE_BY_HOST },
+	{ "flow", SHARE_BY_FLOW },
+};
+
+static const struct name_val steering_names[] = {
+	{ "auto", SHAPER_STEER_AUTO },
+	{ "rss", SHAPER_STEER_RSS },
+	{ "software", SHAPER_STEER_SOFTWARE },
+};
+
+const char *
+shaper_shard_by_name(enum share_by b)
+{
+	return name_of(shard_by_names, NELEM(shard_by_names), (int)b);
+}
+
+const char *
+shaper_steering_name(enum shaper_steering st)
+{
+	return name_of(steering_names, NELEM(steering_names), (int)st);
 }
 
 static int
@@ -1525,9 +1557,24 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 		} else if (strcmp(key, "passive_rtt") == 0) {
 			if (get_bool(x, sub, &c->passive_rtt, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "shard_by") == 0) {
+			int by;
+
+			if (get_enum(x, sub, shard_by_names, NELEM(shard_by_names), &by,
+				     "shard key", err, errlen) != 0)
+				return -1;
+			c->shard_by = (enum share_by)by;
+		} else if (strcmp(key, "steering") == 0) {
+			int st;
+
+			if (get_enum(x, sub, steering_names, NELEM(steering_names), &st, "steering",
+				     err, errlen) != 0)
+				return -1;
+			c->steering = (enum shaper_steering)st;
 		} else {
 			errf(err, errlen, sub,
-			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt)");
+			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
+			     "shard_by, steering)");
 			return -1;
 		}
 	}
@@ -1604,11 +1651,6 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 	if (strcmp(c->port[0].device, c->port[1].device) == 0) {
 		errf(err, errlen, "ports", "wan and lan name the same device \"%s\"",
 		     c->port[0].device);
-		return -1;
-	}
-	if (c->n_workers == 2 && c->worker_lcore[0] != 0 &&
-	    c->worker_lcore[0] == c->worker_lcore[1]) {
-		errf(err, errlen, "lcores.workers", "the two workers need different lcores");
 		return -1;
 	}
 	return 0;

@@ -32,6 +32,7 @@ ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out)
 	out->sojourn_ns = f->sojourn_ns;
 	out->rtt_wan_ns = f->rtt_wan_ns;
 	out->rtt_lan_ns = f->rtt_lan_ns;
+	out->shard = f->shard;
 }
 
 unsigned int

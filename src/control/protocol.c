@@ -201,7 +201,10 @@ accounting_json(const struct ctl_dir_counters *c)
 	json_object_set_new(queued, "swap", J_U64(c->swap_qlen));
 	json_object_set_new(queued, "emulator", J_U64(c->emulator_qlen));
 	json_object_set_new(queued, "tx_pending", J_U64(c->tx_pending));
+	json_object_set_new(queued, "steering",
+			    json_integer((json_int_t)(c->steered_out - c->steered_in)));
 	out += c->sched_qlen + c->swap_qlen + c->emulator_qlen + c->tx_pending;
+	out += c->steered_out - c->steered_in; /* modulo 2^64: negative for a shard */
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:I}", "received", J_U64(c->rx_packets),
 			 "held_at_reset", J_U64(c->held_at_reset), "sent", J_U64(c->tx_packets),
 			 "dropped", dropped, "queued", queued, "unaccounted",
@@ -320,15 +323,57 @@ cmd_version(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	return 0;
 }
 
+/*
+ * "shards": each worker's part of a direction, as a direction shows
+ * (its counters' identity holds on its own, steering included), with the
+ * rate its shard shapes at now. st is scratch space.
+ */
+static int
+shards_json(const struct ctl_backend *be, enum shaper_dir d, json_t *dir, struct sched_stats *st,
+	    struct reply *r)
+{
+	unsigned int n = be->shard_snapshot != NULL && be->n_shards > 1 ? be->n_shards : 1;
+	json_t *arr = json_array();
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct ctl_dir_counters c;
+		struct sched_params p;
+		json_t *o;
+		int rc = be->shard_snapshot != NULL
+					 ? be->shard_snapshot(be->opaque, d, i, &c, st, &p)
+					 : be->dir_snapshot(be->opaque, d, &c, st, &p);
+
+		if (rc != 0) {
+			json_decref(arr);
+			return fail(r, CTL_ERR_BUSY, "%s: no snapshot of shard %u yet",
+				    shaper_dir_name[d], i);
+		}
+		o = ctl_dir_stats_json(&c, st, &p);
+		json_object_set_new(o, "shard", json_integer(i));
+		json_object_set_new(o, "steered_out", J_U64(c.steered_out));
+		json_object_set_new(o, "steered_in", J_U64(c.steered_in));
+		json_object_set_new(o, "share_rate",
+				    J_U64(c.share_rate != 0 ? c.share_rate : p.rate));
+		json_array_append_new(arr, o);
+	}
+	json_object_set_new(dir, "shards", arr);
+	return 0;
+}
+
 static int
 cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
-	static const char *const known[] = { "direction", NULL };
+	static const char *const known[] = { "direction", "shards", NULL };
+	const json_t *shards = args != NULL ? json_object_get(args, "shards") : NULL;
 	json_t *ports = json_object(), *dirs = json_object();
 	unsigned int mask;
 
 	if (check_args(args, known, r) != 0 || arg_directions(args, &mask, false, r) != 0)
 		goto err;
+	if (shards != NULL && !json_is_boolean(shards)) {
+		fail(r, CTL_ERR_INVALID_ARGUMENT, "args.shards: expected true or false");
+		goto err;
+	}
 	for (int i = 0; i < SHAPER_NUM_PORTS; i++) {
 		struct ctl_port_counters pc;
 
@@ -352,6 +397,12 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 			goto err;
 		}
 		json_object_set_new(dirs, shaper_dir_name[d], ctl_dir_stats_json(&c, st, &p));
+		if (json_is_true(shards) &&
+		    shards_json(be, (enum shaper_dir)d, json_object_get(dirs, shaper_dir_name[d]),
+				st, r) != 0) {
+			free(st);
+			goto err;
+		}
 		free(st);
 	}
 	ctl_dir_port_errors(dirs, ports);
@@ -498,15 +549,15 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 			json_array_append_new(
 					arr,
 					json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
-						  "s:I}",
+						  "s:I, s:i}",
 						  "src", f->src, "dst", f->dst, "sport", f->sport,
 						  "dport", f->dport, "proto", f->proto, "tin",
 						  f->tin, "packets", (json_int_t)f->packets,
 						  "backlog_bytes", (json_int_t)f->backlog_bytes,
 						  "sojourn_us", (json_int_t)(f->sojourn_ns / 1000),
 						  "rtt_wan_us", (json_int_t)(f->rtt_wan_ns / 1000),
-						  "rtt_lan_us",
-						  (json_int_t)(f->rtt_lan_ns / 1000)));
+						  "rtt_lan_us", (json_int_t)(f->rtt_lan_ns / 1000),
+						  "shard", (int)f->shard));
 		}
 		json_object_set_new(o, shaper_dir_name[d], arr);
 	}

@@ -47,7 +47,12 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 	static const int in_port[SHAPER_NUM_DIRS] = { SHAPER_PORT_LAN, SHAPER_PORT_WAN };
 	const struct shaper_emulate_config *ec = &c->emulate[d];
 
-	b->sched = sched_max_packets(p, truesize);
+	uint64_t n = c->n_workers > 0 ? c->n_workers : 1;
+	uint64_t one = sched_max_packets(p, truesize);
+
+	/* Every shard's scheduler may hold its limits (a lone busy one has the whole link). */
+	b->shards = (uint32_t)n;
+	b->sched = one == SCHED_UNBOUNDED ? SCHED_UNBOUNDED : one * n;
 	b->emulator = ec->delay_ns != 0 || ec->jitter_ns != 0 || ec->loss_ppm != 0 ? ec->limit : 0;
 	b->rx_ring = c->port[in_port[d]].rx_desc;
 	if (strncmp(c->port[in_port[d]].device, "net_af_xdp", 10) == 0 &&
@@ -56,9 +61,12 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 	b->tx_ring = c->port[1 - in_port[d]].tx_desc;
 	b->pending = DP_TX_PENDING_MAX;
 	b->burst = SHAPER_BURST_MAX;
-	b->cache = POOL_CACHE_HELD; /* only the direction's worker allocates and frees */
-	b->fixed = (uint64_t)b->emulator + b->rx_ring + b->tx_ring + b->pending + b->burst +
-		   b->cache;
+	b->cache = POOL_CACHE_HELD; /* each worker's lcore cache of the pool */
+	/* Rings between the shards: n - 1 towards each (dp_steer_ring_size). */
+	b->steer = n > 1 ? (uint64_t)n * (n - 1) * dp_steer_ring_size((uint32_t)n) : 0;
+	b->fixed = n * ((uint64_t)b->emulator + b->rx_ring + b->tx_ring + b->pending + b->burst +
+			b->cache) +
+		   b->steer;
 	b->total = sat_add(b->sched, b->fixed);
 }
 
@@ -87,9 +95,10 @@ budget_text(const struct shaper_config *c, enum shaper_dir d, const struct sched
 	}
 	snprintf(out + n, len - (size_t)n,
 		 ", rx ring %u (ports.%s.rx_descriptors), tx ring %u (ports.%s.tx_descriptors), "
-		 "tx hold %u, burst %u, lcore cache %u",
+		 "tx hold %u, burst %u, lcore cache %u%s, steering rings %" PRIu64,
 		 b->rx_ring, shaper_port_name[in_port[d]], b->tx_ring,
-		 shaper_port_name[1 - in_port[d]], b->pending, b->burst, b->cache);
+		 shaper_port_name[1 - in_port[d]], b->pending, b->burst, b->cache,
+		 b->shards > 1 ? " (each per worker, lcores.workers)" : "", b->steer);
 	(void)c;
 }
 
@@ -138,7 +147,10 @@ int
 dp_budget_check_update(const struct dp_dir *dd, const struct sched_params *p, char *err,
 		       size_t errlen)
 {
-	uint64_t need = sat_add(sched_max_packets(p, dd->truesize), dd->mbuf_fixed);
+	uint64_t one = sched_max_packets(p, dd->truesize);
+	uint64_t need = sat_add(one == SCHED_UNBOUNDED ? one
+						       : one * (dd->n_shards ? dd->n_shards : 1),
+				dd->mbuf_fixed);
 
 	if (need <= dd->pool_mbufs)
 		return 0;

@@ -5,6 +5,7 @@
  * No locks are taken on the worker's side.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -199,22 +200,54 @@ dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 
 /* The backend the control server calls. */
 static int
-be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
-		struct sched_stats *st, struct sched_params *params)
+be_shard_snapshot(void *opaque, enum shaper_dir dir, unsigned int shard, struct ctl_dir_counters *c,
+		  struct sched_stats *st, struct sched_params *params)
 {
 	struct dp_control *ctl = opaque;
-	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
+	struct dp_snapshot *s;
 	int rc;
 
+	if (shard >= ctl->n_shards)
+		return -EINVAL;
+	s = rte_malloc(NULL, sizeof(*s), 0);
 	if (s == NULL)
 		return -ENOMEM;
-	rc = dp_snapshot_read(ctl->dirs[dir], s);
+	rc = dp_snapshot_read(ctl->dirs[dir][shard], s);
 	if (rc == 0) {
 		*c = s->c;
 		*st = s->st;
 		*params = s->params;
 	}
 	rte_free(s);
+	return rc;
+}
+
+/* A direction as a whole: its shards' snapshots merged. */
+static int
+be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
+		struct sched_stats *st, struct sched_params *params)
+{
+	struct dp_control *ctl = opaque;
+	struct ctl_dir_counters *oc;
+	struct sched_stats *ost;
+	struct sched_params op;
+	int rc = be_shard_snapshot(opaque, dir, 0, c, st, params);
+
+	if (rc != 0 || ctl->n_shards <= 1)
+		return rc;
+	oc = rte_malloc(NULL, sizeof(*oc), 0);
+	ost = rte_malloc(NULL, sizeof(*ost), 0);
+	if (oc == NULL || ost == NULL)
+		rc = -ENOMEM;
+	for (unsigned int i = 1; rc == 0 && i < ctl->n_shards; i++) {
+		rc = be_shard_snapshot(opaque, dir, i, oc, ost, &op);
+		if (rc == 0) {
+			ctl_dir_counters_merge(c, oc);
+			sched_stats_merge(st, ost);
+		}
+	}
+	rte_free(oc);
+	rte_free(ost);
 	return rc;
 }
 
@@ -273,11 +306,11 @@ call_timeout(const struct dp_control *ctl)
 	return ctl->timeout_ms != 0 ? ctl->timeout_ms : DP_CALL_TIMEOUT_MS;
 }
 
+/* Apply p to one shard of a direction (its worker applies it between bursts). */
 static int
-be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err, size_t errlen)
+apply_shard(struct dp_control *ctl, struct dp_dir *d, const struct sched_params *p, char *err,
+	    size_t errlen)
 {
-	struct dp_control *ctl = opaque;
-	struct dp_dir *d = ctl->dirs[dir];
 	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
 	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
 	int rc;
@@ -325,64 +358,122 @@ be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *
 	return rc;
 }
 
+/*
+ * Every shard of the direction takes the change; the link rate moves in
+ * the share group first, and each shard shapes at its part of it again
+ * right after (dp_share_reapply), so the total never exceeds the new rate
+ * for longer than a share tick. Shards are updated in order: a change the
+ * first one refuses (they all validate alike) changes nothing.
+ */
 static int
-be_reset(void *opaque)
+be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err, size_t errlen)
 {
 	struct dp_control *ctl = opaque;
+	struct share_group *g = ctl->dirs[dir][0]->share_group;
+	uint64_t old_rate = g != NULL ? atomic_load(&g->link_rate) : 0;
+	int rc;
 
-	for (int dir = 0; dir < SHAPER_NUM_DIRS; dir++) {
-		struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
-		int rc;
+	if (g != NULL && share_rate_check(p->rate, ctl->n_shards, err, errlen) != 0)
+		return -EINVAL;
+	if (g != NULL)
+		share_group_set_rate(g, p->rate);
+	for (unsigned int i = 0; i < ctl->n_shards; i++) {
+		rc = apply_shard(ctl, ctl->dirs[dir][i], p, err, errlen);
+		if (rc != 0 && i == 0 && g != NULL)
+			share_group_set_rate(g, old_rate);
+		if (rc != 0 && i > 0) {
+			size_t k = strlen(err);
 
-		if (m == NULL)
-			return -ENOMEM;
-		m->type = DP_MSG_RESET;
-		rc = dp_dir_call(ctl->dirs[dir], &m, call_timeout(ctl));
-		dp_msg_free(m);
+			snprintf(err + k, errlen - k,
+				 " (on worker %u of %u; the workers before it took the change)",
+				 i + 1, ctl->n_shards);
+		}
 		if (rc != 0)
 			return rc;
 	}
 	return 0;
 }
 
+static int
+be_reset(void *opaque)
+{
+	struct dp_control *ctl = opaque;
+
+	for (int dir = 0; dir < SHAPER_NUM_DIRS; dir++)
+		for (unsigned int i = 0; i < ctl->n_shards; i++) {
+			struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+			int rc;
+
+			if (m == NULL)
+				return -ENOMEM;
+			m->type = DP_MSG_RESET;
+			rc = dp_dir_call(ctl->dirs[dir][i], &m, call_timeout(ctl));
+			dp_msg_free(m);
+			if (rc != 0)
+				return rc;
+		}
+	return 0;
+}
+
+/* The facts of every queued flow of one shard appended at facts[*n..cap). */
+static int
+shard_flows(struct dp_control *ctl, struct dp_dir *d, struct sched_flow_fact *facts,
+	    unsigned int *n, unsigned int cap)
+{
+	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+	int rc;
+
+	if (m == NULL)
+		return -ENOMEM;
+	/* The worker fills a buffer the message owns, so a timeout cannot race the caller's. */
+	m->facts = rte_calloc(NULL, cap - *n, sizeof(*m->facts), 0);
+	if (m->facts == NULL) {
+		dp_msg_free(m);
+		return -ENOMEM;
+	}
+	m->type = DP_MSG_FLOWS;
+	m->fact_cap = cap - *n;
+	rc = dp_dir_call(d, &m, call_timeout(ctl));
+	if (rc == 0)
+		rc = m->rc;
+	if (rc > 0) {
+		memcpy(facts + *n, m->facts, (size_t)rc * sizeof(*facts));
+		*n += (unsigned int)rc;
+	}
+	dp_msg_free(m);
+	return rc < 0 ? rc : 0;
+}
+
 /*
- * The worker copies the facts of every queued flow, a slice of queues per
+ * The workers copy the facts of every queued flow, a slice of queues per
  * turn (DP_MSG_FLOWS); ordering, the top-N cut and formatting happen here.
  */
 static int
 be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int max)
 {
 	struct dp_control *ctl = opaque;
-	struct dp_dir *d = ctl->dirs[dir];
 	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
-	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+	struct sched_flow_fact *facts;
+	unsigned int n = 0;
 	uint32_t slots = 0;
 	int rc = -ENOMEM;
 
-	if (s != NULL && m != NULL) {
-		rc = dp_snapshot_read(d, s);
+	if (s != NULL) {
+		rc = dp_snapshot_read(ctl->dirs[dir][0], s);
 		if (rc == 0)
 			slots = sched_flow_slots(&s->params);
 	}
 	rte_free(s);
-	if (rc != 0 || slots == 0) {
-		dp_msg_free(m);
+	if (rc != 0 || slots == 0)
 		return rc; /* 0: the discipline has no flows to show (fifo) */
-	}
-	/* The worker fills a buffer the message owns, so a timeout cannot race the caller's. */
-	m->facts = rte_calloc(NULL, slots, sizeof(*m->facts), 0);
-	if (m->facts == NULL) {
-		dp_msg_free(m);
+	facts = rte_calloc(NULL, (size_t)slots * ctl->n_shards, sizeof(*facts), 0);
+	if (facts == NULL)
 		return -ENOMEM;
-	}
-	m->type = DP_MSG_FLOWS;
-	m->fact_cap = slots;
-	rc = dp_dir_call(d, &m, call_timeout(ctl));
+	for (unsigned int i = 0; rc == 0 && i < ctl->n_shards; i++)
+		rc = shard_flows(ctl, ctl->dirs[dir][i], facts, &n, slots * (i + 1));
 	if (rc == 0)
-		rc = m->rc;
-	if (rc > 0)
-		rc = (int)ctl_flows_top(m->facts, (unsigned int)rc, out, max);
-	dp_msg_free(m);
+		rc = (int)ctl_flows_top(facts, n, out, max);
+	rte_free(facts);
 	return rc;
 }
 
@@ -396,4 +487,6 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->apply = be_apply;
 	be->reset_stats = be_reset;
 	be->flows = be_flows;
+	be->n_shards = ctl->n_shards;
+	be->shard_snapshot = be_shard_snapshot;
 }

@@ -114,9 +114,73 @@ port_conf(const struct dp_port *port, const struct rte_eth_dev_info *info, struc
 	return 0;
 }
 
+/*
+ * A symmetric Toeplitz key (0x6d5a repeated): a flow hashes alike both
+ * ways, and with the same key on both ports the LAN host's address hashes
+ * alike whether it is the source (LAN port) or the destination (WAN port).
+ */
+static void
+symmetric_key(uint8_t *key, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		key[i] = i % 2 == 0 ? 0x6d : 0x5a;
+}
+
+/*
+ * RSS over the port's n queues. Sharded RSS (each frame lands on its
+ * shard's queue) when the device can hash what the shard key needs: the
+ * LAN host's address alone (L3 source on the LAN port, destination on the
+ * WAN port), or for flow shards the 5-tuple with the symmetric key. Any
+ * other RSS it offers still spreads the receive work; software steering
+ * then puts frames on their shard.
+ */
+static void
+port_rss(struct dp_port *port, const struct rte_eth_dev_info *info, const struct dp_port_queues *q,
+	 struct rte_eth_conf *conf)
+{
+	uint64_t offl = info->flow_type_rss_offloads, ip = offl & RTE_ETH_RSS_IP, hf;
+	uint64_t only = q->lan_side ? RTE_ETH_RSS_L3_SRC_ONLY : RTE_ETH_RSS_L3_DST_ONLY;
+
+	port->rss_sharded = false;
+	if (q->n < 2 || ip == 0)
+		return;
+	if (q->by == SHARE_BY_HOST && (offl & only) != 0) {
+		hf = ip | only;
+		port->rss_sharded = true;
+	} else {
+		hf = ip | (offl & (RTE_ETH_RSS_TCP | RTE_ETH_RSS_UDP));
+		port->rss_sharded = q->by == SHARE_BY_FLOW;
+	}
+	port->rss_key_len = info->hash_key_size != 0 && info->hash_key_size <= sizeof(port->rss_key)
+					    ? info->hash_key_size
+					    : 40;
+	symmetric_key(port->rss_key, port->rss_key_len);
+	conf->rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+	conf->rx_adv_conf.rss_conf.rss_key = port->rss_key;
+	conf->rx_adv_conf.rss_conf.rss_key_len = port->rss_key_len;
+	conf->rx_adv_conf.rss_conf.rss_hf = hf;
+	port->reta_size = info->reta_size;
+}
+
+/* Queue i of n for hash bucket i mod n on both ports, so a host's queue is its shard. */
+static int
+port_reta(const struct dp_port *port, uint16_t n)
+{
+	struct rte_eth_rss_reta_entry64 reta[RTE_ETH_RSS_RETA_SIZE_512 / RTE_ETH_RETA_GROUP_SIZE];
+
+	if (port->reta_size == 0 || port->reta_size > RTE_ETH_RSS_RETA_SIZE_512)
+		return -ENOTSUP;
+	memset(reta, 0, sizeof(reta));
+	for (uint16_t i = 0; i < port->reta_size; i++) {
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].mask |= 1ull << (i % RTE_ETH_RETA_GROUP_SIZE);
+		reta[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE] = i % n;
+	}
+	return rte_eth_dev_rss_reta_update(port->port_id, reta, port->reta_size);
+}
+
 int
 dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-	     uint32_t max_frame, char *err, size_t errlen)
+	     uint32_t max_frame, const struct dp_port_queues *q, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
@@ -136,29 +200,45 @@ dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct r
 	rc = port_conf(port, &info, mp, max_frame, &conf, err, errlen);
 	if (rc != 0)
 		return rc;
+	if (info.max_rx_queues < q->n || info.max_tx_queues < q->n) {
+		snprintf(err, errlen,
+			 "%s: lcores.workers asks for %u rx and tx queues, the device has %u and "
+			 "%u (net_af_packet: add qpairs=%u to the device string; net_memif: the "
+			 "peer must offer %u queue pairs)",
+			 port->name, q->n, info.max_rx_queues, info.max_tx_queues, q->n, q->n);
+		return -EINVAL;
+	}
+	port_rss(port, &info, q, &conf);
 	port->offloads = conf.rxmode.offloads | conf.txmode.offloads;
-	rc = rte_eth_dev_configure(port->port_id, 1, 1, &conf);
+	rc = rte_eth_dev_configure(port->port_id, q->n, q->n, &conf);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: configure failed: %s", port->name, strerror(-rc));
 		return rc;
 	}
+	if (port->rss_sharded && port_reta(port, q->n) != 0)
+		port->rss_sharded = false; /* the default table: software steering decides */
+	port->n_queues = q->n;
 	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &nb_rxd, &nb_txd);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: descriptor counts refused: %s", port->name,
 			 strerror(-rc));
 		return rc;
 	}
-	rc = rte_eth_rx_queue_setup(port->port_id, 0, nb_rxd, rte_eth_dev_socket_id(port->port_id),
-				    NULL, mp);
-	if (rc != 0) {
-		snprintf(err, errlen, "%s: rx queue setup failed: %s", port->name, strerror(-rc));
-		return rc;
-	}
-	rc = rte_eth_tx_queue_setup(port->port_id, 0, nb_txd, rte_eth_dev_socket_id(port->port_id),
-				    NULL);
-	if (rc != 0) {
-		snprintf(err, errlen, "%s: tx queue setup failed: %s", port->name, strerror(-rc));
-		return rc;
+	for (uint16_t i = 0; i < q->n; i++) {
+		rc = rte_eth_rx_queue_setup(port->port_id, i, nb_rxd,
+					    rte_eth_dev_socket_id(port->port_id), NULL, mp);
+		if (rc != 0) {
+			snprintf(err, errlen, "%s: rx queue %u setup failed: %s", port->name, i,
+				 strerror(-rc));
+			return rc;
+		}
+		rc = rte_eth_tx_queue_setup(port->port_id, i, nb_txd,
+					    rte_eth_dev_socket_id(port->port_id), NULL);
+		if (rc != 0) {
+			snprintf(err, errlen, "%s: tx queue %u setup failed: %s", port->name, i,
+				 strerror(-rc));
+			return rc;
+		}
 	}
 	rc = rte_eth_dev_start(port->port_id);
 	if (rc != 0) {
@@ -267,8 +347,10 @@ dp_port_close(struct dp_port *port)
 	 * only when a later tx call finds its completion.
 	 */
 	for (int i = 0; port->started && i < 10; i++) {
-		rte_eth_tx_done_cleanup(port->port_id, 0, 0);
-		rte_eth_tx_burst(port->port_id, 0, NULL, 0);
+		for (uint16_t qi = 0; qi < port->n_queues; qi++) {
+			rte_eth_tx_done_cleanup(port->port_id, qi, 0);
+			rte_eth_tx_burst(port->port_id, qi, NULL, 0);
+		}
 		rte_delay_us_sleep(1000);
 	}
 	if (port->started) {

@@ -72,7 +72,7 @@ flush_pending(struct dp_dir *d)
 	 */
 	for (i = 0; i < d->n_pending; i++)
 		bytes += d->pending[i]->pkt_len;
-	sent = rte_eth_tx_burst(d->tx_port, 0, d->pending, d->n_pending);
+	sent = rte_eth_tx_burst(d->tx_port, d->queue, d->pending, d->n_pending);
 	for (i = sent; i < d->n_pending; i++)
 		bytes -= d->pending[i]->pkt_len; /* still ours: not sent */
 	d->stats.tx_packets += sent;
@@ -116,6 +116,46 @@ adopt_foreign(struct dp_dir *d, struct rte_mbuf *m)
 	return c;
 }
 
+/* The LAN host (or flow) a packet counts for in its shard's weight. */
+static inline uint32_t
+share_key(const struct dp_dir *d, const struct sh_pkt *p, enum share_by by)
+{
+	return by == SHARE_BY_FLOW ? p->flow_hash : d->dir == SHAPER_UP ? p->src_hash : p->dst_hash;
+}
+
+static void
+note_hosts(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n)
+{
+	enum share_by by = d->steer != NULL ? d->steer->by : SHARE_BY_HOST;
+
+	for (unsigned int i = 0; i < n; i++)
+		share_hosts_note(&d->hosts, share_key(d, pkts[i], by));
+}
+
+void
+dp_share_reapply(struct dp_dir *d, uint64_t now)
+{
+	if (d->share_group != NULL)
+		share_shard_rebind(&d->share, d->sched, now);
+}
+
+/* Hand a burst (received here, or steered here) to the scheduler. */
+static void
+enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t now,
+	      struct sh_pkt_list *drops)
+{
+	if (n == 0)
+		return;
+	if (d->rtt != NULL)
+		dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
+	if (d->share_group != NULL)
+		note_hosts(d, pkts, n);
+	if (sched_move_active(&d->move))
+		sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
+	else
+		sched_enqueue_burst(d->sched, pkts, n, now, drops);
+}
+
 /* One turn of one direction; returns the number of frames moved. */
 unsigned int
 dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
@@ -130,7 +170,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	sh_pkt_list_init(&drops);
 	flush_pending(d);
 
-	nb_rx = rte_eth_rx_burst(d->rx_port, 0, rx, (uint16_t)burst);
+	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
 	if (nb_rx != 0) {
 		uint64_t rx_bytes = 0;
 		uint16_t n = 0;
@@ -152,12 +192,16 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		d->stats.rx_packets += nb_rx;
 		d->stats.rx_bytes += rx_bytes;
 		classify_burst(pkts, n, &d->key);
-		if (d->rtt != NULL)
-			dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
-		if (sched_move_active(&d->move))
-			sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
-		else
-			sched_enqueue_burst(d->sched, pkts, n, now, &drops);
+		if (d->steer != NULL)
+			n = (uint16_t)dp_steer_burst(d, pkts, n, &drops);
+		enqueue_burst(d, pkts, n, now, &drops);
+	}
+	if (d->steer != NULL) {
+		/* What the other shards' workers received for this one, classified already. */
+		unsigned int n_in = dp_steer_take(d, pkts, burst);
+
+		enqueue_burst(d, pkts, n_in, now, &drops);
+		nb_rx = (uint16_t)(nb_rx + n_in);
 	}
 
 	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
@@ -171,11 +215,17 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 			n_out = (uint16_t)sched_dequeue_burst(d->sched, pkts, room, now, &drops);
 			for (i = 0; i < n_out; i++)
 				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
+			/* A host whose backlog drains is active though it sends nothing new. */
+			if (d->share_group != NULL)
+				note_hosts(d, pkts, n_out);
 		}
 	} else {
 		/* The emulated path holds what the shaper released until its time. */
 		unsigned int n_sched =
 				due ? sched_dequeue_burst(d->sched, pkts, burst, now, &drops) : 0;
+
+		if (d->share_group != NULL)
+			note_hosts(d, pkts, n_sched);
 
 		for (i = 0; i < n_sched; i++)
 			emu_enqueue(d->emu, pkts[i], now, &drops);
@@ -193,6 +243,8 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 	if (drops.count != 0)
 		free_drops(d, &drops);
+	if (d->share_group != NULL && share_due(&d->share, now))
+		share_tick(&d->share, d->sched, share_hosts_count(&d->hosts, now), now);
 	t = sched_next_time(d->sched, now);
 	if (d->emu != NULL && emu_next_time(d->emu) < t)
 		t = emu_next_time(d->emu);
@@ -214,6 +266,11 @@ dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
 		c->swap_qlen = sched_backlog_pkts(d->move.from) + d->move.staged.count;
 	c->emulator_qlen = d->emu != NULL ? emu_count(d->emu) : 0;
 	c->tx_pending = d->n_pending;
+	if (d->steer != NULL) {
+		c->steered_out = d->steer->steered_out;
+		c->steered_in = d->steer->steered_in;
+	}
+	c->share_rate = d->share_group != NULL ? d->share.rate : 0;
 	/*
 	 * Taken with the queue lengths, so in use minus queued is what the
 	 * drivers hold: constant unless mbufs leak (caches count as free).
@@ -287,6 +344,8 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 	case DP_MSG_UPDATE:
 		dp_rtt_update_params(d, &m->params);
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
+		if (m->rc == 0)
+			dp_share_reapply(d, now);
 		break;
 	case DP_MSG_SWAP:
 		if (!sched_move_active(&d->move)) {
@@ -295,6 +354,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 			sched_move_begin(&d->move, d->sched);
 			d->sched = m->sched;
 			m->sched = NULL;
+			dp_share_reapply(d, now);
 		}
 		sh_pkt_list_init(&drops);
 		done = sched_move_step(&d->move, d->sched, SCHED_MOVE_SLICE, now, &drops);
@@ -314,6 +374,8 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		memset(&d->carried, 0, sizeof(d->carried));
 		d->stats.held_at_reset =
 				q.sched_qlen + q.swap_qlen + q.emulator_qlen + q.tx_pending;
+		if (d->steer != NULL)
+			d->steer->steered_out = d->steer->steered_in = 0;
 		dp_rtt_reset(d);
 		sched_reset_stats(d->sched);
 		m->rc = 0;
@@ -326,6 +388,8 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 			m->rc = 0;
 		k = sched_flow_facts(d->sched, &m->cursor, SCHED_FACTS_SLICE, now, m->facts + m->rc,
 				     m->fact_cap - (unsigned int)m->rc);
+		for (unsigned int j = 0; j < k; j++)
+			m->facts[m->rc + (int)j].shard = (uint16_t)d->shard;
 		dp_rtt_facts(d, m->facts + m->rc, k); /* the RTT table is this worker's */
 		m->rc += (int)k;
 		done = m->cursor == SCHED_FACTS_DONE;
@@ -452,6 +516,16 @@ dp_dir_drain(struct dp_dir *d)
 	if (d->emu != NULL)
 		emu_flush(d->emu, &out);
 	sched_flush(d->sched, &out);
+	/* Frames other workers steered here (every worker has stopped). */
+	{
+		struct sh_pkt_list in;
+
+		sh_pkt_list_init(&in);
+		dp_steer_flush(d, &in);
+		for (p = in.head; p != NULL; p = p->next)
+			p->drop_reason = SHAPER_DROP_SHUTDOWN;
+		free_drops(d, &in);
+	}
 	if (sched_move_active(&d->move)) {
 		/* Stopped in the middle of a swap: the rest never moved. */
 		sched_move_flush(&d->move, &out);

@@ -20,6 +20,26 @@
 /* The arrival average moves by 1/SHARE_AVG_DIV of the difference a tick. */
 #define SHARE_AVG_DIV   4
 
+static uint64_t
+share_floor(uint64_t link_rate, uint32_t nshards)
+{
+	uint64_t floor = link_rate / ((uint64_t)SHARE_FLOOR_DIV * nshards);
+
+	return floor < 64 ? 64 : floor; /* the scheduler's slowest rate */
+}
+
+int
+share_rate_check(uint64_t link_rate, uint32_t nshards, char *err, size_t errlen)
+{
+	/* 0 is an unshaped link: nothing to share, but the group stays ready. */
+	if (link_rate != 0 && link_rate < 2 * share_floor(link_rate, nshards) * nshards) {
+		SCHED_ERR(err, errlen, "rate %llu bytes/s is too low to share among %u shards",
+			  (unsigned long long)link_rate, nshards);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int
 share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, uint32_t mtu,
 		 char *err, size_t errlen)
@@ -31,14 +51,9 @@ share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, ui
 		SCHED_ERR(err, errlen, "%u shards: between 1 and %u", nshards, SHARE_MAX_SHARDS);
 		return -EINVAL;
 	}
-	floor = link_rate / ((uint64_t)SHARE_FLOOR_DIV * nshards);
-	if (floor < 64)
-		floor = 64; /* the scheduler's slowest rate */
-	if (link_rate == 0 || link_rate < 2 * floor * nshards) {
-		SCHED_ERR(err, errlen, "rate %llu bytes/s is too low to share among %u shards",
-			  (unsigned long long)link_rate, nshards);
+	if (share_rate_check(link_rate, nshards, err, errlen) != 0)
 		return -EINVAL;
-	}
+	floor = share_floor(link_rate, nshards);
 	memset(g, 0, sizeof(*g));
 	g->floor = floor;
 	g->nshards = nshards;
@@ -73,6 +88,23 @@ share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id, str
 	sh->rate = atomic_load_explicit(&g->slot[id].rate, memory_order_relaxed);
 	sh->last_tick = now;
 	sh->last_enq = sched_enqueued_bytes(s);
+	sched_set_rate(s, sh->rate, now);
+}
+
+void
+share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now)
+{
+	if (sched_get_params(s)->rate == 0)
+		return; /* unshaped: the share waits for a rate */
+	if (sh->rate < sh->g->floor) {
+		/* Shaping needs some rate; the pool owes it until the others give back. */
+		atomic_fetch_sub_explicit(&sh->g->pool, (int64_t)(sh->g->floor - sh->rate),
+					  memory_order_acq_rel);
+		sh->rate = sh->g->floor;
+		atomic_store_explicit(&sh->g->slot[sh->id].rate, sh->rate, memory_order_relaxed);
+	}
+	if (sched_enqueued_bytes(s) < sh->last_enq)
+		sh->last_enq = sched_enqueued_bytes(s); /* a new scheduler counts from 0 */
 	sched_set_rate(s, sh->rate, now);
 }
 
@@ -205,16 +237,28 @@ share_hosts_count(struct share_hosts *h, uint64_t now)
 {
 	uint32_t zeros;
 
-	if (now - h->window_start >= 2 * SHARE_HOST_WINDOW_NS) {
+	if (h->cur_pkts != h->seen_pkts) {
+		h->seen_pkts = h->cur_pkts;
+		h->last_active = now;
+	}
+	if (now - h->last_active >= 2 * SHARE_HOST_WINDOW_NS) {
+		/* Nothing noted for two windows: the shard is idle. */
 		memset(h->prev, 0, sizeof(h->prev));
 		memset(h->cur, 0, sizeof(h->cur));
-		h->cur_bits = h->union_bits = 0;
+		h->cur_bits = h->union_bits = h->cur_pkts = h->seen_pkts = 0;
 		h->window_start = now;
-	} else if (now - h->window_start >= SHARE_HOST_WINDOW_NS) {
+	} else if (now - h->window_start >= SHARE_HOST_WINDOW_NS &&
+		   h->cur_pkts >= SHARE_HOST_ROUNDS * h->cur_bits) {
+		/*
+		 * A window closes once it saw every host it counts a few times
+		 * on average: round-robin dequeues visit each backlogged host
+		 * once a round, so a slow link, whose round outlasts the window,
+		 * still counts all of them.
+		 */
 		memcpy(h->prev, h->cur, sizeof(h->prev));
 		memset(h->cur, 0, sizeof(h->cur));
 		h->union_bits = h->cur_bits;
-		h->cur_bits = 0;
+		h->cur_bits = h->cur_pkts = h->seen_pkts = 0;
 		h->window_start = now;
 	}
 	if (h->union_bits == 0)

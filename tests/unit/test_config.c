@@ -864,8 +864,8 @@ struct err_case {
 	"is not a time or rtt preset (e.g. \"40ms\", or one of datacentre, lan, metro, "           \
 	"regional, internet, oceanic, satellite, interplanetary)"
 #define WORKERS_MSG                                                                                \
-	"lcores.workers: expected a list of 1 or 2 lcore ids (one worker serves both "             \
-	"directions, two split them)"
+	"lcores.workers: expected a list of 1 to 16 lcore ids (each worker shapes both "           \
+	"directions of its share of the hosts)"
 #define RATE_TYPE "expected a rate as a string such as \"100mbit\""
 #define TIME_TYPE "expected a time as a string such as \"30ms\""
 #define SIZE_TYPE "expected a size as a string such as \"32mb\""
@@ -1214,7 +1214,8 @@ static const struct err_case err_cases[] = {
 	/* lcores */
 	{ TOP("'lcores': [1]"), "lcores: expected an object, got an array" },
 	{ TOP("'lcores': {'workers': []}"), WORKERS_MSG },
-	{ TOP("'lcores': {'workers': [1, 2, 3]}"), WORKERS_MSG },
+	{ TOP("'lcores': {'workers': [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]}"),
+	  WORKERS_MSG },
 	{ TOP("'lcores': {'workers': 1}"), WORKERS_MSG },
 	{ TOP("'lcores': {'workers': ['1']}"),
 	  "lcores.workers[0]: expected an integer, got a string" },
@@ -1222,7 +1223,13 @@ static const struct err_case err_cases[] = {
 	  "lcores.workers[1]: 1024 is out of range 0..1023" },
 	{ TOP("'lcores': {'workers': [-1]}"), "lcores.workers[0]: -1 is out of range 0..1023" },
 	{ TOP("'lcores': {'workers': [3, 3]}"),
-	  "lcores.workers: the two workers need different lcores" },
+	  "lcores.workers[1]: lcore 3 is already lcores.workers[0]: each worker needs its own" },
+	{ TOP("'lcores': {'workers': [1, 0, 2, 0, 1]}"),
+	  "lcores.workers[4]: lcore 1 is already lcores.workers[0]: each worker needs its own" },
+	{ TOP("'dataplane': {'shard_by': 'port'}"),
+	  "dataplane.shard_by: \"port\" is not a valid shard key (one of: host, flow)" },
+	{ TOP("'dataplane': {'steering': 1}"),
+	  "dataplane.steering: expected a string (steering: auto, rss, software), got an integer" },
 	{ TOP("'lcores': {'main': 0}"), "lcores: unknown key \"main\" (known: workers)" },
 	/* dataplane */
 	{ TOP("'dataplane': 1"), "dataplane: expected an object, got an integer" },
@@ -1251,7 +1258,8 @@ static const struct err_case err_cases[] = {
 	{ TOP("'dataplane': {'passive_rtt': 1}"),
 	  "dataplane.passive_rtt: expected true or false, got an integer" },
 	{ TOP("'dataplane': {'ring': 1024}"),
-	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt)" },
+	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
+	  "shard_by, steering)" },
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },

@@ -67,6 +67,8 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	c->swap_qlen = 3 + b;
 	c->tx_pending = 2 + b;
 	c->held_at_reset = 5 + b;
+	c->steered_out = 40 + b; /* a shard that hands over more than it takes */
+	c->steered_in = 36;
 	c->pool_in_use = 77 + b;
 	c->pool_size = 4095 + b;
 	c->time_ns = 123456789 + b;

@@ -435,14 +435,19 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 				 shaper_drop_name((enum shaper_drop_reason)i)),
 			      (long long)c->dropped[i]);
 	assert_keys(r, AT("%s", "accounting.queued"),
-		    (const char *const[]){ "scheduler", "swap", "emulator", "tx_pending" }, 4);
+		    (const char *const[]){ "scheduler", "swap", "emulator", "tx_pending",
+					   "steering" },
+		    5);
 	assert_int_at(r, AT("%s", "accounting.queued.scheduler"), (long long)c->sched_qlen);
 	assert_int_at(r, AT("%s", "accounting.queued.swap"), (long long)c->swap_qlen);
 	assert_int_at(r, AT("%s", "accounting.queued.emulator"), (long long)c->emulator_qlen);
 	assert_int_at(r, AT("%s", "accounting.queued.tx_pending"), (long long)c->tx_pending);
+	assert_int_at(r, AT("%s", "accounting.queued.steering"),
+		      (long long)c->steered_out - (long long)c->steered_in);
 	assert_int_at(r, AT("%s", "accounting.unaccounted"),
 		      (long long)(c->rx_packets + c->held_at_reset - c->tx_packets - total -
-				  c->sched_qlen - c->swap_qlen - c->emulator_qlen - c->tx_pending));
+				  c->sched_qlen - c->swap_qlen - c->emulator_qlen - c->tx_pending -
+				  (c->steered_out - c->steered_in)));
 	assert_int_at(r, AT("%s", "mbufs_in_use"), (long long)c->pool_in_use);
 	assert_int_at(r, AT("%s", "mbufs"), (long long)c->pool_size);
 	assert_int_at(r, AT("%s", "drops"), (long long)total);
@@ -530,12 +535,13 @@ test_stats(void **state)
 	assert_str_at(r, "ports.lan.name", "net_tap_lan");
 	assert_int_at(r, "directions.upstream.rx_packets", 1234);
 	assert_int_at(r, "directions.upstream.emulator_qlen", 9);
-	/* 1234 + 5 held = 1200 sent + drops + 21 + 3 + 9 + 2 queued, short by the rest */
+	/* 1234 + 5 held = 1200 sent + drops + 21 + 3 + 9 + 2 + (40 - 36) queued, short by the rest
+	 */
 	assert_int_at(r, "directions.upstream.accounting.unaccounted",
 		      1234 + 5 - 1200 -
 				      (11 * SHAPER_DROP_MAX +
 				       SHAPER_DROP_MAX * (SHAPER_DROP_MAX - 1) / 2) -
-				      (21 + 3 + 9 + 2));
+				      (21 + 3 + 9 + 2 + 40 - 36));
 	assert_int_at(r, "directions.downstream.rx_packets", 101234);
 	assert_int_at(r, "directions.upstream.bandwidth", 12500000);
 	/* dropped[r] = 11 + r: the total is 11 * n + n * (n - 1) / 2 */
@@ -639,8 +645,8 @@ check_flow(json_t *r, enum shaper_dir d, unsigned int i)
 	assert_keys(r, (snprintf(p, sizeof(p), "%s.%u", shaper_dir_name[d], i), p),
 		    (const char *const[]){ "src", "dst", "sport", "dport", "proto", "tin",
 					   "packets", "backlog_bytes", "sojourn_us", "rtt_wan_us",
-					   "rtt_lan_us" },
-		    11);
+					   "rtt_lan_us", "shard" },
+		    12);
 	snprintf(want, sizeof(want), "192.168.%u.%u", (unsigned int)d, i % 250 + 1);
 	assert_str_at(r, AT("src"), want);
 	snprintf(want, sizeof(want), "2001:db8::%x", i + 1);

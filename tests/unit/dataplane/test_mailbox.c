@@ -103,8 +103,9 @@ setup(void **state)
 		dirs[d].sched = make_sched(SCHED_DISC_FIFO);
 		assert_int_equal(dp_dir_control_init(&dirs[d]), 0);
 		dp_control_turn(&dirs[d], now_ns); /* first snapshot */
-		ctl.dirs[d] = &dirs[d];
+		ctl.dirs[d][0] = &dirs[d];
 	}
+	ctl.n_shards = 1;
 	ctl.timeout_ms = CALL_TIMEOUT_MS;
 	dp_control_backend(&ctl, &be);
 	return 0;
@@ -340,6 +341,7 @@ test_untaken_request_is_withdrawn(void **state)
 	assert_true(was_freed(n1));
 	assert_non_null(strstr(err, "nothing changed"));
 
+	ctl.n_shards = 1;
 	ctl.timeout_ms = CALL_TIMEOUT_MS;
 	server_start();
 	assert_int_equal(be.reset_stats(be.opaque), 0);

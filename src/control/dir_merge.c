@@ -1,0 +1,66 @@
+/*
+ * A direction shaped by several shards is shown as one: their counters
+ * summed, their RTT histograms added. Each shard's snapshot is consistent
+ * in itself; the sum of snapshots taken a few microseconds apart is not,
+ * so the accounting identity of a merged view is exact only once the
+ * workers have stopped (the in-flight difference shows as "unaccounted"
+ * while traffic runs).
+ */
+#include "shaper/control.h"
+
+static uint64_t
+max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+static void
+rtt_merge(struct ctl_rtt *into, const struct ctl_rtt *from)
+{
+	if (!from->on)
+		return;
+	if (!into->on) {
+		*into = *from;
+		return;
+	}
+	for (unsigned int b = 0; b < RTT_HIST_BUCKETS; b++)
+		into->hist.count[b] += from->hist.count[b];
+	into->hist.samples += from->hist.samples;
+	into->hist.sum_ns += from->hist.sum_ns;
+	into->flows_evicted += from->flows_evicted;
+	/* Interval figures cannot be added: the busier shard's median, the extremes of both. */
+	if (from->iv_samples > into->iv_samples)
+		into->iv_median_ns = from->iv_median_ns;
+	if (from->iv_samples != 0 && (into->iv_samples == 0 || from->iv_min_ns < into->iv_min_ns))
+		into->iv_min_ns = from->iv_min_ns;
+	into->iv_p99_ns = max_u64(into->iv_p99_ns, from->iv_p99_ns);
+	into->iv_samples += from->iv_samples;
+}
+
+void
+ctl_dir_counters_merge(struct ctl_dir_counters *into, const struct ctl_dir_counters *from)
+{
+	rtt_merge(&into->rtt, &from->rtt);
+	into->rx_packets += from->rx_packets;
+	into->rx_bytes += from->rx_bytes;
+	into->tx_packets += from->tx_packets;
+	into->tx_bytes += from->tx_bytes;
+	into->tx_retries += from->tx_retries;
+	into->rx_foreign += from->rx_foreign;
+	into->turn_max_ns = max_u64(into->turn_max_ns, from->turn_max_ns);
+	into->control_max_ns = max_u64(into->control_max_ns, from->control_max_ns);
+	for (int r = 0; r < SHAPER_DROP_MAX; r++)
+		into->dropped[r] += from->dropped[r];
+	into->emulator_qlen += from->emulator_qlen;
+	into->time_ns = max_u64(into->time_ns, from->time_ns);
+	into->sched_qlen += from->sched_qlen;
+	into->swap_qlen += from->swap_qlen;
+	into->tx_pending += from->tx_pending;
+	into->held_at_reset += from->held_at_reset;
+	into->steered_out += from->steered_out;
+	into->steered_in += from->steered_in;
+	into->share_rate += from->share_rate;
+	/* The shards of a direction draw from one pool: its figures are not per shard. */
+	into->pool_in_use = max_u64(into->pool_in_use, from->pool_in_use);
+	into->pool_size = max_u64(into->pool_size, from->pool_size);
+}

@@ -1,0 +1,175 @@
+/*
+ * Software steering: with N workers and ports whose PMD cannot hash the
+ * LAN host's address into the right rx queue (every vdev here, NICs
+ * without L3_SRC_ONLY/DST_ONLY RSS), a worker classifies what its queue
+ * received and hands frames of other shards to their workers through
+ * single-producer single-consumer rings, one per (from, to) pair of a
+ * direction. A full ring drops the frame, counted as steer_full: a worker
+ * never waits for another.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "shaper/dataplane.h"
+
+/* Frames in flight towards one shard, from all the others together. */
+#define STEER_IN_PER_SHARD 4096u
+#define STEER_RING_MIN     512u
+
+uint32_t
+dp_steer_ring_size(uint32_t n)
+{
+	uint32_t size = n > 1 ? STEER_IN_PER_SHARD / (n - 1) : STEER_RING_MIN;
+
+	if (size < STEER_RING_MIN)
+		size = STEER_RING_MIN;
+	return rte_align32prevpow2(size);
+}
+
+void
+dp_steer_free(struct dp_dir *const *dirs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct dp_steer *st = dirs[i]->steer;
+
+		if (st == NULL)
+			continue;
+		for (uint32_t j = 0; j < n; j++)
+			rte_ring_free(st->out[j]); /* each ring is some shard's out */
+		rte_free(st);
+		dirs[i]->steer = NULL;
+	}
+}
+
+int
+dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err,
+		size_t errlen)
+{
+	uint32_t size = dp_steer_ring_size(n);
+
+	for (uint32_t i = 0; i < n; i++) {
+		dirs[i]->steer = rte_zmalloc("steer", sizeof(struct dp_steer), RTE_CACHE_LINE_SIZE);
+		if (dirs[i]->steer == NULL) {
+			snprintf(err, errlen, "out of memory for the steering state");
+			dp_steer_free(dirs, n);
+			return -ENOMEM;
+		}
+		dirs[i]->steer->by = by;
+		dirs[i]->steer->upstream = dirs[i]->dir == SHAPER_UP;
+		dirs[i]->steer->n = n;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < n; j++) {
+			char name[RTE_RING_NAMESIZE];
+			struct rte_ring *r;
+
+			if (i == j)
+				continue;
+			snprintf(name, sizeof(name), "steer_%c%u_%u", dirs[i]->dir == SHAPER_UP ? 'u' : 'd',
+				 i, j);
+			r = rte_ring_create(name, size, rte_socket_id(),
+					    RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (r == NULL) {
+				snprintf(err, errlen, "cannot create steering ring %s: %s", name,
+					 rte_strerror(rte_errno));
+				dp_steer_free(dirs, n);
+				return -ENOMEM;
+			}
+			dirs[i]->steer->out[j] = r;
+			dirs[j]->steer->in[i] = r;
+		}
+	return 0;
+}
+
+unsigned int
+dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, struct sh_pkt_list *drops)
+{
+	struct dp_steer *st = d->steer;
+	void *away[SHAPER_BURST_MAX];
+	uint8_t to[SHAPER_BURST_MAX];
+	uint32_t counts[SHAPER_MAX_WORKERS] = { 0 };
+	unsigned int keep = 0, i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t s = share_shard_of(pkts[i], st->upstream, st->by, st->n);
+
+		to[i] = (uint8_t)s;
+		counts[s]++;
+	}
+	if (counts[d->shard] == n)
+		return n; /* the common case with host-aware RSS, and a fast path */
+	for (uint32_t s = 0; s < st->n; s++) {
+		unsigned int k = 0, sent;
+
+		if (s == d->shard || counts[s] == 0)
+			continue;
+		for (i = 0; i < n; i++)
+			if (to[i] == s)
+				away[k++] = dp_pkt_mbuf(pkts[i]);
+		sent = rte_ring_sp_enqueue_burst(st->out[s], away, k, NULL);
+		st->steered_out += sent;
+		for (i = sent; i < k; i++) {
+			struct sh_pkt *p = dp_mbuf_pkt(away[i]);
+
+			p->drop_reason = SHAPER_DROP_STEER_FULL;
+			sh_pkt_list_push(drops, p);
+		}
+	}
+	for (i = 0; i < n; i++)
+		if (to[i] == d->shard)
+			pkts[keep++] = pkts[i];
+	return keep;
+}
+
+unsigned int
+dp_steer_take(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max)
+{
+	struct dp_steer *st = d->steer;
+	void *got[SHAPER_BURST_MAX];
+	unsigned int n = 0;
+
+	if (max > SHAPER_BURST_MAX)
+		max = SHAPER_BURST_MAX;
+	for (uint32_t s = 0; s < st->n && n < max; s++) {
+		unsigned int k;
+
+		if (st->in[s] == NULL)
+			continue;
+		k = rte_ring_sc_dequeue_burst(st->in[s], got + n, max - n, NULL);
+		n += k;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		pkts[i] = dp_mbuf_pkt(got[i]);
+	st->steered_in += n;
+	return n;
+}
+
+unsigned int
+dp_steer_queued_in(const struct dp_dir *d)
+{
+	unsigned int n = 0;
+
+	if (d->steer == NULL)
+		return 0;
+	for (uint32_t s = 0; s < d->steer->n; s++)
+		if (d->steer->in[s] != NULL)
+			n += rte_ring_count(d->steer->in[s]);
+	return n;
+}
+
+void
+dp_steer_flush(struct dp_dir *d, struct sh_pkt_list *out)
+{
+	struct sh_pkt *pkts[SHAPER_BURST_MAX];
+	unsigned int n;
+
+	if (d->steer == NULL)
+		return;
+	while ((n = dp_steer_take(d, pkts, SHAPER_BURST_MAX)) != 0)
+		for (unsigned int i = 0; i < n; i++)
+			sh_pkt_list_push(out, pkts[i]);
+}
