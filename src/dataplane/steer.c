@@ -46,8 +46,7 @@ dp_steer_free(struct dp_dir *const *dirs, uint32_t n)
 }
 
 int
-dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err,
-		size_t errlen)
+dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err, size_t errlen)
 {
 	uint32_t size = dp_steer_ring_size(n);
 
@@ -69,8 +68,8 @@ dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *
 
 			if (i == j)
 				continue;
-			snprintf(name, sizeof(name), "steer_%c%u_%u", dirs[i]->dir == SHAPER_UP ? 'u' : 'd',
-				 i, j);
+			snprintf(name, sizeof(name), "steer_%c%u_%u",
+				 dirs[i]->dir == SHAPER_UP ? 'u' : 'd', i, j);
 			r = rte_ring_create(name, size, rte_socket_id(),
 					    RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (r == NULL) {
