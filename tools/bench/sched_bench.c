@@ -33,6 +33,7 @@
 #include "shaper/limits.h"
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
+#include "shaper/share.h"
 
 #define SB_HDR      128  /* header bytes a record keeps (the first segment) */
 #define SB_TRUESIZE 2432 /* buffer memory per packet, as a default DPDK mbuf */
@@ -63,6 +64,17 @@ struct sb {
 	/* counters */
 	uint64_t offered, offered_bytes, delivered, delivered_bytes, dropped;
 	uint64_t starved; /* bursts cut short by an empty pool */
+	/*
+	 * --shards N: what a worker of N adds per packet: the shard of each
+	 * packet (software steering's decision; all stay here, the ring hops
+	 * are not modelled), the active-host map at enqueue and dequeue, and
+	 * a share_tick every 100 µs of simulated time (the other shards idle).
+	 */
+	uint32_t shards;
+	uint64_t steered; /* packets another shard would have taken */
+	struct share_group *group;
+	struct share_shard share;
+	struct share_hosts hosts;
 };
 
 static int
@@ -152,6 +164,35 @@ make_sched(struct sb *b, const char *dir_json, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * This bench is shard 0 of b->shards; the others stay idle (they publish
+ * nothing), so it shapes at nearly the whole link and its drops match a
+ * lone scheduler's: the difference in cost is the sharing's alone.
+ */
+static int
+make_group(struct sb *b, char *err, size_t errlen)
+{
+	uint64_t rate = sched_get_params(b->s)->rate;
+
+	if (rate == 0 || b->shards > SHARE_MAX_SHARDS) {
+		snprintf(err, errlen, "needs a shaped rate and at most %d shards",
+			 SHARE_MAX_SHARDS);
+		return -1;
+	}
+	b->group = aligned_alloc(SHARE_LINE, sizeof(*b->group));
+	if (b->group == NULL || share_group_init(b->group, rate, b->shards, 1514, err, errlen) != 0)
+		return -1;
+	/* The idle shards have ticked: each keeps the floor and gave back the rest. */
+	for (uint32_t i = 1; i < b->shards; i++) {
+		uint64_t had = atomic_load(&b->group->slot[i].rate);
+
+		atomic_fetch_add(&b->group->pool, (int64_t)(had - b->group->floor));
+		atomic_store(&b->group->slot[i].rate, b->group->floor);
+	}
+	share_shard_init(&b->share, b->group, 0, b->s, b->now);
+	return 0;
+}
+
 static inline void
 sb_release(struct sb *b, struct sh_pkt *p)
 {
@@ -191,6 +232,11 @@ sb_turn(struct sb *b)
 	}
 	sh_pkt_list_init(&drops);
 	classify_burst(pkts, n, &b->key);
+	if (b->group != NULL)
+		for (i = 0; i < n; i++) {
+			b->steered += share_shard_of(pkts[i], true, SHARE_BY_HOST, b->shards) != 0;
+			share_hosts_note(&b->hosts, pkts[i]->src_hash);
+		}
 	/* The burst entry points, as dir_turn() uses them. */
 	sched_enqueue_burst(b->s, pkts, n, b->now, &drops);
 	b->offered += n;
@@ -200,8 +246,12 @@ sb_turn(struct sb *b)
 	for (i = 0; i < n; i++) {
 		b->delivered++;
 		b->delivered_bytes += pkts[i]->len;
+		if (b->group != NULL)
+			share_hosts_note(&b->hosts, pkts[i]->src_hash);
 		sb_release(b, pkts[i]);
 	}
+	if (b->group != NULL && share_due(&b->share, b->now))
+		share_tick(&b->share, b->s, share_hosts_count(&b->hosts, b->now), b->now);
 	(void)sched_next_time(b->s, b->now);
 	while ((p = sh_pkt_list_pop(&drops)) != NULL) {
 		b->dropped++;
@@ -242,6 +292,7 @@ usage(FILE *f)
 		   "  --warmup   packets before measuring (default 2 x the pcap, >= 200000)\n"
 		   "  --offered  simulated arrival rate in bit/s of frame bytes (default\n"
 		   "             2 x the shaped rate, or 10e9 when unlimited)\n"
+		   "  --shards   run as one shard of N sharing the rate (default 1: alone)\n"
 		   "Prints one JSON line with the counters and ns per packet.\n");
 }
 
@@ -256,6 +307,7 @@ main(int argc, char **argv)
 		{ "burst", required_argument, NULL, 'b' },
 		{ "offered", required_argument, NULL, 'o' },
 		{ "pool", required_argument, NULL, 'P' },
+		{ "shards", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -270,7 +322,7 @@ main(int argc, char **argv)
 
 	b.burst = 32;
 	b.pool_len = 65536;
-	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:s:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			pcap = optarg;
@@ -292,6 +344,9 @@ main(int argc, char **argv)
 			break;
 		case 'P':
 			b.pool_len = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 's':
+			b.shards = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(stdout);
@@ -329,6 +384,10 @@ main(int argc, char **argv)
 	for (uint32_t i = b.pool_len; i-- > 0;)
 		sb_release(&b, &b.pool[i].pkt);
 	b.now = 1000000000ULL;
+	if (b.shards > 1 && make_group(&b, err, sizeof(err)) != 0) {
+		fprintf(stderr, "sched_bench: --shards: %s\n", err);
+		return 1;
+	}
 	if (warmup == 0) {
 		warmup = 2ULL * b.n_frames;
 		if (warmup < 200000)
@@ -338,6 +397,7 @@ main(int argc, char **argv)
 	while (b.offered < warmup)
 		sb_turn(&b);
 	off0 = b.offered;
+	b.steered = 0;
 	del0 = b.delivered;
 	drop0 = b.dropped;
 	bytes0 = b.delivered_bytes;
@@ -353,16 +413,20 @@ main(int argc, char **argv)
 	printf("{\"frames\": %u, \"offered\": %llu, \"delivered\": %llu, \"dropped\": %llu, "
 	       "\"delivered_bytes\": %llu, \"sim_ns\": %llu, \"ns_per_pkt\": %.2f, "
 	       "\"drops_aqm\": %llu, \"drops_overflow\": %llu, \"backlog_pkts\": %llu, "
-	       "\"starved\": %llu, \"offered_bps\": %.0f}\n",
+	       "\"starved\": %llu, \"offered_bps\": %.0f, \"shards\": %u, \"steered\": %llu, "
+	       "\"share_ticks\": %llu}\n",
 	       b.n_frames, (unsigned long long)(b.offered - off0),
 	       (unsigned long long)(b.delivered - del0), (unsigned long long)(b.dropped - drop0),
 	       (unsigned long long)(b.delivered_bytes - bytes0), (unsigned long long)(b.now - now0),
 	       (double)(t1 - t0) / (double)(b.offered - off0),
 	       (unsigned long long)st->dropped[SHAPER_DROP_AQM],
 	       (unsigned long long)st->dropped[SHAPER_DROP_OVERFLOW],
-	       (unsigned long long)st->backlog_pkts, (unsigned long long)b.starved, offered);
+	       (unsigned long long)st->backlog_pkts, (unsigned long long)b.starved, offered,
+	       b.shards > 1 ? b.shards : 1, (unsigned long long)b.steered,
+	       (unsigned long long)b.share.ticks);
 	free(st);
 	sched_free(b.s);
+	free(b.group);
 	free(b.pool);
 	free(b.free_stack);
 	free(b.frames);
