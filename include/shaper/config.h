@@ -125,6 +125,9 @@ struct shaper_config {
 	/* passive RTT of TCP flows (issue 13); autorate turns it on too. Off by
 	 * default: it costs the fast path more than its 10 % budget for now. */
 	bool passive_rtt;
+	/* rte_pdump for dpdk-dumpcap (a secondary process: needs hugepages
+	 * and EAL's multi-process runtime); off by default */
+	bool pdump;
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

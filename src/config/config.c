@@ -1525,9 +1525,13 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 		} else if (strcmp(key, "passive_rtt") == 0) {
 			if (get_bool(x, sub, &c->passive_rtt, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "pdump") == 0) {
+			if (get_bool(x, sub, &c->pdump, err, errlen) != 0)
+				return -1;
 		} else {
 			errf(err, errlen, sub,
-			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt)");
+			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
+			     "pdump)");
 			return -1;
 		}
 	}
