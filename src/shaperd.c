@@ -31,6 +31,7 @@
 #include "shaper/dataplane.h"
 #include "shaper/watchdog.h"
 #include "shaper/metrics.h"
+#include "shaper/pdump.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
 
@@ -711,7 +712,7 @@ main(int argc, char **argv)
 	static struct app a;
 	char err[SHAPER_ERR_LEN];
 	const char *config_path = NULL;
-	bool check_only = false;
+	bool check_only = false, pdump_on = false;
 	unsigned int in_use = 0, driver_held = 0, kept;
 	json_t *counters;
 	int eal_argc, app_first, rc, exit_code = 0;
@@ -785,6 +786,14 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	dp_clock_init();
+	if (a.cfg.pdump) {
+		if (dp_pdump_init(err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: dataplane.pdump: %s\n", err);
+			exit_code = 1;
+			goto out_pools;
+		}
+		pdump_on = true;
+	}
 
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		char name[RTE_MEMPOOL_NAMESIZE];
@@ -889,6 +898,8 @@ out_ports:
 	for (unsigned int i = 0; i < a.n_shards; i++)
 		dp_rtt_free(a.rtt[i]);
 out_pools:
+	if (pdump_on)
+		dp_pdump_uninit();
 	ctl_server_close(a.srv);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		rte_mempool_free(a.pool[d]);

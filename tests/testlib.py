@@ -1,6 +1,7 @@
 """What the Python test scripts share: the ok/FAIL check list, a child
 process whose output a thread collects (shown when a test fails), a control
 socket client, and the check of the accounting identity."""
+import codecs
 import json
 import os
 import signal
@@ -27,20 +28,31 @@ class Proc:
     """A child whose output is collected by a thread (and shown on failure)."""
 
     def __init__(self, name, argv, env=None):
-        self.name, self.lines = name, []
+        self.name, self.lines, self.tail = name, [], ""
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True, env=env)
+                                     env=env)
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line.rstrip("\n"))
+        # Chunks, not lines: output without its newline yet (a progress count) shows in tail.
+        dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            *done, rest = (self.tail + dec.decode(chunk, final=not chunk)).split("\n")
+            self.lines.extend(l.rstrip("\r") for l in done)
+            self.tail = rest
+            if not chunk:
+                break
+        if self.tail:
+            self.lines.append(self.tail)
+            self.tail = ""
 
     def wait_line(self, text, timeout):
+        """Whether text appears in the output (a line, or the unfinished one) within timeout."""
         end = time.time() + timeout
         while time.time() < end:
-            if any(text in l for l in self.lines):
+            if any(text in l for l in self.lines + [self.tail]):
                 return True
             if self.proc.poll() is not None:
                 break
@@ -171,27 +183,41 @@ def write_pcap(path, frames):
             f.write(fr)
 
 
-def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None):
+def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None, huge_dir=None,
+                  prefix=None):
     """shaperd on cfg with its control socket at tmp/name.sock and its exit
-    counters in tmp/name_stats.json (lcores: an EAL -l list, or a --lcores
-    map such as "0@0,1@1,2@1" for more lcores than the machine has CPUs); returns (Proc, socket path, stats path),
-    once the socket answers (the Proc is stopped if it never does)."""
+    counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
+    once the socket answers (the Proc is stopped if it never does). Without
+    huge_dir (a hugetlbfs mount) it runs --no-huge with mem_mb of memory.
+    lcores: an EAL -l list, or a --lcores map such as "0@0,1@1,2@1" for more
+    lcores than the machine has CPUs."""
     sock = os.path.join(tmp, name + ".sock")
     cfg = dict(cfg, control={"socket": sock})
     path = os.path.join(tmp, name + ".json")
     with open(path, "w") as f:
         json.dump(cfg, f)
     stats = os.path.join(tmp, name + "_stats.json")
-    d = Proc("shaperd", [shaperd, "--no-huge", "-m", str(mem_mb), "--no-pci",
-                         "--file-prefix=%s_%d" % (name, os.getpid()),
-                         "--lcores" if "@" in lcores else "-l", lcores,
-                         "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats],
-             env=env)
+    mem = ["--no-huge", "-m", str(mem_mb)] if huge_dir is None else ["--huge-dir", huge_dir]
+    d = Proc("shaperd", [shaperd] + mem + [
+        "--no-pci", "--file-prefix=" + (prefix or "%s_%d" % (name, os.getpid())),
+        "--lcores" if "@" in lcores else "-l", lcores,
+        "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats], env=env)
     if not d.wait_line("control socket", 60):
         d.stop()
         d.dump()
         return None, sock, stats
     return d, sock, stats
+
+
+def make_veth(a, b):
+    """A veth pair a <-> b, both up, without IPv6 (no router solicitations or
+    DAD frames of the kernel's own on the wire)."""
+    subprocess.run(["ip", "link", "add", a, "type", "veth", "peer", "name", b], check=True,
+                   capture_output=True)
+    for n in (a, b):
+        with open("/proc/sys/net/ipv6/conf/%s/disable_ipv6" % n, "w") as f:
+            f.write("1")
+        subprocess.run(["ip", "link", "set", n, "up"], check=True, capture_output=True)
 
 
 def rss_kb(pid):

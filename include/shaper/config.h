@@ -144,6 +144,9 @@ struct shaper_config {
 	/* With several workers: what keeps packets together on one shard. */
 	enum share_by shard_by;        /* host (default) or flow */
 	enum shaper_steering steering; /* how a frame reaches its shard */
+	/* rte_pdump for dpdk-dumpcap (a secondary process: needs hugepages
+	 * and EAL's multi-process runtime); off by default */
+	bool pdump;
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

@@ -1571,10 +1571,13 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 				     err, errlen) != 0)
 				return -1;
 			c->steering = (enum shaper_steering)st;
+		} else if (strcmp(key, "pdump") == 0) {
+			if (get_bool(x, sub, &c->pdump, err, errlen) != 0)
+				return -1;
 		} else {
 			errf(err, errlen, sub,
 			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
-			     "shard_by, steering)");
+			     "shard_by, steering, pdump)");
 			return -1;
 		}
 	}

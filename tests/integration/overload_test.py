@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from testlib import (Control, asan_build, check, check_accounting, failures, ip_frame,  # noqa: E402
-                     percentile, start_shaperd)
+                     make_veth, percentile, start_shaperd)
 
 SHAPERD = sys.argv[1]
 SECONDS = float(sys.argv[2]) if len(sys.argv) > 2 else 15.0
@@ -58,18 +58,6 @@ DISCIPLINES = {
     # No flow isolation: latency is bounded by a short queue, 1 frame = 2.4 ms.
     "fifo": {"discipline": "fifo", "bandwidth": "5mbit", "limit": 1},
 }
-
-
-def sh(*args):
-    subprocess.run(list(args), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def make_veth(a, b):
-    sh("ip", "link", "add", a, "type", "veth", "peer", "name", b)
-    for n in (a, b):
-        with open("/proc/sys/net/ipv6/conf/%s/disable_ipv6" % n, "w") as f:
-            f.write("1")
-        sh("ip", "link", "set", n, "up")
 
 
 class Sparse:

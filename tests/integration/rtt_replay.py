@@ -24,7 +24,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+from testlib import Proc, check, failures, make_veth  # noqa: E402
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 WAN_RTT, LAN_RTT, ROUNDS, PERIOD = 0.090, 0.040, 12, 0.25
@@ -95,10 +95,6 @@ def read_pcap(path, lan_src):
     return out
 
 
-def ip(*args):
-    subprocess.run(["ip"] + list(args), check=True, capture_output=True)
-
-
 def shapectl(sock, *args):
     r = subprocess.run([SHAPECTL, "--socket", sock, "--json"] + list(args), capture_output=True,
                        text=True, timeout=30)
@@ -149,12 +145,8 @@ def main():
     lan0, lan1, wan0, wan1 = PFX + "l0", PFX + "l1", PFX + "w0", PFX + "w1"
     daemon = None
     try:
-        for a, b in ((lan0, lan1), (wan0, wan1)):
-            ip("link", "add", a, "type", "veth", "peer", "name", b)
-            for dev in (a, b):
-                ip("link", "set", dev, "up")
-                subprocess.run(["sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % dev],
-                               capture_output=True)
+        make_veth(lan0, lan1)
+        make_veth(wan0, wan1)
         sock = os.path.join(tmp, "ctl.sock")
         cfg = {
             "ports": {"lan": "net_af_packet0,iface=%s" % lan0, "wan": "net_af_packet1,iface=%s" % wan0},

@@ -7,7 +7,9 @@ rtt so the backlog stays queued (no AQM drops) while flows are inspected.
 Every command is run in human and --json form against real values, then the
 error paths with their exit codes: 2 usage, 1 refused, 3 not running,
 4 permission denied (socket mode 0600, shapectl run as nobody), 5 timeout
-and protocol errors (fake servers).
+and protocol errors (fake servers). Last, `watch` follows a port's link down
+and up (and a flap between two looks) on a second daemon whose WAN port is
+net_af_packet on a veth pair.
 
 usage: shapectl_test.py SHAPERD SHAPECTL
 """
@@ -25,7 +27,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import NOBODY, Proc, check, check_accounting, failures, ip_frame, write_pcap  # noqa: E402
+from testlib import (NOBODY, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
+                     make_veth, start_shaperd, write_pcap)
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
@@ -441,6 +444,81 @@ def test_watch():
           "watch --json: one stats result per line")
 
 
+def watch_frames(out):
+    """The frames of watch's output on a pipe, each from its "shaperd at" line."""
+    return ["shaperd at " + f for f in out.split("shaperd at ")[1:]]
+
+
+def port_row(frame, port):
+    """(link, changes) of a port's row in a watch frame, or None."""
+    m = re.search(r"^%s +\S+ +(up \d+M|down|-) +(\d+) " % port, frame, re.M)
+    return (m.group(1), int(m.group(2))) if m else None
+
+
+def test_watch_link(tmp):
+    """watch shows a port's link going down and up: a second daemon whose WAN port is
+    net_af_packet on a veth (its link follows the kernel carrier, which drops when the
+    peer goes down; the daemon looks twice a second, so each state is held 1.2 s)."""
+    tag = "sc%d" % (os.getpid() % 100000)
+    lan, lanp, wan, wanp = tag + "l", tag + "lp", tag + "w", tag + "wp"
+    d = None
+    try:
+        make_veth(lan, lanp)
+        make_veth(wan, wanp)
+        cfg = {"ports": {"lan": "net_af_packet0,iface=%s" % lan,
+                         "wan": "net_af_packet1,iface=%s" % wan},
+               "upstream": {"discipline": "fifo"}, "downstream": {"discipline": "fifo"},
+               "dataplane": {"idle_sleep": "100us"}}
+        d, sock, _ = start_shaperd(SHAPERD, tmp, "watchlink", cfg, mem_mb=256)
+        if not check(d is not None, "watch link: a daemon on veths"):
+            return
+        name = "wan port net_af_packet1: link"
+        # Each change seen by the next look.
+        w = Proc("watch", [SHAPECTL, "--socket", sock, "watch", "-n", "0.2"])
+        check(w.wait_line("shaperd at", 10), "watch: a first frame")
+        subprocess.run(["ip", "link", "set", wanp, "down"], check=True)
+        check(w.wait_line(name + " down", 10), "watch: reports the WAN link down")
+        time.sleep(1.2)
+        subprocess.run(["ip", "link", "set", wanp, "up"], check=True)
+        check(w.wait_line(name + " up", 10), "watch: reports the WAN link up again")
+        time.sleep(0.3)
+        rc = w.stop()
+        frames = watch_frames("\n".join(w.lines))
+        rows = [port_row(f, "wan") for f in frames]
+        last = frames[-1] if frames else ""
+        check(rc == 0 and rows and rows[0] == ("up 10000M", 0) and ("down", 1) in rows
+              and rows[-1] == ("up 10000M", 2) and port_row(last, "lan") == ("up 10000M", 0),
+              "watch: the WAN row goes up 0 -> down 1 -> up 2 changes, LAN stays up (rc %d, %s)"
+              % (rc, sorted(set(map(str, rows)))))
+        events = [l.strip() for l in last.splitlines() if name in l]
+        check(len(events) == 2 and events[0].endswith(name + " down")
+              and events[1].endswith(name + " up")
+              and all(re.match(r"\d\d:\d\d:\d\d  wan port", e) for e in events),
+              "watch: the last frame lists both changes, down then up, with the time: %s" % events)
+        # A flap between two looks: the state is the same, the counter moved by 2.
+        w = Proc("watch", [SHAPECTL, "--socket", sock, "watch", "-n", "4", "--count", "2"])
+        check(w.wait_line("shaperd at", 10), "watch -n 4: a first frame")
+        subprocess.run(["ip", "link", "set", wanp, "down"], check=True)
+        time.sleep(1.2)
+        subprocess.run(["ip", "link", "set", wanp, "up"], check=True)
+        try:
+            w.proc.wait(timeout=15)  # --count 2: the second frame 4 s after the first
+        except subprocess.TimeoutExpired:
+            pass
+        rc = w.stop()
+        last = (watch_frames("\n".join(w.lines)) or [""])[-1]
+        check(rc == 0 and name + " up, 2 changes since the last look" in last
+              and port_row(last, "wan") == ("up 10000M", 4),
+              "watch: a flap between two looks shows as 2 changes, the row as up 4 (rc %d)" % rc)
+        if failures:
+            w.dump()
+    finally:
+        if d is not None:
+            d.stop()
+        for n in (lan, wan):
+            subprocess.run(["ip", "link", "del", n], capture_output=True)
+
+
 def test_socket_selection(tmp):
     bogus = os.path.join(tmp, "bogus.sock")
     rc, _, _ = run(["version"], sock=False, env={"SHAPER_SOCKET": SOCK})
@@ -532,6 +610,7 @@ def main():
     check(not os.path.exists(SOCK), "shaperd removed its socket")
     rc, _, _ = run(["version"])
     check(rc == 3, "after the daemon stopped: exit 3")
+    test_watch_link(tmp)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

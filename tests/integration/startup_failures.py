@@ -4,12 +4,13 @@
 Each way start-up can fail (a missing or bad port, a device or socket
 already in use, too little memory for the mbuf pools, a bad lcore list, a
 missing socket directory, a config file or socket directory others may
-write) must end with exit 1, one line that says what and why, no control
-socket left behind, and, when SHAPERD is the ASan build, no LeakSanitizer
-or AddressSanitizer report (detect_leaks=1 is set here, whatever the caller
-gave). No suppressions are needed: on these paths DPDK's EAL frees what it
-took with malloc (its own memory comes from its memseg lists, not malloc),
-and a leak planted in shaperd's EAL-failure path is reported here.
+write, capture (dataplane.pdump) without hugepages) must end with exit 1,
+one line that says what and why, no control socket left behind, and, when
+SHAPERD is the ASan build, no LeakSanitizer or AddressSanitizer report
+(detect_leaks=1 is set here, whatever the caller gave). No suppressions
+are needed: on these paths DPDK's EAL frees what it took with malloc (its
+own memory comes from its memseg lists, not malloc), and a leak planted in
+shaperd's EAL-failure path is reported here.
 
 usage: startup_failures.py SHAPERD
 """
@@ -116,6 +117,10 @@ def main():
     fails("too little memory for the mbuf pools",
           write_config("nomem", config(sock, dataplane={"mbufs": 4000000})),
           "cannot create the upstream pool", sock=sock)
+    fails("capture without hugepages",
+          write_config("pdump", config(sock, dataplane={"pdump": True})),
+          "dataplane.pdump: dpdk-dumpcap cannot attach to a process started with --no-huge",
+          sock=sock)
     fails("too few lcores", write_config("onelcore", config(sock)),
           "worker lcore(s) needed", eal=["-l", "0"], sock=sock)
     fails("worker lcore not in the list",

@@ -247,6 +247,7 @@ test_defaults(void **state)
 	assert_int_equal(c.mbufs[SHAPER_DOWN], 0);
 	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.idle_sleep_us, 0);
+	assert_false(c.pdump);
 }
 
 static void
@@ -717,11 +718,12 @@ test_control_lcores_dataplane(void **state)
 	load_ok("{" PORTS ", 'control': {'enabled': false, 'socket': '/tmp/s/ctl.sock',"
 		" 'group': 'shaper', 'mode': '0600'}, 'lcores': {'workers': [1, 2]},"
 		" 'dataplane': {'mbufs': 32767, 'burst': 64, 'idle_sleep': '20us',"
-		" 'rt_priority': 50},"
+		" 'rt_priority': 50, 'pdump': true},"
 		" 'upstream': {'bandwidth': '20mbit', 'lag_limit': '1ms'},"
 		" 'downstream': {'discipline': 'fifo', 'lag_limit': 'auto'}}",
 		&c);
 	assert_int_equal(c.rt_priority, 50);
+	assert_true(c.pdump);
 	assert_int_equal(c.dir[SHAPER_UP].lag_limit_ns, 1000000);
 	assert_true(c.dir[SHAPER_DOWN].lag_limit_ns == SCHED_LAG_AUTO);
 	assert_false(c.control_enabled);
@@ -1257,9 +1259,11 @@ static const struct err_case err_cases[] = {
 	  "downstream.lag_limit: \"11s\" is out of range for a time or \"auto\"" },
 	{ TOP("'dataplane': {'passive_rtt': 1}"),
 	  "dataplane.passive_rtt: expected true or false, got an integer" },
+	{ TOP("'dataplane': {'pdump': 'yes'}"),
+	  "dataplane.pdump: expected true or false, got a string" },
 	{ TOP("'dataplane': {'ring': 1024}"),
 	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
-	  "shard_by, steering)" },
+	  "shard_by, steering, pdump)" },
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },

@@ -62,7 +62,8 @@ usage(FILE *f)
 		"                                   anything else is a string\n"
 		"  reset                            zero the statistics of both directions\n"
 		"  watch [-n SECONDS] [--count N]   refresh a summary every SECONDS (default 1)\n"
-		"                                   until interrupted, or N times\n"
+		"                                   until interrupted, or N times; with each\n"
+		"                                   port's link and the link changes seen\n"
 		"  metrics                          statistics in the Prometheus text format\n"
 		"\n"
 		"options:\n"
@@ -175,6 +176,18 @@ show_version(const struct opts *o, const json_t *r)
 
 /* ---- stats ---- */
 
+/* A port's link: "up 10000M", "down", or "-" from a daemon that does not say. */
+static void
+cell_link(struct sc_table *t, const json_t *p)
+{
+	if (json_object_get(p, "link_up") == NULL)
+		sc_table_cell(t, "-");
+	else if (sc_int(p, "link_up"))
+		sc_table_cell(t, "up %lldM", sc_int(p, "link_speed"));
+	else
+		sc_table_cell(t, "down");
+}
+
 static void
 print_ports(const json_t *ports)
 {
@@ -197,12 +210,7 @@ print_ports(const json_t *ports)
 	json_object_foreach ((json_t *)ports, k, p) {
 		sc_table_cell(&t, "%s", k);
 		sc_table_cell(&t, "%s", sc_str(p, "name"));
-		if (json_object_get(p, "link_up") == NULL)
-			sc_table_cell(&t, "-");
-		else if (sc_int(p, "link_up"))
-			sc_table_cell(&t, "up %lldM", sc_int(p, "link_speed"));
-		else
-			sc_table_cell(&t, "down");
+		cell_link(&t, p);
 		for (size_t i = 0; i < 8; i++)
 			sc_table_cell(&t, "%lld", sc_int(p, cols[i]));
 	}
@@ -660,8 +668,100 @@ tin_of(const json_t *dir, size_t i)
 	return dir != NULL ? json_array_get(json_object_get(dir, "tins"), i) : NULL;
 }
 
+/* The last link changes watch saw, oldest first, shown under the port table. */
+#define WATCH_LINK_EVENTS 5
+
+struct link_events {
+	char line[WATCH_LINK_EVENTS][160];
+	unsigned int n; /* seen so far; the last WATCH_LINK_EVENTS are kept */
+};
+
+/*
+ * A port's link changes between two samples, from its state and its
+ * link_changes counter: a flap shorter than the interval leaves the state
+ * as it was but the counter moved, and is reported too.
+ */
 static void
-watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt)
+note_link_changes(struct link_events *ev, const json_t *r, const json_t *prev, const char *ts)
+{
+	const json_t *ports = json_object_get(r, "ports");
+	const json_t *pports = prev != NULL ? json_object_get(prev, "ports") : NULL;
+	const char *k;
+	json_t *p;
+
+	json_object_foreach ((json_t *)ports, k, p) {
+		const json_t *pp = json_object_get(pports, k);
+		bool up = sc_int(p, "link_up") != 0, was = sc_int(pp, "link_up") != 0;
+		long long n = sc_int(p, "link_changes") - sc_int(pp, "link_changes");
+		char *line;
+
+		if (pp == NULL || json_object_get(p, "link_up") == NULL)
+			continue;
+		if (n < 0) /* another daemon answers now: only the state compares */
+			n = up != was;
+		if (n == 0 && up == was)
+			continue;
+		line = ev->line[ev->n++ % WATCH_LINK_EVENTS];
+		if (n == 1)
+			snprintf(line, sizeof(ev->line[0]), "%s  %s port %s: link %s", ts, k,
+				 sc_str(p, "name"), up ? "up" : "down");
+		else
+			snprintf(line, sizeof(ev->line[0]),
+				 "%s  %s port %s: link %s, %lld changes since the last look", ts, k,
+				 sc_str(p, "name"), up ? "up" : "down", n);
+	}
+}
+
+static void
+watch_ports(const json_t *r, const json_t *prev, double dt, const struct link_events *ev)
+{
+	const json_t *ports = json_object_get(r, "ports");
+	const json_t *pports = prev != NULL ? json_object_get(prev, "ports") : NULL;
+	struct sc_table t;
+	const char *k;
+	json_t *p;
+
+	if (json_object_size(ports) == 0)
+		return;
+	sc_table_init(&t, 9);
+	t.left[1] = true;
+	t.left[2] = true;
+	sc_table_cell(&t, "port");
+	sc_table_cell(&t, "device");
+	sc_table_cell(&t, "link");
+	sc_table_cell(&t, "changes");
+	sc_table_cell(&t, "rx pps");
+	sc_table_cell(&t, "tx pps");
+	sc_table_cell(&t, "rx rate");
+	sc_table_cell(&t, "tx rate");
+	sc_table_cell(&t, "rx_missed");
+	json_object_foreach ((json_t *)ports, k, p) {
+		const json_t *pp = json_object_get(pports, k);
+
+		sc_table_cell(&t, "%s", k);
+		sc_table_cell(&t, "%s", sc_str(p, "name"));
+		cell_link(&t, p);
+		sc_table_cell(&t, "%lld", sc_int(p, "link_changes"));
+		cell_rate(&t, per_s(p, pp, "rx_packets", dt), false);
+		cell_rate(&t, per_s(p, pp, "tx_packets", dt), false);
+		cell_rate(&t, per_s(p, pp, "rx_bytes", dt), true);
+		cell_rate(&t, per_s(p, pp, "tx_bytes", dt), true);
+		sc_table_cell(&t, "%lld", sc_int(p, "rx_missed"));
+	}
+	printf("\n");
+	sc_table_print(&t, stdout, "");
+	sc_table_free(&t);
+	if (ev->n == 0)
+		return;
+	printf("\nlink changes seen (the last %u):\n", WATCH_LINK_EVENTS);
+	for (unsigned int i = ev->n > WATCH_LINK_EVENTS ? ev->n - WATCH_LINK_EVENTS : 0; i < ev->n;
+	     i++)
+		printf("  %s\n", ev->line[i % WATCH_LINK_EVENTS]);
+}
+
+static void
+watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt,
+	    struct link_events *ev)
 {
 	const json_t *dirs = json_object_get(r, "directions");
 	const json_t *pdirs = prev != NULL ? json_object_get(prev, "directions") : NULL;
@@ -673,6 +773,7 @@ watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt
 	bool tins = false;
 
 	strftime(ts, sizeof(ts), "%H:%M:%S", localtime(&now));
+	note_link_changes(ev, r, prev, ts);
 	printf("shaperd at %s, every %gs  %s\n\n", o->socket, o->interval_s, ts);
 	sc_table_init(&t, 11);
 	sc_table_cell(&t, "direction");
@@ -707,6 +808,7 @@ watch_frame(const struct opts *o, const json_t *r, const json_t *prev, double dt
 	}
 	sc_table_print(&t, stdout, "");
 	sc_table_free(&t);
+	watch_ports(r, prev, dt, ev);
 	if (!tins)
 		return;
 	printf("\n");
@@ -772,6 +874,7 @@ cmd_watch(struct sc_conn *c, const struct opts *o)
 	double t_prev = 0;
 	int rc = SC_EXIT_OK;
 	struct sigaction sa;
+	struct link_events ev = { .n = 0 };
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -796,7 +899,7 @@ cmd_watch(struct sc_conn *c, const struct opts *o)
 				fputs("\033[H\033[2J", stdout);
 			else if (n > 0)
 				putchar('\n');
-			watch_frame(o, r, prev, t_now - t_prev);
+			watch_frame(o, r, prev, t_now - t_prev, &ev);
 		}
 		fflush(stdout);
 		json_decref(prev);

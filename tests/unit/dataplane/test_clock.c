@@ -46,6 +46,7 @@ pair(uint64_t *now, uint64_t *raw)
 {
 	uint64_t best = UINT64_MAX;
 
+	*now = *raw = 0; /* the first read always replaces them; gcc -O3 cannot tell */
 	for (int i = 0; i < 16; i++) {
 		uint64_t a = mono_raw(), n = dp_now_ns(), b = mono_raw();
 
