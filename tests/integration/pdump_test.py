@@ -46,6 +46,12 @@ def read_pages(name):
         return int(f.read())
 
 
+def persistent_pages():
+    """The pool the setting asks for: nr_hugepages counts surplus pages too (pages
+    still in use when the pool was lowered, given back when they are freed)."""
+    return read_pages("nr_hugepages") - read_pages("surplus_hugepages")
+
+
 def write_pages(n):
     with open(PAGES + "nr_hugepages", "w") as f:
         f.write(str(n))
@@ -190,7 +196,7 @@ def main():
     os.chmod(tmp, 0o755)
     huge = os.path.join(tmp, "huge")
     os.mkdir(huge)
-    pages_before = read_pages("nr_hugepages")
+    pages_before = persistent_pages()
     lan, lanp, wan, wanp = TAG + "l", TAG + "lp", TAG + "w", TAG + "wp"
     mounted = False
     try:
@@ -198,6 +204,10 @@ def main():
         extra = max(0, NEED_PAGES - read_pages("free_hugepages"))
         write_pages(pages_before + extra)
         free = read_pages("free_hugepages")
+        if free < NEED_PAGES:  # surplus pages still held were counted into the pool
+            extra += NEED_PAGES - free
+            write_pages(pages_before + extra)
+            free = read_pages("free_hugepages")
         if not check(free >= NEED_PAGES, "%d hugepages of 2 MiB free (%d reserved here, %d before)"
                      % (free, extra, pages_before)):
             return 1
@@ -211,18 +221,17 @@ def main():
         for n in (lan, wan):
             subprocess.run(["ip", "link", "del", n], capture_output=True)
         if mounted:  # the page files EAL leaves go with the mount
-            subprocess.run(["umount", huge], check=False)
+            check(subprocess.run(["umount", huge]).returncode == 0, "hugetlbfs unmounted")
         write_pages(pages_before)
-        # Pages still in use become surplus and go back as their last user lets go.
-        for _ in range(100):
-            if read_pages("nr_hugepages") == pages_before:
-                break
-            print("     surplus %d" % read_pages("surplus_hugepages"))
-            time.sleep(0.1)
         for pfx in (PREFIX, PREFIX + "_im"):
             shutil.rmtree("/var/run/dpdk/" + pfx, ignore_errors=True)
-        check(read_pages("nr_hugepages") == pages_before,
-              "hugepage count back to %d" % pages_before)
+        check(persistent_pages() == pages_before, "hugepage setting back to %d" % pages_before)
+        # Now and then the kernel frees EAL's last page files some 20-30 s after the
+        # unmount (seen on this VM's 6.18 kernel; no process maps them any more): they
+        # are surplus then, and leave the pool when freed.
+        if read_pages("surplus_hugepages"):
+            print("     %d page(s) still held after the unmount, surplus until freed"
+                  % read_pages("surplus_hugepages"))
     print("%d failure(s)" % len(failures))
     return 1 if failures else 0
 
