@@ -346,6 +346,7 @@ setup_shards(struct app *a, int d)
 
 		shards[i] = dd;
 		dd->share_group = a->share[d];
+		dd->share_by = a->cfg.shard_by;
 		share_shard_init(&dd->share, a->share[d], i, dd->sched, now);
 	}
 	if (a->rss_sharded)

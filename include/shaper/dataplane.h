@@ -166,6 +166,7 @@ struct dp_dir {
 	/* With several shards: its part of the link rate (share_tick). */
 	struct share_group *share_group; /* NULL with one shard */
 	struct share_shard share;
+	enum share_by share_by;   /* what the weight counts: hosts or flows */
 	struct share_hosts hosts; /* the active hosts (or flows), the shard's weight */
 	struct sched *sched;
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */

@@ -130,11 +130,15 @@ enum share_by {
  * the same classify_key (shaperd seeds one key per direction today).
  */
 static inline uint32_t
+share_key(const struct sh_pkt *p, bool upstream, enum share_by by)
+{
+	return by == SHARE_BY_FLOW ? p->flow_hash : upstream ? p->src_hash : p->dst_hash;
+}
+
+static inline uint32_t
 share_shard_of(const struct sh_pkt *p, bool upstream, enum share_by by, uint32_t n)
 {
-	uint32_t h = by == SHARE_BY_FLOW ? p->flow_hash : upstream ? p->src_hash : p->dst_hash;
-
-	return (uint32_t)(((uint64_t)h * n) >> 32);
+	return (uint32_t)(((uint64_t)share_key(p, upstream, by) * n) >> 32);
 }
 
 /* ------------------------------------------------------------------------ */

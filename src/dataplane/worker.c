@@ -116,20 +116,14 @@ adopt_foreign(struct dp_dir *d, struct rte_mbuf *m)
 	return c;
 }
 
-/* The LAN host (or flow) a packet counts for in its shard's weight. */
-static inline uint32_t
-share_key(const struct dp_dir *d, const struct sh_pkt *p, enum share_by by)
-{
-	return by == SHARE_BY_FLOW ? p->flow_hash : d->dir == SHAPER_UP ? p->src_hash : p->dst_hash;
-}
-
+/* Mark the LAN hosts (or flows) of a burst active: the shard's weight. */
 static void
 note_hosts(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n)
 {
-	enum share_by by = d->steer != NULL ? d->steer->by : SHARE_BY_HOST;
+	bool upstream = d->dir == SHAPER_UP;
 
 	for (unsigned int i = 0; i < n; i++)
-		share_hosts_note(&d->hosts, share_key(d, pkts[i], by));
+		share_hosts_note(&d->hosts, share_key(pkts[i], upstream, d->share_by));
 }
 
 void
