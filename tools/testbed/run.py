@@ -178,7 +178,9 @@ class Bed:
                         "wan": "net_af_packet1,iface=%swan0%s" % (self.pfx, self.wan_opts)}
         cfg["control"] = {"enabled": True, "socket": self.sock, "mode": "0600"}
         cfg["lcores"] = {"workers": [1]}
-        cfg["dataplane"] = {"idle_sleep": "20us", "rt_priority": self.rt_priority}
+        cfg["dataplane"] = {"idle_sleep": "20us"}
+        if self.rt_priority:  # left out at 0, so builds older than the key run too
+            cfg["dataplane"]["rt_priority"] = self.rt_priority
         with open(path, "w") as f:
             json.dump(cfg, f, indent=1)
         self.stats_file = os.path.join(self.tmp, self.name + ".stats")
