@@ -23,8 +23,9 @@ or '+down.KEY=VALUE' for one, e.g. 'cake-flows+rtt=30ms+up.ack_filter=true'.
 
 Printed per run: the ping's idle median, induced median, loaded p90 and
 induced p99 (loaded p99 minus the idle median), goodput down/up, and the
-shaper's sojourn p99 per direction (its one tin holds the ping and the bulk
-flows alike). --capture also records the ICMP packets on both namespace ends
+shaper's sojourn p99 per direction: of the ping's tin (which holds the bulk
+flows too) and of the sparse flows (`sparse_sojourn`: packets served from the
+new-flows list, as the ping's are), which is the ping's wait inside shaperd. --capture also records the ICMP packets on both namespace ends
 (tcpdump) and the modems' backlog (tc, every 20 ms), and splits each slow
 ping's RTT into the upstream path (shaperd + upstream modem), the server side
 (downstream modem) and shaperd's downstream direction. Results in
@@ -239,7 +240,7 @@ def ping_tin_sojourn(dl):
     return ((tins[0] if tins else dl) or {}).get("sojourn") or {}
 
 
-ROW = "%-{w}s %6s %8s %8s %8s %12s %12s %5s"
+ROW = "%-{w}s %6s %8s %8s %8s %12s %12s %11s %5s"
 
 
 def row(setup, r, w):
@@ -249,11 +250,13 @@ def row(setup, r, w):
     g = r["phases"]["loaded"].get("goodput", {})
     dm = r["daemon"]["loaded"]
     sj = [bed_run.fmt(ping_tin_sojourn(dm.get(d)).get("p99_ms"), "%.2f") for d in ("downstream", "upstream")]
+    sp = [bed_run.fmt(((dm.get(d) or {}).get("sparse_sojourn") or {}).get("p99_ms"), "%.2f")
+          for d in ("downstream", "upstream")]
     return ROW.format(w=w) % (
         setup, bed_run.fmt(idle.get("median"), "%.2f"), bed_run.fmt(ind.get("median"), "%+.2f"),
         bed_run.fmt(ic.get("p90"), "%.2f"), bed_run.fmt(ind.get("p99"), "%+.2f"),
         "%s/%s" % (bed_run.fmt(g.get("down", {}).get("total")), bed_run.fmt(g.get("up", {}).get("total"))),
-        "%s/%s" % tuple(sj), "yes" if r["health"].get("disturbed") else "")
+        "%s/%s" % tuple(sj), "%s/%s" % tuple(sp), "yes" if r["health"].get("disturbed") else "")
 
 
 def main():
@@ -295,7 +298,7 @@ def main():
     runs = []
     w = max(len(x) for x in setups + ["setup"])
     hdr = ROW.format(w=w) % ("setup", "idle", "ind p50", "load p90", "ind p99", "goodput d/u", "soj p99 d/u",
-                             "dist")
+                             "sparse d/u", "dist")
     for n in range(args.rounds):
         for s in setups:
             r = run_one(args, s, n, tmp)
@@ -303,8 +306,8 @@ def main():
                            for d in ("upstream", "downstream")}
             runs.append({"setup": s, "round": n, "result": r})
             print(hdr + "\n" + row(s, r, w), flush=True)
-    print("\nping (ICMP every %g ms), ms; goodput Mbit/s; shaperd sojourn p99 of the tin, ms" % (
-        args.probe_interval * 1000))
+    print("\nping (ICMP every %g ms), ms; goodput Mbit/s; shaperd's sojourn p99 (ms) of the ping's tin and of "
+          "its sparse flows (served from the new-flows list, as the ping is)" % (args.probe_interval * 1000))
     print(hdr)
     for x in runs:
         print(row(x["setup"], x["result"], w) + "  (round %d)" % x["round"])
