@@ -240,7 +240,7 @@ def ping_tin_sojourn(dl):
     return ((tins[0] if tins else dl) or {}).get("sojourn") or {}
 
 
-ROW = "%-{w}s %6s %8s %8s %8s %12s %12s %11s %5s"
+ROW = "%-{w}s %6s %8s %8s %8s %12s %12s %11s %13s %5s"
 
 
 def row(setup, r, w):
@@ -256,7 +256,10 @@ def row(setup, r, w):
         setup, bed_run.fmt(idle.get("median"), "%.2f"), bed_run.fmt(ind.get("median"), "%+.2f"),
         bed_run.fmt(ic.get("p90"), "%.2f"), bed_run.fmt(ind.get("p99"), "%+.2f"),
         "%s/%s" % (bed_run.fmt(g.get("down", {}).get("total")), bed_run.fmt(g.get("up", {}).get("total"))),
-        "%s/%s" % tuple(sj), "%s/%s" % tuple(sp), "yes" if r["health"].get("disturbed") else "")
+        "%s/%s" % tuple(sj), "%s/%s" % tuple(sp),
+        "/".join(bed_run.fmt(((dm.get(d) or {}).get("lag_skipped_us") or 0) / 1000.0, "%.0f")
+                 for d in ("downstream", "upstream")),
+        "yes" if r["health"].get("disturbed") else "")
 
 
 def main():
@@ -298,7 +301,7 @@ def main():
     runs = []
     w = max(len(x) for x in setups + ["setup"])
     hdr = ROW.format(w=w) % ("setup", "idle", "ind p50", "load p90", "ind p99", "goodput d/u", "soj p99 d/u",
-                             "sparse d/u", "dist")
+                             "sparse d/u", "stalls d/u", "dist")
     for n in range(args.rounds):
         for s in setups:
             r = run_one(args, s, n, tmp)
@@ -307,7 +310,9 @@ def main():
             runs.append({"setup": s, "round": n, "result": r})
             print(hdr + "\n" + row(s, r, w), flush=True)
     print("\nping (ICMP every %g ms), ms; goodput Mbit/s; shaperd's sojourn p99 (ms) of the ping's tin and of "
-          "its sparse flows (served from the new-flows list, as the ping is)" % (args.probe_interval * 1000))
+          "its sparse flows (served from the new-flows list, as the ping is); stalls: ms of worker absence "
+          "written off (lag_skipped); dist: the bed was disturbed (steal or worker wait >= 20 ms per 100 ms)" % (
+              args.probe_interval * 1000))
     print(hdr)
     for x in runs:
         print(row(x["setup"], x["result"], w) + "  (round %d)" % x["round"])
