@@ -24,8 +24,9 @@ or '+down.KEY=VALUE' for one, e.g. 'cake-flows+rtt=30ms+up.ack_filter=true'.
 Printed per run: the ping's idle median, induced median, loaded p90 and
 induced p99 (loaded p99 minus the idle median), goodput down/up, and the
 shaper's sojourn p99 per direction: of the ping's tin (which holds the bulk
-flows too) and of the sparse flows (`sparse_sojourn`: packets served from the
-new-flows list, as the ping's are), which is the ping's wait inside shaperd. --capture also records the ICMP packets on both namespace ends
+flows too) and of that tin's sparse flows (`sparse_sojourn`: packets served
+from the new-flows list, as the ping's are), which is the ping's wait inside
+shaperd. --capture also records the ICMP packets on both namespace ends
 (tcpdump) and the modems' backlog (tc, every 20 ms), and splits each slow
 ping's RTT into the upstream path (shaperd + upstream modem), the server side
 (downstream modem) and shaperd's downstream direction. Results in
@@ -230,14 +231,14 @@ def probe_shift(icmp, legs):
     return legs[0][0] - min(t for t, _ in icmp)
 
 
-def ping_tin_sojourn(dl):
-    """The sojourn summary of the tin the ping (ICMP, DSCP 0) is in: 'Best Effort' in
-    the diffserv modes, else the first (only) tin; the direction's for fq_codel."""
+def ping_tin_sojourn(dl, key="sojourn"):
+    """A sojourn summary (key: sojourn or sparse_sojourn) of the tin the ping (ICMP,
+    DSCP 0) is in: 'Best Effort' in the diffserv modes, else the first (only) tin."""
     tins = (dl or {}).get("tins") or []
     for t in tins:
         if t.get("name") == "Best Effort":
-            return t.get("sojourn") or {}
-    return ((tins[0] if tins else dl) or {}).get("sojourn") or {}
+            return t.get(key) or {}
+    return ((tins[0] if tins else dl) or {}).get(key) or {}
 
 
 ROW = "%-{w}s %6s %8s %8s %8s %12s %12s %11s %13s %5s"
@@ -250,7 +251,7 @@ def row(setup, r, w):
     g = r["phases"]["loaded"].get("goodput", {})
     dm = r["daemon"]["loaded"]
     sj = [bed_run.fmt(ping_tin_sojourn(dm.get(d)).get("p99_ms"), "%.2f") for d in ("downstream", "upstream")]
-    sp = [bed_run.fmt(((dm.get(d) or {}).get("sparse_sojourn") or {}).get("p99_ms"), "%.2f")
+    sp = [bed_run.fmt(ping_tin_sojourn(dm.get(d), "sparse_sojourn").get("p99_ms"), "%.2f")
           for d in ("downstream", "upstream")]
     return ROW.format(w=w) % (
         setup, bed_run.fmt(idle.get("median"), "%.2f"), bed_run.fmt(ind.get("median"), "%+.2f"),
