@@ -198,6 +198,12 @@ struct sched_tin_stats {
 	uint32_t max_pkt_len;
 	uint32_t flow_quantum;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS]; /* packets by sojourn time */
+	/*
+	 * The part of sojourn served from the new-flows list: packets of
+	 * sparse flows (a flow with no queue when the packet came, that has
+	 * not used up its quantum since), such as a ping beside bulk flows.
+	 */
+	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS];
 };
 
 /* Direction-wide statistics. */
@@ -220,8 +226,9 @@ struct sched_stats {
 	uint32_t min_adj_size, max_adj_size;
 	uint32_t avg_hdr_offset;
 	uint32_t tin_count;
-	struct sched_tin_stats tins[SCHED_MAX_TINS]; /* in tc's display order */
-	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];     /* all tins */
+	struct sched_tin_stats tins[SCHED_MAX_TINS];    /* in tc's display order */
+	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];        /* all tins */
+	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* all tins */
 };
 
 struct sched;

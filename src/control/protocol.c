@@ -179,6 +179,7 @@ tin_json(const struct sched_tin_stats *t)
 	json_object_set_new(o, "max_pkt_len", J_U64(t->max_pkt_len));
 	json_object_set_new(o, "flow_quantum", J_U64(t->flow_quantum));
 	json_object_set_new(o, "sojourn", sojourn_json(t->sojourn));
+	json_object_set_new(o, "sparse_sojourn", sojourn_json(t->sparse_sojourn));
 	return o;
 }
 
@@ -249,6 +250,7 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "lag_skipped_us", J_U64(st->lag_skipped_ns / 1000));
 	json_object_set_new(o, "time_ns", J_U64(c->time_ns));
 	json_object_set_new(o, "sojourn", sojourn_json(st->sojourn));
+	json_object_set_new(o, "sparse_sojourn", sojourn_json(st->sparse_sojourn));
 	json_object_set_new(o, "ecn_mark", J_U64(st->ecn_marked));
 	json_object_set_new(o, "memory_used", J_U64(st->memory_used));
 	json_object_set_new(o, "memory_limit", J_U64(st->memory_limit));

@@ -132,6 +132,7 @@ struct cake_tin {
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
 	uint32_t max_len;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
+	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* served from the new list */
 };
 
 struct cake_heap_ent {
@@ -1406,11 +1407,14 @@ retry:
 	}
 	{
 		uint64_t delay = now - pkt->enq_ns;
+		unsigned int bucket = sched_sojourn_bucket(delay);
 
 		b->avg_delay = cake_ewma(b->avg_delay, delay, 8);
 		b->peak_delay = cake_ewma(b->peak_delay, delay, delay > b->peak_delay ? 2 : 8);
 		b->base_delay = cake_ewma(b->base_delay, delay, delay < b->base_delay ? 2 : 8);
-		b->sojourn[sched_sojourn_bucket(delay)]++;
+		b->sojourn[bucket]++;
+		if (f->list == CAKE_LIST_NEW)
+			b->sparse_sojourn[bucket]++;
 	}
 	len = cake_advance_shaper(c, b, pkt, now, false);
 	f->deficit -= (int32_t)len;
@@ -1565,6 +1569,7 @@ cake_get_stats(const void *impl, struct sched_stats *st)
 		t->max_pkt_len = b->max_len;
 		t->flow_quantum = b->flow_quantum;
 		memcpy(t->sojourn, b->sojourn, sizeof(t->sojourn));
+		memcpy(t->sparse_sojourn, b->sparse_sojourn, sizeof(t->sparse_sojourn));
 	}
 }
 
@@ -1588,6 +1593,7 @@ cake_reset_stats(void *impl)
 		b->peak_delay = b->avg_delay = b->base_delay = 0;
 		b->max_len = 0;
 		memset(b->sojourn, 0, sizeof(b->sojourn));
+		memset(b->sparse_sojourn, 0, sizeof(b->sparse_sojourn));
 	}
 }
 

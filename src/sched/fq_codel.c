@@ -86,6 +86,7 @@ struct fq_codel {
 	uint64_t backlog; /* bytes */
 	uint64_t mem, mem_max;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
+	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* served from new_flows */
 
 	/* counters, reset by reset_stats */
 	uint64_t overlimits;
@@ -569,7 +570,10 @@ fqc_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 	f->deficit -= (int32_t)pkt->len;
 	sched_pacer_charge(&q->pacer, pkt->adj_len);
 	fqc_delay_stats(q, now > pkt->enq_ns ? now - pkt->enq_ns : 0);
-	sched_sojourn_add(q->sojourn, pkt->enq_ns, now);
+	if (l == &q->new_flows)
+		q->sparse_sojourn[sched_sojourn_add(q->sojourn, pkt->enq_ns, now)]++;
+	else
+		sched_sojourn_add(q->sojourn, pkt->enq_ns, now);
 	return pkt;
 }
 
@@ -743,6 +747,7 @@ fqc_get_stats(const void *impl, struct sched_stats *st)
 	t->max_pkt_len = q->maxpacket;
 	t->flow_quantum = q->c.quantum;
 	memcpy(t->sojourn, q->sojourn, sizeof(t->sojourn));
+	memcpy(t->sparse_sojourn, q->sparse_sojourn, sizeof(t->sparse_sojourn));
 }
 
 static void
@@ -753,6 +758,7 @@ fqc_reset_stats(void *impl)
 	q->overlimits = 0;
 	q->pacer.lag_skips = q->pacer.lag_skipped_ns = 0;
 	memset(q->sojourn, 0, sizeof(q->sojourn));
+	memset(q->sparse_sojourn, 0, sizeof(q->sparse_sojourn));
 	q->drop_overlimit = q->drop_overmemory = 0;
 	q->aqm_drops = 0;
 	q->ecn_mark = q->ce_mark = 0;

@@ -165,10 +165,14 @@ sched_pacer_next_time(const struct sched_pacer *pc, uint32_t queued, uint64_t no
 	return pc->time_next;
 }
 
-static inline void
+/* Count a packet's sojourn in hist; returns the bucket. */
+static inline unsigned int
 sched_sojourn_add(uint64_t *hist, uint64_t enq_ns, uint64_t now)
 {
-	hist[sched_sojourn_bucket(now > enq_ns ? now - enq_ns : 0)]++;
+	unsigned int b = sched_sojourn_bucket(now > enq_ns ? now - enq_ns : 0);
+
+	hist[b]++;
+	return b;
 }
 
 /*

@@ -266,8 +266,10 @@ merge_tin(struct sched_tin_stats *a, const struct sched_tin_stats *b)
 	a->bulk_flows += b->bulk_flows;
 	a->unresponsive_flows += b->unresponsive_flows;
 	MERGE_MAX(a->max_pkt_len, b->max_pkt_len);
-	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++)
+	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++) {
 		a->sojourn[i] += b->sojourn[i];
+		a->sparse_sojourn[i] += b->sparse_sojourn[i];
+	}
 }
 
 void
@@ -297,8 +299,10 @@ sched_stats_merge(struct sched_stats *into, const struct sched_stats *from)
 	MERGE_MAX(into->max_adj_size, from->max_adj_size);
 	for (i = 0; i < into->tin_count && i < from->tin_count; i++)
 		merge_tin(&into->tins[i], &from->tins[i]);
-	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++)
+	for (i = 0; i < SCHED_SOJOURN_BUCKETS; i++) {
 		into->sojourn[i] += from->sojourn[i];
+		into->sparse_sojourn[i] += from->sparse_sojourn[i];
+	}
 }
 
 int
@@ -372,8 +376,10 @@ sched_get_stats(const struct sched *s, struct sched_stats *st)
 	st->dequeued_bytes = s->dequeued_bytes;
 	memcpy(st->dropped, s->dropped, sizeof(st->dropped));
 	for (uint32_t t = 0; t < st->tin_count && t < SCHED_MAX_TINS; t++)
-		for (unsigned int b = 0; b < SCHED_SOJOURN_BUCKETS; b++)
+		for (unsigned int b = 0; b < SCHED_SOJOURN_BUCKETS; b++) {
 			st->sojourn[b] += st->tins[t].sojourn[b];
+			st->sparse_sojourn[b] += st->tins[t].sparse_sojourn[b];
+		}
 }
 
 void

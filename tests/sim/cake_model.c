@@ -79,6 +79,7 @@ struct cm_tin {
 	uint64_t pk_delay, av_delay, sp_delay;
 	uint32_t max_len;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
+	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* served from new_flows */
 };
 
 struct cake_model {
@@ -1050,7 +1051,7 @@ cm_dequeue(struct cake_model *m, uint64_t now, struct cm_drops *drops)
 	struct cm_tin *b;
 	struct cm_flow *f;
 	struct cm_pkt *pkt;
-	uint32_t q, i;
+	uint32_t q, i, from;
 	uint64_t delay;
 
 	if (m->resync)
@@ -1078,15 +1079,16 @@ pick_tin:
 		return NULL;
 pick_flow:
 	if (first && b->list_len[L_DECAYING] != 0)
-		q = b->list[L_DECAYING][0];
+		from = L_DECAYING;
 	else if (b->list_len[L_NEW] != 0)
-		q = b->list[L_NEW][0];
+		from = L_NEW;
 	else if (b->list_len[L_OLD] != 0)
-		q = b->list[L_OLD][0];
+		from = L_OLD;
 	else if (b->list_len[L_DECAYING] != 0)
-		q = b->list[L_DECAYING][0];
+		from = L_DECAYING;
 	else
 		goto pick_tin;
+	q = b->list[from][0];
 	first = false;
 	f = &b->flows[q];
 	if (f->deficit <= 0) {
@@ -1130,6 +1132,8 @@ pick_flow:
 	b->pk_delay = ewma(b->pk_delay, delay, delay > b->pk_delay ? 2 : 8);
 	b->sp_delay = ewma(b->sp_delay, delay, delay < b->sp_delay ? 2 : 8);
 	b->sojourn[sched_sojourn_bucket(delay)]++;
+	if (from == L_NEW)
+		b->sparse_sojourn[sched_sojourn_bucket(delay)]++;
 	advance(m, b, pkt->adj, now, false);
 	f->deficit -= pkt->adj;
 	b->tin_deficit -= pkt->adj;
@@ -1199,5 +1203,6 @@ cm_stats(const struct cake_model *m, struct sched_stats *st)
 		t->max_pkt_len = b->max_len;
 		t->flow_quantum = b->flow_quantum;
 		memcpy(t->sojourn, b->sojourn, sizeof(t->sojourn));
+		memcpy(t->sparse_sojourn, b->sparse_sojourn, sizeof(t->sparse_sojourn));
 	}
 }

@@ -291,6 +291,9 @@ compare_state(struct prog *g)
 		SAME_TIN(flow_quantum);
 		if (memcmp(a.tins[i].sojourn, b.tins[i].sojourn, sizeof(a.tins[i].sojourn)) != 0)
 			MISMATCH(g, "tin %u sojourn histogram differs", i);
+		if (memcmp(a.tins[i].sparse_sojourn, b.tins[i].sparse_sojourn,
+			   sizeof(a.tins[i].sparse_sojourn)) != 0)
+			MISMATCH(g, "tin %u sparse sojourn histogram differs", i);
 		if (a.tins[i].unresponsive_flows != 0)
 			cover.unresponsive++;
 		if (a.tins[i].sparse_flows > 0)

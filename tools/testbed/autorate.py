@@ -39,9 +39,10 @@ sys.path.insert(0, HERE)
 import run as bed_run  # noqa: E402  (the bed, probes and flows of the other scenarios)
 
 
-def tc_modem(bed, where, op, rate_bps, buffer_bytes):
-    """add/change the tbf modem: 'srv' on the server's eth0, 'wan' on the WAN veth."""
-    burst = max(16000, int(rate_bps / 8 / 250))  # 4 ms of line rate
+def tc_modem(bed, where, op, rate_bps, buffer_bytes, burst=None):
+    """add/change the tbf modem: 'srv' on the server's eth0, 'wan' on the WAN veth.
+    burst: the token bucket in bytes (default 4 ms of line rate, at least 16000)."""
+    burst = burst or max(16000, int(rate_bps / 8 / 250))
     argv = ["tc", "qdisc", op, "dev", "eth0" if where == "srv" else bed.pfx + "wan0", "root", "tbf",
             "rate", "%dkbit" % (rate_bps // 1000), "burst", str(burst), "limit", str(buffer_bytes)]
     if where == "srv":

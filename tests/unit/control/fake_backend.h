@@ -86,6 +86,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	st->sojourn[0] = 10 + b; /* [0, 1024) ns */
 	st->sojourn[40] = 3;     /* one bucket in the middle */
 	st->sojourn[SCHED_SOJOURN_BUCKETS - 1] = 1;
+	st->sparse_sojourn[3] = 7 + b;
 	st->ecn_marked = 5 + b;
 	st->memory_used = 65536 + b;
 	st->memory_limit = 4194304 + b;
@@ -122,6 +123,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 		ti->max_pkt_len = 1514 - t;
 		ti->flow_quantum = 1514 + t;
 		ti->sojourn[5 + t] = 100 + t;
+		ti->sparse_sojourn[2 + t] = 50 + t;
 	}
 
 	sched_params_default(p, SCHED_DISC_CAKE);

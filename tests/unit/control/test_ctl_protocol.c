@@ -332,6 +332,7 @@ static const char *const dir_keys[] = {
 	"lag_skipped_us",
 	"time_ns",
 	"sojourn",
+	"sparse_sojourn",
 	"ecn_mark",
 	"memory_used",
 	"memory_limit",
@@ -350,7 +351,7 @@ static const char *const tin_keys[] = {
 	"base_delay_us",  "sent_packets",   "way_indirect_hits",  "way_misses",
 	"way_collisions", "drops",          "ecn_mark",           "ack_drops",
 	"sparse_flows",   "bulk_flows",     "unresponsive_flows", "max_pkt_len",
-	"flow_quantum",   "sojourn",
+	"flow_quantum",   "sojourn",        "sparse_sojourn",
 };
 
 static const char *const port_keys[] = {
@@ -468,6 +469,10 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "sojourn.1.1"), (long long)sched_sojourn_bucket_lo_ns(41));
 	assert_int_at(r, AT("%s", "sojourn.1.2"), 3);
 	assert_int_at(r, AT("%s", "sojourn.2.2"), 1);
+	/* The sparse part: its own buckets, not the whole histogram's. */
+	assert_int_equal(json_array_size(jpath(r, AT("%s", "sparse_sojourn"))), 1);
+	assert_int_at(r, AT("%s", "sparse_sojourn.0.0"), (long long)sched_sojourn_bucket_lo_ns(3));
+	assert_int_at(r, AT("%s", "sparse_sojourn.0.2"), (long long)st->sparse_sojourn[3]);
 	assert_int_at(r, AT("%s", "ecn_mark"), (long long)st->ecn_marked);
 	assert_int_at(r, AT("%s", "memory_used"), (long long)st->memory_used);
 	assert_int_at(r, AT("%s", "memory_limit"), (long long)st->memory_limit);
@@ -489,6 +494,11 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 		assert_int_at(r, AT("tins.%u.sojourn.0.0", t),
 			      (long long)sched_sojourn_bucket_lo_ns(5 + t));
 		assert_int_at(r, AT("tins.%u.sojourn.0.2", t), (long long)ti->sojourn[5 + t]);
+		assert_int_equal(json_array_size(jpath(r, AT("tins.%u.sparse_sojourn", t))), 1);
+		assert_int_at(r, AT("tins.%u.sparse_sojourn.0.0", t),
+			      (long long)sched_sojourn_bucket_lo_ns(2 + t));
+		assert_int_at(r, AT("tins.%u.sparse_sojourn.0.2", t),
+			      (long long)ti->sparse_sojourn[2 + t]);
 		TIN_FIELD(sent_bytes);
 		TIN_FIELD(backlog_bytes);
 		TIN_FIELD(target_us);
