@@ -123,6 +123,14 @@ bool rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
 		 struct rtt_sample *out);
 
 /*
+ * The burst form the worker calls: rtt_observe on each of n classified
+ * packets in order; the samples they completed go to out (room for n) and
+ * their count is returned.
+ */
+unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+			       enum rtt_dir dir, uint64_t now, struct rtt_sample *out);
+
+/*
  * The flow with this LAN and WAN address and port (family 4 or 6), or
  * NULL. Addresses in network order, 4 or 16 bytes.
  */

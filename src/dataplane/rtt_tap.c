@@ -63,22 +63,23 @@ void
 dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 	     uint64_t now)
 {
-	enum rtt_dir rd = rtt_dir_of(dir);
-	struct rtt_sample s;
+	struct rtt_sample smp[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
+	unsigned int m;
 
-	for (unsigned int i = 0; i < n; i++) {
-		if (!(pkts[i]->flags & SH_PKT_TCP) || !rtt_observe(r->table, pkts[i], rd, now, &s))
-			continue;
-		if (s.rtt_ns < r->iv_min[s.side])
-			r->iv_min[s.side] = s.rtt_ns;
-		if (s.rtt_ns > r->iv_max[s.side])
-			r->iv_max[s.side] = s.rtt_ns;
-		if (s.side != RTT_SIDE_WAN)
+	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
+	for (unsigned int i = 0; i < m; i++) {
+		const struct rtt_sample *s = &smp[i];
+
+		if (s->rtt_ns < r->iv_min[s->side])
+			r->iv_min[s->side] = s->rtt_ns;
+		if (s->rtt_ns > r->iv_max[s->side])
+			r->iv_max[s->side] = s->rtt_ns;
+		if (s->side != RTT_SIDE_WAN)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			if (r->ar_on[d])
-				autorate_sample(&r->ar[d], s.rtt_ns, s.base_ns);
+				autorate_sample(&r->ar[d], s->rtt_ns, s->base_ns);
 	}
 }
 

@@ -471,3 +471,15 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 	return seq_observe(t, f, dir, be32(th + 4), seglen, be32(th + 8), (fl & TCP_ACK) != 0, now,
 			   out);
 }
+
+unsigned int
+rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
+		  uint64_t now, struct rtt_sample *out)
+{
+	unsigned int m = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if ((pkts[i]->flags & SH_PKT_TCP) && rtt_observe(t, pkts[i], dir, now, &out[m]))
+			m++;
+	return m;
+}
