@@ -259,7 +259,7 @@ setup_rtt(struct app *a)
 	if (!a->cfg.passive_rtt && !a->cfg.autorate[SHAPER_UP].enabled &&
 	    !a->cfg.autorate[SHAPER_DOWN].enabled)
 		return 0; /* dataplane.passive_rtt off: no table, no per-packet cost */
-	r = dp_rtt_create(&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
+	r = dp_rtt_create(&a->cfg);
 	if (r == NULL) {
 		fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
 		return -1;
@@ -286,7 +286,8 @@ setup_dirs(struct app *a)
 		dd->mbuf_fixed = b.fixed;
 		dd->rx_port = a->port[dir_input_port(d)].port_id;
 		dd->tx_port = a->port[shaper_dir_output(d)].port_id;
-		classify_key_init(&dd->key, a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
+		/* One key both ways: a flow's hash is the same in each (passive RTT needs it). */
+		classify_key_init(&dd->key, a->cfg.dir[SHAPER_UP].seed ^ 0x9e3779b97f4a7c15ULL);
 		dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
 		if (dd->sched == NULL) {
 			fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);

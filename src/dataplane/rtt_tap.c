@@ -25,13 +25,13 @@ side_of(enum shaper_dir d)
 }
 
 struct dp_rtt *
-dp_rtt_create(const struct shaper_config *c, uint64_t seed)
+dp_rtt_create(const struct shaper_config *c)
 {
 	struct dp_rtt *r = calloc(1, sizeof(*r));
 
 	if (r == NULL)
 		return NULL;
-	r->table = rtt_table_new(DP_RTT_FLOWS, seed);
+	r->table = rtt_table_new(DP_RTT_FLOWS);
 	if (r->table == NULL) {
 		free(r);
 		return NULL;
@@ -114,21 +114,18 @@ void
 dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++) {
-		const struct rtt_flow *rf = NULL;
+		const struct rtt_flow *rf;
 
 		f[i].rtt_wan_ns = f[i].rtt_lan_ns = 0;
-		if (d->rtt == NULL || f[i].l4_proto != 6)
+		if (d->rtt == NULL || f[i].l4_proto != 6 || (f[i].family != 4 && f[i].family != 6))
 			continue;
-		/* Upstream queues hold packets from the LAN host, downstream ones to it. */
-		if (d->dir == SHAPER_UP)
-			rf = rtt_find(d->rtt->table, f[i].family, f[i].src, f[i].dst, f[i].sport,
-				      f[i].dport);
-		else
-			rf = rtt_find(d->rtt->table, f[i].family, f[i].dst, f[i].src, f[i].dport,
-				      f[i].sport);
+		/* The table knows flows by the classifier's hash, alike both ways. */
+		rf = rtt_find(d->rtt->table,
+			      classify_flow_hash(&d->key, f[i].family, f[i].src, f[i].dst,
+						 f[i].sport, f[i].dport, 6));
 		if (rf != NULL) {
-			f[i].rtt_wan_ns = rf->side[RTT_SIDE_WAN].last_ns;
-			f[i].rtt_lan_ns = rf->side[RTT_SIDE_LAN].last_ns;
+			f[i].rtt_wan_ns = (uint64_t)rf->last_us[RTT_SIDE_WAN] * 1000;
+			f[i].rtt_lan_ns = (uint64_t)rf->last_us[RTT_SIDE_LAN] * 1000;
 		}
 	}
 }

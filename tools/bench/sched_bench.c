@@ -49,7 +49,7 @@
 #define SB_HDR         128   /* header bytes a record keeps (the first segment) */
 #define SB_TRUESIZE    2432  /* buffer memory per packet, as a default DPDK mbuf */
 #define SB_TX_ROOM     512   /* DP_TX_PENDING_MAX */
-#define SB_RTT_FLOWS   16384 /* DP_RTT_FLOWS */
+#define SB_RTT_FLOWS   32768 /* DP_RTT_FLOWS, the default of --rtt-flows */
 #define SB_CYCLE_SHIFT 24    /* TCP numbers move on by 2^24 per replay of the pcap */
 
 static const uint8_t sb_router_mac[6] = { 0x02, 0x5e, 0x00, 0x00, 0x00, 0x01 };
@@ -78,6 +78,7 @@ struct sb {
 	struct sb_dir dir[SHAPER_NUM_DIRS];
 	bool two_way;          /* the pcap has frames of both directions */
 	struct rtt_table *rtt; /* --rtt, else NULL */
+	uint32_t rtt_flows;    /* its size */
 	struct sb_frame *frames;
 	uint32_t n_frames, next_frame, cycle;
 	struct sb_pkt *pool;
@@ -211,12 +212,11 @@ make_sched(struct sb *b, const char *dir_json, bool rtt, char *err, size_t errle
 		b->dir[d].s = sched_create(&cfg.dir[d], err, errlen);
 		if (b->dir[d].s == NULL)
 			return -1;
-		classify_key_init(&b->dir[d].key, cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
+		/* As shaperd: one classifier key for both directions. */
+		classify_key_init(&b->dir[d].key, cfg.dir[SHAPER_UP].seed ^ 0x9e3779b97f4a7c15ULL);
 	}
-	/* The seed shaperd gives its table (src/shaperd.c). */
 	if (rtt) {
-		b->rtt = rtt_table_new(SB_RTT_FLOWS,
-				       cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL);
+		b->rtt = rtt_table_new(b->rtt_flows);
 		if (b->rtt == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
@@ -342,6 +342,7 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: sched_bench --pcap FILE [--dir JSON] [--packets N] [--warmup N]\n"
 		   "                   [--burst N] [--offered BITS_PER_S] [--pool N] [--rtt]\n"
+		   "                   [--rtt-flows N]\n"
 		   "  --dir      one direction's settings, as in shaperd's config\n"
 		   "             (default {\"discipline\":\"cake\"}); both directions\n"
 		   "             get them\n"
@@ -350,6 +351,7 @@ usage(FILE *f)
 		   "  --offered  simulated arrival rate in bit/s of frame bytes (default\n"
 		   "             2 x the shaped rate per direction, or 10e9 when unlimited)\n"
 		   "  --rtt      time TCP flows as dataplane.passive_rtt does\n"
+		   "  --rtt-flows  the RTT table's size (default: the daemon's)\n"
 		   "Prints one JSON line with the counters of the measured packets and ns\n"
 		   "per packet.\n");
 }
@@ -366,6 +368,7 @@ main(int argc, char **argv)
 		{ "offered", required_argument, NULL, 'o' },
 		{ "pool", required_argument, NULL, 'P' },
 		{ "rtt", no_argument, NULL, 'r' },
+		{ "rtt-flows", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -383,7 +386,8 @@ main(int argc, char **argv)
 
 	b.burst = 32;
 	b.pool_len = 65536;
-	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:rh", opts, NULL)) != -1) {
+	b.rtt_flows = SB_RTT_FLOWS;
+	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:rF:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			pcap = optarg;
@@ -408,6 +412,9 @@ main(int argc, char **argv)
 			break;
 		case 'r':
 			rtt = true;
+			break;
+		case 'F':
+			b.rtt_flows = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(stdout);
