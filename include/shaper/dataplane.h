@@ -125,7 +125,7 @@ struct dp_rtt {
 	struct autorate ar[SHAPER_NUM_DIRS];
 	bool ar_on[SHAPER_NUM_DIRS];
 	/* The interval in progress and the last whole one, per side. */
-	uint64_t iv_start[RTT_SIDES], iv_min[RTT_SIDES], iv_max[RTT_SIDES];
+	uint64_t iv_start[RTT_SIDES];
 	struct rtt_hist iv_base[RTT_SIDES];
 	struct ctl_rtt last[RTT_SIDES];
 };

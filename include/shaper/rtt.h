@@ -13,8 +13,10 @@
  * over the last one to two windows), so a rise says "a queue grew on the
  * path", whatever the remote's distance.
  *
- * Memory is one fixed table allocated up front: 8-way buckets, the least
- * recently seen flow of a full bucket is evicted. A flow is known by the
+ * Memory is one fixed table allocated up front: 4-way buckets, the least
+ * recently seen flow of a full bucket is evicted once it has been idle for
+ * RTT_IDLE_NS (before that, a new flow is not timed: flows that stay get
+ * their samples, rather than every flow churning through and none). A flow is known by the
  * classifier's flow_hash (direction-symmetric, so both directions must be
  * classified with one key), as CAKE knows its queues: two flows with one
  * hash would share an entry, which can cost at most a wrong sample.
@@ -49,9 +51,10 @@ enum rtt_method {
 	RTT_BY_SEQUENCE = 1,
 };
 
-#define RTT_BUCKET_WAYS  8              /* flows per bucket */
+#define RTT_BUCKET_WAYS  4              /* flows per bucket */
 #define RTT_BASE_WIN_NS  10000000000ull /* baseline: min over this window and the one before */
 #define RTT_MAX_NS       60000000000ull /* an echo later than this is not a sample */
+#define RTT_IDLE_NS      1000000000ull  /* a flow idle this long may be evicted for a new one */
 #define RTT_HIST_BUCKETS 40             /* half-octave buckets from 100 us */
 #define RTT_HIST_UNIT_NS 100000ull      /* bucket 0 is [0, 100 us) */
 
@@ -89,11 +92,11 @@ struct rtt_flow {
 	uint8_t state; /* enum rtt_flow_state */
 } __attribute__((aligned(64)));
 
-/* One cache line per bucket. */
+/* Half a cache line per bucket. */
 struct rtt_bucket {
 	uint32_t tag[RTT_BUCKET_WAYS];  /* the flows' tags; 0 = a free way */
 	uint32_t seen[RTT_BUCKET_WAYS]; /* last packet, in units of 2^16 ns (for eviction) */
-};
+} __attribute__((aligned(32)));
 
 struct rtt_hist {
 	uint64_t count[RTT_HIST_BUCKETS];
@@ -104,8 +107,9 @@ struct rtt_counters {
 	uint64_t packets;   /* TCP packets looked at */
 	uint64_t samples;   /* samples taken (both methods) */
 	uint64_t evictions; /* flows evicted to make room */
-	uint64_t ts_full;   /* new TSvals not recorded: one was already awaiting its echo */
-	uint64_t karn;      /* sequence samples dropped for a retransmission */
+	uint64_t no_room; /* packets of new flows not timed: their bucket's flows are all in use */
+	uint64_t ts_full; /* new TSvals not recorded: one was already awaiting its echo */
+	uint64_t karn;    /* sequence samples dropped for a retransmission */
 };
 
 struct rtt_table {
@@ -113,6 +117,8 @@ struct rtt_table {
 	struct rtt_flow *flows; /* RTT_BUCKET_WAYS per bucket, in bucket order */
 	uint32_t mask;          /* buckets - 1 */
 	struct rtt_hist hist[RTT_SIDES];
+	/* The lowest and highest sample of each side since rtt_range_take (UINT64_MAX, 0: none). */
+	uint64_t lo_ns[RTT_SIDES], hi_ns[RTT_SIDES];
 	struct rtt_counters c;
 };
 
@@ -143,6 +149,12 @@ unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, 
 
 /* The flow with this flow_hash (classify_flow_hash of its 5-tuple), or NULL. */
 const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
+
+/*
+ * The lowest and highest sample of a side since the last call (0, 0 if
+ * none), and start over: the range of "the last interval".
+ */
+void rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns);
 
 /* Bucket of a sample, and the lower edge of a bucket in ns (half-octave steps). */
 unsigned int rtt_hist_bucket(uint64_t rtt_ns);

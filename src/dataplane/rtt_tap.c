@@ -45,8 +45,6 @@ dp_rtt_create(const struct shaper_config *c)
 		p.start_rate = ac->start_rate;
 		autorate_init(&r->ar[d], &p);
 	}
-	for (int s = 0; s < RTT_SIDES; s++)
-		r->iv_min[s] = UINT64_MAX;
 	return r;
 }
 
@@ -67,13 +65,11 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	unsigned int m;
 
 	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
+	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
+		return;
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
-		if (s->rtt_ns < r->iv_min[s->side])
-			r->iv_min[s->side] = s->rtt_ns;
-		if (s->rtt_ns > r->iv_max[s->side])
-			r->iv_max[s->side] = s->rtt_ns;
 		if (s->side != RTT_SIDE_WAN)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
@@ -155,19 +151,17 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		r->iv_base[side] = *h;
 	} else if (now - r->iv_start[side] >= DP_RTT_INTERVAL_NS) {
 		struct rtt_hist iv;
+		uint64_t lo, hi;
 
 		rtt_hist_diff(h, &r->iv_base[side], &iv);
+		rtt_range_take(r->table, side, &lo, &hi);
 		last->interval_ns = now - r->iv_start[side];
 		last->iv_samples = iv.samples;
-		last->iv_min_ns = iv.samples != 0 ? r->iv_min[side] : 0;
+		last->iv_min_ns = lo;
 		/* Interpolated in a half-octave bucket: keep them inside what was seen. */
-		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), last->iv_min_ns,
-						r->iv_max[side]);
-		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), last->iv_min_ns,
-					     r->iv_max[side]);
+		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), lo, hi);
+		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), lo, hi);
 		r->iv_base[side] = *h;
-		r->iv_min[side] = UINT64_MAX;
-		r->iv_max[side] = 0;
 		r->iv_start[side] = now;
 	}
 	*out = *last;

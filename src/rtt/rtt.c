@@ -31,7 +31,7 @@
 #define RTT_WIN_UNITS  ((RTT_BASE_WIN_NS + (1ull << RTT_WIN_SHIFT) - 1) >> RTT_WIN_SHIFT)
 
 _Static_assert(sizeof(struct rtt_flow) == 64, "a flow is one cache line");
-_Static_assert(sizeof(struct rtt_bucket) == 64, "a bucket is one cache line");
+_Static_assert(sizeof(struct rtt_bucket) == 32, "a bucket is half a cache line");
 _Static_assert(RTT_MAX_NS / 1000 <= UINT32_MAX, "a sample fits 32-bit us");
 
 /* The state bits of direction dir. */
@@ -75,7 +75,8 @@ rtt_table_new(uint32_t max_flows)
 		return NULL;
 	while (buckets * RTT_BUCKET_WAYS < max_flows && buckets < (1u << 22))
 		buckets <<= 1;
-	t->buckets = aligned_alloc(64, (size_t)buckets * sizeof(*t->buckets));
+	/* aligned_alloc wants a multiple of the alignment */
+	t->buckets = aligned_alloc(64, ((size_t)buckets * sizeof(*t->buckets) + 63) & ~(size_t)63);
 	t->flows = aligned_alloc(64, (size_t)buckets * RTT_BUCKET_WAYS * sizeof(*t->flows));
 	if (t->buckets == NULL || t->flows == NULL) {
 		free(t->buckets);
@@ -85,7 +86,18 @@ rtt_table_new(uint32_t max_flows)
 	}
 	memset(t->buckets, 0, (size_t)buckets * sizeof(*t->buckets));
 	t->mask = buckets - 1;
+	for (int side = 0; side < RTT_SIDES; side++)
+		t->lo_ns[side] = UINT64_MAX;
 	return t;
+}
+
+void
+rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns)
+{
+	*lo_ns = t->lo_ns[side] != UINT64_MAX ? t->lo_ns[side] : 0;
+	*hi_ns = t->hi_ns[side];
+	t->lo_ns[side] = UINT64_MAX;
+	t->hi_ns[side] = 0;
 }
 
 void
@@ -117,15 +129,12 @@ tag_of(uint32_t hash)
 
 /* Bit w set if way w holds tag x. */
 static inline uint32_t
-match8(const uint32_t *v, uint32_t x)
+match4(const uint32_t *v, uint32_t x)
 {
 #ifdef __SSE2__
-	__m128i k = _mm_set1_epi32((int)x);
-	__m128i a = _mm_cmpeq_epi32(_mm_load_si128((const __m128i *)v), k);
-	__m128i b = _mm_cmpeq_epi32(_mm_load_si128((const __m128i *)(v + 4)), k);
+	__m128i a = _mm_cmpeq_epi32(_mm_load_si128((const __m128i *)v), _mm_set1_epi32((int)x));
 
-	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a)) |
-	       ((uint32_t)_mm_movemask_ps(_mm_castsi128_ps(b)) << 4);
+	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a));
 #else
 	uint32_t m = 0;
 
@@ -135,8 +144,12 @@ match8(const uint32_t *v, uint32_t x)
 #endif
 }
 
-/* A free way of the bucket, else its least recently seen flow (evicted); cleared. */
-static __attribute__((noinline)) unsigned int
+/*
+ * A free way of the bucket, else its least recently seen flow if that has
+ * been idle for RTT_IDLE_NS (evicted), cleared for the new flow; or -1 if
+ * every flow of the bucket is in use (the new one is not timed).
+ */
+static __attribute__((noinline)) int
 flow_insert(struct rtt_table *t, uint32_t idx, uint32_t tag, uint32_t now16)
 {
 	struct rtt_bucket *b = &t->buckets[idx];
@@ -146,44 +159,46 @@ flow_insert(struct rtt_table *t, uint32_t idx, uint32_t tag, uint32_t now16)
 	for (unsigned int i = 0; i < RTT_BUCKET_WAYS; i++) {
 		if (b->tag[i] == 0) {
 			w = i;
-			break;
+			goto take;
 		}
 		if (now16 - b->seen[i] >= age) {
 			age = now16 - b->seen[i];
 			w = i;
 		}
 	}
-	if (b->tag[w] != 0)
-		t->c.evictions++;
+	if (age < (RTT_IDLE_NS >> RTT_SEEN_SHIFT)) {
+		t->c.no_room++;
+		return -1;
+	}
+	t->c.evictions++;
+take:
 	b->tag[w] = tag;
 	memset(&t->flows[(size_t)idx * RTT_BUCKET_WAYS + w], 0, sizeof(struct rtt_flow));
-	return w;
+	return (int)w;
 }
 
-/* The flow of this hash, created if absent (when create); its age renewed. */
+/* The flow of this hash, created if absent (when create and there is room); its age renewed. */
 static inline __attribute__((always_inline)) struct rtt_flow *
-flow_get(struct rtt_table *t, uint32_t hash, bool create, uint64_t now)
+flow_get(struct rtt_table *t, uint32_t hash, bool create, uint32_t now16)
 {
-	uint32_t idx = bucket_idx(t, hash), m = match8(t->buckets[idx].tag, tag_of(hash));
-	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
-	unsigned int w;
+	uint32_t idx = bucket_idx(t, hash), m = match4(t->buckets[idx].tag, tag_of(hash));
+	int w;
 
 	if (m != 0) {
-		w = (unsigned int)__builtin_ctz(m);
+		w = __builtin_ctz(m);
 	} else {
-		if (!create)
+		if (!create || (w = flow_insert(t, idx, tag_of(hash), now16)) < 0)
 			return NULL;
-		w = flow_insert(t, idx, tag_of(hash), now16);
 	}
 	t->buckets[idx].seen[w] = now16;
-	return &t->flows[(size_t)idx * RTT_BUCKET_WAYS + w];
+	return &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)w];
 }
 
 const struct rtt_flow *
 rtt_find(const struct rtt_table *t, uint32_t flow_hash)
 {
 	uint32_t idx = bucket_idx(t, flow_hash);
-	uint32_t m = match8(t->buckets[idx].tag, tag_of(flow_hash));
+	uint32_t m = match4(t->buckets[idx].tag, tag_of(flow_hash));
 
 	return m != 0 ? &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)]
 		      : NULL;
@@ -225,8 +240,8 @@ tcp_find_ts(const uint8_t *opt, unsigned int len, uint32_t *tsval, uint32_t *tse
 	return false;
 }
 
-unsigned int
-rtt_hist_bucket(uint64_t rtt_ns)
+static inline unsigned int
+hist_bucket(uint64_t rtt_ns)
 {
 	uint64_t v = rtt_ns / RTT_HIST_UNIT_NS;
 	unsigned int m, b;
@@ -239,6 +254,12 @@ rtt_hist_bucket(uint64_t rtt_ns)
 	if (2 * m + b >= RTT_HIST_BUCKETS)
 		return RTT_HIST_BUCKETS - 1;
 	return 2 * m + b;
+}
+
+unsigned int
+rtt_hist_bucket(uint64_t rtt_ns)
+{
+	return hist_bucket(rtt_ns);
 }
 
 uint64_t
@@ -286,31 +307,39 @@ rtt_hist_diff(const struct rtt_hist *a, const struct rtt_hist *b, struct rtt_his
 	out->sum_ns = a->sum_ns - b->sum_ns;
 }
 
-/* Account one sample to the flow and the table; fills out. */
+/* A new baseline window for both sides of the flow (its first sample, or 10 s on). */
 static __attribute__((noinline)) void
-take_sample(struct rtt_table *t, struct rtt_flow *f, enum rtt_side side, enum rtt_method method,
-	    uint64_t rtt, uint64_t now, struct rtt_sample *out)
+window_turn(struct rtt_flow *f, uint32_t now_w)
+{
+	for (unsigned int s = 0; s < RTT_SIDES; s++) {
+		f->win_min_us[s][1] = (f->state & RTT_SAMPLED) ? f->win_min_us[s][0] : UINT32_MAX;
+		f->win_min_us[s][0] = UINT32_MAX;
+	}
+	f->win_start = now_w;
+	f->state |= RTT_SAMPLED;
+}
+
+/* Account one sample to the flow and the table; fills out. */
+static inline __attribute__((always_inline)) void
+take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
+	    enum rtt_method method, uint64_t rtt, uint64_t now, struct rtt_sample *out)
 {
 	uint32_t us = (uint32_t)(rtt / 1000), now_w = (uint32_t)(now >> RTT_WIN_SHIFT);
 	uint32_t *wm = f->win_min_us[side];
 	struct rtt_hist *h = &t->hist[side];
 
-	/* The baseline windows of both sides turn together. */
-	if (!(f->state & RTT_SAMPLED) || now_w - f->win_start >= RTT_WIN_UNITS) {
-		for (unsigned int s = 0; s < RTT_SIDES; s++) {
-			f->win_min_us[s][1] =
-					(f->state & RTT_SAMPLED) ? f->win_min_us[s][0] : UINT32_MAX;
-			f->win_min_us[s][0] = UINT32_MAX;
-		}
-		f->win_start = now_w;
-		f->state |= RTT_SAMPLED;
-	}
+	if (!(f->state & RTT_SAMPLED) || now_w - f->win_start >= RTT_WIN_UNITS)
+		window_turn(f, now_w);
 	if (us < wm[0])
 		wm[0] = us;
 	f->last_us[side] = us;
-	h->count[rtt_hist_bucket(rtt)]++;
+	h->count[hist_bucket(rtt)]++;
 	h->samples++;
 	h->sum_ns += rtt;
+	if (rtt < t->lo_ns[side])
+		t->lo_ns[side] = rtt;
+	if (rtt > t->hi_ns[side])
+		t->hi_ns[side] = rtt;
 	t->c.samples++;
 	out->rtt_ns = rtt;
 	out->base_ns = (uint64_t)(wm[0] < wm[1] ? wm[0] : wm[1]) * 1000;
@@ -319,12 +348,9 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, enum rtt_side side, enum rt
 }
 
 /* Samples of what dir's opposite direction recorded are of this side. */
-static inline enum rtt_side
-side_of_recorder(enum rtt_dir recorder)
-{
-	return recorder == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN;
-}
+#define SIDE_OF_RECORDER(recorder) ((recorder) == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN)
 
+/* A packet of a flow with timestamps; dir is a constant where this is inlined. */
 static inline __attribute__((always_inline)) bool
 ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint32_t tsval,
 	   uint32_t tsecr, bool ack, uint64_t now, struct rtt_sample *out)
@@ -333,6 +359,9 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 	struct rtt_half *mine = &f->half[dir], *other = &f->half[od];
 	uint8_t st = f->state;
 
+	if (!(st & RTT_HAS_TS))
+		st = (uint8_t)((st & RTT_SAMPLED) |
+			       RTT_HAS_TS); /* what sequence sampling left goes */
 	/* Only a TSval newer than any before is timed: repeats keep the first time. */
 	if (!(st & ST_HAVE(dir)) || after32(tsval, mine->last)) {
 		mine->last = tsval;
@@ -350,7 +379,7 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 		f->state = st & (uint8_t)~ST_ARMED(od);
 		if (other->want != tsecr || now - other->ns > RTT_MAX_NS)
 			return false;
-		take_sample(t, f, side_of_recorder(od), RTT_BY_TIMESTAMP, now - other->ns, now,
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, now - other->ns, now,
 			    out);
 		return true;
 	}
@@ -358,14 +387,17 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 	return false;
 }
 
-static bool
-seq_observe(struct rtt_table *t, struct rtt_flow *f, enum rtt_dir dir, uint32_t seq,
+/* A packet of a flow without timestamps (seglen: the sequence space it takes). */
+static inline __attribute__((always_inline)) bool
+seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint32_t seq,
 	    uint32_t seglen, uint32_t ackno, bool ack, uint64_t now, struct rtt_sample *out)
 {
-	enum rtt_dir od = (enum rtt_dir)(dir ^ 1);
+	const enum rtt_dir od = (enum rtt_dir)(dir ^ 1);
 	struct rtt_half *mine = &f->half[dir], *other = &f->half[od];
 	uint8_t st = f->state;
 
+	if (st & RTT_HAS_TS)
+		return false; /* a flow with timestamps is timed by them alone */
 	if (seglen != 0) {
 		uint32_t end = seq + seglen;
 
@@ -395,7 +427,7 @@ seq_observe(struct rtt_table *t, struct rtt_flow *f, enum rtt_dir dir, uint32_t 
 		f->state = st & (uint8_t)~ST_ARMED(od);
 		if (now - other->ns > RTT_MAX_NS)
 			return false;
-		take_sample(t, f, side_of_recorder(od), RTT_BY_SEQUENCE, now - other->ns, now, out);
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, now - other->ns, now, out);
 		return true;
 	}
 	f->state = st;
@@ -433,86 +465,87 @@ tcp_seglen(const struct sh_pkt *p, const uint8_t *th, uint32_t doff)
 	return len + ((th[13] & (TCP_SYN | TCP_FIN)) != 0);
 }
 
-/* Timestamps from now on: what sequence sampling left means nothing. */
-static inline void
-flow_turn_ts(struct rtt_flow *f)
+/* A segment without timestamps whose options (if any) end at doff. */
+static inline __attribute__((always_inline)) bool
+pkt_observe_seq(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir,
+		const uint8_t *th, uint32_t doff, uint32_t now16, uint64_t now,
+		struct rtt_sample *out)
 {
-	f->state = (uint8_t)((f->state & RTT_SAMPLED) | RTT_HAS_TS);
+	uint32_t seglen = tcp_seglen(p, th, doff);
+	/* Nothing to time on a bare ACK of a flow never seen. */
+	struct rtt_flow *f = flow_get(t, p->flow_hash, seglen != 0, now16);
+
+	return f != NULL && seq_observe(t, f, dir, be32(th + 4), seglen, be32(th + 8),
+					(th[13] & TCP_ACK) != 0, now, out);
 }
 
-/*
- * Everything but the usual timestamp layout: options elsewhere, no
- * timestamps (sequence sampling), RST, malformed headers.
- */
+/* Options in another layout (walked), RST, malformed headers. */
 static __attribute__((noinline)) bool
-pkt_observe_slow(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint64_t now,
-		 struct rtt_sample *out)
+pkt_observe_slow(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint32_t now16,
+		 uint64_t now, struct rtt_sample *out)
 {
 	const uint8_t *th = p->data + p->l4_off;
-	uint32_t doff = (uint32_t)(th[12] >> 4) * 4, tsval = 0, tsecr = 0, seglen = 0;
-	uint8_t fl = th[13];
+	uint32_t doff = (uint32_t)(th[12] >> 4) * 4, tsval, tsecr;
+	bool ack = (th[13] & TCP_ACK) != 0;
 	struct rtt_flow *f;
-	bool has_ts;
 
-	if (doff < 20 || p->l4_off + doff > p->hdr_len || (fl & TCP_RST))
+	if (doff < 20 || p->l4_off + doff > p->hdr_len || (th[13] & TCP_RST))
 		return false;
-	has_ts = doff > 20 && tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr);
-	if (!has_ts)
-		seglen = tcp_seglen(p, th, doff);
-	/* Nothing to time on a bare ACK of a flow never seen. */
-	f = flow_get(t, p->flow_hash, has_ts || seglen != 0, now);
+	if (!tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr))
+		return dir == RTT_UP ? pkt_observe_seq(t, p, RTT_UP, th, doff, now16, now, out)
+				     : pkt_observe_seq(t, p, RTT_DOWN, th, doff, now16, now, out);
+	f = flow_get(t, p->flow_hash, true, now16);
 	if (f == NULL)
 		return false;
-	if (has_ts) {
-		if (!(f->state & RTT_HAS_TS))
-			flow_turn_ts(f);
-		return dir == RTT_UP ? ts_observe(t, f, RTT_UP, tsval, tsecr, (fl & TCP_ACK) != 0,
-						  now, out)
-				     : ts_observe(t, f, RTT_DOWN, tsval, tsecr, (fl & TCP_ACK) != 0,
-						  now, out);
-	}
-	if (f->state & RTT_HAS_TS)
-		return false; /* a flow with timestamps is timed by them alone */
-	return seq_observe(t, f, dir, be32(th + 4), seglen, be32(th + 8), (fl & TCP_ACK) != 0, now,
-			   out);
+	return dir == RTT_UP ? ts_observe(t, f, RTT_UP, tsval, tsecr, ack, now, out)
+			     : ts_observe(t, f, RTT_DOWN, tsval, tsecr, ack, now, out);
 }
 
 /* One packet that pkt_wanted; dir is a constant where this is inlined. */
 static inline __attribute__((always_inline)) bool
-pkt_observe(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir, uint64_t now,
-	    struct rtt_sample *out)
+pkt_observe(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir, uint32_t now16,
+	    uint64_t now, struct rtt_sample *out)
 {
 	static const uint8_t ts_opt[4] = { TCP_OPT_NOP, TCP_OPT_NOP, TCP_OPT_TS, TCP_OPT_TSLEN };
 	const uint8_t *th = p->data + p->l4_off;
-	struct rtt_flow *f;
+	/* Data offset (high nibble) and reserved bits, then the flags. */
+	uint32_t off_flags = (uint32_t)th[12] | (uint32_t)th[13] << 8;
 
-	/* The usual layout (Linux, the BSDs, macOS): NOP, NOP, TS first; no RST. */
-	if (th[12] < 0x80 || p->l4_off + 32u > p->hdr_len || load32(th + 20) != load32(ts_opt) ||
-	    (th[13] & TCP_RST))
-		return pkt_observe_slow(t, p, dir, now, out);
-	f = flow_get(t, p->flow_hash, true, now);
-	if (!(f->state & RTT_HAS_TS))
-		flow_turn_ts(f);
-	return ts_observe(t, f, dir, be32(th + 24), be32(th + 28), (th[13] & TCP_ACK) != 0, now,
-			  out);
+	/* The usual layout (Linux, the BSDs, macOS): NOP, NOP, TS first (offset >= 32 B), no RST.
+	 */
+	if ((off_flags & (TCP_RST << 8 | 0x80)) == 0x80 && p->l4_off + 32u <= p->hdr_len &&
+	    load32(th + 20) == load32(ts_opt)) {
+		struct rtt_flow *f = flow_get(t, p->flow_hash, true, now16);
+
+		return f != NULL && ts_observe(t, f, dir, be32(th + 24), be32(th + 28),
+					       (off_flags & TCP_ACK << 8) != 0, now, out);
+	}
+	/* No options, no RST: timed by sequence numbers. */
+	if ((off_flags & (TCP_RST << 8 | 0xf0)) == 0x50)
+		return pkt_observe_seq(t, p, dir, th, 20, now16, now, out);
+	return pkt_observe_slow(t, p, dir, now16, now, out);
 }
 
 bool
 rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint64_t now,
 	    struct rtt_sample *out)
 {
+	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
+
 	if (!pkt_wanted(p))
 		return false;
 	t->c.packets++;
-	return dir == RTT_UP ? pkt_observe(t, p, RTT_UP, now, out)
-			     : pkt_observe(t, p, RTT_DOWN, now, out);
+	return dir == RTT_UP ? pkt_observe(t, p, RTT_UP, now16, now, out)
+			     : pkt_observe(t, p, RTT_DOWN, now16, now, out);
 }
 
 static inline __attribute__((always_inline)) unsigned int
 observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 	      const enum rtt_dir dir, uint64_t now, struct rtt_sample *out)
 {
-	unsigned int m = 0, tcp = 0;
+	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
+	struct rtt_sample *o = out;
+	unsigned int tcp = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
 		const struct sh_pkt *p = pkts[i];
@@ -520,10 +553,10 @@ observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 		if (!pkt_wanted(p))
 			continue;
 		tcp++;
-		m += pkt_observe(t, p, dir, now, &out[m]);
+		o += pkt_observe(t, p, dir, now16, now, o);
 	}
 	t->c.packets += tcp;
-	return m;
+	return (unsigned int)(o - out);
 }
 
 unsigned int

@@ -101,11 +101,11 @@ frame_facts(struct sb_frame *fr)
 
 	fr->dir = memcmp(h + 6, sb_router_mac, 6) == 0 ? SHAPER_DOWN : SHAPER_UP;
 	fr->tcp_off = fr->ts_off = 0;
-	if (fr->caplen < 14 + 40 + 20)
+	if (fr->caplen < 14 + 20 + 20)
 		return;
 	if (h[12] == 0x08 && h[13] == 0x00 && (h[14] >> 4) == 4 && h[23] == 6)
 		l4 = 14 + (uint32_t)(h[14] & 0x0f) * 4;
-	else if (h[12] == 0x86 && h[13] == 0xdd && h[20] == 6)
+	else if (h[12] == 0x86 && h[13] == 0xdd && fr->caplen >= 14 + 40 + 20 && h[20] == 6)
 		l4 = 14 + 40;
 	if (l4 == 0 || l4 + 20 > fr->caplen)
 		return;
@@ -494,12 +494,13 @@ main(int argc, char **argv)
 	       (unsigned long long)b.starved, offered, b.two_way ? "true" : "false");
 	if (b.rtt != NULL)
 		printf(", \"rtt\": {\"tcp_packets\": %llu, \"samples_wan\": %llu, "
-		       "\"samples_lan\": %llu, \"evictions\": %llu, \"ts_full\": %llu, "
-		       "\"karn\": %llu}",
+		       "\"samples_lan\": %llu, \"evictions\": %llu, \"no_room\": %llu, "
+		       "\"ts_full\": %llu, \"karn\": %llu}",
 		       (unsigned long long)(b.rtt->c.packets - rc0.packets),
 		       (unsigned long long)(b.dir[SHAPER_DOWN].samples - samples0[SHAPER_DOWN]),
 		       (unsigned long long)(b.dir[SHAPER_UP].samples - samples0[SHAPER_UP]),
 		       (unsigned long long)(b.rtt->c.evictions - rc0.evictions),
+		       (unsigned long long)(b.rtt->c.no_room - rc0.no_room),
 		       (unsigned long long)(b.rtt->c.ts_full - rc0.ts_full),
 		       (unsigned long long)(b.rtt->c.karn - rc0.karn));
 	printf("}\n");

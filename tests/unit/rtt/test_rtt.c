@@ -1,9 +1,9 @@
 /*
  * Passive RTT from crafted frames: timestamps echoed both ways (WAN and LAN
  * side) over IPv4 and IPv6, repeated and older TSvals, one TSval in flight,
- * wraparound of TSval and sequence numbers, sequence/ACK sampling with Karn's rule, Ethernet
- * padding, eviction of the least recently seen flow, the baseline and the
- * histogram.
+ * wraparound of TSval and sequence numbers, sequence/ACK sampling with
+ * Karn's rule, Ethernet padding, eviction of the least recently seen flow
+ * once idle, the baseline and the histogram.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -312,7 +312,11 @@ test_padding_and_bare_acks(void **state)
 	rtt_table_free(t);
 }
 
-/* A full bucket evicts its least recently seen flow; memory stays as allocated. */
+/*
+ * A full bucket evicts its least recently seen flow once that has been idle
+ * for RTT_IDLE_NS; before, the new flow is not timed. Memory stays as
+ * allocated.
+ */
 static void
 test_eviction(void **state)
 {
@@ -320,29 +324,35 @@ test_eviction(void **state)
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .tsval = 10, .payload = 10 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 10, .tsecr = 10 };
 	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+	uint64_t t0 = MS(5000);
 
 	(void)state;
 	assert_int_equal(t->mask, 0);
 	for (uint16_t i = 0; i < RTT_BUCKET_WAYS; i++) {
 		up.lan_port = (uint16_t)(1000 + i);
-		feed(t, &up, MS(i), NULL);
+		feed(t, &up, t0 + MS(i), NULL);
 	}
 	/* Flow 1000 is seen again: 1001 is now the oldest. */
 	up.lan_port = 1000, up.tsval = 11;
-	feed(t, &up, MS(10), NULL);
-	assert_int_equal(t->c.evictions, 0);
+	feed(t, &up, t0 + MS(10), NULL);
+	/* All were seen within RTT_IDLE_NS: 2000 is not timed, nobody is evicted. */
 	up.lan_port = 2000, up.tsval = 10;
-	feed(t, &up, MS(11), NULL);
+	feed(t, &up, t0 + MS(11), NULL);
+	assert_int_equal(t->c.evictions, 0);
+	assert_int_equal(t->c.no_room, 1);
+	assert_null(find(t, 4, lan4, wan4, 2000, WAN_PORT));
+	/* A second later 1001 has been idle long enough to go. */
+	feed(t, &up, t0 + MS(1) + RTT_IDLE_NS + MS(1), NULL);
 	assert_int_equal(t->c.evictions, 1);
 	assert_null(find(t, 4, lan4, wan4, 1001, WAN_PORT));
 	assert_non_null(find(t, 4, lan4, wan4, 1000, WAN_PORT));
 	assert_non_null(find(t, 4, lan4, wan4, 1002, WAN_PORT));
 	assert_non_null(find(t, 4, lan4, wan4, 2000, WAN_PORT));
-	/* The evicted flow's echo finds nothing to match. */
+	/* The evicted flow's echo finds nothing to match; the new one's does. */
 	dn.lan_port = 1001;
-	assert_int_equal(feed(t, &dn, MS(20), NULL), 0);
+	assert_int_equal(feed(t, &dn, t0 + RTT_IDLE_NS + MS(20), NULL), 0);
 	dn.lan_port = 2000;
-	assert_int_equal(feed(t, &dn, MS(20), NULL), MS(9));
+	assert_int_equal(feed(t, &dn, t0 + RTT_IDLE_NS + MS(20), NULL), MS(18));
 	rtt_table_free(t);
 }
 
