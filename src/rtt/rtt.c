@@ -92,15 +92,6 @@ rtt_table_new(uint32_t max_flows)
 }
 
 void
-rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns)
-{
-	*lo_ns = t->lo_ns[side] != UINT64_MAX ? t->lo_ns[side] : 0;
-	*hi_ns = t->hi_ns[side];
-	t->lo_ns[side] = UINT64_MAX;
-	t->hi_ns[side] = 0;
-}
-
-void
 rtt_table_free(struct rtt_table *t)
 {
 	if (t == NULL)
@@ -108,6 +99,15 @@ rtt_table_free(struct rtt_table *t)
 	free(t->buckets);
 	free(t->flows);
 	free(t);
+}
+
+void
+rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns)
+{
+	*lo_ns = t->lo_ns[side] != UINT64_MAX ? t->lo_ns[side] : 0;
+	*hi_ns = t->hi_ns[side];
+	t->lo_ns[side] = UINT64_MAX;
+	t->hi_ns[side] = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -154,12 +154,13 @@ flow_insert(struct rtt_table *t, uint32_t idx, uint32_t tag, uint32_t now16)
 {
 	struct rtt_bucket *b = &t->buckets[idx];
 	unsigned int w = 0;
-	uint32_t age = 0;
+	uint32_t age = 0; /* of way w; a free way counts as idle forever */
 
 	for (unsigned int i = 0; i < RTT_BUCKET_WAYS; i++) {
 		if (b->tag[i] == 0) {
 			w = i;
-			goto take;
+			age = UINT32_MAX;
+			break;
 		}
 		if (now16 - b->seen[i] >= age) {
 			age = now16 - b->seen[i];
@@ -170,8 +171,8 @@ flow_insert(struct rtt_table *t, uint32_t idx, uint32_t tag, uint32_t now16)
 		t->c.no_room++;
 		return -1;
 	}
-	t->c.evictions++;
-take:
+	if (b->tag[w] != 0)
+		t->c.evictions++;
 	b->tag[w] = tag;
 	memset(&t->flows[(size_t)idx * RTT_BUCKET_WAYS + w], 0, sizeof(struct rtt_flow));
 	return (int)w;

@@ -109,6 +109,7 @@ ts_both_sides(int v6)
 	struct seg dn = { .v6 = v6, .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1 };
 	const struct rtt_flow *f;
 	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+	uint64_t lo, hi;
 
 	assert_non_null(t);
 	up.tsval = 1000, up.tsecr = 7000;
@@ -131,6 +132,16 @@ ts_both_sides(int v6)
 	assert_int_equal(f->last_us[RTT_SIDE_LAN], 1500);
 	assert_int_equal(t->hist[RTT_SIDE_WAN].samples, 1);
 	assert_int_equal(t->hist[RTT_SIDE_LAN].samples, 1);
+	/* The interval's range of each side, then a new interval without samples. */
+	rtt_range_take(t, RTT_SIDE_WAN, &lo, &hi);
+	assert_int_equal(lo, MS(40));
+	assert_int_equal(hi, MS(40));
+	rtt_range_take(t, RTT_SIDE_WAN, &lo, &hi);
+	assert_int_equal(lo, 0);
+	assert_int_equal(hi, 0);
+	rtt_range_take(t, RTT_SIDE_LAN, &lo, &hi);
+	assert_int_equal(lo, 1500000);
+	assert_int_equal(hi, 1500000);
 	/* Either way round it is one flow; another port is another. */
 	assert_ptr_equal(f, v6 ? find(t, 6, v6wan, v6lan, WAN_PORT, LAN_PORT)
 			       : find(t, 4, wan4, lan4, WAN_PORT, LAN_PORT));
