@@ -284,8 +284,7 @@ setup_rtt(struct app *a)
 	    !a->cfg.autorate[SHAPER_DOWN].enabled)
 		return 0; /* dataplane.passive_rtt off: no table, no per-packet cost */
 	for (unsigned int i = 0; i < a->n_shards; i++) {
-		struct dp_rtt *r = dp_rtt_create(
-				&a->cfg, a->cfg.dir[SHAPER_UP].seed ^ 0x2545f4914f6cdd1dULL ^ i);
+		struct dp_rtt *r = dp_rtt_create(&a->cfg);
 
 		if (r == NULL) {
 			fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
@@ -364,7 +363,10 @@ setup_dirs(struct app *a)
 	char err[SHAPER_ERR_LEN];
 	struct classify_key shared_key;
 
-	/* Shards pick by the LAN host's hash in both directions: one key for both. */
+	/*
+	 * One key both ways: shards pick by the LAN host's hash in both directions,
+	 * and passive RTT finds a flow by the same hash from either side.
+	 */
 	classify_key_init(&shared_key, a->cfg.dir[SHAPER_UP].seed ^ 0x9e3779b97f4a7c15ULL);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		for (unsigned int i = 0; i < a->n_shards; i++) {
@@ -384,11 +386,7 @@ setup_dirs(struct app *a)
 			dd->mbuf_fixed = b.fixed;
 			dd->rx_port = a->port[dir_input_port(d)].port_id;
 			dd->tx_port = a->port[shaper_dir_output(d)].port_id;
-			if (a->n_shards > 1)
-				dd->key = shared_key;
-			else
-				classify_key_init(&dd->key,
-						  a->cfg.dir[d].seed ^ 0x9e3779b97f4a7c15ULL);
+			dd->key = shared_key;
 			dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
 			if (dd->sched == NULL) {
 				fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);

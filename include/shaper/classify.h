@@ -26,6 +26,14 @@ void classify_key_init(struct classify_key *key, uint64_t seed);
  */
 void classify_pkt(struct sh_pkt *p, const struct classify_key *key);
 
+/*
+ * The flow_hash classify_pkt gives an unfragmented packet of this 5-tuple
+ * (family 4 or 6; addresses in network order, 4 or 16 bytes), either way
+ * round: for finding a flow again from its addresses.
+ */
+uint32_t classify_flow_hash(const struct classify_key *key, uint8_t family, const uint8_t *src,
+			    const uint8_t *dst, uint16_t sport, uint16_t dport, uint8_t proto);
+
 /* Burst form: prefetch-friendly loop over n packets. */
 void classify_burst(struct sh_pkt **pkts, unsigned int n, const struct classify_key *key);
 

@@ -121,7 +121,7 @@ struct dp_mailbox {
  * one table both feed, and each direction's autorate. Only that worker
  * touches it; the control thread sees it through the snapshots.
  */
-#define DP_RTT_FLOWS       16384         /* flows timed at once (about 4 MB) */
+#define DP_RTT_FLOWS       32768         /* flows timed at once (64 B each, 2.3 MB in all) */
 #define DP_RTT_INTERVAL_NS 1000000000ull /* "the last interval" of stats and telemetry */
 
 struct dp_rtt {
@@ -129,13 +129,13 @@ struct dp_rtt {
 	struct autorate ar[SHAPER_NUM_DIRS];
 	bool ar_on[SHAPER_NUM_DIRS];
 	/* The interval in progress and the last whole one, per side. */
-	uint64_t iv_start[RTT_SIDES], iv_min[RTT_SIDES], iv_max[RTT_SIDES];
+	uint64_t iv_start[RTT_SIDES];
 	struct rtt_hist iv_base[RTT_SIDES];
 	struct ctl_rtt last[RTT_SIDES];
 };
 
 /* NULL on allocation failure. Autorate per c->autorate[]. */
-struct dp_rtt *dp_rtt_create(const struct shaper_config *c, uint64_t seed);
+struct dp_rtt *dp_rtt_create(const struct shaper_config *c);
 void dp_rtt_free(struct dp_rtt *r);
 /* Worker: time the TCP packets of a classified burst of direction dir. */
 void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,

@@ -4,15 +4,26 @@
  *  - a TSval L sends upstream, echoed as TSecr in R's reply coming down,
  *    times the path beyond the WAN port (the WAN side: modem, ISP, R);
  *  - a TSval R sends downstream, echoed by L going up, times the LAN side.
- * Flows without the timestamp option are sampled by sequence/ACK matching:
- * one data segment per flow and direction at a time, dropped when any of it
- * is retransmitted (Karn's rule). Each sample is also reported against the
- * flow's baseline (the lowest RTT over the last one to two windows), so a
- * rise says "a queue grew on the path", whatever the remote's distance.
+ * Flows without the timestamp option are sampled by sequence/ACK matching
+ * instead, a sample dropped when any of its segment is retransmitted (Karn's
+ * rule). Either way each flow and direction has one sample in flight at a
+ * time (a TSval awaiting its echo, a segment awaiting its ACK): at most one
+ * sample per round trip, which keeps the state of a flow in one cache line.
+ * Each sample is also reported against the flow's baseline (the lowest RTT
+ * over the last one to two windows), so a rise says "a queue grew on the
+ * path", whatever the remote's distance.
  *
  * Memory is one fixed table allocated up front: 4-way buckets, the least
- * recently seen flow of a full bucket is evicted. rtt_observe allocates
- * nothing, makes no syscall and is given the time; it is meant for the worker.
+ * recently seen flow of a full bucket is evicted once it has been idle for
+ * RTT_IDLE_NS (before that, a new flow is not timed: flows that stay get
+ * their samples, rather than every flow churning through and none). A flow is known by the
+ * classifier's flow_hash (direction-symmetric, so both directions must be
+ * classified with one key), as CAKE knows its queues: two flows with one
+ * hash would share an entry, which can cost at most a wrong sample.
+ * rtt_observe allocates nothing, makes no syscall and is given the time; it
+ * is meant for the worker, and its cost per packet is budgeted (at most 10 %
+ * of CAKE's; tools/bench/sched_bench --rtt measures it): a packet reads and
+ * writes one bucket line and one flow line.
  */
 #ifndef SHAPER_RTT_H
 #define SHAPER_RTT_H
@@ -40,9 +51,10 @@ enum rtt_method {
 	RTT_BY_SEQUENCE = 1,
 };
 
-#define RTT_TS_SLOTS     4              /* TSvals awaiting their echo, per flow and direction */
+#define RTT_BUCKET_WAYS  4              /* flows per bucket */
 #define RTT_BASE_WIN_NS  10000000000ull /* baseline: min over this window and the one before */
 #define RTT_MAX_NS       60000000000ull /* an echo later than this is not a sample */
+#define RTT_IDLE_NS      1000000000ull  /* a flow idle this long may be evicted for a new one */
 #define RTT_HIST_BUCKETS 40             /* half-octave buckets from 100 us */
 #define RTT_HIST_UNIT_NS 100000ull      /* bucket 0 is [0, 100 us) */
 
@@ -53,35 +65,38 @@ struct rtt_sample {
 	uint8_t method;   /* enum rtt_method */
 };
 
-/* What one flow and direction is waiting for. */
+/* One flow and direction (of the packets recorded). */
 struct rtt_half {
-	uint32_t ts_val[RTT_TS_SLOTS]; /* a FIFO, oldest at ts_head */
-	uint64_t ts_ns[RTT_TS_SLOTS];
-	uint32_t last_tsval; /* newest TSval recorded (later ones must be after it) */
-	uint32_t seq_max;    /* highest sequence end sent */
-	uint32_t seq_expect; /* the ACK that completes the sampled segment */
-	uint64_t seq_ns;     /* when the sampled segment passed */
-	uint8_t ts_head, ts_n;
-	uint8_t have_tsval, have_seq, seq_armed;
+	uint32_t last; /* the newest TSval seen; without timestamps the highest sequence end */
+	uint32_t want; /* the TSecr, or the ACK, that completes the sample in flight */
+	uint64_t ns;   /* when the sample's packet passed */
 };
 
-struct rtt_side_stats {
-	uint64_t last_ns, min_ns; /* min_ns over the flow's life */
-	uint64_t win_min[2];      /* this window's and the last window's minimum */
-	uint64_t win_start;
-	uint32_t samples;
+/* rtt_flow.state: bits of each direction (shifted by 2 * enum rtt_dir), then the flow's. */
+enum rtt_flow_state {
+	RTT_HAVE = 1u << 0,    /* half[dir].last is valid */
+	RTT_ARMED = 1u << 1,   /* half[dir] has a sample in flight */
+	RTT_HAS_TS = 1u << 4,  /* timestamps seen: no sequence sampling */
+	RTT_SAMPLED = 1u << 5, /* win_start and win_min are valid */
 };
 
+/*
+ * One cache line. RTTs are kept in whole us (60 s fits), the baseline
+ * window's start in units of 2^20 ns (about 1 ms; wraps after 52 days).
+ */
 struct rtt_flow {
-	uint8_t lan[16], wan[16]; /* addresses; IPv4 uses the first 4 bytes, the rest 0 */
-	uint16_t lan_port, wan_port;
-	uint8_t family; /* 4 or 6; 0 = free slot */
-	uint8_t has_ts; /* timestamps seen: no sequence sampling */
-	uint32_t hash;
-	uint64_t seen_ns;        /* last packet, for eviction */
-	struct rtt_half half[2]; /* indexed by enum rtt_dir of the recorded packet */
-	struct rtt_side_stats side[RTT_SIDES];
-};
+	struct rtt_half half[2];           /* indexed by enum rtt_dir */
+	uint32_t last_us[RTT_SIDES];       /* the newest sample of each side */
+	uint32_t win_min_us[RTT_SIDES][2]; /* this window's and the last window's minimum */
+	uint32_t win_start;
+	uint8_t state; /* enum rtt_flow_state */
+} __attribute__((aligned(64)));
+
+/* Half a cache line per bucket. */
+struct rtt_bucket {
+	uint32_t tag[RTT_BUCKET_WAYS];  /* the flows' tags; 0 = a free way */
+	uint32_t seen[RTT_BUCKET_WAYS]; /* last packet, in units of 2^16 ns (for eviction) */
+} __attribute__((aligned(32)));
 
 struct rtt_hist {
 	uint64_t count[RTT_HIST_BUCKETS];
@@ -92,30 +107,32 @@ struct rtt_counters {
 	uint64_t packets;   /* TCP packets looked at */
 	uint64_t samples;   /* samples taken (both methods) */
 	uint64_t evictions; /* flows evicted to make room */
-	uint64_t ts_full;   /* TSvals not recorded: the flow's FIFO was full */
-	uint64_t karn;      /* sequence samples dropped for a retransmission */
+	uint64_t no_room; /* packets of new flows not timed: their bucket's flows are all in use */
+	uint64_t ts_full; /* new TSvals not recorded: one was already awaiting its echo */
+	uint64_t karn;    /* sequence samples dropped for a retransmission */
 };
 
 struct rtt_table {
-	struct rtt_flow *flows;
-	uint32_t *tags; /* the flows' hashes (0 = free), a bucket's four in one cache line */
-	uint32_t mask;  /* buckets - 1 */
-	uint64_t seed;
+	struct rtt_bucket *buckets;
+	struct rtt_flow *flows; /* RTT_BUCKET_WAYS per bucket, in bucket order */
+	uint32_t mask;          /* buckets - 1 */
 	struct rtt_hist hist[RTT_SIDES];
+	/* The lowest and highest sample of each side since rtt_range_take (UINT64_MAX, 0: none). */
+	uint64_t lo_ns[RTT_SIDES], hi_ns[RTT_SIDES];
 	struct rtt_counters c;
 };
 
 /*
  * Allocate a table for about max_flows flows (rounded up to a power of two,
- * at least 4). Control-thread work. Returns NULL on allocation failure.
+ * at least RTT_BUCKET_WAYS). Control-thread work. Returns NULL on allocation failure.
  */
-struct rtt_table *rtt_table_new(uint32_t max_flows, uint64_t seed);
+struct rtt_table *rtt_table_new(uint32_t max_flows);
 void rtt_table_free(struct rtt_table *t);
 
 /*
  * Look at one classified packet (classify_pkt filled l3_off, l4_off,
- * flags) going in direction dir at time now (ns). Non-TCP packets and
- * fragments are ignored. Returns true and fills *out when the packet
+ * flags, flow_hash) going in direction dir at time now (ns). Non-TCP
+ * packets and fragments are ignored. Returns true and fills *out when the packet
  * completed a sample; the sample is also in the histogram of its side and
  * in the flow's stats.
  */
@@ -123,11 +140,21 @@ bool rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
 		 struct rtt_sample *out);
 
 /*
- * The flow with this LAN and WAN address and port (family 4 or 6), or
- * NULL. Addresses in network order, 4 or 16 bytes.
+ * The burst form the worker calls: what rtt_observe does for each of n
+ * classified packets in order (their table buckets fetched ahead); the
+ * samples they completed go to out (room for n) and their count is returned.
  */
-const struct rtt_flow *rtt_find(const struct rtt_table *t, uint8_t family, const uint8_t *lan,
-				const uint8_t *wan, uint16_t lan_port, uint16_t wan_port);
+unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+			       enum rtt_dir dir, uint64_t now, struct rtt_sample *out);
+
+/* The flow with this flow_hash (classify_flow_hash of its 5-tuple), or NULL. */
+const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
+
+/*
+ * The lowest and highest sample of a side since the last call (0, 0 if
+ * none), and start over: the range of "the last interval".
+ */
+void rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns);
 
 /* Bucket of a sample, and the lower edge of a bucket in ns (half-octave steps). */
 unsigned int rtt_hist_bucket(uint64_t rtt_ns);

@@ -539,6 +539,18 @@ cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
 	return cls_flow_hash6(key, f->src, f->dst, f->sport, f->dport, f->proto);
 }
 
+uint32_t
+classify_flow_hash(const struct classify_key *key, uint8_t family, const uint8_t *src,
+		   const uint8_t *dst, uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	struct cls_flow f = { .sport = sport, .dport = dport, .proto = proto };
+
+	f.alen = family == 4 ? 4 : 16;
+	memcpy(f.src, src, f.alen);
+	memcpy(f.dst, dst, f.alen);
+	return cls_flow_hash(key, &f);
+}
+
 /* Host hash of an IPv4 address loaded natively (as cls_host_hash). */
 static inline uint32_t
 cls_host_hash4(const struct classify_key *key, uint32_t a)

@@ -1047,6 +1047,7 @@ shaper_config_default(struct shaper_config *c)
 	}
 	c->burst = 32;
 	c->idle_sleep_us = 0;
+	c->passive_rtt = true;
 }
 
 /* One pool size: "auto" (0) or an integer. */

@@ -25,13 +25,13 @@ side_of(enum shaper_dir d)
 }
 
 struct dp_rtt *
-dp_rtt_create(const struct shaper_config *c, uint64_t seed)
+dp_rtt_create(const struct shaper_config *c)
 {
 	struct dp_rtt *r = calloc(1, sizeof(*r));
 
 	if (r == NULL)
 		return NULL;
-	r->table = rtt_table_new(DP_RTT_FLOWS, seed);
+	r->table = rtt_table_new(DP_RTT_FLOWS);
 	if (r->table == NULL) {
 		free(r);
 		return NULL;
@@ -45,8 +45,6 @@ dp_rtt_create(const struct shaper_config *c, uint64_t seed)
 		p.start_rate = ac->start_rate;
 		autorate_init(&r->ar[d], &p);
 	}
-	for (int s = 0; s < RTT_SIDES; s++)
-		r->iv_min[s] = UINT64_MAX;
 	return r;
 }
 
@@ -63,22 +61,21 @@ void
 dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 	     uint64_t now)
 {
-	enum rtt_dir rd = rtt_dir_of(dir);
-	struct rtt_sample s;
+	struct rtt_sample smp[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
+	unsigned int m;
 
-	for (unsigned int i = 0; i < n; i++) {
-		if (!(pkts[i]->flags & SH_PKT_TCP) || !rtt_observe(r->table, pkts[i], rd, now, &s))
-			continue;
-		if (s.rtt_ns < r->iv_min[s.side])
-			r->iv_min[s.side] = s.rtt_ns;
-		if (s.rtt_ns > r->iv_max[s.side])
-			r->iv_max[s.side] = s.rtt_ns;
-		if (s.side != RTT_SIDE_WAN)
+	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
+	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
+		return;
+	for (unsigned int i = 0; i < m; i++) {
+		const struct rtt_sample *s = &smp[i];
+
+		if (s->side != RTT_SIDE_WAN)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			if (r->ar_on[d])
-				autorate_sample(&r->ar[d], s.rtt_ns, s.base_ns);
+				autorate_sample(&r->ar[d], s->rtt_ns, s->base_ns);
 	}
 }
 
@@ -113,21 +110,18 @@ void
 dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n)
 {
 	for (unsigned int i = 0; i < n; i++) {
-		const struct rtt_flow *rf = NULL;
+		const struct rtt_flow *rf;
 
 		f[i].rtt_wan_ns = f[i].rtt_lan_ns = 0;
-		if (d->rtt == NULL || f[i].l4_proto != 6)
+		if (d->rtt == NULL || f[i].l4_proto != 6 || (f[i].family != 4 && f[i].family != 6))
 			continue;
-		/* Upstream queues hold packets from the LAN host, downstream ones to it. */
-		if (d->dir == SHAPER_UP)
-			rf = rtt_find(d->rtt->table, f[i].family, f[i].src, f[i].dst, f[i].sport,
-				      f[i].dport);
-		else
-			rf = rtt_find(d->rtt->table, f[i].family, f[i].dst, f[i].src, f[i].dport,
-				      f[i].sport);
+		/* The table knows flows by the classifier's hash, alike both ways. */
+		rf = rtt_find(d->rtt->table,
+			      classify_flow_hash(&d->key, f[i].family, f[i].src, f[i].dst,
+						 f[i].sport, f[i].dport, 6));
 		if (rf != NULL) {
-			f[i].rtt_wan_ns = rf->side[RTT_SIDE_WAN].last_ns;
-			f[i].rtt_lan_ns = rf->side[RTT_SIDE_LAN].last_ns;
+			f[i].rtt_wan_ns = (uint64_t)rf->last_us[RTT_SIDE_WAN] * 1000;
+			f[i].rtt_lan_ns = (uint64_t)rf->last_us[RTT_SIDE_LAN] * 1000;
 		}
 	}
 }
@@ -157,19 +151,17 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		r->iv_base[side] = *h;
 	} else if (now - r->iv_start[side] >= DP_RTT_INTERVAL_NS) {
 		struct rtt_hist iv;
+		uint64_t lo, hi;
 
 		rtt_hist_diff(h, &r->iv_base[side], &iv);
+		rtt_range_take(r->table, side, &lo, &hi);
 		last->interval_ns = now - r->iv_start[side];
 		last->iv_samples = iv.samples;
-		last->iv_min_ns = iv.samples != 0 ? r->iv_min[side] : 0;
+		last->iv_min_ns = lo;
 		/* Interpolated in a half-octave bucket: keep them inside what was seen. */
-		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), last->iv_min_ns,
-						r->iv_max[side]);
-		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), last->iv_min_ns,
-					     r->iv_max[side]);
+		last->iv_median_ns = clamp_seen(rtt_hist_percentile(&iv, 50), lo, hi);
+		last->iv_p99_ns = clamp_seen(rtt_hist_percentile(&iv, 99), lo, hi);
 		r->iv_base[side] = *h;
-		r->iv_min[side] = UINT64_MAX;
-		r->iv_max[side] = 0;
 		r->iv_start[side] = now;
 	}
 	*out = *last;

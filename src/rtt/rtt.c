@@ -1,23 +1,42 @@
 /*
  * Passive RTT (see include/shaper/rtt.h): a fixed table of TCP flows, each
- * with a short FIFO of TSvals per direction waiting for their echo and one
- * sampled segment waiting for its ACK. Sequence and timestamp values wrap:
- * every comparison is serial-number arithmetic.
+ * with one sample in flight per direction: a TSval waiting for its echo or,
+ * without timestamps, a segment waiting for its ACK. Sequence and timestamp
+ * values wrap: every comparison is serial-number arithmetic.
+ *
+ * The cost per packet is what the budget of issue 13 is about, so the path
+ * of the usual packet (TCP with the timestamp option first) is kept short:
+ * the flow is found by the hash the classifier already computed, the
+ * option is recognised by one 32-bit compare, and the flow's state is one
+ * cache line; anything unusual goes to pkt_observe_slow.
  */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "shaper/rtt.h"
 
-#define RTT_WAYS      4
-#define TCP_OPT_EOL   0
-#define TCP_OPT_NOP   1
-#define TCP_OPT_TS    8
-#define TCP_OPT_TSLEN 10
-#define TCP_FIN       0x01
-#define TCP_SYN       0x02
-#define TCP_RST       0x04
-#define TCP_ACK       0x10
+#define TCP_OPT_EOL    0
+#define TCP_OPT_NOP    1
+#define TCP_OPT_TS     8
+#define TCP_OPT_TSLEN  10
+#define TCP_FIN        0x01
+#define TCP_SYN        0x02
+#define TCP_RST        0x04
+#define TCP_ACK        0x10
+#define RTT_SEEN_SHIFT 16 /* bucket ages in units of 65.5 us: wrap after 78 hours */
+#define RTT_WIN_SHIFT  20 /* rtt_flow.win_start's unit, about 1 ms */
+#define RTT_WIN_UNITS  ((RTT_BASE_WIN_NS + (1ull << RTT_WIN_SHIFT) - 1) >> RTT_WIN_SHIFT)
+
+_Static_assert(sizeof(struct rtt_flow) == 64, "a flow is one cache line");
+_Static_assert(sizeof(struct rtt_bucket) == 32, "a bucket is half a cache line");
+_Static_assert(RTT_MAX_NS / 1000 <= UINT32_MAX, "a sample fits 32-bit us");
+
+/* The state bits of direction dir. */
+#define ST_HAVE(dir)  ((uint8_t)(RTT_HAVE << (2 * (dir))))
+#define ST_ARMED(dir) ((uint8_t)(RTT_ARMED << (2 * (dir))))
 
 static inline bool
 after32(uint32_t a, uint32_t b)
@@ -37,55 +56,6 @@ be32(const uint8_t *b)
 	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
 }
 
-struct rtt_table *
-rtt_table_new(uint32_t max_flows, uint64_t seed)
-{
-	struct rtt_table *t = calloc(1, sizeof(*t));
-	uint32_t buckets = 1;
-
-	if (t == NULL)
-		return NULL;
-	while (buckets * RTT_WAYS < max_flows && buckets < (1u << 24))
-		buckets <<= 1;
-	t->flows = calloc((size_t)buckets * RTT_WAYS, sizeof(*t->flows));
-	t->tags = calloc((size_t)buckets * RTT_WAYS, sizeof(*t->tags));
-	if (t->flows == NULL || t->tags == NULL) {
-		free(t->flows);
-		free(t->tags);
-		free(t);
-		return NULL;
-	}
-	t->mask = buckets - 1;
-	t->seed = seed | 1;
-	return t;
-}
-
-void
-rtt_table_free(struct rtt_table *t)
-{
-	if (t == NULL)
-		return;
-	free(t->flows);
-	free(t->tags);
-	free(t);
-}
-
-/* The flow key in LAN/WAN order as words; IPv4 addresses zero-extended. */
-struct rtt_key {
-	uint64_t lan[2], wan[2];
-	uint32_t ports; /* lan_port << 16 | wan_port */
-	uint8_t family;
-};
-
-static inline uint64_t
-load64(const uint8_t *b)
-{
-	uint64_t v;
-
-	memcpy(&v, b, sizeof(v));
-	return v;
-}
-
 static inline uint32_t
 load32(const uint8_t *b)
 {
@@ -95,102 +65,148 @@ load32(const uint8_t *b)
 	return v;
 }
 
-static inline void
-key_set(struct rtt_key *k, uint8_t family, const uint8_t *lan, const uint8_t *wan,
-	uint16_t lan_port, uint16_t wan_port)
+struct rtt_table *
+rtt_table_new(uint32_t max_flows)
 {
-	if (family == 6) {
-		k->lan[0] = load64(lan), k->lan[1] = load64(lan + 8);
-		k->wan[0] = load64(wan), k->wan[1] = load64(wan + 8);
-	} else {
-		k->lan[0] = load32(lan), k->lan[1] = 0;
-		k->wan[0] = load32(wan), k->wan[1] = 0;
+	struct rtt_table *t = calloc(1, sizeof(*t));
+	uint32_t buckets = 1;
+
+	if (t == NULL)
+		return NULL;
+	while (buckets * RTT_BUCKET_WAYS < max_flows && buckets < (1u << 22))
+		buckets <<= 1;
+	/* aligned_alloc wants a multiple of the alignment */
+	t->buckets = aligned_alloc(64, ((size_t)buckets * sizeof(*t->buckets) + 63) & ~(size_t)63);
+	t->flows = aligned_alloc(64, (size_t)buckets * RTT_BUCKET_WAYS * sizeof(*t->flows));
+	if (t->buckets == NULL || t->flows == NULL) {
+		free(t->buckets);
+		free(t->flows);
+		free(t);
+		return NULL;
 	}
-	k->ports = (uint32_t)lan_port << 16 | wan_port;
-	k->family = family;
+	memset(t->buckets, 0, (size_t)buckets * sizeof(*t->buckets));
+	t->mask = buckets - 1;
+	for (int side = 0; side < RTT_SIDES; side++)
+		t->lo_ns[side] = UINT64_MAX;
+	return t;
 }
 
-/* Never 0: a tag of 0 marks a free way. */
+void
+rtt_table_free(struct rtt_table *t)
+{
+	if (t == NULL)
+		return;
+	free(t->buckets);
+	free(t->flows);
+	free(t);
+}
+
+void
+rtt_range_take(struct rtt_table *t, enum rtt_side side, uint64_t *lo_ns, uint64_t *hi_ns)
+{
+	*lo_ns = t->lo_ns[side] != UINT64_MAX ? t->lo_ns[side] : 0;
+	*hi_ns = t->hi_ns[side];
+	t->lo_ns[side] = UINT64_MAX;
+	t->hi_ns[side] = 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lookup                                                                  */
+/* ---------------------------------------------------------------------- */
+
+/* The bucket of a flow hash, and the tag that marks the flow in it (never 0). */
 static inline uint32_t
-key_hash(const struct rtt_table *t, const struct rtt_key *k)
+bucket_idx(const struct rtt_table *t, uint32_t hash)
 {
-	uint64_t h = t->seed ^ k->ports ^ ((uint64_t)k->family << 40);
-
-	h = (h ^ k->lan[0]) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ k->wan[0]) * 0xc2b2ae3d27d4eb4full;
-	h = (h ^ k->lan[1] ^ (k->wan[1] << 1)) * 0x9e3779b97f4a7c15ull;
-	h ^= h >> 29;
-	h ^= h >> 32;
-	return (uint32_t)h != 0 ? (uint32_t)h : 1;
+	return hash & t->mask;
 }
 
-static inline bool
-key_match(const struct rtt_flow *f, const struct rtt_key *k)
+static inline uint32_t
+tag_of(uint32_t hash)
 {
-	return f->family == k->family && ((uint32_t)f->lan_port << 16 | f->wan_port) == k->ports &&
-	       load64(f->lan) == k->lan[0] && load64(f->lan + 8) == k->lan[1] &&
-	       load64(f->wan) == k->wan[0] && load64(f->wan + 8) == k->wan[1];
+	return hash | 1;
 }
 
-/* The tags of a bucket share one cache line: only a flow whose tag matches is read. */
-static struct rtt_flow *
-flow_lookup(const struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
+/* Bit w set if way w holds tag x. */
+static inline uint32_t
+match4(const uint32_t *v, uint32_t x)
 {
-	size_t base = (size_t)(hash & t->mask) * RTT_WAYS;
-	const uint32_t *tag = t->tags + base;
+#ifdef __SSE2__
+	__m128i a = _mm_cmpeq_epi32(_mm_load_si128((const __m128i *)v), _mm_set1_epi32((int)x));
 
-	for (unsigned int i = 0; i < RTT_WAYS; i++)
-		if (tag[i] == hash && key_match(&t->flows[base + i], k))
-			return &t->flows[base + i];
-	return NULL;
+	return (uint32_t)_mm_movemask_ps(_mm_castsi128_ps(a));
+#else
+	uint32_t m = 0;
+
+	for (unsigned int w = 0; w < RTT_BUCKET_WAYS; w++)
+		m |= (uint32_t)(v[w] == x) << w;
+	return m;
+#endif
 }
 
-/* A free way of the bucket, else its least recently seen flow (evicted). */
-static struct rtt_flow *
-flow_insert(struct rtt_table *t, const struct rtt_key *k, uint32_t hash)
+/*
+ * A free way of the bucket, else its least recently seen flow if that has
+ * been idle for RTT_IDLE_NS (evicted), cleared for the new flow; or -1 if
+ * every flow of the bucket is in use (the new one is not timed).
+ */
+static __attribute__((noinline)) int
+flow_insert(struct rtt_table *t, uint32_t idx, uint32_t tag, uint32_t now16)
 {
-	size_t base = (size_t)(hash & t->mask) * RTT_WAYS;
-	struct rtt_flow *b = t->flows + base, *f;
+	struct rtt_bucket *b = &t->buckets[idx];
 	unsigned int w = 0;
+	uint32_t age = 0; /* of way w; a free way counts as idle forever */
 
-	for (unsigned int i = 0; i < RTT_WAYS; i++) {
-		if (t->tags[base + i] == 0) {
+	for (unsigned int i = 0; i < RTT_BUCKET_WAYS; i++) {
+		if (b->tag[i] == 0) {
 			w = i;
+			age = UINT32_MAX;
 			break;
 		}
-		if (b[i].seen_ns < b[w].seen_ns)
+		if (now16 - b->seen[i] >= age) {
+			age = now16 - b->seen[i];
 			w = i;
+		}
 	}
-	if (t->tags[base + w] != 0)
+	if (age < (RTT_IDLE_NS >> RTT_SEEN_SHIFT)) {
+		t->c.no_room++;
+		return -1;
+	}
+	if (b->tag[w] != 0)
 		t->c.evictions++;
-	t->tags[base + w] = hash;
-	f = &b[w];
-	memset(f, 0, sizeof(*f));
-	memcpy(f->lan, k->lan, 16);
-	memcpy(f->wan, k->wan, 16);
-	f->lan_port = (uint16_t)(k->ports >> 16);
-	f->wan_port = (uint16_t)k->ports;
-	f->family = k->family;
-	f->hash = hash;
-	for (unsigned int s = 0; s < RTT_SIDES; s++)
-		f->side[s].min_ns = f->side[s].win_min[0] = f->side[s].win_min[1] = UINT64_MAX;
-	return f;
+	b->tag[w] = tag;
+	memset(&t->flows[(size_t)idx * RTT_BUCKET_WAYS + w], 0, sizeof(struct rtt_flow));
+	return (int)w;
+}
+
+/* The flow of this hash, created if absent (when create and there is room); its age renewed. */
+static inline __attribute__((always_inline)) struct rtt_flow *
+flow_get(struct rtt_table *t, uint32_t hash, bool create, uint32_t now16)
+{
+	uint32_t idx = bucket_idx(t, hash), m = match4(t->buckets[idx].tag, tag_of(hash));
+	int w;
+
+	if (m != 0) {
+		w = __builtin_ctz(m);
+	} else {
+		if (!create || (w = flow_insert(t, idx, tag_of(hash), now16)) < 0)
+			return NULL;
+	}
+	t->buckets[idx].seen[w] = now16;
+	return &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)w];
 }
 
 const struct rtt_flow *
-rtt_find(const struct rtt_table *t, uint8_t family, const uint8_t *lan, const uint8_t *wan,
-	 uint16_t lan_port, uint16_t wan_port)
+rtt_find(const struct rtt_table *t, uint32_t flow_hash)
 {
-	struct rtt_key k;
+	uint32_t idx = bucket_idx(t, flow_hash);
+	uint32_t m = match4(t->buckets[idx].tag, tag_of(flow_hash));
 
-	if (family != 4 && family != 6)
-		return NULL;
-	key_set(&k, family, lan, wan, lan_port, wan_port);
-	return flow_lookup(t, &k, key_hash(t, &k));
+	return m != 0 ? &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)]
+		      : NULL;
 }
 
-/* Find the timestamp option: the usual NOP,NOP,TS layout first, then a walk. */
-static bool
+/* Find the timestamp option by walking the options (the fast path knows the usual layout). */
+static __attribute__((noinline)) bool
 tcp_find_ts(const uint8_t *opt, unsigned int len, uint32_t *tsval, uint32_t *tsecr)
 {
 	unsigned int i = 0;
@@ -225,8 +241,8 @@ tcp_find_ts(const uint8_t *opt, unsigned int len, uint32_t *tsval, uint32_t *tse
 	return false;
 }
 
-unsigned int
-rtt_hist_bucket(uint64_t rtt_ns)
+static inline unsigned int
+hist_bucket(uint64_t rtt_ns)
 {
 	uint64_t v = rtt_ns / RTT_HIST_UNIT_NS;
 	unsigned int m, b;
@@ -239,6 +255,12 @@ rtt_hist_bucket(uint64_t rtt_ns)
 	if (2 * m + b >= RTT_HIST_BUCKETS)
 		return RTT_HIST_BUCKETS - 1;
 	return 2 * m + b;
+}
+
+unsigned int
+rtt_hist_bucket(uint64_t rtt_ns)
+{
+	return hist_bucket(rtt_ns);
 }
 
 uint64_t
@@ -286,188 +308,263 @@ rtt_hist_diff(const struct rtt_hist *a, const struct rtt_hist *b, struct rtt_his
 	out->sum_ns = a->sum_ns - b->sum_ns;
 }
 
-/* Account one sample to the flow and the table; fills out. */
-static void
-take_sample(struct rtt_table *t, struct rtt_flow *f, enum rtt_side side, enum rtt_method method,
-	    uint64_t rtt, uint64_t now, struct rtt_sample *out)
+/* A new baseline window for both sides of the flow (its first sample, or 10 s on). */
+static __attribute__((noinline)) void
+window_turn(struct rtt_flow *f, uint32_t now_w)
 {
-	struct rtt_side_stats *s = &f->side[side];
+	for (unsigned int s = 0; s < RTT_SIDES; s++) {
+		f->win_min_us[s][1] = (f->state & RTT_SAMPLED) ? f->win_min_us[s][0] : UINT32_MAX;
+		f->win_min_us[s][0] = UINT32_MAX;
+	}
+	f->win_start = now_w;
+	f->state |= RTT_SAMPLED;
+}
+
+/* Account one sample to the flow and the table; fills out. */
+static inline __attribute__((always_inline)) void
+take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
+	    enum rtt_method method, uint64_t rtt, uint64_t now, struct rtt_sample *out)
+{
+	uint32_t us = (uint32_t)(rtt / 1000), now_w = (uint32_t)(now >> RTT_WIN_SHIFT);
+	uint32_t *wm = f->win_min_us[side];
 	struct rtt_hist *h = &t->hist[side];
 
-	if (now - s->win_start >= RTT_BASE_WIN_NS || s->samples == 0) {
-		s->win_min[1] = s->win_min[0];
-		s->win_min[0] = UINT64_MAX;
-		s->win_start = now;
-	}
-	if (rtt < s->win_min[0])
-		s->win_min[0] = rtt;
-	if (rtt < s->min_ns)
-		s->min_ns = rtt;
-	s->last_ns = rtt;
-	s->samples++;
-	h->count[rtt_hist_bucket(rtt)]++;
+	if (!(f->state & RTT_SAMPLED) || now_w - f->win_start >= RTT_WIN_UNITS)
+		window_turn(f, now_w);
+	if (us < wm[0])
+		wm[0] = us;
+	f->last_us[side] = us;
+	h->count[hist_bucket(rtt)]++;
 	h->samples++;
 	h->sum_ns += rtt;
+	if (rtt < t->lo_ns[side])
+		t->lo_ns[side] = rtt;
+	if (rtt > t->hi_ns[side])
+		t->hi_ns[side] = rtt;
 	t->c.samples++;
 	out->rtt_ns = rtt;
-	out->base_ns = s->win_min[0] < s->win_min[1] ? s->win_min[0] : s->win_min[1];
+	out->base_ns = (uint64_t)(wm[0] < wm[1] ? wm[0] : wm[1]) * 1000;
 	out->side = (uint8_t)side;
 	out->method = (uint8_t)method;
 }
 
 /* Samples of what dir's opposite direction recorded are of this side. */
-static inline enum rtt_side
-side_of_recorder(enum rtt_dir recorder)
-{
-	return recorder == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN;
-}
+#define SIDE_OF_RECORDER(recorder) ((recorder) == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN)
 
-static bool
-ts_observe(struct rtt_table *t, struct rtt_flow *f, enum rtt_dir dir, uint32_t tsval,
+/* A packet of a flow with timestamps; dir is a constant where this is inlined. */
+static inline __attribute__((always_inline)) bool
+ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint32_t tsval,
 	   uint32_t tsecr, bool ack, uint64_t now, struct rtt_sample *out)
 {
-	struct rtt_half *mine = &f->half[dir], *other = &f->half[dir ^ 1];
-	bool got = false;
+	const enum rtt_dir od = (enum rtt_dir)(dir ^ 1);
+	struct rtt_half *mine = &f->half[dir], *other = &f->half[od];
+	uint8_t st = f->state;
 
-	/* Only a TSval newer than any before is recorded: repeats keep the first time. */
-	if (!mine->have_tsval || after32(tsval, mine->last_tsval)) {
-		mine->last_tsval = tsval;
-		mine->have_tsval = 1;
-		if (mine->ts_n < RTT_TS_SLOTS) {
-			unsigned int i = (mine->ts_head + mine->ts_n) % RTT_TS_SLOTS;
-
-			mine->ts_val[i] = tsval;
-			mine->ts_ns[i] = now;
-			mine->ts_n++;
+	if (!(st & RTT_HAS_TS))
+		st = (uint8_t)((st & RTT_SAMPLED) |
+			       RTT_HAS_TS); /* what sequence sampling left goes */
+	/* Only a TSval newer than any before is timed: repeats keep the first time. */
+	if (!(st & ST_HAVE(dir)) || after32(tsval, mine->last)) {
+		mine->last = tsval;
+		st |= ST_HAVE(dir);
+		if (!(st & ST_ARMED(dir))) {
+			mine->want = tsval;
+			mine->ns = now;
+			st |= ST_ARMED(dir);
 		} else {
 			t->c.ts_full++;
 		}
 	}
-	if (!ack || tsecr == 0)
-		return false;
-	/* TSvals older than the echo will never be echoed themselves: forget them. */
-	while (other->ts_n != 0) {
-		unsigned int h = other->ts_head;
-		uint32_t v = other->ts_val[h];
-
-		if (after32(v, tsecr))
-			break;
-		other->ts_head = (uint8_t)((h + 1) % RTT_TS_SLOTS);
-		other->ts_n--;
-		if (v == tsecr && now - other->ts_ns[h] <= RTT_MAX_NS) {
-			take_sample(t, f, side_of_recorder((enum rtt_dir)(dir ^ 1)),
-				    RTT_BY_TIMESTAMP, now - other->ts_ns[h], now, out);
-			got = true;
-			break;
-		}
+	/* An echo of the TSval in flight is a sample; of a later one, it never will be. */
+	if ((st & ST_ARMED(od)) && ack && tsecr != 0 && !after32(other->want, tsecr)) {
+		f->state = st & (uint8_t)~ST_ARMED(od);
+		if (other->want != tsecr || now - other->ns > RTT_MAX_NS)
+			return false;
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, now - other->ns, now,
+			    out);
+		return true;
 	}
-	return got;
+	f->state = st;
+	return false;
 }
 
-static bool
-seq_observe(struct rtt_table *t, struct rtt_flow *f, enum rtt_dir dir, uint32_t seq,
+/* A packet of a flow without timestamps (seglen: the sequence space it takes). */
+static inline __attribute__((always_inline)) bool
+seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint32_t seq,
 	    uint32_t seglen, uint32_t ackno, bool ack, uint64_t now, struct rtt_sample *out)
 {
-	struct rtt_half *mine = &f->half[dir], *other = &f->half[dir ^ 1];
-	bool got = false;
+	const enum rtt_dir od = (enum rtt_dir)(dir ^ 1);
+	struct rtt_half *mine = &f->half[dir], *other = &f->half[od];
+	uint8_t st = f->state;
 
+	if (st & RTT_HAS_TS)
+		return false; /* a flow with timestamps is timed by them alone */
 	if (seglen != 0) {
 		uint32_t end = seq + seglen;
 
-		if (mine->have_seq && !after32(end, mine->seq_max)) {
+		if ((st & ST_HAVE(dir)) && !after32(end, mine->last)) {
 			/* A retransmission: an ACK may now answer either copy. */
-			if (mine->seq_armed && after32(mine->seq_expect, seq)) {
-				mine->seq_armed = 0;
+			if ((st & ST_ARMED(dir)) && after32(mine->want, seq)) {
+				st &= (uint8_t)~ST_ARMED(dir);
 				t->c.karn++;
 			}
 		} else {
-			if (mine->have_seq && after32(mine->seq_max, seq) && mine->seq_armed &&
-			    after32(mine->seq_expect, seq)) {
+			if ((st & ST_HAVE(dir)) && after32(mine->last, seq) &&
+			    (st & ST_ARMED(dir)) && after32(mine->want, seq)) {
 				/* Overlaps the sampled segment: partly a retransmission. */
-				mine->seq_armed = 0;
+				st &= (uint8_t)~ST_ARMED(dir);
 				t->c.karn++;
 			}
-			mine->seq_max = end;
-			mine->have_seq = 1;
-			if (!mine->seq_armed) {
-				mine->seq_armed = 1;
-				mine->seq_expect = end;
-				mine->seq_ns = now;
+			mine->last = end;
+			st |= ST_HAVE(dir);
+			if (!(st & ST_ARMED(dir))) {
+				st |= ST_ARMED(dir);
+				mine->want = end;
+				mine->ns = now;
 			}
 		}
 	}
-	if (ack && other->seq_armed && !after32(other->seq_expect, ackno)) {
-		other->seq_armed = 0;
-		if (now - other->seq_ns <= RTT_MAX_NS) {
-			take_sample(t, f, side_of_recorder((enum rtt_dir)(dir ^ 1)),
-				    RTT_BY_SEQUENCE, now - other->seq_ns, now, out);
-			got = true;
-		}
+	if (ack && (st & ST_ARMED(od)) && !after32(other->want, ackno)) {
+		f->state = st & (uint8_t)~ST_ARMED(od);
+		if (now - other->ns > RTT_MAX_NS)
+			return false;
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, now - other->ns, now, out);
+		return true;
 	}
-	return got;
+	f->state = st;
+	return false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Per packet                                                              */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * Worth a look: unfragmented TCP. What the classifier guarantees then:
+ * l3_off is the (outermost) IP header, whole, flagged SH_PKT_IPV4 or
+ * SH_PKT_IPV6; l4_off a TCP header whose 20 bytes are within hdr_len;
+ * flow_hash the flow's, the same both ways when both directions classify
+ * with one key.
+ */
+static inline bool
+pkt_wanted(const struct sh_pkt *p)
+{
+	return (p->flags & (SH_PKT_TCP | SH_PKT_FRAG)) == SH_PKT_TCP;
+}
+
+/* Sequence space a segment takes: its data by the IP length (Ethernet pads short frames), SYN, FIN.
+ */
+static inline uint32_t
+tcp_seglen(const struct sh_pkt *p, const uint8_t *th, uint32_t doff)
+{
+	const uint8_t *ip = p->data + p->l3_off;
+	uint32_t end = (p->flags & SH_PKT_IPV4) ? p->l3_off + be16(ip + 2)
+						: p->l3_off + 40u + be16(ip + 4);
+	uint32_t hdr_end = p->l4_off + doff;
+	uint32_t len = end > hdr_end ? end - hdr_end : 0;
+
+	return len + ((th[13] & (TCP_SYN | TCP_FIN)) != 0);
+}
+
+/* A segment without timestamps whose options (if any) end at doff. */
+static inline __attribute__((always_inline)) bool
+pkt_observe_seq(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir,
+		const uint8_t *th, uint32_t doff, uint32_t now16, uint64_t now,
+		struct rtt_sample *out)
+{
+	uint32_t seglen = tcp_seglen(p, th, doff);
+	/* Nothing to time on a bare ACK of a flow never seen. */
+	struct rtt_flow *f = flow_get(t, p->flow_hash, seglen != 0, now16);
+
+	return f != NULL && seq_observe(t, f, dir, be32(th + 4), seglen, be32(th + 8),
+					(th[13] & TCP_ACK) != 0, now, out);
+}
+
+/* Options in another layout (walked), RST, malformed headers. */
+static __attribute__((noinline)) bool
+pkt_observe_slow(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint32_t now16,
+		 uint64_t now, struct rtt_sample *out)
+{
+	const uint8_t *th = p->data + p->l4_off;
+	uint32_t doff = (uint32_t)(th[12] >> 4) * 4, tsval, tsecr;
+	bool ack = (th[13] & TCP_ACK) != 0;
+	struct rtt_flow *f;
+
+	if (doff < 20 || p->l4_off + doff > p->hdr_len || (th[13] & TCP_RST))
+		return false;
+	if (!tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr))
+		return dir == RTT_UP ? pkt_observe_seq(t, p, RTT_UP, th, doff, now16, now, out)
+				     : pkt_observe_seq(t, p, RTT_DOWN, th, doff, now16, now, out);
+	f = flow_get(t, p->flow_hash, true, now16);
+	if (f == NULL)
+		return false;
+	return dir == RTT_UP ? ts_observe(t, f, RTT_UP, tsval, tsecr, ack, now, out)
+			     : ts_observe(t, f, RTT_DOWN, tsval, tsecr, ack, now, out);
+}
+
+/* One packet that pkt_wanted; dir is a constant where this is inlined. */
+static inline __attribute__((always_inline)) bool
+pkt_observe(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir, uint32_t now16,
+	    uint64_t now, struct rtt_sample *out)
+{
+	static const uint8_t ts_opt[4] = { TCP_OPT_NOP, TCP_OPT_NOP, TCP_OPT_TS, TCP_OPT_TSLEN };
+	const uint8_t *th = p->data + p->l4_off;
+	/* Data offset (high nibble) and reserved bits, then the flags. */
+	uint32_t off_flags = (uint32_t)th[12] | (uint32_t)th[13] << 8;
+
+	/* The usual layout (Linux, the BSDs, macOS): NOP, NOP, TS first (offset >= 32 B), no RST.
+	 */
+	if ((off_flags & (TCP_RST << 8 | 0x80)) == 0x80 && p->l4_off + 32u <= p->hdr_len &&
+	    load32(th + 20) == load32(ts_opt)) {
+		struct rtt_flow *f = flow_get(t, p->flow_hash, true, now16);
+
+		return f != NULL && ts_observe(t, f, dir, be32(th + 24), be32(th + 28),
+					       (off_flags & TCP_ACK << 8) != 0, now, out);
+	}
+	/* No options, no RST: timed by sequence numbers. */
+	if ((off_flags & (TCP_RST << 8 | 0xf0)) == 0x50)
+		return pkt_observe_seq(t, p, dir, th, 20, now16, now, out);
+	return pkt_observe_slow(t, p, dir, now16, now, out);
 }
 
 bool
 rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint64_t now,
 	    struct rtt_sample *out)
 {
-	const uint8_t *d = p->data, *ip, *th, *src, *dst;
-	uint32_t l3 = p->l3_off, l4 = p->l4_off, doff, ip_end, seglen, tsval = 0, tsecr = 0;
-	struct rtt_key k;
-	struct rtt_flow *f;
-	uint32_t hash;
-	uint8_t fl, family;
-	bool has_ts;
+	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
 
-	if ((p->flags & (SH_PKT_TCP | SH_PKT_FRAG)) != SH_PKT_TCP || l3 == SH_OFF_NONE ||
-	    l4 == SH_OFF_NONE || l4 < l3 || l4 + 20 > p->hdr_len)
+	if (!pkt_wanted(p))
 		return false;
 	t->c.packets++;
-	ip = d + l3;
-	th = d + l4;
-	if ((ip[0] >> 4) == 4 && l3 + 20 <= l4) {
-		family = 4;
-		src = ip + 12;
-		dst = ip + 16;
-		ip_end = l3 + be16(ip + 2);
-	} else if ((ip[0] >> 4) == 6 && l3 + 40 <= l4) {
-		family = 6;
-		src = ip + 8;
-		dst = ip + 24;
-		ip_end = l3 + 40 + be16(ip + 4);
-	} else {
-		return false;
+	return dir == RTT_UP ? pkt_observe(t, p, RTT_UP, now16, now, out)
+			     : pkt_observe(t, p, RTT_DOWN, now16, now, out);
+}
+
+static inline __attribute__((always_inline)) unsigned int
+observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+	      const enum rtt_dir dir, uint64_t now, struct rtt_sample *out)
+{
+	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
+	struct rtt_sample *o = out;
+	unsigned int tcp = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		const struct sh_pkt *p = pkts[i];
+
+		if (!pkt_wanted(p))
+			continue;
+		tcp++;
+		o += pkt_observe(t, p, dir, now16, now, o);
 	}
-	doff = (uint32_t)(th[12] >> 4) * 4;
-	if (doff < 20 || l4 + doff > p->hdr_len)
-		return false;
-	fl = th[13];
-	if (fl & TCP_RST)
-		return false;
-	/* The IP length, not the frame's: Ethernet pads short frames. */
-	seglen = ip_end > l4 + doff ? ip_end - l4 - doff : 0;
-	if (fl & (TCP_SYN | TCP_FIN))
-		seglen++;
-	has_ts = doff > 20 && tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr);
+	t->c.packets += tcp;
+	return (unsigned int)(o - out);
+}
+
+unsigned int
+rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
+		  uint64_t now, struct rtt_sample *out)
+{
 	if (dir == RTT_UP)
-		key_set(&k, family, src, dst, be16(th), be16(th + 2));
-	else
-		key_set(&k, family, dst, src, be16(th + 2), be16(th));
-	hash = key_hash(t, &k);
-	f = flow_lookup(t, &k, hash);
-	if (f == NULL) {
-		/* Nothing to time on a bare ACK of a flow never seen. */
-		if (!has_ts && seglen == 0)
-			return false;
-		f = flow_insert(t, &k, hash);
-	}
-	f->seen_ns = now;
-	if (has_ts) {
-		f->has_ts = 1;
-		return ts_observe(t, f, dir, tsval, tsecr, (fl & TCP_ACK) != 0, now, out);
-	}
-	if (f->has_ts)
-		return false; /* a flow with timestamps is timed by them alone */
-	return seq_observe(t, f, dir, be32(th + 4), seglen, be32(th + 8), (fl & TCP_ACK) != 0, now,
-			   out);
+		return observe_burst(t, pkts, n, RTT_UP, now, out);
+	return observe_burst(t, pkts, n, RTT_DOWN, now, out);
 }

@@ -248,6 +248,7 @@ test_defaults(void **state)
 	assert_int_equal(c.emulate[SHAPER_UP].limit, SHAPER_EMU_LIMIT_DEFAULT);
 	assert_int_equal(c.idle_sleep_us, 0);
 	assert_false(c.pdump);
+	assert_true(c.passive_rtt);
 }
 
 static void
@@ -718,12 +719,14 @@ test_control_lcores_dataplane(void **state)
 	load_ok("{" PORTS ", 'control': {'enabled': false, 'socket': '/tmp/s/ctl.sock',"
 		" 'group': 'shaper', 'mode': '0600'}, 'lcores': {'workers': [1, 2]},"
 		" 'dataplane': {'mbufs': 32767, 'burst': 64, 'idle_sleep': '20us',"
-		" 'rt_priority': 50, 'pdump': true},"
+		" 'rt_priority': 50, 'pdump': true,"
+		" 'passive_rtt': false},"
 		" 'upstream': {'bandwidth': '20mbit', 'lag_limit': '1ms'},"
 		" 'downstream': {'discipline': 'fifo', 'lag_limit': 'auto'}}",
 		&c);
 	assert_int_equal(c.rt_priority, 50);
 	assert_true(c.pdump);
+	assert_false(c.passive_rtt);
 	assert_int_equal(c.dir[SHAPER_UP].lag_limit_ns, 1000000);
 	assert_true(c.dir[SHAPER_DOWN].lag_limit_ns == SCHED_LAG_AUTO);
 	assert_false(c.control_enabled);

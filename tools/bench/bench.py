@@ -13,7 +13,9 @@
    reason) over the same steady interval.
 3. Optionally (--callgrind) the scheduler alone: sched_bench under
    valgrind --tool=callgrind, instructions per packet per mode and flow count,
-   and CAKE's per-function profile.
+   and CAKE's per-function profile; and what passive RTT (the default
+   dataplane.passive_rtt) adds to CAKE's: sched_bench --rtt over two-way TCP
+   traffic with timestamps (gen_pcap.py --rtt).
 Every figure is repeated --runs times (ceiling and modes interleaved, so
 the machine's noise hits all alike); the table shows medians and the spread.
 
@@ -22,6 +24,8 @@ usage:
   bench.py --smoke               CI: tiny pcaps, 1 run, 2 s per mode; checks that
                                  the harness works, not the thresholds
   bench.py --callgrind-only      only the instruction counts
+  bench.py --callgrind-rtt       only passive RTT's instruction counts (a minute;
+                                 prints the table, leaves docs/PERFORMANCE.md)
 Exit codes: 0 ok, 1 harness failure (a mode moved no packets, shaperd failed,
 mbufs leaked), 77 skipped (dpdk-testpmd or shaperd missing).
 """
@@ -76,6 +80,11 @@ SMOKE_PLAN = [
 ]
 CG_MODES = ["fifo", "fq_codel", "cake", "cake_5gbit"]
 CG_FLOWS = [10, 1000, 10000, 100000]
+# Passive RTT's cost (key, flows, share of flows with timestamps), CAKE4 unlimited;
+# a None share is the one-way 64B traffic of the wall-clock runs (no timestamps).
+RTT_PLAN = [("rtt-10", 10, 1.0), ("rtt-1k", 1000, 1.0), ("rtt-10k", 10000, 1.0),
+            ("rtt-10k-ts50", 10000, 0.5), ("rtt-100k", 100000, 1.0), ("64B-10k", 10000, None)]
+RTT_BUDGET = 0.10  # issue 13: at most 10 % on top of the fast path
 
 failures = []
 warnings = []
@@ -173,15 +182,21 @@ def busy_others():
 
 # ------------------------------------------------------------------- traffic
 
-def make_pcap(workdir, size, flows, packets=None):
+def make_pcap(workdir, size, flows, packets=None, ts_share=None):
+    """size "rtt": gen_pcap's --rtt traffic with ts_share of the flows timestamped."""
     packets = packets or gen_pcap.default_packets(flows)
-    path = os.path.join(workdir, "t-%s-%d-%d.pcap" % (size, flows, packets))
+    tag = size if size != "rtt" else "rtt%g" % ts_share
+    path = os.path.join(workdir, "t-%s-%d-%d.pcap" % (tag, flows, packets))
     meta = path + ".json"
     gen_mtime = os.path.getmtime(gen_pcap.__file__)
     if os.path.exists(meta) and os.path.getmtime(meta) > gen_mtime and os.path.exists(path):
         with open(meta) as f:
             return json.load(f)
-    info = gen_pcap.generate(path, flows=flows, size=size, packets=packets, seed=1)
+    if size == "rtt":
+        info = gen_pcap.generate_rtt(path, flows=flows, packets=packets, seed=1,
+                                     ts_share=ts_share)
+    else:
+        info = gen_pcap.generate(path, flows=flows, size=size, packets=packets, seed=1)
     with open(meta, "w") as f:
         json.dump(info, f)
     return info
@@ -667,6 +682,27 @@ def cg_by_source_function(path):
     return sorted(agg.items(), key=lambda kv: -kv[1])
 
 
+FAST_PATH = ("classify_burst", "sched_enqueue", "sched_dequeue", "sched_enqueue_burst",
+             "sched_dequeue_burst", "sched_next_time")
+
+
+def cg_sched_bench(args, out, pcap, mode, packets, what, extra=()):
+    """sched_bench under callgrind (the measured phase only): (its JSON line, total
+    instructions, inclusive instructions by function), or None after fail()."""
+    cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
+           "--toggle-collect=sb_measure", "--callgrind-out-file=" + out,
+           args.sched_bench, "--pcap", pcap, "--packets", str(packets),
+           "--dir", json.dumps(MODES[mode][0])] + list(extra)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("callgrind %s: rc %d\n%s" % (what, r.returncode, r.stderr[-1500:]))
+        return None
+    incl = {}
+    for ir, fn, _ in cg_annotate(out, True):
+        incl[fn] = max(incl.get(fn, 0), ir)
+    return json.loads(r.stdout.strip().splitlines()[-1]), cg_parse_totals(out), incl
+
+
 def run_callgrind(args, workdir, flows_list, modes, packets):
     if shutil.which("valgrind") is None:
         log("valgrind not found: no instruction counts")
@@ -677,23 +713,12 @@ def run_callgrind(args, workdir, flows_list, modes, packets):
         traffic = make_pcap(workdir, "64", flows)
         for mode in modes:
             out = os.path.join(workdir, "callgrind.%s.%d.out" % (mode, flows))
-            cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no",
-                   "--toggle-collect=sb_measure", "--callgrind-out-file=" + out,
-                   args.sched_bench, "--pcap", traffic["path"], "--packets", str(packets),
-                   "--dir", json.dumps(MODES[mode][0])]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                fail("callgrind %s %d flows: rc %d\n%s" % (mode, flows, r.returncode,
-                                                         r.stderr[-1500:]))
+            got = cg_sched_bench(args, out, traffic["path"], mode, packets,
+                                 "%s %d flows" % (mode, flows))
+            if got is None:
                 continue
-            info = json.loads(r.stdout.strip().splitlines()[-1])
-            total = cg_parse_totals(out)
-            incl = {}
-            for ir, fn, _ in cg_annotate(out, True):
-                incl[fn] = max(incl.get(fn, 0), ir)
-            fast = sum(incl.get(fn, 0) for fn in ("classify_burst", "sched_enqueue",
-                                                   "sched_dequeue", "sched_enqueue_burst",
-                                                   "sched_dequeue_burst", "sched_next_time"))
+            info, total, incl = got
+            fast = sum(incl.get(fn, 0) for fn in FAST_PATH)
             n = info["offered"]
             results[(mode, flows)] = {
                 "total_per_pkt": total / n, "fast_per_pkt": fast / n,
@@ -725,6 +750,61 @@ def run_callgrind(args, workdir, flows_list, modes, packets):
             if vals:
                 native[(mode, flows)] = statistics.median(vals)
     return {"counts": results, "profiles": profiles, "native": native, "packets": packets}
+
+
+def run_callgrind_rtt(args, workdir, packets):
+    """CAKE4 unlimited over RTT_PLAN, without and with sched_bench --rtt."""
+    if shutil.which("valgrind") is None:
+        log("valgrind not found: no instruction counts")
+        return None
+    rows = []
+    for key, flows, ts_share in RTT_PLAN:
+        if ts_share is None:
+            traffic = make_pcap(workdir, "64", flows)
+        else:
+            traffic = make_pcap(workdir, "rtt", flows, ts_share=ts_share)
+        runs = {}
+        for tap in (False, True):
+            out = os.path.join(workdir, "callgrind.rtt.%s.%d.out" % (key, tap))
+            runs[tap] = cg_sched_bench(args, out, traffic["path"], "cake", packets,
+                                       "%s%s" % (key, " --rtt" if tap else ""),
+                                       ["--rtt"] if tap else [])
+        if runs[False] is None or runs[True] is None:
+            continue
+        (base, _, incl0), (info, _, incl) = runs[False], runs[True]
+        n0, n = base["offered"], info["offered"]
+        rtt = info["rtt"]
+        row = {"key": key, "flows": flows, "ts_share": ts_share,
+               "mean_len": traffic["mean_len"], "two_way": info["two_way"],
+               "cake_per_pkt": sum(incl0.get(fn, 0) for fn in FAST_PATH) / n0,
+               "cake_with_tap_per_pkt": sum(incl.get(fn, 0) for fn in FAST_PATH) / n,
+               "tap_per_pkt": incl.get("rtt_observe_burst", 0) / n,
+               "tcp_share": rtt["tcp_packets"] / n,
+               "samples_per_pkt": (rtt["samples_wan"] + rtt["samples_lan"]) / n,
+               "no_room_per_pkt": rtt["no_room"] / n, "evictions_per_pkt": rtt["evictions"] / n,
+               "packets": n}
+        row["share"] = row["tap_per_pkt"] / row["cake_per_pkt"]
+        rows.append(row)
+        log("callgrind rtt %-13s CAKE %7.1f instr/pkt, tap %6.1f (%.1f %%), samples %.3f/pkt" % (
+            key, row["cake_per_pkt"], row["tap_per_pkt"], row["share"] * 100,
+            row["samples_per_pkt"]))
+    return {"rows": rows, "packets": packets}
+
+
+def fmt_cg_rtt(cgr):
+    out = ["| traffic | CAKE path | + passive RTT | share | TCP packets | samples | "
+           "new flows not timed |",
+           "|---|---|---|---|---|---|---|"]
+    for r in cgr["rows"]:
+        if r["ts_share"] is None:
+            what = "`%s` one way (%.1f B), no timestamps" % (r["key"], r["mean_len"])
+        else:
+            what = "`%s`: %d flows both ways, %.0f %% with timestamps (%.1f B)" % (
+                r["key"], r["flows"], r["ts_share"] * 100, r["mean_len"])
+        out.append("| %s | %.1f | %.1f | %.1f %% | %.0f %% | %.1f %% | %.1f %% |" % (
+            what, r["cake_per_pkt"], r["tap_per_pkt"], r["share"] * 100, r["tcp_share"] * 100,
+            r["samples_per_pkt"] * 100, r["no_room_per_pkt"] * 100))
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------ report
@@ -838,7 +918,7 @@ def fmt_profile(prof, key):
     return "\n".join(rows)
 
 
-def targets(rows, cg):
+def targets(rows, cg, cg_rtt=None):
     def row(traffic, mode):
         return next((r for r in rows if r["traffic"] == traffic and r["mode"] == mode), None)
     out = []
@@ -868,6 +948,14 @@ def targets(rows, cg):
                         r["tx_gbps"], r["rate_err"] * 100, r["rate_err_min"] * 100,
                         r["rate_err_max"] * 100),
                     abs(r["rate_err_min"]) <= 0.01 and abs(r["rate_err_max"]) <= 0.01))
+    if cg_rtt:
+        r = next((x for x in cg_rtt["rows"] if x["key"] == "rtt-10k"), None)
+        if r:
+            out.append(("passive RTT <= %.0f %% of the CAKE path's instructions/packet "
+                        "(64 B TCP with timestamps, 10k flows both ways)" % (RTT_BUDGET * 100),
+                        "%.1f %% (%.1f on %.1f)" % (r["share"] * 100, r["tap_per_pkt"],
+                                                    r["cake_per_pkt"]),
+                        r["share"] <= RTT_BUDGET))
     if cg:
         for m in CG_MODES:
             a, b = cg["counts"].get((m, 10)), cg["counts"].get((m, 100000))
@@ -882,7 +970,7 @@ def targets(rows, cg):
 KEEP_MARKER = "<!-- bench.py rewrites everything above this line and keeps what follows -->"
 
 
-def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info):
+def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None):
     tsc = facts["tsc_hz"]
     lines = []
     w = lines.append
@@ -983,6 +1071,23 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info):
                 w("")
                 w(fmt_profile(cg["profiles"][key], "symbols"))
                 w("")
+    if cg_rtt:
+        w("## Passive RTT (callgrind)")
+        w("")
+        w("What `dataplane.passive_rtt` (on by default) adds: `sched_bench --rtt` runs "
+          "`rtt_observe_burst` after `classify_burst` in each direction's turn, as `dir_turn()` "
+          "does, over a table of the daemon's size; CAKE diffserv4 triple-isolate unlimited in "
+          "both directions. Traffic from `gen_pcap.py --rtt` (seed 1): TCP both ways at the "
+          "smallest frame that holds the segment, every segment a new TSval of its end's "
+          "1 kHz clock echoing the newest one received (flows without timestamps carry 6 data "
+          "bytes and are timed by sequence numbers), replayed with the TCP numbers moved on "
+          "each cycle. *CAKE path* = `classify_burst` + `sched_enqueue_burst` + "
+          "`sched_dequeue_burst` + `sched_next_time` without the tap, *+ passive RTT* = "
+          "`rtt_observe_burst`, both inclusive, per packet over %d measured packets; "
+          "*samples* and *new flows not timed* per packet." % cg_rtt["packets"])
+        w("")
+        w(fmt_cg_rtt(cg_rtt))
+        w("")
     # Hand-written analysis below the marker survives a re-run.
     tail = ""
     if os.path.exists(path):
@@ -1018,6 +1123,8 @@ def main():
     ap.add_argument("--only", default=None, help="comma list of traffic keys to run")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions")
     ap.add_argument("--callgrind-only", action="store_true")
+    ap.add_argument("--callgrind-rtt", action="store_true",
+                    help="only passive RTT's instruction counts; prints, writes no doc")
     ap.add_argument("--cg-packets", type=int, default=200000)
     ap.add_argument("--huge", action="store_true", help="use hugepages (no --no-huge)")
     ap.add_argument("--headroom-mbufs", type=int, default=32768,
@@ -1052,6 +1159,8 @@ def main():
         keep = set(args.only.split(","))
         plan = [p for p in plan if p[0] in keep]
 
+    if args.callgrind_rtt:
+        args.callgrind_only, args.no_doc, plan = True, True, []
     if not args.callgrind_only:
         if len(os.sched_getaffinity(0)) < 2 and (os.cpu_count() or 1) < 2:
             log("SKIP: EAL -l 0,1 needs two CPUs")
@@ -1108,12 +1217,14 @@ def main():
         noise["load"] += " -> " + loadavg()
         noise["others"] = ", ".join(x for x in (noise["others"], busy_others()) if x)
 
-    cg = None
+    cg = cg_rtt = None
     if (args.callgrind or args.callgrind_only) and not args.smoke:
         if not args.sched_bench:
             fail("sched_bench not built (ninja -C build-bench)")
         else:
-            cg = run_callgrind(args, args.workdir, CG_FLOWS, CG_MODES, args.cg_packets)
+            if not args.callgrind_rtt:
+                cg = run_callgrind(args, args.workdir, CG_FLOWS, CG_MODES, args.cg_packets)
+            cg_rtt = run_callgrind_rtt(args, args.workdir, args.cg_packets)
     elif args.smoke and args.sched_bench and os.path.exists(args.sched_bench):
         # The scheduler benchmark runs too (natively, briefly).
         t = traffic[plan[0][0]]
@@ -1129,19 +1240,33 @@ def main():
                     mode, info["ns_per_pkt"], info["delivered"], info["offered"]))
             if not ok:
                 fail("sched_bench %s: rc %d %s" % (mode, r.returncode, r.stderr[-500:]))
+        # And passive RTT over two-way traffic: it must take samples.
+        t = make_pcap(args.workdir, "rtt", 100, packets=4096, ts_share=0.75)
+        r = subprocess.run([args.sched_bench, "--pcap", t["path"], "--packets", "20000",
+                            "--warmup", "5000", "--rtt"], capture_output=True, text=True)
+        info = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None
+        if info and info["two_way"] and info["rtt"]["samples_wan"] > 0 and \
+                info["rtt"]["samples_lan"] > 0:
+            log("sched_bench --rtt   %.0f ns/pkt, %d WAN-side and %d LAN-side samples" % (
+                info["ns_per_pkt"], info["rtt"]["samples_wan"], info["rtt"]["samples_lan"]))
+        else:
+            fail("sched_bench --rtt: rc %d %s %s" % (r.returncode, info, r.stderr[-500:]))
 
     tsc = facts["tsc_hz"]
     rows = aggregate(plan, runs_data, tsc) if runs_data else []
     if rows:
         log("")
         log(fmt_table(rows))
+    if cg_rtt:
+        log("")
+        log(fmt_cg_rtt(cg_rtt))
     if cg:
         log("")
         log(fmt_cg(cg))
         for key in cg["profiles"]:
             log("\nprofile %s (by source function):\n%s" % (
                 key, fmt_profile(cg["profiles"][key], "source")))
-    tgt = targets(rows, cg)
+    tgt = targets(rows, cg, cg_rtt)
     if tgt:
         log("")
         for name, val, ok in tgt:
@@ -1152,12 +1277,13 @@ def main():
                        "callgrind": {"%s/%d" % k: v for k, v in cg["counts"].items()} if cg else None,
                        "profiles": cg["profiles"] if cg else None,
                        "native": {"%s/%d" % k: v for k, v in cg["native"].items()} if cg else None,
+                       "passive_rtt": cg_rtt,
                        "runs": [{"ceiling": r["ceiling"],
                                  "modes": {"%s/%s" % k: v for k, v in r["modes"].items()}}
                                 for r in runs_data]}, f, indent=1)
     if not args.smoke and not args.no_doc and not failures and (rows or cg):
         write_doc(args.doc, facts, args, rows, cg, noise, tgt,
-                  [traffic[p[0]] for p in plan])
+                  [traffic[p[0]] for p in plan], cg_rtt)
         log("wrote %s" % args.doc)
     if tmp is not None and not failures:
         shutil.rmtree(tmp, ignore_errors=True)

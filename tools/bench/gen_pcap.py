@@ -19,9 +19,23 @@ Frames of one flow and size are identical (fixed TCP sequence numbers): the
 scheduler never reads them. IPv4 header checksums are valid; L4 checksums
 are zero.
 
+With --rtt the pcap is instead the traffic passive RTT times (the cost
+figure of issue 13): TCP conversations in both directions, every segment an
+ACK carrying the timestamp option (a --ts-share of the flows; the others
+carry 6 data bytes, timed by sequence/ACK matching), at the smallest frame
+that holds it (66 B IPv4, 86 B IPv6; 60/80 B without timestamps). Frames
+from the LAN host go to the router's MAC 02:5e:00:00:00:01; frames coming
+back have it as their source (sched_bench tells the directions apart by
+it). Time is modelled at --pps packets/s (the pcap timestamps): each end's
+TSval is its own 1 kHz clock from a random base, each TSecr echoes the
+newest TSval the end has received, sequence and ACK numbers advance with
+the data, so every flow has new values to record and echoes to match.
+
 usage: gen_pcap.py -o FILE [--flows N] [--hosts M] [--servers S]
                    [--size 64|1518|imix] [--packets P] [--seed X]
                    [--ipv6-share F] [--udp-share F] [--ect-share F]
+       gen_pcap.py -o FILE --rtt [--flows N] [--packets P] [--seed X]
+                   [--ipv6-share F] [--udp-share F] [--ts-share F] [--pps R]
 """
 import argparse
 import random
@@ -143,6 +157,93 @@ def build_frame(f, length):
     return hdr + bytes(length - len(hdr))
 
 
+ROUTER_MAC = bytes([0x02, 0x5E, 0x00, 0x00, 0x00, 0x01])
+TCP_ACK, TCP_PSH = 0x10, 0x08
+RTT_DATA = 6  # data bytes of a segment without timestamps (fills a 60-byte IPv4 frame)
+
+
+def build_tcp_frame(f, up, seq, ack, ts):
+    """One segment of flow f (up: from the LAN host); ts = (tsval, tsecr) or None."""
+    src, dst, sport, dport = (f.src, f.dst, f.sport, f.dport) if up else \
+        (f.dst, f.src, f.dport, f.sport)
+    opts = struct.pack("!BBBBII", 1, 1, 8, 10, ts[0], ts[1]) if ts else b""
+    data = b"" if ts else bytes(RTT_DATA)
+    flags = TCP_ACK | (TCP_PSH if data else 0)
+    l4 = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, (TCP_HLEN + len(opts)) // 4 << 4,
+                     flags, 65535, 0, 0) + opts + data
+    tos = (f.dscp << 2) | f.ecn
+    if f.v6:
+        l3 = struct.pack("!IHBB", (6 << 28) | (tos << 20), len(l4), 6, 64) + src + dst
+        et = b"\x86\xdd"
+    else:
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, IP4_HLEN + len(l4), 0, 0x4000, 64, 6, 0,
+                         src, dst)
+        l3 = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
+        et = b"\x08\x00"
+    eth = (f.dmac + f.smac) if up else (f.smac + ROUTER_MAC)
+    fr = eth + et + l3 + l4
+    return fr + bytes(max(0, 60 - len(fr)))
+
+
+def generate_rtt(path, flows=10000, hosts=None, servers=256, packets=None, seed=1,
+                 ipv6_share=0.25, udp_share=0.0, ts_share=1.0, pps=5e6):
+    """The --rtt traffic (see the module doc); returns a dict like generate()."""
+    hosts = hosts or default_hosts(flows)
+    packets = packets or default_packets(flows)
+    if packets < flows:
+        raise ValueError("need at least one packet per flow (%d < %d)" % (packets, flows))
+    rng = random.Random(seed)
+    fl = make_flows(flows, hosts, servers, rng, ipv6_share, udp_share, 0.2)
+    # Per flow and end (0 = LAN host, 1 = remote): TS clock base, next sequence
+    # number, and the newest TSval / sequence end received from the other end.
+    st = []
+    for f in fl:
+        base = [rng.getrandbits(32), rng.getrandbits(32)]
+        isn = [rng.getrandbits(32), rng.getrandbits(32)]
+        st.append({"ts": f.tcp and rng.random() < ts_share, "base": base, "seq": isn[:],
+                   "heard_ts": [(base[1] - 1) & 0xFFFFFFFF, (base[0] - 1) & 0xFFFFFFFF],
+                   "heard_seq": [isn[1], isn[0]]})
+    seq = []
+    per, extra = divmod(packets, flows)
+    for i in range(flows):
+        seq.extend([i] * (per + (1 if i < extra else 0)))
+    rng.shuffle(seq)
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    total = n_ts = n_up = 0
+    for j, fi in enumerate(seq):
+        f, s = fl[fi], st[fi]
+        end = rng.randrange(2)  # 0: the LAN host sends (upstream)
+        t_us = j * 1e6 / pps
+        if f.tcp:
+            ts = None
+            if s["ts"]:
+                tsval = (s["base"][end] + int(t_us // 1000)) & 0xFFFFFFFF
+                ts = (tsval, s["heard_ts"][end])
+                s["heard_ts"][end ^ 1] = tsval
+                n_ts += 1
+            fr = build_tcp_frame(f, end == 0, s["seq"][end], s["heard_seq"][end], ts)
+            if ts is None:
+                s["seq"][end] = (s["seq"][end] + RTT_DATA) & 0xFFFFFFFF
+                s["heard_seq"][end ^ 1] = s["seq"][end]
+        else:
+            fr = build_frame(f, 60)
+            if end == 1:
+                fr = f.smac + ROUTER_MAC + fr[12:]
+        n_up += end == 0
+        total += len(fr)
+        us = int(t_us)
+        out.append(struct.pack("<IIII", us // 1000000, us % 1000000, len(fr), len(fr)))
+        out.append(fr)
+    with open(path, "wb") as fh:
+        fh.write(b"".join(out))
+    return {
+        "path": path, "flows": flows, "hosts": hosts, "servers": servers, "size": "rtt",
+        "packets": packets, "bytes": total, "mean_len": total / packets, "seed": seed,
+        "ipv6_share": ipv6_share, "udp_share": udp_share, "ts_share": ts_share,
+        "ts_packets": n_ts, "up_packets": n_up, "pps": pps,
+    }
+
+
 def default_hosts(flows):
     return max(2, min(1000, flows // 10)) if flows >= 2 else 1
 
@@ -218,11 +319,22 @@ def main(argv=None):
                     help="packets in the file (default max(32768, flows))")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ipv6-share", type=float, default=0.25)
-    ap.add_argument("--udp-share", type=float, default=0.4)
+    ap.add_argument("--udp-share", type=float, default=None,
+                    help="share of UDP flows (default 0.4, with --rtt 0)")
     ap.add_argument("--ect-share", type=float, default=0.2)
+    ap.add_argument("--rtt", action="store_true",
+                    help="TCP both ways with timestamps (passive RTT's cost)")
+    ap.add_argument("--ts-share", type=float, default=1.0,
+                    help="--rtt: share of TCP flows with timestamps")
+    ap.add_argument("--pps", type=float, default=5e6, help="--rtt: modelled packet rate")
     a = ap.parse_args(argv)
-    info = generate(a.out, a.flows, a.hosts, a.servers, a.size, a.packets, a.seed,
-                    a.ipv6_share, a.udp_share, a.ect_share)
+    if a.rtt:
+        info = generate_rtt(a.out, a.flows, a.hosts, a.servers, a.packets, a.seed,
+                            a.ipv6_share, a.udp_share or 0.0, a.ts_share, a.pps)
+    else:
+        info = generate(a.out, a.flows, a.hosts, a.servers, a.size, a.packets, a.seed,
+                        a.ipv6_share, 0.4 if a.udp_share is None else a.udp_share,
+                        a.ect_share)
     print("%(path)s: %(packets)d packets, %(flows)d flows, %(hosts)d hosts, "
           "mean frame %(mean_len).1f B" % info)
     return 0

@@ -1,9 +1,9 @@
 /*
  * Passive RTT from crafted frames: timestamps echoed both ways (WAN and LAN
- * side) over IPv4 and IPv6, repeated and older TSvals, wraparound of TSval
- * and sequence numbers, sequence/ACK sampling with Karn's rule, Ethernet
- * padding, eviction of the least recently seen flow, the baseline and the
- * histogram.
+ * side) over IPv4 and IPv6, repeated and older TSvals, one TSval in flight,
+ * wraparound of TSval and sequence numbers, sequence/ACK sampling with
+ * Karn's rule, Ethernet padding, eviction of the least recently seen flow
+ * once idle, the baseline and the histogram.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -81,6 +81,14 @@ build(const struct seg *s)
 	return &pkt;
 }
 
+/* The flow of these addresses and ports (family 4 or 6), as dp_rtt_facts finds it. */
+static const struct rtt_flow *
+find(const struct rtt_table *t, uint8_t family, const uint8_t *a, const uint8_t *b, uint16_t pa,
+     uint16_t pb)
+{
+	return rtt_find(t, classify_flow_hash(&key, family, a, b, pa, pb, 6));
+}
+
 /* Feed one segment; returns the sample's RTT in ns, or 0 if none. */
 static uint64_t
 feed(struct rtt_table *t, const struct seg *s, uint64_t now, struct rtt_sample *out)
@@ -95,12 +103,13 @@ feed(struct rtt_table *t, const struct seg *s, uint64_t now, struct rtt_sample *
 static void
 ts_both_sides(int v6)
 {
-	struct rtt_table *t = rtt_table_new(64, 1);
+	struct rtt_table *t = rtt_table_new(64);
 	struct rtt_sample smp;
 	struct seg up = { .v6 = v6, .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 100 };
 	struct seg dn = { .v6 = v6, .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1 };
 	const struct rtt_flow *f;
 	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+	uint64_t lo, hi;
 
 	assert_non_null(t);
 	up.tsval = 1000, up.tsecr = 7000;
@@ -116,16 +125,28 @@ ts_both_sides(int v6)
 	assert_int_equal(feed(t, &up, MS(140) + 1500000, &smp), 1500000);
 	assert_int_equal(smp.side, RTT_SIDE_LAN);
 
-	f = v6 ? rtt_find(t, 6, v6lan, v6wan, LAN_PORT, WAN_PORT)
-	       : rtt_find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT);
+	f = v6 ? find(t, 6, v6lan, v6wan, LAN_PORT, WAN_PORT)
+	       : find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT);
 	assert_non_null(f);
-	assert_int_equal(f->side[RTT_SIDE_WAN].last_ns, MS(40));
-	assert_int_equal(f->side[RTT_SIDE_LAN].last_ns, 1500000);
+	assert_int_equal(f->last_us[RTT_SIDE_WAN], 40000);
+	assert_int_equal(f->last_us[RTT_SIDE_LAN], 1500);
 	assert_int_equal(t->hist[RTT_SIDE_WAN].samples, 1);
 	assert_int_equal(t->hist[RTT_SIDE_LAN].samples, 1);
-	/* The reverse key is another flow. */
-	assert_null(v6 ? rtt_find(t, 6, v6wan, v6lan, LAN_PORT, WAN_PORT)
-		       : rtt_find(t, 4, wan4, lan4, LAN_PORT, WAN_PORT));
+	/* The interval's range of each side, then a new interval without samples. */
+	rtt_range_take(t, RTT_SIDE_WAN, &lo, &hi);
+	assert_int_equal(lo, MS(40));
+	assert_int_equal(hi, MS(40));
+	rtt_range_take(t, RTT_SIDE_WAN, &lo, &hi);
+	assert_int_equal(lo, 0);
+	assert_int_equal(hi, 0);
+	rtt_range_take(t, RTT_SIDE_LAN, &lo, &hi);
+	assert_int_equal(lo, 1500000);
+	assert_int_equal(hi, 1500000);
+	/* Either way round it is one flow; another port is another. */
+	assert_ptr_equal(f, v6 ? find(t, 6, v6wan, v6lan, WAN_PORT, LAN_PORT)
+			       : find(t, 4, wan4, lan4, WAN_PORT, LAN_PORT));
+	assert_null(v6 ? find(t, 6, v6lan, v6wan, LAN_PORT + 1, WAN_PORT)
+		       : find(t, 4, lan4, wan4, LAN_PORT + 1, WAN_PORT));
 	rtt_table_free(t);
 }
 
@@ -147,7 +168,7 @@ test_ts_ipv6(void **state)
 static void
 test_ts_repeats(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 2);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
 
@@ -173,11 +194,15 @@ test_ts_repeats(void **state)
 	rtt_table_free(t);
 }
 
-/* Echoes of a later TSval clear the ones before; the FIFO holds four. */
+/*
+ * One TSval per direction in flight: the ones sent while it awaits its echo
+ * are not timed; an echo of a later TSval (the one in flight was never
+ * echoed itself, e.g. its segment was lost) ends it without a sample.
+ */
 static void
-test_ts_fifo(void **state)
+test_ts_one_in_flight(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 3);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
 
@@ -186,17 +211,29 @@ test_ts_fifo(void **state)
 		up.tsval = 100 + i;
 		feed(t, &up, MS(i), NULL);
 	}
-	assert_int_equal(t->c.ts_full, 2); /* 104 and 105 found the FIFO full */
-	dn.tsecr = 102;                    /* 100 and 101 echoed by delayed ACK: skipped */
-	assert_int_equal(feed(t, &dn, MS(22), NULL), MS(20));
-	dn.tsecr = 103;
-	assert_int_equal(feed(t, &dn, MS(23), NULL), MS(20));
-	dn.tsecr = 105; /* never recorded */
-	assert_int_equal(feed(t, &dn, MS(25), NULL), 0);
+	assert_int_equal(t->c.ts_full, 5); /* 101..105 sent while 100 was in flight */
+	dn.tsecr = 100;
+	assert_int_equal(feed(t, &dn, MS(22), NULL), MS(22));
+	dn.tsecr = 103; /* 103 was never timed */
+	assert_int_equal(feed(t, &dn, MS(23), NULL), 0);
 	up.tsval = 106;
 	feed(t, &up, MS(30), NULL);
+	dn.tsecr = 105; /* older than the one in flight: it stays */
+	assert_int_equal(feed(t, &dn, MS(31), NULL), 0);
 	dn.tsecr = 106;
 	assert_int_equal(feed(t, &dn, MS(33), NULL), MS(3));
+	/* 107 is never echoed: the echo of 108 ends it, and 109 is timed. */
+	up.tsval = 107;
+	feed(t, &up, MS(40), NULL);
+	up.tsval = 108;
+	feed(t, &up, MS(41), NULL);
+	dn.tsecr = 108;
+	assert_int_equal(feed(t, &dn, MS(45), NULL), 0);
+	up.tsval = 109;
+	feed(t, &up, MS(50), NULL);
+	dn.tsecr = 109;
+	assert_int_equal(feed(t, &dn, MS(52), NULL), MS(2));
+	assert_int_equal(t->c.samples, 3);
 	rtt_table_free(t);
 }
 
@@ -204,7 +241,7 @@ test_ts_fifo(void **state)
 static void
 test_wraparound(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 4);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
 	struct seg sd = { .dir = RTT_UP, .flags = PB_ACK, .payload = 1000, .lan_port = 40001 };
@@ -213,10 +250,16 @@ test_wraparound(void **state)
 	(void)state;
 	up.tsval = 0xfffffffeu;
 	feed(t, &up, MS(0), NULL);
-	up.tsval = 3; /* after 0xfffffffe in serial order */
-	feed(t, &up, MS(2), NULL);
-	dn.tsecr = 3;
-	assert_int_equal(feed(t, &dn, MS(42), NULL), MS(40));
+	dn.tsecr = 0xfffffffeu;
+	assert_int_equal(feed(t, &dn, MS(40), NULL), MS(40));
+	up.tsval = 2; /* after 0xfffffffe in serial order: timed */
+	feed(t, &up, MS(41), NULL);
+	dn.tsecr = 2;
+	assert_int_equal(feed(t, &dn, MS(61), NULL), MS(20));
+	up.tsval = 0xffffffffu; /* before 2: not timed */
+	feed(t, &up, MS(70), NULL);
+	dn.tsecr = 0xffffffffu;
+	assert_int_equal(feed(t, &dn, MS(80), NULL), 0);
 
 	sd.seq = 0xffffff00u; /* the segment ends past zero */
 	feed(t, &sd, MS(100), NULL);
@@ -229,7 +272,7 @@ test_wraparound(void **state)
 static void
 test_seq_sampling(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 5);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg d = { .dir = RTT_UP, .flags = PB_ACK, .payload = 1000 };
 	struct seg a = { .dir = RTT_DOWN, .flags = PB_ACK };
 	struct rtt_sample smp;
@@ -269,47 +312,58 @@ test_seq_sampling(void **state)
 static void
 test_padding_and_bare_acks(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 6);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg a = { .dir = RTT_DOWN, .flags = PB_ACK, .ack = 5 };
 	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
 
 	(void)state;
 	assert_int_equal(feed(t, &a, MS(0), NULL), 0);
 	assert_int_equal(buf.len, 60);
-	assert_null(rtt_find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT));
+	assert_null(find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT));
 	rtt_table_free(t);
 }
 
-/* A full bucket evicts its least recently seen flow; memory stays as allocated. */
+/*
+ * A full bucket evicts its least recently seen flow once that has been idle
+ * for RTT_IDLE_NS; before, the new flow is not timed. Memory stays as
+ * allocated.
+ */
 static void
 test_eviction(void **state)
 {
-	struct rtt_table *t = rtt_table_new(4, 7); /* one bucket of four */
+	struct rtt_table *t = rtt_table_new(RTT_BUCKET_WAYS); /* one bucket */
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .tsval = 10, .payload = 10 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 10, .tsecr = 10 };
 	uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+	uint64_t t0 = MS(5000);
 
 	(void)state;
 	assert_int_equal(t->mask, 0);
-	for (uint16_t i = 0; i < 4; i++) {
+	for (uint16_t i = 0; i < RTT_BUCKET_WAYS; i++) {
 		up.lan_port = (uint16_t)(1000 + i);
-		feed(t, &up, MS(i), NULL);
+		feed(t, &up, t0 + MS(i), NULL);
 	}
 	/* Flow 1000 is seen again: 1001 is now the oldest. */
 	up.lan_port = 1000, up.tsval = 11;
-	feed(t, &up, MS(10), NULL);
-	assert_int_equal(t->c.evictions, 0);
+	feed(t, &up, t0 + MS(10), NULL);
+	/* All were seen within RTT_IDLE_NS: 2000 is not timed, nobody is evicted. */
 	up.lan_port = 2000, up.tsval = 10;
-	feed(t, &up, MS(11), NULL);
+	feed(t, &up, t0 + MS(11), NULL);
+	assert_int_equal(t->c.evictions, 0);
+	assert_int_equal(t->c.no_room, 1);
+	assert_null(find(t, 4, lan4, wan4, 2000, WAN_PORT));
+	/* A second later 1001 has been idle long enough to go. */
+	feed(t, &up, t0 + MS(1) + RTT_IDLE_NS + MS(1), NULL);
 	assert_int_equal(t->c.evictions, 1);
-	assert_null(rtt_find(t, 4, lan4, wan4, 1001, WAN_PORT));
-	assert_non_null(rtt_find(t, 4, lan4, wan4, 1000, WAN_PORT));
-	assert_non_null(rtt_find(t, 4, lan4, wan4, 2000, WAN_PORT));
-	/* The evicted flow's echo finds nothing to match. */
+	assert_null(find(t, 4, lan4, wan4, 1001, WAN_PORT));
+	assert_non_null(find(t, 4, lan4, wan4, 1000, WAN_PORT));
+	assert_non_null(find(t, 4, lan4, wan4, 1002, WAN_PORT));
+	assert_non_null(find(t, 4, lan4, wan4, 2000, WAN_PORT));
+	/* The evicted flow's echo finds nothing to match; the new one's does. */
 	dn.lan_port = 1001;
-	assert_int_equal(feed(t, &dn, MS(20), NULL), 0);
+	assert_int_equal(feed(t, &dn, t0 + RTT_IDLE_NS + MS(20), NULL), 0);
 	dn.lan_port = 2000;
-	assert_int_equal(feed(t, &dn, MS(20), NULL), MS(9));
+	assert_int_equal(feed(t, &dn, t0 + RTT_IDLE_NS + MS(20), NULL), MS(18));
 	rtt_table_free(t);
 }
 
@@ -317,7 +371,7 @@ test_eviction(void **state)
 static void
 test_baseline(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 8);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 10 };
 	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 1 };
 	struct rtt_sample smp;
@@ -350,7 +404,7 @@ test_baseline(void **state)
 static void
 test_mangled_frames(void **state)
 {
-	struct rtt_table *t = rtt_table_new(64, 9);
+	struct rtt_table *t = rtt_table_new(64);
 	struct seg sg = { .flags = PB_ACK, .ts = 1, .tsval = 7, .tsecr = 7, .payload = 40 };
 	uint32_t x = 12345;
 
@@ -425,7 +479,7 @@ main(void)
 		cmocka_unit_test(test_ts_ipv4),
 		cmocka_unit_test(test_ts_ipv6),
 		cmocka_unit_test(test_ts_repeats),
-		cmocka_unit_test(test_ts_fifo),
+		cmocka_unit_test(test_ts_one_in_flight),
 		cmocka_unit_test(test_wraparound),
 		cmocka_unit_test(test_seq_sampling),
 		cmocka_unit_test(test_padding_and_bare_acks),
