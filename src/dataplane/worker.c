@@ -155,9 +155,9 @@ unsigned int
 dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 {
 	struct rte_mbuf *rx[SHAPER_BURST_MAX];
-	struct sh_pkt *pkts[SHAPER_BURST_MAX];
+	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
 	struct sh_pkt_list drops;
-	uint16_t nb_rx, i, n_out = 0, room;
+	uint16_t nb_rx, i, n_out = 0, room, n_enq = 0;
 	uint64_t t;
 	bool due;
 
@@ -189,6 +189,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		if (d->steer != NULL)
 			n = (uint16_t)dp_steer_burst(d, pkts, n, &drops);
 		enqueue_burst(d, pkts, n, now, &drops);
+		n_enq = n;
 	}
 	if (d->steer != NULL) {
 		/* What the other shards' workers received for this one, classified already. */
@@ -196,12 +197,19 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 		enqueue_burst(d, pkts, n_in, now, &drops);
 		nb_rx = (uint16_t)(nb_rx + n_in);
+		n_enq = (uint16_t)(n_enq + n_in);
 	}
 
-	/* Dequeue only what the output can hold: the rest waits in the scheduler. */
+	/*
+	 * Dequeue only what the output can hold: the rest waits in the
+	 * scheduler. Up to what came in this turn (own rx and steered, up to 2
+	 * bursts) when the rate allows: a worker short of CPU then sheds load
+	 * at its rx queue, for free, instead of classifying and queueing
+	 * frames only to drop them as overflow.
+	 */
 	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
-	if (room > burst)
-		room = (uint16_t)burst;
+	if (room > (n_enq > burst ? n_enq : burst))
+		room = (uint16_t)(n_enq > burst ? n_enq : burst);
 	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
 	due = sched_next_time(d->sched, now) <= now;
 	if (d->emu == NULL) {
