@@ -19,9 +19,13 @@ once-a-second display counters. Every run:
      every frame shaperd took in is sent or dropped under a named reason, and
      no mbuf is left in use.
 
-A run whose offered load falls short of what was asked (pktgen or the host
-could not keep up) is reported and fails; it is not counted as the shaper's
-result.
+The measured interval is cut into one-second windows. pktgen's median second
+must offer at least half the asked overload (else pktgen or the host could not
+keep up, and the run fails). A second in which pktgen sent less than 99.5 % of
+its median (it stalled) or shaperd's worker wrote off a stall (lag_skipped: off
+its CPU longer than lag_limit) measures the machine, not the shaper: the
+delivered rate is checked over the other seconds, which must be at least half
+of them, or the run fails. The table shows both figures.
 
   loadtest.py --shaperd build/src/shaperd --pktgen PATH/pktgen \\
       --run cake:1gbit:64 --run cake:100mbit:1518 --seconds 10
@@ -296,10 +300,32 @@ class Counters:
         self.sh = sh.stats() if sh is not None else None
 
 
-def measure(pg, sh, seconds):
-    a = Counters(pg, sh)
-    time.sleep(seconds)
-    b = Counters(pg, sh)
+def lag_us(c):
+    return c.sh["directions"]["upstream"].get("lag_skipped_us", 0) if c.sh is not None else 0
+
+
+def windows_of(snaps):
+    """Per-second figures between consecutive snapshots."""
+    out = []
+    for a, b in zip(snaps, snaps[1:]):
+        dt = b.t - a.t
+        out.append({"seconds": dt,
+                    "offered_bps": (b.tx["obytes"] - a.tx["obytes"]) * 8 / dt,
+                    "delivered_bytes": b.rx["ibytes"] - a.rx["ibytes"],
+                    "lag_skipped_ms": (lag_us(b) - lag_us(a)) / 1e3})
+    return out
+
+
+def measure(pg, sh, seconds, window=1.0):
+    """Counters at the start and end of the measured interval, and every
+    `window` seconds between (the windows a disturbed machine spoils are
+    told apart from the rest: see check_rate)."""
+    snaps = [Counters(pg, sh)]
+    n = max(1, round(seconds / window))
+    for i in range(1, n + 1):
+        time.sleep(max(0.0, snaps[0].t + i * seconds / n - time.monotonic()))
+        snaps.append(Counters(pg, sh))
+    a, b = snaps[0], snaps[-1]
     dt = b.t - a.t
     m = {
         "seconds": round(dt, 4),
@@ -308,6 +334,7 @@ def measure(pg, sh, seconds):
         "delivered_pps": (b.rx["ipackets"] - a.rx["ipackets"]) / dt,
         "delivered_bps": (b.rx["ibytes"] - a.rx["ibytes"]) * 8 / dt,
         "generator_tx_errors": b.tx["oerrors"] - a.tx["oerrors"],
+        "windows": windows_of(snaps),
     }
     if sh is not None:
         up_a, up_b = a.sh["directions"]["upstream"], b.sh["directions"]["upstream"]
@@ -573,17 +600,54 @@ def main():
         sys.exit(1)
 
 
+def clean_windows(res):
+    """The measured seconds in which the machine let both sides run. On these
+    2-core VMs the hypervisor takes tens to hundreds of ms now and then, from
+    either side, and such a second measures the host, not the shaper:
+    - pktgen sent less than 99.5 % of its median second: it stalled, the
+      shaper's queue (a few ms) ran dry and the output paused with it;
+    - shaperd's worker wrote off a stall (lag_skipped: off its CPU longer
+      than lag_limit), time in which nothing could be sent."""
+    ws = res.get("windows", [])
+    med = sorted(w["offered_bps"] for w in ws)[len(ws) // 2] if ws else 0.0
+    good, short, stalled = [], 0, 0
+    for w in ws:
+        if w["offered_bps"] < 0.995 * med:
+            short += 1
+        elif w["lag_skipped_ms"] > 0:
+            stalled += 1
+        else:
+            good.append(w)
+    return med, good, short, stalled
+
+
 def check_rate(fails, args, res):
     rate = res["bandwidth_bps"]
     name = res["name"]
-    check(fails, res["offered_bps"] >= (1 + (args.offer - 1) / 2) * rate,
-          "%s: the generator offered %s (asked %s): %s" %
-          (name, fmt_rate(res["offered_bps"]), fmt_rate(res["offer_target_bps"]),
-           "kept up" if res["offered_bps"] >= (1 + (args.offer - 1) / 2) * rate else
+    floor = (1 + (args.offer - 1) / 2) * rate
+    med, good, short, stalled = clean_windows(res)
+    n = len(res.get("windows", []))
+    secs = sum(w["seconds"] for w in good)
+    check(fails, med >= floor,
+          "%s: the generator offered %s in its median second, %s over all (asked %s): %s" %
+          (name, fmt_rate(med), fmt_rate(res["offered_bps"]), fmt_rate(res["offer_target_bps"]),
+           "kept up" if med >= floor else
            "it could not keep up; this run says nothing about the shaper"))
-    check(fails, abs(res["error"]) <= args.tolerance,
-          "%s: delivered %s, %+.2f %% of the setting (allowed +-%.1f %%)" %
-          (name, fmt_rate(res["delivered_bps"]), res["error"] * 100, args.tolerance * 100))
+    res["clean"] = {"windows": len(good), "of": n, "generator_short": short,
+                    "shaper_stalled": stalled}
+    # Half the measured seconds at least: a machine disturbed longer fails the run.
+    check(fails, 2 * len(good) >= n and secs > 0,
+          "%s: %d of %d one-second windows undisturbed (%d with the generator short, "
+          "%d with a shaperd stall written off); at least half must be" %
+          (name, len(good), n, short, stalled))
+    if secs > 0:
+        res["clean"]["delivered_bps"] = sum(w["delivered_bytes"] for w in good) * 8 / secs
+        res["clean"]["error"] = res["clean"]["delivered_bps"] / rate - 1
+        check(fails, abs(res["clean"]["error"]) <= args.tolerance,
+              "%s: delivered %s in the undisturbed seconds, %+.2f %% of the setting (allowed "
+              "+-%.1f %%; over all %d s: %s, %+.2f %%)" %
+              (name, fmt_rate(res["clean"]["delivered_bps"]), res["clean"]["error"] * 100,
+               args.tolerance * 100, n, fmt_rate(res["delivered_bps"]), res["error"] * 100))
 
 
 def check_mix(fails, res, mix_tins):
@@ -600,15 +664,19 @@ def check_mix(fails, res, mix_tins):
 
 
 def print_table(results):
-    print("\n| run | offered | delivered | error | drops/s by reason | lag skipped | tx retries |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| run | offered | delivered | error | undisturbed s: delivered, error | "
+          "drops/s by reason | lag skipped | tx retries |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in results:
         drops = ", ".join("%s %.3gk" % (k, v / 1e3) for k, v in sorted(
             r.get("drops_per_s", {}).items()) if v > 0) or "none"
         err = "%+.2f %%" % (r["error"] * 100) if "error" in r else "-"
-        print("| %s | %s (%.3f Mpps) | %s (%.3f Mpps) | %s | %s | %.1f ms | %d |" %
+        c = r.get("clean", {})
+        clean = ("%d of %d: %s, %+.2f %%" % (c["windows"], c["of"], fmt_rate(c["delivered_bps"]),
+                                             c["error"] * 100) if "error" in c else "-")
+        print("| %s | %s (%.3f Mpps) | %s (%.3f Mpps) | %s | %s | %s | %.1f ms | %d |" %
               (r["name"], fmt_rate(r["offered_bps"]), r["offered_pps"] / 1e6,
-               fmt_rate(r["delivered_bps"]), r["delivered_pps"] / 1e6, err, drops,
+               fmt_rate(r["delivered_bps"]), r["delivered_pps"] / 1e6, err, clean, drops,
                r.get("lag_skipped_ms", 0), r.get("tx_retries", 0)))
 
 
