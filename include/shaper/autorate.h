@@ -21,6 +21,7 @@ struct autorate_params {
 	uint64_t clear_ns;           /* RTT above baseline that still counts as none */
 	uint32_t busy_pct;           /* delivered/rate at least this: a lowering may help */
 	uint32_t loaded_pct;         /* delivered/rate at least this: the rate is the limit */
+	bool after_modem;            /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
 /* Defaults: 100 ms interval, 8 ms bloat, 3 ms clear, busy 30 %, loaded 75 %. */
@@ -40,7 +41,16 @@ struct autorate {
 	uint64_t tick_start, tick_bytes;
 	uint64_t delay_min; /* lowest RTT above baseline among this interval's samples */
 	uint32_t nsamples;
+	uint64_t owd_min; /* lowest downstream one-way rise among this interval's packets */
+	uint32_t owd_n;
 	bool started;
+
+	/*
+	 * Whose queue a rise is in: the downstream one-way rise of the last
+	 * interval that had any (UINT64_MAX: none seen); for the upstream,
+	 * the downstream controller's, copied by autorate_attribute.
+	 */
+	uint64_t owd_last_ns;
 
 	/* Memory of the last lowering. */
 	uint64_t last_down_ns;
@@ -57,6 +67,29 @@ void autorate_init(struct autorate *a, const struct autorate_params *p);
 
 /* One RTT sample (ns) with its flow's baseline (ns). */
 void autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns);
+
+/* A downstream packet's one-way delay above its flow's baseline (ns; owd.h). */
+static inline void
+autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
+{
+	if (rise_ns < a->owd_min)
+		a->owd_min = rise_ns;
+	a->owd_n++;
+}
+
+/*
+ * Whose queue is it? A WAN-side RTT rises with a queue in either direction
+ * of the modem, so each controller alone would lower its rate for the
+ * other's queue too, and could not raise while the other's queue stands.
+ * The downstream controller (after_modem) also gets the downstream one-way
+ * rise (autorate_owd_sample); the upstream's share is the RTT's rise less
+ * that. A rise of the RTT to the bloat threshold then lowers only a
+ * direction whose share is at least half the threshold (one of them is),
+ * and a direction raises when its own share is clear. Call this before the
+ * upstream's tick with the downstream's controller. Without one-way figures
+ * (no timestamps, or down NULL) each decides on the RTT alone.
+ */
+void autorate_attribute(struct autorate *up, const struct autorate *down);
 
 /*
  * Call often (every worker turn is fine): at the end of each interval it

@@ -21,6 +21,7 @@
 #include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/emulate.h"
+#include "shaper/owd.h"
 #include "shaper/pkt.h"
 #include "shaper/rtt.h"
 #include "shaper/sched.h"
@@ -128,6 +129,7 @@ struct dp_rtt {
 	struct rtt_table *table;
 	struct autorate ar[SHAPER_NUM_DIRS];
 	bool ar_on[SHAPER_NUM_DIRS];
+	struct owd_table *owd; /* with autorate: the downstream one-way delay */
 	/* The interval in progress and the last whole one, per side. */
 	uint64_t iv_start[RTT_SIDES];
 	struct rtt_hist iv_base[RTT_SIDES];

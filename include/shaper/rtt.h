@@ -147,6 +147,9 @@ bool rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
 unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 			       enum rtt_dir dir, uint64_t now, struct rtt_sample *out);
 
+/* A classified TCP packet's TSval, if it carries the timestamp option. */
+bool rtt_tsval(const struct sh_pkt *p, uint32_t *tsval);
+
 /* The flow with this flow_hash (classify_flow_hash of its 5-tuple), or NULL. */
 const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
 

@@ -36,6 +36,15 @@ dp_rtt_create(const struct shaper_config *c)
 		free(r);
 		return NULL;
 	}
+	if (c->autorate[SHAPER_UP].enabled || c->autorate[SHAPER_DOWN].enabled) {
+		r->owd = malloc(sizeof(*r->owd));
+		if (r->owd == NULL) {
+			rtt_table_free(r->table);
+			free(r);
+			return NULL;
+		}
+		owd_table_init(r->owd);
+	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		const struct shaper_autorate_config *ac = &c->autorate[d];
 		struct autorate_params p;
@@ -43,6 +52,7 @@ dp_rtt_create(const struct shaper_config *c)
 		r->ar_on[d] = ac->enabled;
 		autorate_params_default(&p, ac->min_rate, ac->max_rate);
 		p.start_rate = ac->start_rate;
+		p.after_modem = d == SHAPER_DOWN;
 		autorate_init(&r->ar[d], &p);
 	}
 	return r;
@@ -54,6 +64,7 @@ dp_rtt_free(struct dp_rtt *r)
 	if (r == NULL)
 		return;
 	rtt_table_free(r->table);
+	free(r->owd);
 	free(r);
 }
 
@@ -67,6 +78,17 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
 	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
 		return;
+	if (dir == SHAPER_DOWN)
+		for (unsigned int i = 0; i < n; i++) {
+			uint32_t tsval;
+			int64_t rise;
+
+			if (!rtt_tsval(pkts[i], &tsval))
+				continue;
+			rise = owd_observe(r->owd, pkts[i]->flow_hash, tsval, now);
+			if (rise >= 0)
+				autorate_owd_sample(&r->ar[SHAPER_DOWN], (uint64_t)rise);
+		}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
@@ -89,6 +111,8 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 	if (d->rtt == NULL || !d->rtt->ar_on[d->dir] || sched_move_active(&d->move))
 		return;
 	a = &d->rtt->ar[d->dir];
+	if (d->dir == SHAPER_UP)
+		autorate_attribute(a, &d->rtt->ar[SHAPER_DOWN]);
 	if (!autorate_tick(a, now, d->stats.tx_bytes))
 		return;
 	p = *sched_get_params(d->sched);

@@ -46,6 +46,25 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	if (a->rate > a->p.max_rate)
 		a->rate = a->p.max_rate;
 	a->delay_min = UINT64_MAX;
+	a->owd_min = UINT64_MAX;
+	a->owd_last_ns = UINT64_MAX;
+}
+
+void
+autorate_attribute(struct autorate *up, const struct autorate *down)
+{
+	up->owd_last_ns = down != NULL ? down->owd_last_ns : UINT64_MAX;
+}
+
+/* This direction's share of an RTT rise (see autorate_attribute). */
+static uint64_t
+own_share(const struct autorate *a, uint64_t delay)
+{
+	if (a->owd_last_ns == UINT64_MAX)
+		return delay;
+	if (a->p.after_modem)
+		return a->owd_last_ns;
+	return delay > a->owd_last_ns ? delay - a->owd_last_ns : 0;
 }
 
 void
@@ -90,6 +109,10 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 	delay = a->delay_min;
 	a->delay_min = UINT64_MAX;
 	a->nsamples = 0;
+	if (a->p.after_modem && a->owd_n != 0)
+		a->owd_last_ns = a->owd_min;
+	a->owd_min = UINT64_MAX;
+	a->owd_n = 0;
 	a->last_action = AUTORATE_HOLD;
 	if (n == 0)
 		return false; /* no TCP to listen to: nothing is known */
@@ -97,6 +120,9 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 
 	if (delay >= a->p.bloat_ns &&
 	    a->delivered_rate * 100 >= (uint64_t)a->p.busy_pct * a->rate) {
+		/* The other direction's queue (autorate_attribute): not ours to cut. */
+		if (own_share(a, delay) < a->p.bloat_ns / 2)
+			return false;
 		uint64_t base = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
 		uint64_t over = delay - a->p.bloat_ns;
 		/* 10 % off at the threshold, up to 30 % off at three times it. */
@@ -113,7 +139,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		a->last_down_ns = now;
 		a->last_action = AUTORATE_DOWN;
 		a->downs++;
-	} else if (delay <= a->p.clear_ns &&
+	} else if (own_share(a, delay) <= a->p.clear_ns &&
 		   a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate) {
 		bool near = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * AR_NEAR_LO_PCT &&
 			    a->rate * 100 < a->bloat_rate * AR_NEAR_HI_PCT;

@@ -241,6 +241,21 @@ tcp_find_ts(const uint8_t *opt, unsigned int len, uint32_t *tsval, uint32_t *tse
 	return false;
 }
 
+bool
+rtt_tsval(const struct sh_pkt *p, uint32_t *tsval)
+{
+	const uint8_t *th;
+	uint32_t doff, tsecr;
+
+	if (p->l4_off == SH_OFF_NONE || p->l4_proto != 6 || p->l4_off + 20u > p->hdr_len)
+		return false;
+	th = p->data + p->l4_off;
+	doff = (uint32_t)(th[12] >> 4) * 4;
+	if (doff <= 20 || p->l4_off + doff > p->hdr_len)
+		return false;
+	return tcp_find_ts(th + 20, doff - 20, tsval, &tsecr);
+}
+
 static inline unsigned int
 hist_bucket(uint64_t rtt_ns)
 {
