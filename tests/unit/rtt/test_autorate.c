@@ -2,7 +2,9 @@
  * The autorate controller's decisions one interval at a time: hold without
  * samples or load, lower on bloat while busy (sized by the rise, from what
  * got through, not again before the cooldown), raise while loaded at
- * baseline (slowly near the last bloat rate), and stay within the bounds.
+ * baseline (slowly near the last bloat rate), and stay within the bounds;
+ * the downstream one-way delay (owd.c), and a rise put down to the
+ * direction whose queue it is.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <cmocka.h>
 
 #include "shaper/autorate.h"
+#include "shaper/owd.h"
 
 #define MS(x)   ((uint64_t)(x)*1000000ull)
 #define MBIT(x) ((uint64_t)(x)*125000ull)
@@ -117,13 +120,110 @@ test_up(void **state)
 	assert_int_equal(d.a.rate, MBIT(100));
 }
 
+/* The downstream one-way delay from TSvals: rises above each flow's own baseline. */
+static void
+test_owd(void **state)
+{
+	static struct owd_table t;
+	uint64_t now = MS(5000);
+
+	(void)state;
+	owd_table_init(&t);
+	/* A flow's first packet sets its baseline; its clock offset is its own. */
+	assert_int_equal(owd_observe(&t, 0x1234, 777000, now), -1);
+	/* The same offset 10 ms later: no rise. */
+	assert_int_equal(owd_observe(&t, 0x1234, 777010, now + MS(10)), 0);
+	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
+	assert_int_equal(owd_observe(&t, 0x1234, 777011, now + MS(17)), MS(6));
+	/* Another flow, another offset (and TSvals across the 2^32 wrap). */
+	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
+	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u, now + MS(0x20) + MS(3)), MS(3));
+	/* A faster path than the baseline lowers it. */
+	assert_int_equal(owd_observe(&t, 0x1234, 777100, now + MS(99)), 0);
+	assert_int_equal(owd_observe(&t, 0x1234, 777101, now + MS(101)), MS(1));
+	/* The baseline outlives one window, not two. */
+	assert_int_equal(owd_observe(&t, 0x1234, 787100, now + MS(10000) + MS(104)), MS(5));
+	assert_int_equal(owd_observe(&t, 0x1234, 797200, now + MS(20000) + MS(208)), MS(4));
+	assert_int_equal(owd_observe(&t, 0x1234, 807300, now + MS(30000) + MS(312)), MS(4));
+	/* A flow that lands in a used slot starts over. */
+	assert_int_equal(owd_observe(&t, 0x1234 + OWD_SLOTS, 5, now), -1);
+}
+
+/* One interval of each direction: the RTT's rise, and the downstream one-way rise. */
+static void
+both(struct drive *up, struct drive *down, int64_t rtt_ms, int64_t owd_ms)
+{
+	autorate_owd_sample(&down->a, MS(owd_ms));
+	autorate_owd_sample(&down->a, MS(owd_ms) + MS(3)); /* the minimum counts */
+	interval(down, 100, rtt_ms);
+	autorate_attribute(&up->a, &down->a);
+	interval(up, 100, rtt_ms);
+}
+
+static void
+start_dir(struct drive *d, bool after_modem)
+{
+	struct autorate_params p;
+
+	autorate_params_default(&p, MBIT(5), MBIT(100));
+	p.after_modem = after_modem;
+	autorate_init(&d->a, &p);
+	d->now = MS(1000);
+	d->bytes = 0;
+	autorate_tick(&d->a, d->now, d->bytes);
+}
+
+static void
+test_attribute(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	/* The RTT rose 20 ms and the downstream's one-way delay 1 ms: the upstream's queue. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	both(&up, &down, 20, 1);
+	assert_int_equal(down.a.rate, MBIT(100));
+	assert_int_equal(up.a.last_action, AUTORATE_DOWN);
+	/* ... and the other way round: the downstream's. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	both(&up, &down, 20, 18);
+	assert_int_equal(down.a.last_action, AUTORATE_DOWN);
+	assert_int_equal(up.a.rate, MBIT(100));
+	/* Both queues: both lower. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	both(&up, &down, 20, 10);
+	assert_int_equal(down.a.last_action, AUTORATE_DOWN);
+	assert_int_equal(up.a.last_action, AUTORATE_DOWN);
+	/* A queue standing downstream (6 ms, under the threshold) does not keep the upstream from
+	 * raising; the downstream, whose share it is, holds. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	up.a.rate = down.a.rate = MBIT(50);
+	both(&up, &down, 6, 6);
+	assert_int_equal(up.a.last_action, AUTORATE_UP);
+	assert_int_equal(down.a.last_action, AUTORATE_HOLD);
+	/* Without one-way figures each decides on the RTT alone, as before. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	interval(&up, 100, 20);
+	assert_int_equal(down.a.last_action, AUTORATE_DOWN);
+	assert_int_equal(up.a.last_action, AUTORATE_DOWN);
+	autorate_attribute(&up.a, NULL);
+	assert_true(up.a.owd_last_ns == UINT64_MAX);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hold),
-		cmocka_unit_test(test_down),
-		cmocka_unit_test(test_up),
+		cmocka_unit_test(test_hold),      cmocka_unit_test(test_down),
+		cmocka_unit_test(test_up),        cmocka_unit_test(test_owd),
+		cmocka_unit_test(test_attribute),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
