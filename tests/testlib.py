@@ -184,13 +184,13 @@ def write_pcap(path, frames):
 
 
 def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None, huge_dir=None,
-                  prefix=None):
+                  prefix=None, eal=()):
     """shaperd on cfg with its control socket at tmp/name.sock and its exit
     counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
     once the socket answers (the Proc is stopped if it never does). Without
     huge_dir (a hugetlbfs mount) it runs --no-huge with mem_mb of memory.
     lcores: an EAL -l list, or a --lcores map such as "0@0,1@1,2@1" for more
-    lcores than the machine has CPUs."""
+    lcores than the machine has CPUs. eal: more EAL options."""
     sock = os.path.join(tmp, name + ".sock")
     cfg = dict(cfg, control={"socket": sock})
     path = os.path.join(tmp, name + ".json")
@@ -198,6 +198,7 @@ def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None, h
         json.dump(cfg, f)
     stats = os.path.join(tmp, name + "_stats.json")
     mem = ["--no-huge", "-m", str(mem_mb)] if huge_dir is None else ["--huge-dir", huge_dir]
+    mem += list(eal)
     d = Proc("shaperd", [shaperd] + mem + [
         "--no-pci", "--file-prefix=" + (prefix or "%s_%d" % (name, os.getpid())),
         "--lcores" if "@" in lcores else "-l", lcores,

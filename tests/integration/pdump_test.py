@@ -130,7 +130,13 @@ def capture(tmp, huge, lan, lanp, wan, wanp):
     cfg = {"ports": {"lan": "net_af_packet0,iface=%s" % lan, "wan": "net_af_packet1,iface=%s" % wan},
            "upstream": {"discipline": "fifo"}, "downstream": {"discipline": "fifo"},
            "dataplane": {"pdump": True, "idle_sleep": "20us"}}
-    d, sock, stats_path = start_shaperd(SHAPERD, tmp, "pdump", cfg, huge_dir=huge, prefix=PREFIX)
+    # dumpcap, a secondary process, must map shaperd's memory at the same
+    # addresses. Left to the kernel, an ASan build's reservation landed where
+    # dumpcap already had libraries ("Cannot reserve ... at [0x7f4b...]", 1
+    # of 3 CI runs under ASan): a fixed base far from both processes' mmap
+    # areas and from ASan's allocator (0x6000_0000_0000).
+    d, sock, stats_path = start_shaperd(SHAPERD, tmp, "pdump", cfg, huge_dir=huge, prefix=PREFIX,
+                                        eal=["--base-virtaddr=0x500000000000"])
     if not check(d is not None, "shaperd starts on hugepages with dataplane.pdump"):
         return
     caps = {}
