@@ -74,6 +74,12 @@ struct ctl_dir_counters {
 	uint64_t rx_foreign;     /* frames received in another pool's mbufs, copied */
 	uint64_t turn_max_ns;    /* the serving worker's longest turn since the last reset */
 	uint64_t control_max_ns; /* the longest slice of control work in one turn, same */
+	/*
+	 * Time the direction held frames in its scheduler or tx pending queue:
+	 * while it does, the shaper owes the rate, less the stalls it wrote off
+	 * (lag_skipped). Summed over shards, so it can exceed wall time.
+	 */
+	uint64_t backlogged_ns;
 	uint64_t dropped[SHAPER_DROP_MAX];
 	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 	uint64_t time_ns;       /* the worker's clock when these were taken */

@@ -174,6 +174,8 @@ struct dp_dir {
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
+	bool backlogged;    /* scheduler or pending frames at the end of the last turn */
+	uint64_t turn_ns;   /* the clock of the last turn (backlogged_ns) */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
 	struct ctl_dir_counters stats; /* written only by the owning worker */
 	struct dp_mailbox mbox;        /* control requests */

@@ -80,6 +80,8 @@ static const struct metric metrics[] = {
 	  "Longest turn of the serving worker since the last reset (how long rx can wait)" },
 	{ "shaper_direction_control_max_seconds", "gauge", S_DIR, "control_max_ns", V_NS_TO_S,
 	  "Longest slice of control work in one worker turn since the last reset" },
+	{ "shaper_direction_backlogged_seconds_total", "counter", S_DIR, "backlogged_us", V_US_TO_S,
+	  "Time the direction held frames to send (summed over shards)" },
 	/* directions: the scheduler, named like node_exporter's qdisc collector */
 	{ "shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
 	  "Packets dequeued by the scheduler" },

@@ -162,6 +162,9 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	bool due;
 
 	sh_pkt_list_init(&drops);
+	if (d->backlogged && now > d->turn_ns)
+		d->stats.backlogged_ns += now - d->turn_ns;
+	d->turn_ns = now;
 	flush_pending(d);
 
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
@@ -248,6 +251,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	if (d->share_group != NULL && share_due(&d->share, now))
 		share_tick(&d->share, d->sched, share_hosts_count(&d->hosts, now), now);
 	t = sched_next_time(d->sched, now);
+	d->backlogged = t != UINT64_MAX || d->n_pending != 0;
 	if (d->emu != NULL && emu_next_time(d->emu) < t)
 		t = emu_next_time(d->emu);
 	if (d->n_pending != 0)
