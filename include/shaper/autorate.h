@@ -4,7 +4,9 @@
  * When the RTT rises above the flows' baselines while the direction is
  * busy, the queue has moved out of the shaper into the modem: lower the
  * rate. While the direction is loaded and the RTT stays at baseline, raise
- * it. When idle, or with no samples, hold. Plain C, no allocation, time
+ * it. A rise that stands between the clear and bloat thresholds for half a
+ * second (default interval) gets a small cut so that it drains. When idle,
+ * or with no samples, hold. Plain C, no allocation, time
  * passed in; one instance per direction, fed the same WAN-side samples.
  */
 #ifndef SHAPER_AUTORATE_H
@@ -54,7 +56,8 @@ struct autorate {
 
 	/* Memory of the last lowering. */
 	uint64_t last_down_ns;
-	uint64_t bloat_rate; /* what was getting through then: the line's rate, about */
+	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
+	uint32_t mid_intervals; /* busy intervals in a row between clear and bloat */
 
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s over the last interval */

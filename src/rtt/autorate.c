@@ -6,7 +6,8 @@
  * from what actually got through (downstream, the modem sits before us and
  * delivers less than we allow). Raising is fast far from the rate of the
  * last bloat and slow near it, so the line is probed gently where it broke
- * before and regained quickly when it has grown.
+ * before and regained quickly when it has grown. A queue standing between
+ * the clear and bloat thresholds is drained by a small cut after a while.
  */
 #include <string.h>
 
@@ -17,6 +18,13 @@
 #define AR_UP_SLOW_PCT   1   /* raise per interval near it */
 #define AR_NEAR_LO_PCT   85  /* "near": from this share of the last bloat rate ... */
 #define AR_NEAR_HI_PCT   110 /* ... to this one */
+/*
+ * A queue that stands between clear and bloat is neither cut nor drained by
+ * the rules above: with the shaper at the modem's rate it never moves. After
+ * this many busy intervals in that band, lower a little so that it drains.
+ */
+#define AR_MID_INTERVALS 5
+#define AR_MID_CUT_PCT   3
 
 void
 autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate)
@@ -90,8 +98,9 @@ clamp_rate(const struct autorate *a, uint64_t r)
 bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 {
-	uint64_t dt, old = a->rate, delay, got;
-	uint32_t n = a->nsamples;
+	uint64_t dt, old = a->rate, delay, got, own;
+	uint32_t n = a->nsamples, mid;
+	bool busy;
 
 	if (!a->started) {
 		a->started = true;
@@ -118,10 +127,13 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		return false; /* no TCP to listen to: nothing is known */
 	a->last_delay_ns = delay;
 
-	if (delay >= a->p.bloat_ns &&
-	    a->delivered_rate * 100 >= (uint64_t)a->p.busy_pct * a->rate) {
+	own = own_share(a, delay);
+	busy = a->delivered_rate * 100 >= (uint64_t)a->p.busy_pct * a->rate;
+	mid = a->mid_intervals;
+	a->mid_intervals = 0;
+	if (delay >= a->p.bloat_ns && busy) {
 		/* The other direction's queue (autorate_attribute): not ours to cut. */
-		if (own_share(a, delay) < a->p.bloat_ns / 2)
+		if (own < a->p.bloat_ns / 2)
 			return false;
 		uint64_t base = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
 		uint64_t over = delay - a->p.bloat_ns;
@@ -139,7 +151,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		a->last_down_ns = now;
 		a->last_action = AUTORATE_DOWN;
 		a->downs++;
-	} else if (own_share(a, delay) <= a->p.clear_ns &&
+	} else if (own <= a->p.clear_ns &&
 		   a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate) {
 		bool near = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * AR_NEAR_LO_PCT &&
 			    a->rate * 100 < a->bloat_rate * AR_NEAR_HI_PCT;
@@ -148,6 +160,19 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
 		a->last_action = AUTORATE_UP;
 		a->ups++;
+	} else if (own > a->p.clear_ns && own < a->p.bloat_ns && busy) {
+		a->mid_intervals = mid + 1;
+		if (a->mid_intervals < AR_MID_INTERVALS ||
+		    (a->last_down_ns != 0 &&
+		     now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns))
+			return false;
+		/* What got through is about the line's rate: probe back slowly near it. */
+		a->bloat_rate = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+		a->rate = clamp_rate(a, a->bloat_rate * (100 - AR_MID_CUT_PCT) / 100);
+		a->mid_intervals = 0;
+		a->last_down_ns = now;
+		a->last_action = AUTORATE_DOWN;
+		a->downs++;
 	}
 	return a->rate != old;
 }
