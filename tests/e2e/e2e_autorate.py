@@ -13,11 +13,11 @@ invocation. Asserted, for autorate ("bandwidth": {"min", "max"}):
 - after the modem halves, the 1-s median of the induced latency is back
   under 10 ms within 3 s; after it recovers, the downloads' 1-s goodput is
   back at 0.9 of the new rate within 10 s;
-- upload goodput >= 0.80 of the modem's rate. The issue asks 0.85, which
-  this bed cannot give at the modem's own rate: the downloads' ACKs take
-  about 2.1 of its 20 Mbit/s (4000 a second of 66 bytes), leaving the
-  uploads 17.9 Mbit/s of frames, 17.1 of payload: 0.85 at best, and every
-  run measured 0.84. Asserted is what a fixed setting at 95 % gets (0.80).
+- upload goodput >= 0.85 of the modem's rate (the downloads' ACKs share
+  the uplink). The upstream runs CAKE's ack-filter-aggressive, as CAKE
+  advises for a link this asymmetric: with the conservative filter every
+  run measured 0.84 (the ACKs, by estimate 4000 a second of 66 bytes, take
+  about a tenth of 20 Mbit/s).
 And for the fixed setting, in the same run: the low phase stays bloated
 (induced latency median >= 100 ms), which is what autorate is for.
 Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
@@ -61,8 +61,8 @@ def main():
     st = auto["phases"]["steady"]
     check(st["goodput_down_of_modem"] >= 0.90,
           "autorate, steady: download goodput %.3f of the modem (>= 0.90)" % st["goodput_down_of_modem"])
-    check(st["goodput_up_of_modem"] >= 0.80,
-          "autorate, steady: upload goodput %.3f of the modem (>= 0.80; see the docstring)"
+    check(st["goodput_up_of_modem"] >= 0.85,
+          "autorate, steady: upload goodput %.3f of the modem (>= 0.85)"
           % st["goodput_up_of_modem"])
     ind = st["induced_median_ms"]
     check(ind is not None and ind <= 5.0,

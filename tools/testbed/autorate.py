@@ -4,6 +4,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
 
     autorate.py [--shaperd PATH] [--down 100mbit] [--up 20mbit] [--rtt 40ms]
                 [--buffer 1mb] [--phase 20] [--modes fixed95,auto] [--out DIR]
+                [--ack-filter ack-filter-aggressive]
 
 Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
 -> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
@@ -13,7 +14,8 @@ invocation: idle probes, then 4 TCP uploads + 4 downloads (BE, CS1, CS5, EF)
 with ICMP/UDP probes for 3 phases of --phase seconds: the modem at its rate,
 at half of it (tc qdisc change), and back. Modes: fixed95 (CAKE at 95 % of
 the modem's nominal rate) and auto (CAKE with "bandwidth": {"min": 10 %,
-"max": the nominal rate}). The daemon's rate and WAN-side RTT are read from
+"max": the nominal rate}); both with ack-filter-aggressive upstream
+(--ack-filter). The daemon's rate and WAN-side RTT are read from
 its control socket every 200 ms.
 
 Reported per mode: goodput as a share of the modem's rate per phase and
@@ -85,6 +87,8 @@ def run_mode(args, mode, bed, tmp):
     cfg = {}
     for d in ("upstream", "downstream"):
         c = bed_run.direction_cfg("cake", nominal[d], d, "rrul", args.rtt_s, 1000)
+        if d == "upstream":
+            c["ack_filter"] = args.ack_filter
         if mode == "auto":
             c["bandwidth"] = {"min": "%dkbit" % (nominal[d] // 10000), "max": "%dkbit" % (nominal[d] // 1000)}
         else:
@@ -208,6 +212,10 @@ def main():
     ap.add_argument("--phase", type=float, default=20.0, help="seconds per modem phase")
     ap.add_argument("--idle", type=float, default=5.0)
     ap.add_argument("--modes", default="fixed95,auto")
+    ap.add_argument("--ack-filter", default="ack-filter-aggressive",
+                    choices=["ack-filter", "ack-filter-aggressive", "no-ack-filter"],
+                    help="the upstream's ACK filter, both modes (aggressive: what CAKE "
+                    "advises for a link as asymmetric as 100/20)")
     ap.add_argument("--prefix", default="ar")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
