@@ -78,19 +78,14 @@ def main():
         return 2
     shaperd = os.path.abspath(sys.argv[1])
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 20.0
-    if os.geteuid() != 0:
-        print("e2e_rtt_ping: SKIP: needs root (network namespaces)")
-        return 77
-    for tool in ("fping", "irtt", "ip", "taskset", "chrt"):
-        if not shutil.which(tool):
-            print("e2e_rtt_ping: SKIP: %s is missing (tools/install-deps.sh)" % tool)
-            return 77
+    rc = bed_run.preflight("e2e_rtt_ping", ("fping", "irtt", "ip", "taskset", "chrt"), "SKIP: ")
+    if rc is not None:
+        return rc
     py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
     tmp = tempfile.mkdtemp(prefix="shaper_rtt_ping_")
     bed = bed_run.Bed("rp", shaperd, tmp, "rtt_ping")
     bed.rt_priority, bed.probe_rt = 50, 10
-    cpus = sorted(os.sched_getaffinity(0) - {1})
-    bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
+    bed.pin_cpus = bed_run.load_cpus()
     fails = 0
     try:
         bed.up()

@@ -219,13 +219,9 @@ def main():
     ap.add_argument("--prefix", default="ar")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("autorate.py: needs root (network namespaces)", file=sys.stderr)
-        return 77
-    for tool in ("iperf3", "fping", "irtt", "ethtool", "ip", "ss", "tc"):
-        if not shutil.which(tool):
-            print("autorate.py: %s is missing (tools/install-deps.sh)" % tool, file=sys.stderr)
-            return 77
+    rc = bed_run.preflight("autorate.py", bed_run.BED_TOOLS + ("tc",))
+    if rc is not None:
+        return rc
     args.down_bps, args.up_bps, args.rtt_s = args.down, args.up, args.rtt
     shaperd = args.shaperd
     for c in ("build-bed/src/shaperd", "build/src/shaperd"):
@@ -241,8 +237,7 @@ def main():
         bed = bed_run.Bed(args.prefix, shaperd, tmp, mode)
         bed.wan_opts = ",qdisc_bypass=0"  # the upstream modem's tbf must see the frames
         bed.rt_priority, bed.probe_rt = 50, 10
-        cpus = sorted(os.sched_getaffinity(0) - {1})
-        bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
+        bed.pin_cpus = bed_run.load_cpus()
         try:
             raws[mode] = run_mode(args, mode, bed, tmp)
         finally:

@@ -244,6 +244,29 @@ class Bed:
 
 # ---------------------------------------------------------------- configs
 
+BED_TOOLS = ("iperf3", "fping", "irtt", "ethtool", "ip", "ss")
+
+
+def preflight(who, tools, skip=""):
+    """None when we are root and every tool is there; else says why and
+    returns 77 (meson's skip: the machine, not the shaper)."""
+    if os.geteuid() != 0:
+        print("%s: %sneeds root (network namespaces)" % (who, skip), file=sys.stderr)
+        return 77
+    for tool in tools:
+        if not shutil.which(tool):
+            print("%s: %s%s is missing (tools/install-deps.sh)" % (who, skip, tool),
+                  file=sys.stderr)
+            return 77
+    return None
+
+
+def load_cpus():
+    """The load's CPU list for Bed.pin_cpus: all but CPU 1, the daemon's worker."""
+    cpus = sorted(os.sched_getaffinity(0) - {1})
+    return ",".join(map(str, cpus)) if cpus else None
+
+
 def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
     """One direction's config. d is 'upstream' or 'downstream'."""
     rate = "%dkbit" % round(rate_bps / 1000)
@@ -1082,13 +1105,9 @@ def main():
                     help="hosts: both hosts upload to the same server address (default: one server each)")
     args = ap.parse_args()
 
-    if os.geteuid() != 0:
-        print("run.py: needs root (network namespaces)", file=sys.stderr)
-        return 77
-    for tool in ("iperf3", "fping", "irtt", "ethtool", "ip", "ss"):
-        if not shutil.which(tool):
-            print("run.py: %s is missing (tools/install-deps.sh)" % tool, file=sys.stderr)
-            return 77
+    rc = preflight("run.py", BED_TOOLS)
+    if rc is not None:
+        return rc
     d = SCENARIOS[args.scenario]
     args.down_bps = args.down or parse_rate(d["down"])
     args.up_bps = args.up or parse_rate(d["up"])
@@ -1128,8 +1147,7 @@ def main():
         bed = Bed(args.prefix, shaperd, tmp, disc.replace("/", "-"))
         bed.pin_cpus = None if args.load_cpus == "any" else args.load_cpus
         if args.load_cpus == "auto":
-            cpus = sorted(os.sched_getaffinity(0) - {1})
-            bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
+            bed.pin_cpus = load_cpus()
         bed.nice = args.nice
         bed.rt_priority = args.rt_priority
         bed.probe_rt = args.probe_rt

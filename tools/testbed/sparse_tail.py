@@ -185,8 +185,7 @@ def run_one(args, setup, rnd_no, tmp):
     bed = bed_run.Bed(args.prefix, args.shaperd, tmp, "%s_%d" % (setup, rnd_no))
     bed.wan_opts = ",qdisc_bypass=0"  # the upstream modem's tbf must see the frames
     bed.rt_priority, bed.probe_rt = args.rt_priority, args.probe_rt
-    cpus = sorted(os.sched_getaffinity(0) - {1})
-    bed.pin_cpus = ",".join(map(str, cpus)) if cpus else None
+    bed.pin_cpus = bed_run.load_cpus()
     cfg = {d: setup_cfg(setup, d, (args.down if d == "downstream" else args.up) * args.share)
            for d in ("upstream", "downstream")}
     ra = SimpleNamespace(scenario="rrul", rtt_s=0.0, idle=args.idle, duration=args.duration,
@@ -283,13 +282,10 @@ def main():
     ap.add_argument("--prefix", default="st")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        print("sparse_tail.py: needs root (network namespaces)", file=sys.stderr)
-        return 77
-    for tool in ("iperf3", "fping", "irtt", "ethtool", "ip", "ss", "tc") + (("tcpdump",) if args.capture else ()):
-        if not shutil.which(tool):
-            print("sparse_tail.py: %s is missing (tools/install-deps.sh)" % tool, file=sys.stderr)
-            return 77
+    rc = bed_run.preflight("sparse_tail.py", bed_run.BED_TOOLS + ("tc",) +
+                           (("tcpdump",) if args.capture else ()))
+    if rc is not None:
+        return rc
     for c in ("build-bed/src/shaperd", "build/src/shaperd"):
         if not args.shaperd and os.access(os.path.join(bed_run.ROOT, c), os.X_OK):
             args.shaperd = os.path.join(bed_run.ROOT, c)
