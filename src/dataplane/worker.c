@@ -158,6 +158,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
 	struct sh_pkt_list drops;
 	uint16_t nb_rx, i, n_out = 0, room, n_enq = 0;
+	uint32_t want;
 	uint64_t t;
 	bool due;
 
@@ -210,9 +211,10 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	 * at its rx queue, for free, instead of classifying and queueing
 	 * frames only to drop them as overflow.
 	 */
+	want = n_enq > burst ? n_enq : burst;
 	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
-	if (room > (n_enq > burst ? n_enq : burst))
-		room = (uint16_t)(n_enq > burst ? n_enq : burst);
+	if (room > want)
+		room = (uint16_t)want;
 	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
 	due = sched_next_time(d->sched, now) <= now;
 	if (d->emu == NULL) {

@@ -95,10 +95,28 @@ clamp_rate(const struct autorate *a, uint64_t r)
 	return r;
 }
 
+/*
+ * Lower the rate to `to`, remembering `through` (what got through) as about
+ * the line's rate; not within the cooldown of the last lowering, which lets
+ * the queue drain first. Returns true if it lowered.
+ */
+static bool
+lower(struct autorate *a, uint64_t now, uint64_t through, uint64_t to)
+{
+	if (a->last_down_ns != 0 && now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns)
+		return false;
+	a->bloat_rate = through;
+	a->rate = clamp_rate(a, to);
+	a->last_down_ns = now;
+	a->last_action = AUTORATE_DOWN;
+	a->downs++;
+	return true;
+}
+
 bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 {
-	uint64_t dt, old = a->rate, delay, got, own;
+	uint64_t dt, old = a->rate, delay, got, own, through;
 	uint32_t n = a->nsamples, mid;
 	bool busy;
 
@@ -129,13 +147,14 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 
 	own = own_share(a, delay);
 	busy = a->delivered_rate * 100 >= (uint64_t)a->p.busy_pct * a->rate;
+	/* Downstream the modem sits before us and delivers less than we allow. */
+	through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
 	mid = a->mid_intervals;
 	a->mid_intervals = 0;
 	if (delay >= a->p.bloat_ns && busy) {
 		/* The other direction's queue (autorate_attribute): not ours to cut. */
 		if (own < a->p.bloat_ns / 2)
 			return false;
-		uint64_t base = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
 		uint64_t over = delay - a->p.bloat_ns;
 		/* 10 % off at the threshold, up to 30 % off at three times it. */
 		double cut = 0.10 +
@@ -143,14 +162,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 						     ? 1.0
 						     : (double)over / (double)(2 * a->p.bloat_ns));
 
-		if (a->last_down_ns != 0 &&
-		    now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns)
-			return false;
-		a->bloat_rate = base;
-		a->rate = clamp_rate(a, (uint64_t)((double)base * (1.0 - cut)));
-		a->last_down_ns = now;
-		a->last_action = AUTORATE_DOWN;
-		a->downs++;
+		lower(a, now, through, (uint64_t)((double)through * (1.0 - cut)));
 	} else if (own <= a->p.clear_ns &&
 		   a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate) {
 		bool near = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * AR_NEAR_LO_PCT &&
@@ -162,17 +174,9 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
 		a->ups++;
 	} else if (own > a->p.clear_ns && own < a->p.bloat_ns && busy) {
 		a->mid_intervals = mid + 1;
-		if (a->mid_intervals < AR_MID_INTERVALS ||
-		    (a->last_down_ns != 0 &&
-		     now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns))
-			return false;
-		/* What got through is about the line's rate: probe back slowly near it. */
-		a->bloat_rate = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
-		a->rate = clamp_rate(a, a->bloat_rate * (100 - AR_MID_CUT_PCT) / 100);
-		a->mid_intervals = 0;
-		a->last_down_ns = now;
-		a->last_action = AUTORATE_DOWN;
-		a->downs++;
+		if (a->mid_intervals >= AR_MID_INTERVALS &&
+		    lower(a, now, through, through * (100 - AR_MID_CUT_PCT) / 100))
+			a->mid_intervals = 0;
 	}
 	return a->rate != old;
 }

@@ -312,10 +312,9 @@ def shaper_time(a, b):
             (ub["lag_skipped_us"] - ua["lag_skipped_us"]) * 1e3)
 
 
-def owed_fraction(a, b):
-    """The part of shaperd's time in which it owed the rate: backlogged, less
-    what it wrote off."""
-    span, busy, lag = shaper_time(a, b)
+def owed_fraction(span, busy, lag):
+    """The part of shaperd's time (shaper_time) in which it owed the rate:
+    backlogged, less what it wrote off."""
     return max(0.0, busy - lag) / span if span > 0 else 0.0
 
 
@@ -328,8 +327,9 @@ def windows_of(snaps):
              "offered_bps": (b.tx["obytes"] - a.tx["obytes"]) * 8 / dt,
              "delivered_bps": (b.rx["ibytes"] - a.rx["ibytes"]) * 8 / dt}
         if a.sh is not None:
-            w["owed"] = owed_fraction(a, b)
-            w["lag_skipped_ms"] = shaper_time(a, b)[2] / 1e6
+            span, busy, lag = shaper_time(a, b)
+            w["owed"] = owed_fraction(span, busy, lag)
+            w["lag_skipped_ms"] = lag / 1e6
         out.append(w)
     return out
 
@@ -364,7 +364,7 @@ def measure(pg, sh, seconds, window=1.0):
         span, busy, lag = shaper_time(a, b)
         m["lag_skipped_ms"] = lag / 1e6
         m["idle_ms"] = (span - busy) / 1e6
-        m["owed"] = owed_fraction(a, b)
+        m["owed"] = owed_fraction(span, busy, lag)
         # transmit attempts that found the WAN ring full (the receiver fell behind)
         m["tx_retries"] = up_b.get("tx_retries", 0) - up_a.get("tx_retries", 0)
         m["worker_turn_max_ms"] = up_b.get("turn_max_ns", 0) / 1e6
