@@ -913,7 +913,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 	}
 	/*
 	 * The rest in file order: overhead, mpu and atm apply as tc applies its
-	 * words, left to right ("mpu" after "overhead": "docsis" wins, before it not).
+	 * words, left to right: an "mpu" after "overhead": "docsis" replaces the
+	 * 64 docsis set, an "mpu" before it is replaced by it.
 	 */
 	json_object_foreach ((json_t *)obj, key, v) {
 		const struct dir_key *k = NULL;
