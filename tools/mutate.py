@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mutation check of the scheduler (issue 16): does the fast test suite
+"""Mutation check of the scheduler: does the fast test suite
 notice plausible single-line bugs in src/sched?
 
 Each mutant replaces one exact snippet of one file (it must occur exactly
@@ -27,12 +27,12 @@ import sys
 import tempfile
 import time
 
-# kind: "missed" / "caught" = the 20 kinds issue 16 names (15 its reviewer's
-# mutants survived, 5 were caught); "own" = further mutants of ours.
+# kind: "missed" / "caught" = the 20 kinds a review of the tests planted (15 of
+# its mutants survived the suites then, 5 were caught); "own" = further mutants of ours.
 # Snippets are kept short and distinctive so that a merge which moves code
 # around only needs the snippet re-targeted.
 MUTANTS = [
-    # ---- the 15 kinds the issue says the suites missed
+    # ---- the 15 kinds the review found the suites missed
     dict(name="no_decaying_list", kind="missed", file="src/sched/cake.c",
          orig="if (cobalt_busy(&f->cvars, now)) {",
          repl="if (0 && cobalt_busy(&f->cvars, now)) {",
@@ -98,7 +98,7 @@ MUTANTS = [
          orig="delay > b->peak_delay ? 2 : 8",
          repl="delay > b->peak_delay ? 4 : 8",
          note="pk_delay rises with gain 1/16 instead of 1/4"),
-    # ---- the 5 kinds the issue says were caught
+    # ---- the 5 kinds the review found caught
     dict(name="last_packet_dropped", kind="caught", file="src/sched/cake.c",
          orig="\t\t    f->pkts.head == NULL)",
          repl="\t\t    0)",

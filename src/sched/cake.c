@@ -1,5 +1,6 @@
 /*
- * cake: a CAKE-class discipline (behaviour from cake-reference.md).
+ * cake: a CAKE-class discipline (behaviour from Linux's sch_cake and
+ * the Piece of CAKE paper, Høiland-Jørgensen et al., 2018).
  *
  * Design note. Each direction has up to 8 tins (DSCP classes). Each tin
  * holds 1024 flow queues, found by an 8-way set-associative lookup on the
@@ -674,7 +675,7 @@ cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, siz
 		c->tin_index[m[i].dscp] = m[i].tin;
 }
 
-/* Set one tin's threshold rate and everything derived from it (§4.1). */
+/* Set one tin's threshold rate and everything derived from it (sch_cake's cake_set_rate()). */
 static void
 cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
 		const char *name)
@@ -788,14 +789,14 @@ cake_config_tins(struct cake *c, uint64_t r)
 }
 
 /*
- * The buffer limit (§6). Linux derives "4 x rate x rtt, at least 4 MiB, at
+ * The buffer limit (sch_cake's cake_drop()). Linux derives "4 x rate x rtt, at least 4 MiB, at
  * most 10240 x mtu" and charges skb truesize, which for a full-size frame
  * is about its length: the limit means that much traffic and at most 10240
  * full-size packets. Here every packet pins a whole mbuf (pkt_mem, ~2.4 KB,
  * more than a 1514-byte frame) whatever its length, so the same byte
  * figures would admit only ~6400 packets of any size: 3.3 ms of 64-byte
  * frames at 1 Gbit/s, less than target, and the overflow that follows
- * feeds BLUE (issue 17). A derived limit is therefore counted in packets as
+ * feeds BLUE. A derived limit is therefore counted in packets as
  * Linux counts full-size ones and priced at pkt_mem each: the figures above
  * times pkt_mem / mtu. An explicit memlimit is taken as is.
  */
@@ -1070,7 +1071,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 	return pkt; /* the heap key stays as an upper bound */
 }
 
-/* Drop one packet from the head of the fattest queue (§6). */
+/* Drop one packet from the head of the fattest queue (sch_cake's cake_drop()). */
 static struct sh_pkt *
 cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 {
@@ -1226,7 +1227,8 @@ cake_mark(void *pkt)
 	return classify_set_ce(pkt) != 0;
 }
 
-/* Shaped: highest-index tin already due, else the one due soonest (§1.4). */
+/* Shaped: highest-index tin already due, else the one due soonest (sch_cake's tin choice in
+ * cake_dequeue()). */
 static struct cake_tin *
 cake_pick_tin_shaped(struct cake *c, uint64_t now)
 {
@@ -1272,7 +1274,7 @@ cake_pick_tin_drr(struct cake *c)
 	}
 }
 
-/* A flow found empty: decay its AQM state or retire it (§3 step 3). */
+/* A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch). */
 static void
 cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 {

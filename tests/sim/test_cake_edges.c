@@ -1,12 +1,12 @@
 /*
- * CAKE behaviour at the edges issue 16 found untested, each checked
- * against cake-reference.md: a host set with more hosts than ways (§2.3:
- * the home slot is overwritten and shared), the overlimits counter (§5.3,
- * §9.1), diffserv8 and precedence tin quanta (unshaped DRR shares, §1.4)
- * and thresholds (shaped priority, §1.2), and IPv6, VLAN, QinQ and PPPoE
- * frames through the classifier and the scheduler (tin from the inner
- * DSCP, the MAC header stripped in overhead mode, CE written into the
- * inner IP header with a valid checksum).
+ * CAKE behaviour at the edges the other simulation tests leave open, each checked
+ * against sch_cake: a host set with more hosts than ways (sch_cake's set-associative cake_hash():
+ * the home slot is overwritten and shared), the overlimits counter (sch_cake's shaper gating in
+ * cake_dequeue(), sch_cake's TCA_CAKE_STATS_*), diffserv8 and precedence tin quanta (unshaped DRR
+ * shares, sch_cake's tin choice in cake_dequeue()) and thresholds (shaped priority, sch_cake's
+ * cake_config_diffserv*() tables), and IPv6, VLAN, QinQ and PPPoE frames through the classifier and
+ * the scheduler (tin from the inner DSCP, the MAC header stripped in overhead mode, CE written into
+ * the inner IP header with a valid checksum).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,11 +31,10 @@
 /*
  * Nine source hosts, all hashed into host set 5 (slots 40..47), one
  * saturating flow each, dual-srchost. The first eight take the eight ways;
- * when the ninth arrives every way has bulk flows, so per §2.3 it takes
- * its home slot (43, host 3's; not way 0, so "the first way" would show)
- * and shares it: that slot counts two bulk flows, so host 3 and host 8
- * each get half a quantum per round. Shares: 1/16 for those two, 1/8 for
- * each of the other seven. With the ninth host in another set every host
+ * when the ninth arrives every way has bulk flows, so per sch_cake's set-associative cake_hash() it
+ * takes its home slot (43, host 3's; not way 0, so "the first way" would show) and shares it: that
+ * slot counts two bulk flows, so host 3 and host 8 each get half a quantum per round. Shares: 1/16
+ * for those two, 1/8 for each of the other seven. With the ninth host in another set every host
  * gets 1/9.
  */
 static void
@@ -100,10 +99,10 @@ test_full_host_set(void **state)
 /* ------------------------------------------------------- overlimits */
 
 /*
- * §5.3/§9.1: overlimits counts each dequeue the shaper turns away (both
- * clocks ahead of now) and each arrival at an empty qdisc whose clocks are
- * still ahead; a due dequeue, an unshaped one or an arrival behind a
- * backlog does not count.
+ * sch_cake's shaper gating in cake_dequeue()/sch_cake's TCA_CAKE_STATS_*: overlimits counts each
+ * dequeue the shaper turns away (both clocks ahead of now) and each arrival at an empty qdisc whose
+ * clocks are still ahead; a due dequeue, an unshaped one or an arrival behind a backlog does not
+ * count.
  */
 static void
 test_overlimits(void **state)
@@ -404,7 +403,8 @@ test_frames_through_classifier(void **state)
 		assert_int_equal(st.max_network_size, LEN - frame_netoff[k]);
 		assert_int_equal(st.max_adj_size, LEN - frame_netoff[k]);
 		{
-			/* §5.4: the header offset's EWMA (1/256) after N equal samples. */
+			/* sch_cake's cake_overhead(): the header offset's EWMA (1/256) after N
+			 * equal samples. */
 			uint64_t avg = 0;
 
 			for (uint32_t i = 0; i < N; i++)

@@ -856,7 +856,7 @@ struct err_case {
 #define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
-	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment)"
+	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment, _comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"
@@ -1328,8 +1328,8 @@ test_errors(void **state)
 }
 
 /*
- * The limits in shaper/limits.h are the ones every consumer checks (issue 10
- * item 8). Fails before: the schedulers took an mtu of 64..67 that the config
+ * The limits in shaper/limits.h are the ones every consumer checks.
+ * Fails before: the schedulers took an mtu of 64..67 that the config
  * refused, and the config's burst bound was a copy of the worker's array size.
  */
 static void
@@ -2054,7 +2054,7 @@ utf8_valid(const char *s)
 }
 
 /*
- * Issue 14: an unknown key long enough to fill a path buffer (160 bytes for
+ * An unknown key long enough to fill a path buffer (160 bytes for
  * "upstream.KEY", 64 for "ports.KEY") was cut in the middle of a multi-byte
  * UTF-8 character; the control socket then could not encode the message and
  * answered "internal". Every place that builds a path: the cut falls before
@@ -2109,7 +2109,7 @@ test_bug_utf8_path_cut(void **state)
 			}
 	assert_int_equal(failures, 0);
 
-	/* The issue's case through parse_direction: "é" straddles byte 159. */
+	/* The same case through parse_direction: "é" straddles byte 159. */
 	memset(key, 'k', 149);
 	memcpy(key + 149, "\xc3\xa9tail", 7);
 	{

@@ -1206,7 +1206,7 @@ test_error_reply(void **state)
  * message that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte
  * path buffer, which could split a multi-byte UTF-8 character; json_pack("s")
  * refused the invalid UTF-8 and the client got no reply, and later
- * "internal" / "the reply could not be encoded" (issue 14: a cut in the
+ * "internal" / "the reply could not be encoded" (a cut in the
  * middle of the message, from config.c's path, which utf8_trim() cannot
  * mend). Expected: the error the request deserves, naming what was wrong.
  */

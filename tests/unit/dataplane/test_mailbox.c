@@ -251,7 +251,7 @@ test_answered(void **state)
 }
 
 /*
- * The issue's use-after-free: a reset times out while the worker holds it
+ * A use-after-free this once had: a reset times out while the worker holds it
  * and is answered late; the next call, a discipline swap, must get its own
  * answer (it took the stale one, -EPROTO, and freed the new scheduler the
  * worker then installed).
