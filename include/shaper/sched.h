@@ -414,16 +414,24 @@ unsigned int sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned
  * time with the packets' original stamps. Packets arriving meanwhile are
  * stamped and held, in arrival order, behind the old backlog (they cannot
  * go into the new scheduler before older packets of their flow), and move
- * last. Nothing is lost or reordered within a flow; the new discipline's
- * limits apply to each packet as it moves (its drops are named, as usual).
+ * last. Nothing is reordered within a flow; the new discipline's limits
+ * apply to each packet as it moves (its drops are named, as usual).
+ *
+ * A step moves at least twice what arrived since the last one, so the held
+ * arrivals shrink every turn once the old backlog is gone, however much a
+ * turn takes in, and the swap ends. Until then at most SCHED_MOVE_HELD_MAX
+ * arrivals are held (more would pin mbufs no budget counts): past it they
+ * are dropped as overflow, as a full scheduler would.
  */
-#define SCHED_MOVE_SLICE 512u /* packets moved per turn: twice the largest rx burst */
+#define SCHED_MOVE_SLICE    512u  /* packets moved per turn at least: twice the largest rx burst */
+#define SCHED_MOVE_HELD_MAX 4096u /* arrivals held behind the old backlog, at most */
 _Static_assert(SCHED_MOVE_SLICE >= 2 * SHAPER_BURST_MAX,
 	       "a swap must move more per turn than a turn can receive, or it never ends");
 
 struct sched_move {
 	struct sched *from;        /* the old scheduler, NULL when no move runs */
 	struct sh_pkt_list staged; /* arrivals during the move, stamped */
+	uint32_t arrived;          /* arrivals since the last step */
 };
 
 void sched_move_begin(struct sched_move *mv, struct sched *from);
@@ -434,14 +442,18 @@ sched_move_active(const struct sched_move *mv)
 	return mv->from != NULL;
 }
 
-/* Hold arrivals during a move, stamped now. */
+/*
+ * Hold arrivals during a move, stamped now; those past SCHED_MOVE_HELD_MAX
+ * go onto dropped as overflow.
+ */
 void sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n,
-		      uint64_t now);
+		      uint64_t now, struct sh_pkt_list *dropped);
 
 /*
- * Move up to max packets (the old backlog first, then the staged arrivals)
- * into to. Returns true once everything has moved: then mv->from is empty
- * (the caller frees it) and the move is over.
+ * Move up to max packets, or twice the arrivals since the last step if that
+ * is more (the old backlog first, then the staged arrivals) into to.
+ * Returns true once everything has moved: then mv->from is empty (the
+ * caller frees it) and the move is over.
  */
 bool sched_move_step(struct sched_move *mv, struct sched *to, unsigned int max, uint64_t now,
 		     struct sh_pkt_list *dropped);
