@@ -16,7 +16,9 @@
  * - IPv6 flow labels are ignored: ports keep the hash direction-symmetric.
  * - Flows are keyed by ports for TCP, UDP, UDP-Lite, SCTP and DCCP, and by
  *   the SPI for ESP and AH (several SAs between two gateways are several
- *   flows); other protocols hash by addresses and protocol only.
+ *   flows); other protocols hash by addresses and protocol only. In IPv6,
+ *   AH ends the extension-header walk as Linux's flow dissector ends it:
+ *   its SPI is the key, what it protects is not read.
  * - Non-IP frames: flow_hash is a keyed hash of the ethertype and the sorted
  *   MAC pair (symmetric too), host hashes are 0, DSCP 0 (ARP: 56).
  * - Frames too short for their headers degrade to the deepest layer fully
@@ -419,11 +421,6 @@ cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
 				return;
 			hl = ((uint32_t)d[pos + 1] + 1) * 8;
 			break;
-		case 51: /* AH: length in 4-byte units minus 2 */
-			if (!cls_in_frame(p, pos, 2))
-				return;
-			hl = ((uint32_t)d[pos + 1] + 2) * 4;
-			break;
 		case 44: { /* fragment */
 			uint16_t fo;
 
@@ -443,6 +440,7 @@ cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
 			break;
 		}
 		default:
+			/* AH (51) ends the walk too: its SPI keys the flow, as in IPv4. */
 			goto done;
 		}
 		if (!cls_in_frame(p, pos, hl))

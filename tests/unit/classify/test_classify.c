@@ -273,22 +273,35 @@ test_ipv6_ext_headers(void **state)
 	struct sh_pkt p;
 
 	(void)state;
-	/* HBH(8) -> routing(24) -> dest opts(16) -> AH(24) -> TCP */
+	/* HBH(8) -> routing(24) -> dest opts(16) -> TCP */
 	pb_init(&b);
 	pb_eth_macs(&b, 1, 2);
 	pb_u16(&b, 0x86dd);
 	pb_ipv6(&b, v6a, v6b, 0, 0x04, 0x12345);
 	pb_ipv6_ext(&b, 43, 0);
 	pb_ipv6_ext(&b, 60, 2);
-	pb_ipv6_ext(&b, 51, 1);
-	pb_ipv6_ah(&b, 6, 3);
+	pb_ipv6_ext(&b, 6, 1);
 	pb_tcp(&b, 443, 50000, 7, 9, PB_ACK, NULL, 0);
 	pb_finish(&b);
 	classify(&b, &p);
 	assert_int_equal(p.flags, SH_PKT_IPV6 | SH_PKT_TCP | SH_PKT_TCP_ACK);
-	assert_int_equal(p.l4_off, 14 + 40 + 8 + 24 + 16 + 24);
+	assert_int_equal(p.l4_off, 14 + 40 + 8 + 24 + 16);
 	assert_int_equal(p.l4_proto, 6);
 	assert_int_equal(p.dscp, 1);
+
+	/* AH after extension headers ends the walk: the SPI is the key, not the ports */
+	pb_init(&b);
+	pb_eth_macs(&b, 1, 2);
+	pb_u16(&b, 0x86dd);
+	pb_ipv6(&b, v6a, v6b, 0, 0, 0);
+	pb_ipv6_ext(&b, 51, 0);
+	pb_ipv6_ah(&b, 6, 3);
+	pb_tcp(&b, 443, 50000, 7, 9, PB_ACK, NULL, 0);
+	pb_finish(&b);
+	classify(&b, &p);
+	assert_int_equal(p.flags, SH_PKT_IPV6);
+	assert_int_equal(p.l4_proto, 51);
+	assert_int_equal(p.l4_off, 14 + 40 + 8);
 
 	/* unknown next header stops the walk: proto reported, no flags */
 	pb_init(&b);
@@ -512,6 +525,48 @@ test_hash_other_transports(void **state)
 	}
 }
 
+/* IPv6 with AH (SPI spi) around TCP sport -> dport. */
+static void
+build_v6_ah_tcp(struct pb *b, const uint8_t *s, const uint8_t *d, uint32_t spi, uint16_t sp,
+		uint16_t dp)
+{
+	pb_init(b);
+	pb_eth_macs(b, 1, 2);
+	pb_u16(b, 0x86dd);
+	pb_ipv6(b, s, d, 51, 0, 0);
+	pb_ipv6_ah_spi(b, 6, 3, spi);
+	pb_tcp(b, sp, dp, 1, 1, PB_ACK, NULL, 0);
+	pb_finish(b);
+}
+
+/*
+ * IPv6 AH is keyed by its SPI as in IPv4 (Linux's flow dissector does not
+ * walk past AH either): two SAs between the same hosts are two flows, and
+ * what AH protects is not looked at.
+ */
+static void
+test_hash_ipv6_ah_spi(void **state)
+{
+	struct pb b;
+	struct sh_pkt x, y;
+
+	(void)state;
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1001, 1000, 443);
+	classify(&b, &x);
+	assert_int_equal(x.l4_proto, 51);
+	assert_int_equal(x.flags, SH_PKT_IPV6);
+	assert_int_equal(x.l4_off, 14 + 40);
+	assert_int_equal(x.flow_hash, classify_flow_hash(&key, 6, v6a, v6b, 0, 0x1001, 51));
+	/* another SA, same inner ports: another flow */
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1002, 1000, 443);
+	classify(&b, &y);
+	assert_int_not_equal(x.flow_hash, y.flow_hash);
+	/* same SA, other inner ports: the same flow */
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1001, 2000, 443);
+	classify(&b, &y);
+	assert_int_equal(x.flow_hash, y.flow_hash);
+}
+
 static void
 test_hash_symmetric(void **state)
 {
@@ -651,8 +706,8 @@ build_template(struct pb *b, int which)
 		pb_ipv6(b, v6a, v6b, 0, 0, 0);
 		pb_ipv6_ext(b, 43, 1);
 		pb_ipv6_ext(b, 44, 0);
-		pb_ipv6_frag(b, 51, 0, 1);
-		pb_ipv6_ah(b, 6, 1);
+		pb_ipv6_frag(b, 60, 0, 1);
+		pb_ipv6_ext(b, 6, 1);
 		pb_tcp(b, 1, 2, 3, 4, PB_ACK, NULL, 0);
 		break;
 	case 2:
@@ -896,6 +951,7 @@ main(void)
 		cmocka_unit_test(test_fragments),
 		cmocka_unit_test(test_6in4),
 		cmocka_unit_test(test_broken_ip),
+		cmocka_unit_test(test_hash_ipv6_ah_spi),
 		cmocka_unit_test(test_hash_symmetric),
 		cmocka_unit_test(test_hash_other_transports),
 		cmocka_unit_test(test_hash_distinct_and_keyed),
