@@ -355,6 +355,7 @@ struct sched_flow_fact {
 	uint8_t l4_proto;      /* IP protocol number, 0 if none */
 	uint16_t sport, dport; /* 0 without TCP/UDP ports */
 	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
+	uint32_t vlan; /* classify_vlan_key of the head packet (0 = untagged) */
 	/* Filled by the worker from its passive RTT table (not the scheduler); 0 = none. */
 	uint64_t rtt_wan_ns, rtt_lan_ns;
 	uint16_t shard; /* filled by the data plane: the shard that queues it */
