@@ -121,6 +121,9 @@ struct sched_params {
 	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	enum sched_ack_filter ack_filter;
 	uint64_t memlimit; /* bytes of buffer memory; 0 = derive from rate */
+	/* A host is its address on its VLAN (ids of the outer two tags), for
+	 * trunks where address space repeats across VLANs; false = the address. */
+	bool vlan_hosts;
 
 	/* fifo */
 	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
