@@ -121,6 +121,9 @@ struct sched_params {
 	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	enum sched_ack_filter ack_filter;
 	uint64_t memlimit; /* bytes of buffer memory; 0 = derive from rate */
+	/* A host is its address on its VLAN (ids of the outer two tags), for
+	 * trunks where address space repeats across VLANs; false = the address. */
+	bool vlan_hosts;
 
 	/* fifo */
 	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
@@ -355,6 +358,7 @@ struct sched_flow_fact {
 	uint8_t l4_proto;      /* IP protocol number, 0 if none */
 	uint16_t sport, dport; /* 0 without TCP/UDP ports */
 	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
+	uint32_t vlan; /* classify_vlan_key of the head packet (0 = untagged) */
 	/* Filled by the worker from its passive RTT table (not the scheduler); 0 = none. */
 	uint64_t rtt_wan_ns, rtt_lan_ns;
 	uint16_t shard; /* filled by the data plane: the shard that queues it */

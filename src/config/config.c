@@ -856,6 +856,7 @@ static const struct dir_key direction_keys[] = {
 	{ .key = "ingress",      .disciplines = D_CAKE,         .parse = key_bool, FIELD(ingress) },
 	/* Accepted as tc accepts it; a bridge has no conntrack to look in. */
 	{ .key = "nat",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(nat) },
+	{ .key = "vlan_hosts",   .disciplines = D_CAKE,         .parse = key_bool, FIELD(vlan_hosts) },
 	{ .key = "ecn",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(ecn) },
 	{ .key = "ack_filter",   .disciplines = D_CAKE,         .parse = key_ack_filter,
 	  FIELD(ack_filter), NAMES(ack_filter_names, "ACK filter mode") },
@@ -1002,6 +1003,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		json_object_set_new(o, "wash", json_boolean(p->wash));
 		json_object_set_new(o, "ingress", json_boolean(p->ingress));
 		json_object_set_new(o, "nat", json_boolean(p->nat));
+		json_object_set_new(o, "vlan_hosts", json_boolean(p->vlan_hosts));
 		json_object_set_new(o, "ecn", json_boolean(p->ecn));
 		json_object_set_new(o, "ack_filter",
 				    json_string(name_of(ack_filter_names, NELEM(ack_filter_names),

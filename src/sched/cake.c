@@ -398,16 +398,47 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hin
 	return (uint16_t)k;
 }
 
+/*
+ * With vlan_hosts a host is its address on its VLAN: the classifier's keyed
+ * address hash XOR a mix of the VLAN ids. The mix (murmur3's finalizer) is
+ * a bijection that spreads into the low bits, which pick the host's set and
+ * home way, so one address on two VLANs is two hosts in unrelated slots.
+ * Untagged frames keep their hash (the mix of 0 is 0), and a 0 hash (not
+ * IP, no host) stays 0.
+ */
+static inline uint32_t
+cake_vlan_host(uint32_t host_hash, uint32_t vlan_mix)
+{
+	return host_hash != 0 ? host_hash ^ vlan_mix : 0;
+}
+
+static inline uint32_t
+cake_vlan_mix(const struct cake *c, const struct sh_pkt *pkt)
+{
+	uint32_t v;
+
+	if (!c->p.vlan_hosts)
+		return 0;
+	v = classify_vlan_key(pkt);
+	v ^= v >> 16;
+	v *= 0x85ebca6bu;
+	v ^= v >> 13;
+	v *= 0xc2b2ae35u;
+	return v ^ (v >> 16);
+}
+
 static void
 cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const struct sh_pkt *pkt)
 {
+	uint32_t mix = cake_vlan_mix(c, pkt);
+
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (cake_dsrc(c->flow_mode))
-		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk, pkt->src_hash,
-					    f->srchost);
+		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
+					    cake_vlan_host(pkt->src_hash, mix), f->srchost);
 	if (cake_ddst(c->flow_mode))
-		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk, pkt->dst_hash,
-					    f->dsthost);
+		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
+					    cake_vlan_host(pkt->dst_hash, mix), f->dsthost);
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
@@ -426,11 +457,14 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 
 	if (mode == SCHED_FLOWBLIND)
 		return 0;
-	if (mode & CAKE_FLOW_FLOWS)
+	if (mode & CAKE_FLOW_FLOWS) {
 		hash = pkt->flow_hash;
-	else
+	} else {
 		hash = ((mode & CAKE_FLOW_SRC) ? pkt->src_hash : 0) ^
 		       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
+		/* The VLAN after the XOR: mixed into both, `hosts` would cancel it out. */
+		hash = cake_vlan_host(hash, cake_vlan_mix(c, pkt));
+	}
 
 	idx = hash & CAKE_QUEUE_MASK;
 	if (b->tags[idx] == hash && cake_busy(b, idx)) {
@@ -1447,7 +1481,8 @@ static int
 cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 {
 	struct cake *c = impl;
-	bool iso_changed = p->isolation != c->p.isolation;
+	/* Either changes what a host (or a host mode's flow) is. */
+	bool iso_changed = p->isolation != c->p.isolation || p->vlan_hosts != c->p.vlan_hosts;
 	uint32_t i, j;
 
 	if (cake_check(p, err, errlen) != 0)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/sched_impl.h"
+#include "shaper/classify.h"
 
 struct sched {
 	const struct sched_ops *ops;
@@ -432,6 +433,7 @@ sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *p, uint64_t
 	f->sojourn_ns = now > p->enq_ns ? now - p->enq_ns : 0;
 	f->l4_proto = p->l4_proto;
 	f->family = 0;
+	f->vlan = classify_vlan_key(p);
 	f->sport = f->dport = 0;
 	memset(f->src, 0, sizeof(f->src));
 	memset(f->dst, 0, sizeof(f->dst));

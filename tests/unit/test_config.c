@@ -75,6 +75,7 @@ jparse(const char *single_quoted)
 	X(wash)                                                                                    \
 	X(ingress)                                                                                 \
 	X(nat)                                                                                     \
+	X(vlan_hosts)                                                                              \
 	X(lag_limit_ns)                                                                            \
 	X(ecn)                                                                                     \
 	X(ack_filter)                                                                              \
@@ -415,6 +416,8 @@ static const struct dir_case dir_cases[] = {
 	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64) } },
 	{ "{'nat': true}", { F(nat, 1) } },
 	{ "{'nat': false}", { F(nat, 0) } },
+	{ "{'vlan_hosts': true}", { F(vlan_hosts, 1) } },
+	{ "{'vlan_hosts': false}", { F(vlan_hosts, 0) } },
 	/* mpu and atm alone */
 	{ "{'mpu': 0}", { F(mpu, 0) } },
 	{ "{'mpu': 64}", { F(mpu, 64) } },
@@ -942,6 +945,10 @@ static const struct err_case err_cases[] = {
 	{ FQC("'rtt': 'internet'"), "downstream.rtt: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'isolation': 'flows'"),
 	  "downstream.isolation: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'vlan_hosts': true"),
+	  "downstream.vlan_hosts: does not apply to discipline \"fq_codel\"" },
+	{ FIFO("'vlan_hosts': true"),
+	  "downstream.vlan_hosts: does not apply to discipline \"fifo\"" },
 	{ FQC("'wash': true"), "downstream.wash: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'ingress': true"), "downstream.ingress: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'memlimit': '4mb'"),
@@ -1013,6 +1020,8 @@ static const struct err_case err_cases[] = {
 	{ DOWN("{'overhead': 'mpu 300'}"),
 	  "downstream.overhead: \"mpu 300\": expected a whole number 0..256" },
 	{ DOWN("{'nat': 1}"), "downstream.nat: expected true or false, got an integer" },
+	{ DOWN("{'vlan_hosts': 'yes'}"),
+	  "downstream.vlan_hosts: expected true or false, got a string" },
 	{ DOWN("{'mpu': -1}"), "downstream.mpu: -1 is out of range 0..256" },
 	{ DOWN("{'mpu': 257}"), "downstream.mpu: 257 is out of range 0..256" },
 	{ DOWN("{'mpu': '64'}"), "downstream.mpu: expected an integer, got a string" },
@@ -1532,7 +1541,7 @@ static const char *const rt_cases[] = {
 	" 'isolation': 'flowblind', 'overhead': 'pppoe-ptm', 'ack_filter': true, 'mpu': "
 	"72}",
 	"{'bandwidth': '45Mbit', 'rtt': 'interplanetary', 'diffserv': 'diffserv8',"
-	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm'}",
+	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm', 'vlan_hosts': true}",
 	"{'bandwidth': '500kbit', 'rtt': 'datacentre', 'diffserv': 'precedence',"
 	" 'overhead': 'ethernet ether-vlan', 'target': '1234us'}",
 	"{'bandwidth': '1kbit', 'rtt': '1us', 'overhead': 0}",
@@ -1589,7 +1598,8 @@ test_direction_to_json_keys(void **state)
 		const char *keys;
 	} want[] = {
 		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm lag_limit rtt target "
-				   "diffserv isolation wash ingress nat ecn ack_filter memlimit " },
+				   "diffserv isolation wash ingress nat vlan_hosts ecn ack_filter "
+				   "memlimit " },
 		{ SCHED_DISC_FQ_CODEL,
 		  "discipline bandwidth mtu overhead mpu atm lag_limit limit flows quantum "
 		  "memory_limit target interval ecn ce_threshold drop_batch " },
@@ -1631,7 +1641,8 @@ test_direction_to_json_keys(void **state)
 				"\"overhead\":18,\"mpu\":64,\"atm\":\"noatm\",\"lag_limit\":\"auto\","
 				"\"rtt\":\"100ms\","
 				"\"target\":\"5ms\",\"diffserv\":\"diffserv3\",\"isolation\":"
-				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,\"ecn\":true,"
+				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,"
+				"\"vlan_hosts\":false,\"ecn\":true,"
 				"\"ack_filter\":\"ack-filter-aggressive\",\"memlimit\":"
 				"\"33554432b\"}");
 		free(s);
