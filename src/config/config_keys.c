@@ -45,6 +45,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "dir.cake", "wash", "false", "false", true },
 	{ "dir.cake", "ingress", "false", "false", true },
 	{ "dir.cake", "nat", "false", "false", true },
+	{ "dir.cake", "vlan_hosts", "false", "false", true },
 	{ "dir.cake", "ecn", "true", "true", true },
 	{ "dir.cake", "ack_filter", "false", "false", true },
 	{ "dir.cake", "memlimit", "\"0b\"", "0b", true },
