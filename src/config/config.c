@@ -1519,12 +1519,6 @@ shaper_shard_by_name(enum share_by b)
 	return name_of(shard_by_names, NELEM(shard_by_names), (int)b);
 }
 
-const char *
-shaper_steering_name(enum shaper_steering st)
-{
-	return name_of(steering_names, NELEM(steering_names), (int)st);
-}
-
 static int
 parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 {
