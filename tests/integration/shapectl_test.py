@@ -324,6 +324,21 @@ def test_flows():
     check(rc == 0 and "downstream: 4 queued flows" in out
           and re.search(r"^\s+udp\s+10\.0\.0\.1\s+500[0-3]\s+192\.168\.1\.1[0-3]\s+6000\s+Best Effort\s+\d+\s+\d+b\s", out, re.M)
           is not None, "flows (human) table, tin by name")
+    # Below the operator level (nobody, through the "others" bits): networks, no ports.
+    os.chmod(SOCK, 0o666)
+    try:
+        rc, out, err = run(["--json", "flows", "downstream"], user="nobody")
+        fl = json.loads(out).get("downstream") if rc == 0 else None
+        check(fl and all(f["src"] == "10.0.0.0/24" and f["dst"] == "192.168.1.0/24"
+                         and f["sport"] is None and f["dport"] is None and f["backlog_bytes"] > 0
+                         for f in fl),
+              "flows at level user: addresses cut to /24, no ports (%r %s)" % (fl, err.strip()))
+        rc, out, _ = run(["flows", "downstream"], user="nobody")
+        check(rc == 0 and re.search(r"^\s+udp\s+10\.0\.0\.0/24\s+-\s+192\.168\.1\.0/24\s+-\s+Best Effort",
+                                    out, re.M) is not None and "192.168.1.1" not in out,
+              "flows (human) at level user: networks, ports as -")
+    finally:
+        os.chmod(SOCK, 0o600)
 
 
 def test_metrics():
