@@ -25,7 +25,7 @@ typedef int (*unit_parser)(const char *, uint64_t *, char *, size_t);
 
 const char *join_path(char *buf, size_t len, const char *path, const char *key);
 void errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+		__attribute__((format(printf, 4, 5)));
 const char *name_of(const struct name_val *t, size_t n, int val);
 const char *json_type_name(const json_t *v);
 int get_enum(const json_t *v, const char *path, const struct name_val *t, size_t n, int *out,
