@@ -26,9 +26,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (NOBODY, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
-                     make_veth, start_shaperd, write_pcap)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (NOBODY, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
+                     make_veth, shaperd_argv, start_shaperd, write_config, write_pcap)
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
@@ -78,13 +78,9 @@ def wait_for(pred, what, timeout=15.0):
 
 class Daemon(Proc):
     def __init__(self, tmp, cfg):
-        path = os.path.join(tmp, "shaper.json")
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        super().__init__("shaperd", [
-            SHAPERD, "--no-huge", "-m", "256", "--no-pci",
-            "--file-prefix=shapectl_%d" % os.getpid(), "-l", "0,1",
-            "--log-level=lib.eal:warning", "--", "-c", path])
+        path = write_config(os.path.join(tmp, "shaper.json"), cfg)
+        super().__init__("shaperd", shaperd_argv(SHAPERD, path, prefix="shapectl_%d" % os.getpid(),
+                                                 mem_mb=256))
 
     def wait_ready(self, timeout=30.0):
         return self.wait_line("control socket", timeout)
