@@ -155,7 +155,6 @@ extern const char *const shaper_port_name[SHAPER_NUM_PORTS];
 void shaper_config_default(struct shaper_config *c);
 
 const char *shaper_shard_by_name(enum share_by b);
-const char *shaper_steering_name(enum shaper_steering st);
 
 /*
  * Load and validate a config file. Returns 0, or -1 with a message in err

@@ -134,6 +134,16 @@ struct ctl_flow {
 void ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out);
 
 /*
+ * A flow as a client below the operator level sees it: each address cut to
+ * its network (IPv4 /24, IPv6 /48, written "192.0.2.0/24"), the ports 0 (the
+ * reply shows them as null). Who talks to whom stays with operators; the
+ * queue figures stay for everyone.
+ */
+#define CTL_FLOW_MASK_V4 24
+#define CTL_FLOW_MASK_V6 48
+void ctl_flow_mask(struct ctl_flow *f);
+
+/*
  * The "flows" answer from a walk's facts: sorts facts[0..n) largest
  * backlog first (ties in walk order) and formats the first max into out;
  * returns how many.

@@ -60,7 +60,8 @@ enum sched_ack_filter {
 };
 
 /*
- * Drop reasons, as an X-macro so every counter has a name and help text.
+ * Drop reasons, as an X-macro so every counter has a name; the third column
+ * says what it counts.
  * The scheduler uses the first three; the data plane adds the rest.
  */
 #define SHAPER_DROP_REASONS(X)                                                                     \
@@ -80,9 +81,8 @@ enum shaper_drop_reason {
 	SHAPER_DROP_MAX
 };
 
-/* Name ("aqm") and help string of a drop reason. */
+/* Name ("aqm") of a drop reason. */
 const char *shaper_drop_name(enum shaper_drop_reason r);
-const char *shaper_drop_help(enum shaper_drop_reason r);
 
 /* Everything that configures one direction. Units: bytes, bytes/s, µs. */
 struct sched_params {

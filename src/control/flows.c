@@ -5,6 +5,7 @@
  * worker.
  */
 #include <arpa/inet.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,35 @@ ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out)
 	out->rtt_wan_ns = f->rtt_wan_ns;
 	out->rtt_lan_ns = f->rtt_lan_ns;
 	out->shard = f->shard;
+}
+
+/* addr (text, in place) cut to its first bits: the network it is in. */
+static void
+mask_addr(char *addr, size_t len)
+{
+	uint8_t a[16];
+	char net[INET6_ADDRSTRLEN];
+	int af, bits;
+
+	if (inet_pton(AF_INET, addr, a) == 1)
+		af = AF_INET, bits = CTL_FLOW_MASK_V4;
+	else if (inet_pton(AF_INET6, addr, a) == 1)
+		af = AF_INET6, bits = CTL_FLOW_MASK_V6;
+	else
+		return; /* not an address ("-"): nothing to hide */
+	_Static_assert(CTL_FLOW_MASK_V4 % 8 == 0 && CTL_FLOW_MASK_V6 % 8 == 0, "whole bytes");
+	memset(a + bits / 8, 0, (af == AF_INET ? 4 : 16) - bits / 8);
+	inet_ntop(af, a, net, sizeof(net));
+	snprintf(addr, len, "%s/%d", net, bits);
+}
+
+void
+ctl_flow_mask(struct ctl_flow *f)
+{
+	mask_addr(f->src, sizeof(f->src));
+	mask_addr(f->dst, sizeof(f->dst));
+	f->sport = 0;
+	f->dport = 0;
 }
 
 unsigned int

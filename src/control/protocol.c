@@ -31,6 +31,7 @@ struct reply {
 	json_t *result;     /* set on success */
 	enum ctl_error err; /* else */
 	char msg[SHAPER_ERR_LEN];
+	enum shaper_level level; /* the caller's: what the answer may show */
 };
 
 static int fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
@@ -547,20 +548,26 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 		}
 		arr = json_array();
 		for (int i = 0; i < got; i++) {
-			const struct ctl_flow *f = &flows[i];
+			struct ctl_flow *f = &flows[i];
+			bool masked = r->level < SHAPER_LEVEL_OPERATOR;
 
+			if (masked)
+				ctl_flow_mask(f);
 			json_array_append_new(
 					arr,
-					json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:I, s:I, s:I, s:I, "
+					json_pack("{s:s, s:s, s:o, s:o, s:i, s:i, s:I, s:I, s:I, s:I, "
 						  "s:I, s:i}",
-						  "src", f->src, "dst", f->dst, "sport", f->sport,
-						  "dport", f->dport, "proto", f->proto, "tin",
-						  f->tin, "packets", (json_int_t)f->packets,
-						  "backlog_bytes", (json_int_t)f->backlog_bytes,
-						  "sojourn_us", (json_int_t)(f->sojourn_ns / 1000),
-						  "rtt_wan_us", (json_int_t)(f->rtt_wan_ns / 1000),
-						  "rtt_lan_us", (json_int_t)(f->rtt_lan_ns / 1000),
-						  "shard", (int)f->shard));
+						  "src", f->src, "dst", f->dst, "sport",
+						  masked ? json_null() : json_integer(f->sport),
+						  "dport",
+						  masked ? json_null() : json_integer(f->dport),
+						  "proto", f->proto, "tin", f->tin, "packets",
+						  (json_int_t)f->packets, "backlog_bytes",
+						  (json_int_t)f->backlog_bytes, "sojourn_us",
+						  (json_int_t)(f->sojourn_ns / 1000), "rtt_wan_us",
+						  (json_int_t)(f->rtt_wan_ns / 1000), "rtt_lan_us",
+						  (json_int_t)(f->rtt_lan_ns / 1000), "shard",
+						  (int)f->shard));
 		}
 		json_object_set_new(o, shaper_dir_name[d], arr);
 	}
@@ -647,7 +654,7 @@ char *
 ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, const char *line,
 		      size_t len, const char **refused)
 {
-	struct reply r = { .result = NULL, .err = CTL_ERR_INTERNAL, .msg = "" };
+	struct reply r = { .result = NULL, .err = CTL_ERR_INTERNAL, .msg = "", .level = level };
 	json_error_t jerr;
 	json_t *req, *id = NULL, *cmd, *args;
 	char *out;

@@ -27,22 +27,10 @@ static const char *const drop_names[] = {
 #undef SHAPER_DROP_NAME
 };
 
-static const char *const drop_helps[] = {
-#define SHAPER_DROP_HELP(id, name, help) help,
-	SHAPER_DROP_REASONS(SHAPER_DROP_HELP)
-#undef SHAPER_DROP_HELP
-};
-
 const char *
 shaper_drop_name(enum shaper_drop_reason r)
 {
 	return (unsigned int)r < SHAPER_DROP_MAX ? drop_names[r] : "unknown";
-}
-
-const char *
-shaper_drop_help(enum shaper_drop_reason r)
-{
-	return (unsigned int)r < SHAPER_DROP_MAX ? drop_helps[r] : "unknown";
 }
 
 void

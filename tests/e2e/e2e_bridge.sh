@@ -80,10 +80,10 @@ stop_daemon() { # name
 	local rc=$?
 	pid=
 	[ $rc = 0 ] && ok "$1: shaperd exited cleanly" || fail "$1: shaperd exit code $rc"
-	/usr/bin/python3 - "$tmp/$1.stats" "$1" "$here/.." <<'PY' || fails=$((fails + 1))
+	/usr/bin/python3 - "$tmp/$1.stats" "$1" "$here/../../tools" <<'PY' || fails=$((fails + 1))
 import json, sys
 sys.path.insert(0, sys.argv[3])
-from testlib import check, check_accounting, failures
+from shaperlib import check, check_accounting, failures
 st = json.load(open(sys.argv[1])); name = sys.argv[2]
 for d, v in st["directions"].items():
     check(v["rx_packets"] > 0, "%s %s: rx %d frames" % (name, d, v["rx_packets"]))

@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import NOBODY, Proc, check, failures  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import NOBODY, Proc, check, failures, shaperd_argv, write_config  # noqa: E402
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 
@@ -99,12 +99,8 @@ def main():
                     "sockets": [{"path": ro, "mode": "0666"}]},
         "dataplane": {"idle_sleep": "100us"},
     }
-    path = os.path.join(tmp, "shaper.json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
-    d = Proc("shaperd", [SHAPERD, "--no-huge", "-m", "256", "--no-pci", "-l", "0,1",
-                         "--file-prefix=access%d" % os.getpid(), "--log-level=lib.eal:warning",
-                         "--", "-c", path])
+    path = write_config(os.path.join(tmp, "shaper.json"), cfg)
+    d = Proc("shaperd", shaperd_argv(SHAPERD, path, prefix="access%d" % os.getpid(), mem_mb=256))
     start = time.monotonic()
     try:
         if not check(d.wait_line("control socket %s (level user)" % ro, 30),

@@ -13,17 +13,15 @@ usage: control_live.py SHAPERD
 """
 import json
 import os
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Control as Client, check, check_accounting, failures, write_pcap  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import Control as Client, check, check_accounting, failures, start_shaperd, write_pcap  # noqa: E402
 
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
@@ -83,28 +81,11 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
         # pay it back. SCHED_FIFO with idle naps, as on the bed.
         "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
-    cfg_path = os.path.join(tmp, name + ".json")
-    json.dump(cfg, open(cfg_path, "w"))
-    stats_path = os.path.join(tmp, name + "_stats.json")
-    proc = subprocess.Popen(
-        [SHAPERD, "--no-huge", "-m", "512", "--no-pci", "--file-prefix=ctllive_%s_%d" % (name, os.getpid()),
-         "-l", "0,1", "--log-level=lib.eal:warning", "--", "-c", cfg_path, "--stats-file", stats_path],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    log = []
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        log.append(line)
-        if "control socket" in line:
-            break
-    if not os.path.exists(sock):
-        print("".join(log))
+    d, sock, stats_path = start_shaperd(SHAPERD, tmp, name, cfg, prefix="ctllive_%s_%d" % (name, os.getpid()),
+                                        timeout=20)
+    if d is None:
         check(False, "%s: control socket appeared" % name)
-        proc.kill()
         return
-    threading.Thread(target=lambda: [log.append(l) for l in proc.stdout], daemon=True).start()
 
     c = Client(sock)
     time.sleep(0.6)  # phase 1 at rate1
@@ -163,9 +144,8 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
     check(c.call("version")["ok"], "%s: daemon healthy after the abuse" % name)
     check_accounting(c.call("stats")["result"], "%s live" % name)
     c.close()
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(30)
-    check(proc.returncode == 0, "%s: shaperd exit code %d" % (name, proc.returncode))
+    rc = d.stop(30)
+    check(rc == 0, "%s: shaperd exit code %d" % (name, rc))
     with open(stats_path) as f:
         check_accounting(json.load(f), "%s at exit" % name)
 

@@ -33,8 +33,8 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (Control, asan_build, check, check_accounting, failures, ip_frame,  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (Control, asan_build, check, check_accounting, failures, ip_frame,  # noqa: E402
                      make_veth, percentile, start_shaperd)
 
 SHAPERD = sys.argv[1]

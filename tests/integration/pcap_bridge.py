@@ -16,8 +16,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import check, check_accounting, failures  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, check_accounting, failures, shaperd_argv, write_config  # noqa: E402
 
 try:
     from scapy.all import (ARP, Dot1Q, Dot1AD, Ether, ICMP, ICMPv6ND_NS, IP, IPv6,
@@ -82,12 +82,9 @@ def run_daemon(tmp, name, direction_cfg, inputs, extra_wait=1.5):
         "downstream": direction_cfg,
         "control": {"enabled": False},
     }
-    path = os.path.join(tmp, name + ".json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
+    path = write_config(os.path.join(tmp, name + ".json"), cfg)
     stats = os.path.join(tmp, name + "_stats.json")
-    cmd = [SHAPERD, "--no-huge", "-m", "256", "--no-pci", "--file-prefix=pcapbr_%s_%d" % (name, os.getpid()),
-           "-l", "0,1", "--log-level=lib.eal:warning", "--", "-c", path, "--stats-file", stats]
+    cmd = shaperd_argv(SHAPERD, path, stats, prefix="pcapbr_%s_%d" % (name, os.getpid()), mem_mb=256)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(extra_wait)
     proc.send_signal(signal.SIGTERM)

@@ -27,9 +27,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (Control, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
-                     make_veth, start_shaperd)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (Control, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
+                     make_veth, shaperd_argv, start_shaperd)
 
 SHAPERD = sys.argv[1]
 PAGES = "/sys/kernel/mm/hugepages/hugepages-2048kB/"
@@ -113,9 +113,9 @@ def in_memory_refused(tmp, huge):
         f.write('{"ports": {"lan": "net_null0,no-rx=1", "wan": "net_null1,no-rx=1"},'
                 ' "control": {"enabled": false}, "dataplane": {"pdump": true}}')
     try:
-        p = subprocess.run([SHAPERD, "--in-memory", "--huge-dir", huge, "--no-pci", "-l", "0,1",
-                            "--file-prefix=%s_im" % PREFIX, "--log-level=lib.eal:warning", "--",
-                            "-c", path], capture_output=True, text=True, timeout=20)
+        p = subprocess.run(shaperd_argv(SHAPERD, path, prefix="%s_im" % PREFIX, huge_dir=huge,
+                                        eal=["--in-memory"]),
+                           capture_output=True, text=True, timeout=20)
     except subprocess.TimeoutExpired:
         check(False, "--in-memory with pdump: shaperd refuses to start (it ran)")
         return

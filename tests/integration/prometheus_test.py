@@ -31,8 +31,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Control, Proc, check, check_accounting, failures, ip_frame, write_pcap  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (Control, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
+                       shaperd_argv, write_pcap)  # noqa: E402
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs)")
@@ -180,10 +181,8 @@ def main():
                 "scrape_configs:\n  - job_name: shaper\n    static_configs:\n"
                 "      - targets: ['127.0.0.1:%d']\n" % mport)
 
-    d = Proc("shaperd", [SHAPERD, "--no-huge", "-m", "256", "--no-pci",
-                         "--file-prefix=prom_%d" % os.getpid(), "-l", "0,1",
-                         "--log-level=lib.eal:warning", "--", "-c", cfg_path,
-                         "--stats-file", os.path.join(tmp, "exit_stats.json")])
+    d = Proc("shaperd", shaperd_argv(SHAPERD, cfg_path, os.path.join(tmp, "exit_stats.json"),
+                                     prefix="prom_%d" % os.getpid(), mem_mb=256))
     p = None
     try:
         if not check(d.wait_line("control socket", 30), "shaperd started"):

@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures, make_veth  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import Proc, check, failures, make_veth, shaperd_argv, write_config  # noqa: E402
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 WAN_RTT, LAN_RTT, ROUNDS, PERIOD = 0.090, 0.040, 12, 0.25
@@ -156,11 +156,8 @@ def main():
             "control": {"socket": sock},
             "dataplane": {"idle_sleep": "20us", "rt_priority": 50, "passive_rtt": True},
         }
-        with open(os.path.join(tmp, "cfg.json"), "w") as f:
-            json.dump(cfg, f)
-        daemon = Proc("shaperd", [SHAPERD, "--no-huge", "-m", "256", "--no-pci",
-                                  "--file-prefix=%s" % PFX, "-l", "0,1", "--log-level=lib.eal:warning",
-                                  "--", "-c", os.path.join(tmp, "cfg.json")])
+        path = write_config(os.path.join(tmp, "cfg.json"), cfg)
+        daemon = Proc("shaperd", shaperd_argv(SHAPERD, path, prefix=PFX, mem_mb=256))
         if not check(daemon.wait_line("bridging", 30), "shaperd started"):
             daemon.dump()
             return 1

@@ -26,9 +26,9 @@ import tempfile
 import threading
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (NOBODY, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
-                     make_veth, start_shaperd, write_pcap)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (NOBODY, Proc, check, check_accounting, failures, ip_frame,  # noqa: E402
+                     make_veth, shaperd_argv, start_shaperd, write_config, write_pcap)
 
 if os.geteuid() != 0:
     print("SKIP: needs root (DPDK vdevs, and setpriv to run shapectl as nobody)")
@@ -78,13 +78,9 @@ def wait_for(pred, what, timeout=15.0):
 
 class Daemon(Proc):
     def __init__(self, tmp, cfg):
-        path = os.path.join(tmp, "shaper.json")
-        with open(path, "w") as f:
-            json.dump(cfg, f)
-        super().__init__("shaperd", [
-            SHAPERD, "--no-huge", "-m", "256", "--no-pci",
-            "--file-prefix=shapectl_%d" % os.getpid(), "-l", "0,1",
-            "--log-level=lib.eal:warning", "--", "-c", path])
+        path = write_config(os.path.join(tmp, "shaper.json"), cfg)
+        super().__init__("shaperd", shaperd_argv(SHAPERD, path, prefix="shapectl_%d" % os.getpid(),
+                                                 mem_mb=256))
 
     def wait_ready(self, timeout=30.0):
         return self.wait_line("control socket", timeout)
@@ -324,6 +320,21 @@ def test_flows():
     check(rc == 0 and "downstream: 4 queued flows" in out
           and re.search(r"^\s+udp\s+10\.0\.0\.1\s+500[0-3]\s+192\.168\.1\.1[0-3]\s+6000\s+Best Effort\s+\d+\s+\d+b\s", out, re.M)
           is not None, "flows (human) table, tin by name")
+    # Below the operator level (nobody, through the "others" bits): networks, no ports.
+    os.chmod(SOCK, 0o666)
+    try:
+        rc, out, err = run(["--json", "flows", "downstream"], user="nobody")
+        fl = json.loads(out).get("downstream") if rc == 0 else None
+        check(fl and all(f["src"] == "10.0.0.0/24" and f["dst"] == "192.168.1.0/24"
+                         and f["sport"] is None and f["dport"] is None and f["backlog_bytes"] > 0
+                         for f in fl),
+              "flows at level user: addresses cut to /24, no ports (%r %s)" % (fl, err.strip()))
+        rc, out, _ = run(["flows", "downstream"], user="nobody")
+        check(rc == 0 and re.search(r"^\s+udp\s+10\.0\.0\.0/24\s+-\s+192\.168\.1\.0/24\s+-\s+Best Effort",
+                                    out, re.M) is not None and "192.168.1.1" not in out,
+              "flows (human) at level user: networks, ports as -")
+    finally:
+        os.chmod(SOCK, 0o600)
 
 
 def test_metrics():

@@ -23,8 +23,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (Control, accounting_errors, asan_build, check, check_accounting,  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (Control, accounting_errors, asan_build, check, check_accounting,  # noqa: E402
                      failures, ip_frame, rss_kb, slope, start_shaperd, write_pcap)
 
 SHAPERD = sys.argv[1]

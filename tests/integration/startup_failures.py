@@ -21,13 +21,12 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import Proc, check, failures  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import Proc, check, failures, shaperd_argv  # noqa: E402
 
 SHAPERD = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="shaper_startup_")
 PREFIX = "startup%d" % os.getpid()
-EAL = ["--no-huge", "-m", "256", "--no-pci", "--log-level=lib.eal:warning"]
 PORTS = {"lan": "net_null0,no-rx=1", "wan": "net_null1,no-rx=1"}
 
 
@@ -56,10 +55,9 @@ def config(sock, **over):
     return cfg
 
 
-def fails(what, cfg_path, want, eal=None, sock=None, prefix=None):
-    argv = [SHAPERD] + EAL + (eal if eal is not None else ["-l", "0,1"]) + [
-        "--file-prefix=" + (prefix or "%s_%d" % (PREFIX, fails.n)),
-        "--", "-c", cfg_path]
+def fails(what, cfg_path, want, lcores="0,1", sock=None, prefix=None):
+    argv = shaperd_argv(SHAPERD, cfg_path, prefix=prefix or "%s_%d" % (PREFIX, fails.n),
+                        lcores=lcores, mem_mb=256)
     fails.n += 1
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=sanitizer_env())
     out = p.stdout + p.stderr
@@ -122,18 +120,18 @@ def main():
           "dataplane.pdump: dpdk-dumpcap cannot attach to a process started with --no-huge",
           sock=sock)
     fails("too few lcores", write_config("onelcore", config(sock)),
-          "worker lcore(s) needed", eal=["-l", "0"], sock=sock)
+          "worker lcore(s) needed", lcores="0", sock=sock)
     fails("worker lcore not in the list",
           write_config("badlcore", config(sock, lcores={"workers": [3]})),
           "lcores.workers[0]: lcore 3 is not an enabled worker lcore", sock=sock)
     fails("lcore list EAL refuses", write_config("ealbad", config(sock)),
-          "EAL initialisation failed", eal=["-l", "0,4096"], sock=sock)
+          "EAL initialisation failed", lcores="0,4096", sock=sock)
 
     # In use by a running daemon: its socket path, and its EAL file prefix.
     # (Its config is one anyone may write: --no-strict-modes lets it start.)
     ok_path = write_config("running", config(sock), mode=0o666)
-    d = Proc("shaperd", [SHAPERD] + EAL + ["-l", "0,1", "--file-prefix=" + PREFIX, "--",
-                                            "-c", ok_path, "--no-strict-modes"])
+    d = Proc("shaperd", shaperd_argv(SHAPERD, ok_path, prefix=PREFIX, mem_mb=256)
+             + ["--no-strict-modes"])
     try:
         if check(d.wait_line("bridging", 30), "a first daemon runs with --no-strict-modes"):
             check(d.wait_line("warning: --no-strict-modes", 1), "and warns that it does")

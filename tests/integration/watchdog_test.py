@@ -11,7 +11,6 @@ tests/unit/test_watchdog.c.
 
 usage: watchdog_test.py SHAPERD
 """
-import json
 import os
 import select
 import shutil
@@ -21,6 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import shaperd_argv, write_config  # noqa: E402
 
 WATCHDOG_USEC = 1000000
 WINDOW_S = 5.0
@@ -45,16 +47,11 @@ def main():
         "control": {"enabled": False},
         "dataplane": {"idle_sleep": "100us"},
     }
-    cfg_path = os.path.join(tmp, "c.json")
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f)
+    cfg_path = write_config(os.path.join(tmp, "c.json"), cfg)
     env = dict(os.environ, NOTIFY_SOCKET=sock_path, WATCHDOG_USEC=str(WATCHDOG_USEC))
     env.pop("WATCHDOG_PID", None)
-    proc = subprocess.Popen(
-        [shaperd, "--no-huge", "-m", "256", "--no-pci", "-l", "0,1",
-         "--file-prefix=wd%d" % os.getpid(), "--log-level=lib.eal:warning",
-         "--", "-c", cfg_path],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    proc = subprocess.Popen(shaperd_argv(shaperd, cfg_path, prefix="wd%d" % os.getpid(), mem_mb=256),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     msgs = []  # (time, message)
     try:
         deadline = time.monotonic() + 30

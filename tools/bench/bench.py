@@ -37,7 +37,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -48,7 +47,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
 import gen_pcap  # noqa: E402
+import shaperlib  # noqa: E402
+from shaperlib import Control, eal_args, shaperd_argv, start_logged, write_config  # noqa: E402
 
 CAKE4 = {"discipline": "cake", "diffserv": "diffserv4", "isolation": "triple-isolate"}
 MODES = {
@@ -216,9 +218,7 @@ class Eal:
     def argv(self, tag):
         self.n += 1
         self.prefix = "shbench%d_%s%d" % (os.getpid(), tag, self.n)
-        mem = ["-m", "1024"] if self.args.huge else ["--no-huge", "-m", "1024"]
-        return mem + ["--no-pci", "-l", "0,1", "--file-prefix=" + self.prefix,
-                      "--log-level=lib.eal:warning"]
+        return eal_args(self.prefix, mem_mb=1024, huge=self.args.huge)
 
     def cleanup(self):
         d = "/var/run/dpdk/" + self.prefix
@@ -227,14 +227,8 @@ class Eal:
 
 
 def stop_process(p, timeout=30):
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT if p.args[0].endswith("testpmd") else signal.SIGTERM)
-        try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-    return p.returncode
+    return shaperlib.stop_process(p, timeout, signal.SIGINT if p.args[0].endswith("testpmd")
+                                  else signal.SIGTERM)
 
 
 # ------------------------------------------------------------- the ceiling
@@ -409,37 +403,8 @@ def run_ceiling(args, eal, traffic):
 
 # ------------------------------------------------------------------ shaperd
 
-class Ctl:
-    def __init__(self, path, timeout=10):
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.s.settimeout(timeout)
-        self.s.connect(path)
-        self.buf = b""
-        self.id = 0
-
-    def call(self, cmd, cargs=None):
-        self.id += 1
-        req = {"id": self.id, "cmd": cmd}
-        if cargs is not None:
-            req["args"] = cargs
-        self.s.sendall(json.dumps(req).encode() + b"\n")
-        while b"\n" not in self.buf:
-            chunk = self.s.recv(1 << 20)
-            if not chunk:
-                raise IOError("control socket closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        rep = json.loads(line)
-        if "error" in rep:
-            raise IOError("control: %s" % rep["error"])
-        return rep["result"]
-
-    def close(self):
-        self.s.close()
-
-
 def sample(ctl):
-    st = ctl.call("stats")
+    st = ctl.result("stats")
     t = time.monotonic()
     lan, wan = st["ports"]["lan"], st["ports"]["wan"]
     up = st["directions"]["upstream"]
@@ -469,56 +434,54 @@ def run_shaperd(args, eal, traffic, mode):
                       "idle_sleep": "0us", **MODE_DATAPLANE.get(mode, {})},
     }
     cfg_path = os.path.join(args.workdir, "shaperd.json")
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f, indent=1)
+    write_config(cfg_path, cfg, indent=1)
     exit_json = os.path.join(args.workdir, "exit.json")
     if os.path.exists(exit_json):
         os.unlink(exit_json)
     log_path = os.path.join(args.workdir, "shaperd-%s-%d.log" % (tag, eal.n + 1))
-    cmd = [args.shaperd] + eal.argv("sd") + ["--", "-c", cfg_path, "--stats-file", exit_json]
+    cmd = shaperd_argv(args.shaperd, cfg_path, exit_json, eal_argv=eal.argv("sd"))
     res = None
-    with open(log_path, "w") as out:
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        ctl = None
-        try:
-            deadline = time.time() + 60
-            while ctl is None and time.time() < deadline and p.poll() is None:
-                try:
-                    ctl = Ctl(sock)
-                    ctl.call("version")
-                except OSError:
-                    ctl = None
-                    time.sleep(0.1)
-            if ctl is None:
-                raise IOError("no control socket after 60 s")
-            # Traffic starts once the ports are up.
+    p = start_logged(cmd, log_path)
+    ctl = None
+    try:
+        deadline = time.time() + 60
+        while ctl is None and time.time() < deadline and p.poll() is None:
+            try:
+                ctl = Control(sock)
+                ctl.result("version")
+            except OSError:
+                ctl = None
+                time.sleep(0.1)
+        if ctl is None:
+            raise IOError("no control socket after 60 s")
+        # Traffic starts once the ports are up.
+        s = sample(ctl)
+        while s["rx"] == 0 and time.time() < deadline:
+            time.sleep(0.05)
             s = sample(ctl)
-            while s["rx"] == 0 and time.time() < deadline:
-                time.sleep(0.05)
-                s = sample(ctl)
-            samples = [s]
-            t_end = s["t"] + args.warmup + args.duration
-            while time.monotonic() < t_end + 0.01:
-                time.sleep(max(0.0, min(1.0, t_end - time.monotonic() + 0.005)))
-                if p.poll() is not None:
-                    raise IOError("shaperd exited during the run")
-                try:
-                    samples.append(sample(ctl))
-                except OSError as e:
-                    # A dropped control connection is a finding, not a reason to
-                    # lose the run: note it and reconnect.
-                    warn("%s: control connection lost mid-run (%s); reconnected" % (tag, e))
-                    ctl.close()
-                    ctl = Ctl(sock)
-                    samples.append(sample(ctl))
-            res = summarize(args, samples, traffic, mode)
-        except (OSError, ValueError, KeyError) as e:
-            fail("%s: %s" % (tag, e))
-        finally:
-            if ctl is not None:
+        samples = [s]
+        t_end = s["t"] + args.warmup + args.duration
+        while time.monotonic() < t_end + 0.01:
+            time.sleep(max(0.0, min(1.0, t_end - time.monotonic() + 0.005)))
+            if p.poll() is not None:
+                raise IOError("shaperd exited during the run")
+            try:
+                samples.append(sample(ctl))
+            except OSError as e:
+                # A dropped control connection is a finding, not a reason to
+                # lose the run: note it and reconnect.
+                warn("%s: control connection lost mid-run (%s); reconnected" % (tag, e))
                 ctl.close()
-            rc = stop_process(p)
-            eal.cleanup()
+                ctl = Control(sock)
+                samples.append(sample(ctl))
+        res = summarize(args, samples, traffic, mode)
+    except (OSError, ValueError, KeyError) as e:
+        fail("%s: %s" % (tag, e))
+    finally:
+        if ctl is not None:
+            ctl.close()
+        rc = stop_process(p)
+        eal.cleanup()
     with open(log_path, errors="replace") as f:
         text = f.read()
     exit_stats = {}

@@ -23,7 +23,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import gen_pcap  # noqa: E402
+from shaperlib import shaperd_argv, write_config  # noqa: E402
 
 
 def ctl(shapectl, sock, *args):
@@ -72,13 +74,9 @@ def main():
             # infinite_rx holds the whole pcap in the LAN port's pool
             "dataplane": {"mbufs": {"upstream": packets + 40000}, "idle_sleep": "0us"},
         }
-        cfg_path = os.path.join(tmp, "c.json")
-        with open(cfg_path, "w") as f:
-            json.dump(cfg, f)
+        cfg_path = write_config(os.path.join(tmp, "c.json"), cfg)
         proc = subprocess.Popen(
-            [shaperd, "--no-huge", "-m", "1024", "--no-pci", "-l", "0,1",
-             "--file-prefix=flowsturn%d" % os.getpid(), "--log-level=lib.eal:warning",
-             "--", "-c", cfg_path],
+            shaperd_argv(shaperd, cfg_path, prefix="flowsturn%d" % os.getpid(), mem_mb=1024),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for _ in range(300):
             if os.path.exists(sock) or proc.poll() is not None:

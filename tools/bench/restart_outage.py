@@ -31,14 +31,13 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BED = os.path.join(HERE, "..", "testbed", "bed.sh")
 PFX = "rso"
+sys.path.insert(0, os.path.dirname(HERE))
+from shaperlib import shaperd_argv, start_logged  # noqa: E402
 
 
 def start(shaperd, cfg, log):
     t0 = time.time()
-    f = open(log, "w")
-    p = subprocess.Popen([shaperd, "--no-huge", "-m", "512", "--no-pci", "-l", "0,1",
-                          "--file-prefix=rso%d" % os.getpid(), "--log-level=lib.eal:warning",
-                          "--", "-c", cfg], stdout=f, stderr=subprocess.STDOUT)
+    p = start_logged(shaperd_argv(shaperd, cfg, prefix="rso%d" % os.getpid()), log)
     for _ in range(300):
         with open(log) as g:
             if "bridging" in g.read():

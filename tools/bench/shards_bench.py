@@ -29,9 +29,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(REPO, "tests"))
+sys.path.insert(0, os.path.dirname(HERE))
 import gen_pcap  # noqa: E402
-from testlib import Control, start_shaperd  # noqa: E402
+from shaperlib import Control, start_shaperd  # noqa: E402
 
 DIRECTION = {"discipline": "cake", "bandwidth": "10gbit", "diffserv": "diffserv4",
              "isolation": "triple-isolate"}

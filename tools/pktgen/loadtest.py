@@ -50,6 +50,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from shaperlib import shaperd_argv, start_logged, stop_process, write_config  # noqa: E402
+
 UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
 # pktgen's sizes count the 4-byte FCS; memif and shaperd do not.
 FCS = 4
@@ -205,11 +208,9 @@ class Shaperd:
         self.cfg_path = os.path.join(tmp, name + ".json")
         self.stats_path = os.path.join(tmp, name + ".exit.json")
         self.log_path = os.path.join(tmp, name + ".log")
-        with open(self.cfg_path, "w") as f:
-            json.dump(cfg, f, indent=1)
-        argv = [binary] + eal + ["--", "-c", self.cfg_path, "--stats-file", self.stats_path]
-        self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.logf, stderr=subprocess.STDOUT)
+        write_config(self.cfg_path, cfg, indent=1)
+        self.proc = start_logged(shaperd_argv(binary, self.cfg_path, self.stats_path, eal_argv=eal),
+                                 self.log_path)
 
     def stats(self):
         out = subprocess.run([self.shapectl, "-s", self.sock, "--json", "stats"],
@@ -236,13 +237,7 @@ class Shaperd:
                            (timeout, self.log_path))
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.logf.close()
+        rc = stop_process(self.proc, 20)
         try:
             with open(self.stats_path) as f:
                 return rc, json.load(f)

@@ -440,6 +440,16 @@ tin_name(const json_t *stats, const char *dir, long long i)
 	return tin != NULL ? sc_str(tin, "name") : NULL;
 }
 
+/* A port, or "-" where the reply holds none (null: hidden at this access level). */
+static void
+port_cell(struct sc_table *t, const json_t *f, const char *key)
+{
+	if (json_is_integer(json_object_get(f, key)))
+		sc_table_cell(t, "%lld", sc_int(f, key));
+	else
+		sc_table_cell(t, "-");
+}
+
 static int
 show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 {
@@ -478,10 +488,11 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 		sc_table_cell(&t, "rtt lan");
 		json_array_foreach (arr, i, f) {
 			sc_table_cell(&t, "%s", proto_name(sc_int(f, "proto"), b1, sizeof(b1)));
+			/* Below the operator level the daemon sends networks and no ports. */
 			sc_table_cell(&t, "%s", sc_str(f, "src"));
-			sc_table_cell(&t, "%lld", sc_int(f, "sport"));
+			port_cell(&t, f, "sport");
 			sc_table_cell(&t, "%s", sc_str(f, "dst"));
-			sc_table_cell(&t, "%lld", sc_int(f, "dport"));
+			port_cell(&t, f, "dport");
 			if (tin_name(stats, k, sc_int(f, "tin")) != NULL)
 				sc_table_cell(&t, "%s", tin_name(stats, k, sc_int(f, "tin")));
 			else

@@ -46,8 +46,6 @@ import math
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -57,6 +55,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BED = os.path.join(HERE, "bed.sh")
+sys.path.insert(0, os.path.dirname(HERE))
+from shaperlib import (ControlError, request, shaperd_argv, start_logged,  # noqa: E402
+                       stop_process, write_config)
 CLI_ADDR, SRV_ADDR = "10.99.0.1", "10.99.0.2"
 HOST_A, HOST_B = "10.99.0.11", "10.99.0.12"
 SRV_B = "10.99.0.22"  # hosts: host B's server, unless --shared-server
@@ -181,17 +182,13 @@ class Bed:
         cfg["dataplane"] = {"idle_sleep": "20us"}
         if self.rt_priority:  # left out at 0, so builds older than the key run too
             cfg["dataplane"]["rt_priority"] = self.rt_priority
-        with open(path, "w") as f:
-            json.dump(cfg, f, indent=1)
+        write_config(path, cfg, indent=1)
         self.stats_file = os.path.join(self.tmp, self.name + ".stats")
         self.log_file = os.path.join(self.tmp, self.name + ".log")
-        argv = (["nice", "-n", str(self.nice)] if self.nice else []) + [
-                self.shaperd, "--no-huge", "-m", "512", "--no-pci",
-                "--file-prefix=bed_%s_%s_%d" % (self.pfx, self.name.replace("/", "_"), os.getpid()),
-                "-l", "0,1", "--log-level=lib.eal:warning", "--",
-                "-c", path, "--stats-file", self.stats_file]
-        self.daemon = subprocess.Popen(argv, stdout=open(self.log_file, "w"),
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        argv = (["nice", "-n", str(self.nice)] if self.nice else []) + shaperd_argv(
+            self.shaperd, path, self.stats_file,
+            prefix="bed_%s_%s_%d" % (self.pfx, self.name.replace("/", "_"), os.getpid()))
+        self.daemon = start_logged(argv, self.log_file)
         for _ in range(100):
             if "bridging" in open(self.log_file).read():
                 return cfg
@@ -205,14 +202,7 @@ class Bed:
         if self.daemon is None:
             return None
         d, self.daemon = self.daemon, None
-        if d.poll() is None:
-            d.send_signal(signal.SIGTERM)
-            try:
-                d.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                d.kill()
-                d.wait()
-        self.daemon_rc = d.returncode
+        self.daemon_rc = stop_process(d, 20)
         try:
             return json.load(open(self.stats_file))
         except (OSError, ValueError):
@@ -220,23 +210,10 @@ class Bed:
 
     def ctl(self, cmd, args=None):
         """One request on the control socket; returns 'result' or None."""
-        req = {"id": 1, "cmd": cmd}
-        if args:
-            req["args"] = args
         try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(3)
-            s.connect(self.sock)
-            s.sendall((json.dumps(req) + "\n").encode())
-            buf = b""
-            while not buf.endswith(b"\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-            s.close()
-            rep = json.loads(buf)
-            return rep.get("result") if rep.get("ok") else None
+            return request(self.sock, cmd, args or None, timeout=3)
+        except ControlError:
+            return None
         except (OSError, ValueError) as e:
             log("control socket: %s" % e)
             return None

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "guard.h"
 #include "pktbuild.h"
 
@@ -960,10 +961,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 static uint32_t
 rng(void)
 {
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return (uint32_t)rng_state;
+	return sh_rand32(&rng_state);
 }
 
 static void

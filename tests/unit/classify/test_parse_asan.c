@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "sched/ack_filter.h"
 #include "pktbuild.h"
 
@@ -77,10 +78,7 @@ static uint64_t rs = 0x2545f4914f6cdd1dULL;
 static uint32_t
 rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (uint32_t)rs;
+	return sh_rand32(&rs);
 }
 
 /* An sh_pkt over an exactly-sized heap copy of b[0 .. len). */

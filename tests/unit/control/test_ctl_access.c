@@ -2,7 +2,8 @@
  * Control access levels: who gets which level (root, the daemon's user, the
  * admin group by primary or supplementary gid, everyone else), the socket's
  * cap, and that the protocol refuses a command above the caller's level
- * with "permission_denied" naming both levels, without running it.
+ * with "permission_denied" naming both levels, without running it; and
+ * that flows shows addresses and ports to operators only.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -199,6 +200,59 @@ test_protocol_refuses_above_level(void **state)
 	json_decref(j);
 }
 
+/*
+ * flows below the operator level: each address cut to its network (IPv4
+ * /24, IPv6 /48), ports null; the queue figures as they are. The operator
+ * and the admin see the addresses and ports themselves.
+ */
+static void
+test_flows_masked_below_operator(void **state)
+{
+	static const enum shaper_level levels[] = { SHAPER_LEVEL_USER, SHAPER_LEVEL_OPERATOR,
+						    SHAPER_LEVEL_ADMIN };
+	const char *req = "{\"id\":7,\"cmd\":\"flows\",\"args\":{\"direction\":\"downstream\"}}";
+	struct ctl_backend be;
+	struct fake f;
+
+	(void)state;
+	fake_init(&f);
+	fake_backend(&f, &be);
+	for (size_t l = 0; l < sizeof(levels) / sizeof(levels[0]); l++) {
+		bool masked = levels[l] < SHAPER_LEVEL_OPERATOR;
+		json_t *j = call_as(&be, levels[l], req, NULL);
+		json_t *arr = jpath(j, "result.downstream");
+
+		assert_true(json_is_true(json_object_get(j, "ok")));
+		assert_int_equal(json_array_size(arr), 5);
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			json_t *fl = json_array_get(arr, i);
+			char src[48], dst[48];
+
+			/* the fake's flow i: 192.168.1.(i+1):(40000+i) -> [2001:db8::(i+1)]:80 */
+			snprintf(src, sizeof(src), "192.168.1.%zu", i + 1);
+			snprintf(dst, sizeof(dst), "2001:db8::%zx", i + 1);
+			assert_string_equal(json_string_value(json_object_get(fl, "src")),
+					    masked ? "192.168.1.0/24" : src);
+			assert_string_equal(json_string_value(json_object_get(fl, "dst")),
+					    masked ? "2001:db8::/48" : dst);
+			if (masked) {
+				assert_true(json_is_null(json_object_get(fl, "sport")));
+				assert_true(json_is_null(json_object_get(fl, "dport")));
+			} else {
+				assert_int_equal(json_integer_value(json_object_get(fl, "sport")),
+						 40000 + i);
+				assert_int_equal(json_integer_value(json_object_get(fl, "dport")),
+						 80);
+			}
+			assert_int_equal(json_integer_value(json_object_get(fl, "backlog_bytes")),
+					 150000 - 1000 * i);
+			assert_int_equal(json_integer_value(json_object_get(fl, "packets")),
+					 2000 - i);
+		}
+		json_decref(j);
+	}
+}
+
 int
 main(void)
 {
@@ -207,6 +261,7 @@ main(void)
 		cmocka_unit_test(test_level_capped_by_socket),
 		cmocka_unit_test(test_command_levels),
 		cmocka_unit_test(test_protocol_refuses_above_level),
+		cmocka_unit_test(test_flows_masked_below_operator),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -69,6 +70,44 @@ test_format(void **state)
 }
 
 /* Facts from three slices, concatenated as the worker writes them. */
+/* What a client below the operator level sees of a flow: networks, no ports. */
+static void
+test_mask(void **state)
+{
+	static const struct {
+		const char *addr, *masked;
+	} cases[] = {
+		{ "10.0.0.1", "10.0.0.0/24" },
+		{ "192.168.1.13", "192.168.1.0/24" },
+		{ "255.255.255.255", "255.255.255.0/24" },
+		{ "2001:db8:abcd:12::1", "2001:db8:abcd::/48" },
+		{ "2001:db8::1", "2001:db8::/48" },
+		{ "fe80::2", "fe80::/48" },
+		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff:ffff::/48" },
+		{ "::ffff:192.0.2.7", "::/48" },
+		{ "-", "-" }, /* not IP: nothing to hide */
+	};
+	struct ctl_flow c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&c, 0, sizeof(c));
+		snprintf(c.src, sizeof(c.src), "%s", cases[i].addr);
+		snprintf(c.dst, sizeof(c.dst), "%s", cases[i].addr);
+		c.sport = 5003;
+		c.dport = 443;
+		c.packets = 7;
+		c.backlog_bytes = 7000;
+		ctl_flow_mask(&c);
+		assert_string_equal(c.src, cases[i].masked);
+		assert_string_equal(c.dst, cases[i].masked);
+		assert_int_equal(c.sport, 0);
+		assert_int_equal(c.dport, 0);
+		assert_int_equal(c.packets, 7);
+		assert_int_equal(c.backlog_bytes, 7000);
+	}
+}
+
 static void
 test_merge_top(void **state)
 {
@@ -121,6 +160,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_mask),
 		cmocka_unit_test(test_merge_top),
 		cmocka_unit_test(test_many),
 	};

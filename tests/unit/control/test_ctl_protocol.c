@@ -27,6 +27,7 @@
 #include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/metrics.h"
+#include "shaper/rand.h"
 #include "shaper/sched.h"
 
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
@@ -1310,11 +1311,7 @@ static uint64_t rng_state;
 static uint32_t
 rng(void)
 {
-	/* xorshift64* */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (uint32_t)((rng_state * 0x2545F4914F6CDD1DULL) >> 32);
+	return sh_rand32(&rng_state);
 }
 
 static const char *const corpus[] = {

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "shaper/sched.h"
 #include "pktbuild.h"
 
@@ -661,10 +662,7 @@ static uint64_t rs = 88172645463325252ULL;
 static uint32_t
 rnd(void)
 {
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return (uint32_t)rs;
+	return sh_rand32(&rs);
 }
 
 static void

@@ -1,0 +1,24 @@
+"""shaperlib: what the project's own tests and tools share to run shaperd.
+
+    daemon   shaperd's command line (EAL options, config, exit counters), a
+             child whose output a thread collects, starting and stopping it
+    control  the control socket client (one JSON request line, one reply line)
+    stats    the accounting identity of a `stats` result or an exit report
+    checks   the ok/FAIL check list of a test script, and small statistics
+    frames   Ethernet/IP test frames and pcap files
+    net      veth pairs
+
+Scripts find it from their own path: tests/*/x.py and tools/*/x.py put the
+tools directory on sys.path before importing it:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "tools"))
+    from shaperlib import start_shaperd, Control
+"""
+from .checks import check, failures, percentile, slope  # noqa: F401
+from .control import Control, ControlError, request  # noqa: F401
+from .daemon import (NOBODY, Proc, asan_build, eal_args, rss_kb, shaperd_argv,  # noqa: F401
+                     start_logged, start_shaperd, stop_process, write_config)
+from .frames import ip_frame, write_pcap  # noqa: F401
+from .net import make_veth  # noqa: F401
+from .stats import accounting_errors, check_accounting  # noqa: F401

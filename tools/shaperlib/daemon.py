@@ -1,0 +1,149 @@
+"""Running shaperd: its command line, a child whose output a thread collects
+(shown when a test fails), and starting and stopping the daemon."""
+import codecs
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+# Run a command as nobody (uid/gid 65534, no supplementary groups); util-linux's setpriv.
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def eal_args(prefix, lcores="0,1", mem_mb=512, huge=False, huge_dir=None, eal=()):
+    """shaperd's EAL options: no PCI scan, its own --file-prefix (so daemons
+    side by side do not share memory), EAL's own logging at warning.
+    Memory: --no-huge with mem_mb; huge: hugepages, mem_mb of them; huge_dir:
+    the hugepages of that hugetlbfs mount (no -m). lcores: an EAL -l list, or
+    a --lcores map such as "0@0,1@1,2@1" for more lcores than CPUs. eal: more
+    EAL options."""
+    if huge_dir is not None:
+        mem = ["--huge-dir", huge_dir]
+    elif huge:
+        mem = ["-m", str(mem_mb)]
+    else:
+        mem = ["--no-huge", "-m", str(mem_mb)]
+    return mem + list(eal) + [
+        "--no-pci", "--file-prefix=" + prefix, "--lcores" if "@" in lcores else "-l", lcores,
+        "--log-level=lib.eal:warning"]
+
+
+def shaperd_argv(shaperd, cfg_path, stats_path=None, eal_argv=None, **eal_kw):
+    """shaperd's whole command line: eal_argv (all its EAL options, as a
+    list), or eal_args(**eal_kw); then the config file and, if given, where
+    it writes its exit counters (--stats-file)."""
+    eal = list(eal_argv) if eal_argv is not None else eal_args(**eal_kw)
+    return [shaperd] + eal + ["--", "-c", cfg_path] + (["--stats-file", stats_path]
+                                                       if stats_path else [])
+
+
+def write_config(path, cfg, indent=None):
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=indent)
+    return path
+
+
+class Proc:
+    """A child whose output is collected by a thread (and shown on failure)."""
+
+    def __init__(self, name, argv, env=None):
+        self.name, self.lines, self.tail = name, [], ""
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     env=env)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        # Chunks, not lines: output without its newline yet (a progress count) shows in tail.
+        dec = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while True:
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            *done, rest = (self.tail + dec.decode(chunk, final=not chunk)).split("\n")
+            self.lines.extend(l.rstrip("\r") for l in done)
+            self.tail = rest
+            if not chunk:
+                break
+        if self.tail:
+            self.lines.append(self.tail)
+            self.tail = ""
+
+    def wait_line(self, text, timeout):
+        """Whether text appears in the output (a line, or the unfinished one) within timeout."""
+        end = time.time() + timeout
+        while time.time() < end:
+            if any(text in l for l in self.lines + [self.tail]):
+                return True
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        return False
+
+    def stop(self, timeout=20):
+        rc = stop_process(self.proc, timeout)
+        self.reader.join(timeout=5)
+        return rc
+
+    def dump(self):
+        print("--- %s output:" % self.name)
+        for l in self.lines[-40:]:
+            print("    " + l)
+
+
+def stop_process(p, timeout=20, sig=signal.SIGTERM):
+    """Signal p (a Popen) to stop, wait up to timeout, then kill it; its exit code."""
+    if p.poll() is None:
+        p.send_signal(sig)
+    try:
+        return p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p.wait()
+
+
+def start_logged(argv, log_path, env=None):
+    """A child (a Popen) whose output goes to the file log_path, stdin closed."""
+    with open(log_path, "w") as out:
+        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env)
+
+
+def start_shaperd(shaperd, tmp, name, cfg, lcores="0,1", mem_mb=512, env=None, huge_dir=None,
+                  prefix=None, eal=(), ready="control socket", timeout=60):
+    """shaperd on cfg with its control socket at tmp/name.sock and its exit
+    counters in tmp/name_stats.json; returns (Proc, socket path, stats path),
+    once its output says ready (the Proc is stopped and its output shown if it
+    never does, and None returned in its place). Without huge_dir (a
+    hugetlbfs mount) it runs --no-huge with mem_mb of memory; lcores and eal
+    as in eal_args."""
+    sock = os.path.join(tmp, name + ".sock")
+    cfg = dict(cfg, control={"socket": sock})
+    path = write_config(os.path.join(tmp, name + ".json"), cfg)
+    stats = os.path.join(tmp, name + "_stats.json")
+    d = Proc("shaperd", shaperd_argv(shaperd, path, stats,
+                                     prefix=prefix or "%s_%d" % (name, os.getpid()),
+                                     lcores=lcores, mem_mb=mem_mb, huge_dir=huge_dir, eal=eal),
+             env=env)
+    if not d.wait_line(ready, timeout):
+        d.stop()
+        d.dump()
+        return None, sock, stats
+    return d, sock, stats
+
+
+def asan_build(binary):
+    """True if binary was built with AddressSanitizer (it links libasan)."""
+    try:
+        out = subprocess.run(["ldd", binary], stdout=subprocess.PIPE, text=True).stdout
+    except OSError:
+        return False
+    return "libasan" in out
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
