@@ -141,8 +141,8 @@ dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n)
 			continue;
 		/* The table knows flows by the classifier's hash, alike both ways. */
 		rf = rtt_find(d->rtt->table,
-			      classify_flow_hash(&d->key, f[i].family, f[i].src, f[i].dst,
-						 f[i].sport, f[i].dport, 6));
+			      classify_flow_hash_vlan(&d->key, f[i].vlan, f[i].family, f[i].src,
+						      f[i].dst, f[i].sport, f[i].dport, 6));
 		if (rf != NULL) {
 			f[i].rtt_wan_ns = (uint64_t)rf->last_us[RTT_SIDE_WAN] * 1000;
 			f[i].rtt_lan_ns = (uint64_t)rf->last_us[RTT_SIDE_LAN] * 1000;

@@ -33,8 +33,8 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from testlib import (Control, accounting_errors, check, check_accounting, failures,  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import (Control, accounting_errors, check, check_accounting, failures,  # noqa: E402
                      ip_frame, start_shaperd, write_pcap)
 
 SHAPERD = sys.argv[1]
