@@ -794,42 +794,71 @@ main(int argc, char **argv)
 		pdump_on = true;
 	}
 
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		char name[RTE_MEMPOOL_NAMESIZE];
-
-		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
-		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], (int)rte_socket_id());
-		if (a.pool[d] == NULL) {
-			fprintf(stderr,
-				"shaperd: cannot create the %s pool of %u mbufs: %s (give EAL "
-				"more memory, -m, or lower dataplane.mbufs)\n",
-				shaper_dir_name[d], a.pool_mbufs[d], rte_strerror(rte_errno));
-			exit_code = 1;
-			goto out_pools;
-		}
-	}
+	/*
+	 * The ports first: the descriptor counts their drivers really use and
+	 * their NUMA nodes decide each direction's pool, which goes on the node
+	 * of the port that receives into it.
+	 */
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		/* A port receives the direction it is the input of. */
-		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
-
 		/* A bridge carries the same frames both ways: the larger mtu. */
 		uint32_t max_frame = a.cfg.dir[SHAPER_UP].mtu > a.cfg.dir[SHAPER_DOWN].mtu
 						     ? a.cfg.dir[SHAPER_UP].mtu
 						     : a.cfg.dir[SHAPER_DOWN].mtu;
-
 		struct dp_port_queues q = {
 			.n = (uint16_t)a.n_shards,
 			.by = a.cfg.shard_by,
 			.lan_side = r == SHAPER_PORT_LAN,
 		};
 
-		if (dp_port_open(&a.port[r], &a.cfg.port[r], a.pool[in_dir], max_frame, &q, err,
-				 sizeof(err)) != 0) {
+		if (dp_port_configure(&a.port[r], &a.cfg.port[r], max_frame, &q, err,
+				      sizeof(err)) != 0) {
 			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
 			exit_code = 1;
 			goto out_ports;
 		}
 		a.port_open[r] = true;
+		if (a.port[r].nb_rxd != a.cfg.port[r].rx_desc ||
+		    a.port[r].nb_txd != a.cfg.port[r].tx_desc)
+			printf("shaperd: ports.%s: the driver uses %u rx and %u tx descriptors "
+			       "(asked %u and %u)\n",
+			       shaper_port_name[r], a.port[r].nb_rxd, a.port[r].nb_txd,
+			       a.cfg.port[r].rx_desc, a.cfg.port[r].tx_desc);
+		a.cfg.port[r].rx_desc = a.port[r].nb_rxd;
+		a.cfg.port[r].tx_desc = a.port[r].nb_txd;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		const struct dp_port *in = &a.port[dir_input_port(d)];
+		char name[RTE_MEMPOOL_NAMESIZE];
+
+		/* Sized again with the descriptor counts the drivers settled on. */
+		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
+				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+			exit_code = 1;
+			goto out_ports;
+		}
+		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
+		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], in->socket);
+		if (a.pool[d] == NULL) {
+			fprintf(stderr,
+				"shaperd: cannot create the %s pool of %u mbufs on socket %d: %s "
+				"(give EAL more memory, -m, or lower dataplane.mbufs)\n",
+				shaper_dir_name[d], a.pool_mbufs[d], in->socket,
+				rte_strerror(rte_errno));
+			exit_code = 1;
+			goto out_ports;
+		}
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		/* A port receives the direction it is the input of. */
+		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
+
+		if (dp_port_start(&a.port[r], a.pool[in_dir], err, sizeof(err)) != 0) {
+			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
+			a.port_open[r] = false; /* closed by dp_port_start */
+			exit_code = 1;
+			goto out_ports;
+		}
 		printf("shaperd: %s port %u is %s\n", shaper_port_name[r], a.port[r].port_id,
 		       a.port[r].name);
 	}

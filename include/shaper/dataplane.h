@@ -200,12 +200,14 @@ struct dp_port {
 	uint16_t port_id;
 	char name[RTE_ETH_NAME_MAX_LEN];
 	bool started;
-	uint64_t offloads;     /* rx and tx offloads asked of the device */
-	bool link_up;          /* as last seen by dp_ports_wait_link or dp_port_watch_link */
-	uint32_t link_speed;   /* Mbit/s */
-	uint64_t link_changes; /* up/down transitions seen since start */
-	uint16_t n_queues;     /* rx and tx queues, one pair per worker */
-	bool rss_sharded;      /* RSS puts every frame on its shard's queue */
+	int socket;              /* NUMA node of the device (its pools and rings go there) */
+	uint16_t nb_rxd, nb_txd; /* descriptors per queue, as the driver adjusted them */
+	uint64_t offloads;       /* rx and tx offloads asked of the device */
+	bool link_up;            /* as last seen by dp_ports_wait_link or dp_port_watch_link */
+	uint32_t link_speed;     /* Mbit/s */
+	uint64_t link_changes;   /* up/down transitions seen since start */
+	uint16_t n_queues;       /* rx and tx queues, one pair per worker */
+	bool rss_sharded;        /* RSS puts every frame on its shard's queue */
 	uint16_t reta_size;
 	uint8_t rss_key_len;
 	uint8_t rss_key[64];
@@ -282,16 +284,18 @@ uint32_t dp_mbuf_truesize_planned(void);
 
 /* Who can pin one direction's mbufs at once, at worst (counts of mbufs). */
 struct dp_mbuf_budget {
-	uint64_t sched;    /* sched_max_packets (SCHED_UNBOUNDED if nothing bounds it) */
-	uint32_t emulator; /* the delay line's limit, 0 when it is off */
-	uint32_t rx_ring;  /* rx descriptors of the input port */
-	uint32_t tx_ring;  /* tx descriptors of the output port: sent, not yet freed */
-	uint32_t pending;  /* held after a refused tx */
-	uint32_t burst;    /* between rx and the scheduler */
-	uint32_t cache;    /* the worker's mempool cache */
-	uint32_t shards;   /* the schedulers, rings, hold and cache above are per shard */
-	uint64_t steer;    /* in the steering rings between shards */
-	uint64_t fixed;    /* all but the schedulers */
+	uint64_t sched;      /* sched_max_packets (SCHED_UNBOUNDED if nothing bounds it) */
+	uint32_t emulator;   /* the delay line's limit, 0 when it is off */
+	uint32_t rx_ring;    /* rx descriptors of the input port */
+	uint32_t tx_ring;    /* tx descriptors of the output port: sent, not yet freed */
+	uint32_t pending;    /* held after a refused tx */
+	uint32_t burst;      /* between rx and the scheduler (own and steered bursts) */
+	uint32_t held;       /* arrivals held behind a discipline swap (SCHED_MOVE_HELD_MAX) */
+	uint32_t cache;      /* the worker's mempool cache */
+	uint32_t shards;     /* the schedulers, rings, holds and cache above are per shard */
+	uint32_t main_cache; /* the main lcore's mempool cache, once */
+	uint64_t steer;      /* in the steering rings between shards */
+	uint64_t fixed;      /* all but the schedulers */
 	uint64_t total;
 };
 
@@ -313,14 +317,20 @@ int dp_budget_check_update(const struct dp_dir *dd, const struct sched_params *p
 struct rte_mempool *dp_pool_create(const char *name, uint32_t n_mbufs, int socket);
 
 /*
- * Find or create the port named by device (PCI address, vdev string such as
- * "net_af_packet0,iface=lan0", or an existing port name), configure q->n rx
- * and tx queues (RSS over them when there are several: see
- * port->rss_sharded), promiscuous mode, and start it. Returns 0 or -errno
- * with a message in err.
+ * Start-up, first half: find or create the port named by device (PCI
+ * address, vdev string such as "net_af_packet0,iface=lan0", or an existing
+ * port name) and configure q->n rx and tx queues (RSS over them when there
+ * are several: see port->rss_sharded) for frames of up to max_frame bytes.
+ * The descriptor counts the driver will really use (nb_rxd, nb_txd: it may
+ * round up) and the port's NUMA socket are known after this, so the pools
+ * can be sized and placed. Returns 0 or -errno with a message in err; a
+ * port that failed after its device was configured is closed again.
  */
-int dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-		 uint32_t max_frame, const struct dp_port_queues *q, char *err, size_t errlen);
+int dp_port_configure(struct dp_port *port, const struct shaper_port_config *pc, uint32_t max_frame,
+		      const struct dp_port_queues *q, char *err, size_t errlen);
+
+/* Second half: rx queues receiving into mp, tx queues, start, promiscuous mode. */
+int dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t errlen);
 
 /*
  * Wait up to timeout_ms for the links of ports[0..n) to come up; returns

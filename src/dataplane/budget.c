@@ -60,13 +60,17 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 		b->rx_ring = AF_XDP_RX_HELD;
 	b->tx_ring = c->port[1 - in_port[d]].tx_desc;
 	b->pending = DP_TX_PENDING_MAX;
-	b->burst = SHAPER_BURST_MAX;
-	b->cache = POOL_CACHE_HELD; /* each worker's lcore cache of the pool */
+	/* Between rx and the scheduler: a turn's own burst, and with shards a steered one too. */
+	b->burst = (uint32_t)(n > 1 ? 2 : 1) * SHAPER_BURST_MAX;
+	b->held = SCHED_MOVE_HELD_MAX; /* arrivals held behind a discipline swap */
+	b->cache = POOL_CACHE_HELD;    /* each worker's lcore cache of the pool */
+	/* The main lcore's cache too: it frees mbufs at shutdown and may hold some. */
+	b->main_cache = POOL_CACHE_HELD;
 	/* Rings between the shards: n - 1 towards each (dp_steer_ring_size). */
 	b->steer = n > 1 ? (uint64_t)n * (n - 1) * dp_steer_ring_size((uint32_t)n) : 0;
 	b->fixed = n * ((uint64_t)b->emulator + b->rx_ring + b->tx_ring + b->pending + b->burst +
-			b->cache) +
-		   b->steer;
+			b->held + b->cache) +
+		   b->main_cache + b->steer;
 	b->total = sat_add(b->sched, b->fixed);
 }
 
@@ -95,10 +99,12 @@ budget_text(const struct shaper_config *c, enum shaper_dir d, const struct sched
 	}
 	snprintf(out + n, len - (size_t)n,
 		 ", rx ring %u (ports.%s.rx_descriptors), tx ring %u (ports.%s.tx_descriptors), "
-		 "tx hold %u, burst %u, lcore cache %u%s, steering rings %" PRIu64,
+		 "tx hold %u, burst %u, swap hold %u, lcore cache %u%s, main lcore cache %u, "
+		 "steering rings %" PRIu64,
 		 b->rx_ring, shaper_port_name[in_port[d]], b->tx_ring,
-		 shaper_port_name[1 - in_port[d]], b->pending, b->burst, b->cache,
-		 b->shards > 1 ? " (each per worker, lcores.workers)" : "", b->steer);
+		 shaper_port_name[1 - in_port[d]], b->pending, b->burst, b->held, b->cache,
+		 b->shards > 1 ? " (each per worker, lcores.workers)" : "", b->main_cache,
+		 b->steer);
 	(void)c;
 }
 

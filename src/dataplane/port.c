@@ -68,17 +68,13 @@ find_port(const char *device, uint16_t *port_id, char *err, size_t errlen)
  * counted) received into mp: refuse what it cannot, ask for what it must.
  */
 static int
-port_conf(const struct dp_port *port, const struct rte_eth_dev_info *info, struct rte_mempool *mp,
-	  uint32_t max_frame, struct rte_eth_conf *conf, char *err, size_t errlen)
+port_conf(const struct dp_port *port, const struct rte_eth_dev_info *info, uint32_t max_frame,
+	  struct rte_eth_conf *conf, char *err, size_t errlen)
 {
-	uint32_t room = rte_pktmbuf_data_room_size(mp) - RTE_PKTMBUF_HEADROOM;
+	/* The data room of the pools dp_pool_create makes. */
+	uint32_t room = RTE_MBUF_DEFAULT_BUF_SIZE - RTE_PKTMBUF_HEADROOM;
 
 	memset(conf, 0, sizeof(*conf));
-	if (rte_pktmbuf_priv_size(mp) < sizeof(struct sh_pkt)) {
-		snprintf(err, errlen, "%s: the rx pool has no room for the packet record",
-			 port->name);
-		return -EINVAL;
-	}
 	if (max_frame + RTE_ETHER_CRC_LEN > info->max_rx_pktlen) {
 		snprintf(err, errlen,
 			 "%s: the device receives frames of up to %u bytes, but mtu asks for %u "
@@ -178,13 +174,23 @@ port_reta(const struct dp_port *port, uint16_t n)
 	return rte_eth_dev_rss_reta_update(port->port_id, reta, port->reta_size);
 }
 
+/* Undo a port a failed start-up opened: stop it if started, then close it. */
+static void
+port_abandon(struct dp_port *port)
+{
+	if (port->started) {
+		rte_eth_dev_stop(port->port_id);
+		port->started = false;
+	}
+	rte_eth_dev_close(port->port_id);
+}
+
 int
-dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct rte_mempool *mp,
-	     uint32_t max_frame, const struct dp_port_queues *q, char *err, size_t errlen)
+dp_port_configure(struct dp_port *port, const struct shaper_port_config *pc, uint32_t max_frame,
+		  const struct dp_port_queues *q, char *err, size_t errlen)
 {
 	struct rte_eth_conf conf;
 	struct rte_eth_dev_info info;
-	uint16_t nb_rxd = pc->rx_desc, nb_txd = pc->tx_desc;
 	int rc;
 
 	memset(port, 0, sizeof(*port));
@@ -197,7 +203,7 @@ dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct r
 		snprintf(err, errlen, "%s: cannot read device info: %s", port->name, strerror(-rc));
 		return rc;
 	}
-	rc = port_conf(port, &info, mp, max_frame, &conf, err, errlen);
+	rc = port_conf(port, &info, max_frame, &conf, err, errlen);
 	if (rc != 0)
 		return rc;
 	if (info.max_rx_queues < q->n || info.max_tx_queues < q->n) {
@@ -213,36 +219,55 @@ dp_port_open(struct dp_port *port, const struct shaper_port_config *pc, struct r
 	rc = rte_eth_dev_configure(port->port_id, q->n, q->n, &conf);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: configure failed: %s", port->name, strerror(-rc));
+		port_abandon(port);
 		return rc;
 	}
 	if (port->rss_sharded && port_reta(port, q->n) != 0)
 		port->rss_sharded = false; /* the default table: software steering decides */
 	port->n_queues = q->n;
-	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &nb_rxd, &nb_txd);
+	/* The driver may round the counts up: the mbuf budget needs the real ones. */
+	port->nb_rxd = pc->rx_desc;
+	port->nb_txd = pc->tx_desc;
+	rc = rte_eth_dev_adjust_nb_rx_tx_desc(port->port_id, &port->nb_rxd, &port->nb_txd);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: descriptor counts refused: %s", port->name,
 			 strerror(-rc));
+		port_abandon(port);
 		return rc;
 	}
-	for (uint16_t i = 0; i < q->n; i++) {
-		rc = rte_eth_rx_queue_setup(port->port_id, i, nb_rxd,
-					    rte_eth_dev_socket_id(port->port_id), NULL, mp);
+	port->socket = rte_eth_dev_socket_id(port->port_id);
+	if (port->socket < 0)
+		port->socket = (int)rte_socket_id(); /* a vdev: no node of its own */
+	return 0;
+}
+
+int
+dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t errlen)
+{
+	int rc;
+
+	for (uint16_t i = 0; i < port->n_queues; i++) {
+		rc = rte_eth_rx_queue_setup(port->port_id, i, port->nb_rxd,
+					    (unsigned int)port->socket, NULL, mp);
 		if (rc != 0) {
 			snprintf(err, errlen, "%s: rx queue %u setup failed: %s", port->name, i,
 				 strerror(-rc));
+			port_abandon(port);
 			return rc;
 		}
-		rc = rte_eth_tx_queue_setup(port->port_id, i, nb_txd,
-					    rte_eth_dev_socket_id(port->port_id), NULL);
+		rc = rte_eth_tx_queue_setup(port->port_id, i, port->nb_txd,
+					    (unsigned int)port->socket, NULL);
 		if (rc != 0) {
 			snprintf(err, errlen, "%s: tx queue %u setup failed: %s", port->name, i,
 				 strerror(-rc));
+			port_abandon(port);
 			return rc;
 		}
 	}
 	rc = rte_eth_dev_start(port->port_id);
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: start failed: %s", port->name, strerror(-rc));
+		port_abandon(port);
 		return rc;
 	}
 	port->started = true;

@@ -88,9 +88,11 @@ test_budget_parts(void **state)
 	assert_int_equal(b.tx_ring, 512);  /* and sends on the WAN port */
 	assert_int_equal(b.pending, DP_TX_PENDING_MAX);
 	assert_int_equal(b.burst, SHAPER_BURST_MAX);
+	assert_int_equal(b.held, SCHED_MOVE_HELD_MAX);
 	assert_true(b.cache >= DP_POOL_CACHE);
-	assert_int_equal(b.fixed,
-			 3000 + 2048 + 512 + DP_TX_PENDING_MAX + SHAPER_BURST_MAX + b.cache);
+	assert_true(b.main_cache >= DP_POOL_CACHE);
+	assert_int_equal(b.fixed, 3000 + 2048 + 512 + DP_TX_PENDING_MAX + SHAPER_BURST_MAX +
+						  SCHED_MOVE_HELD_MAX + b.cache + b.main_cache);
 	assert_int_equal(b.total, b.fixed + 5001);
 	/* The emulator counts only when it is on. */
 	dp_mbuf_budget_dir(&c, SHAPER_DOWN, &c.dir[SHAPER_DOWN], 2496, &b);
@@ -102,6 +104,32 @@ test_budget_parts(void **state)
 	     &c);
 	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &b);
 	assert_int_equal(b.rx_ring, 4096);
+}
+
+/*
+ * Two workers: every holder per shard (a lone busy shard may hold its
+ * scheduler's limits), a steered burst beside the own one, the rings
+ * between the shards, and the main lcore's cache once.
+ */
+static void
+test_budget_shards(void **state)
+{
+	struct shaper_config c;
+	struct dp_mbuf_budget b;
+	uint64_t per_shard;
+
+	(void)state;
+	load("{" PORTS ", \"upstream\": {\"discipline\": \"fq_codel\", \"limit\": 5000},"
+	     " \"lcores\": {\"workers\": [1, 2]}}",
+	     &c);
+	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &b);
+	assert_int_equal(b.shards, 2);
+	assert_int_equal(b.sched, 2 * 5001);
+	assert_int_equal(b.burst, 2 * SHAPER_BURST_MAX);
+	assert_int_equal(b.steer, 2 * dp_steer_ring_size(2));
+	per_shard = (uint64_t)b.rx_ring + b.tx_ring + b.pending + b.burst + b.held + b.cache;
+	assert_int_equal(b.fixed, 2 * per_shard + b.main_cache + b.steer);
+	assert_int_equal(b.total, b.fixed + b.sched);
 }
 
 static void
@@ -179,9 +207,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scheduler_bounds),
-		cmocka_unit_test(test_budget_parts),
-		cmocka_unit_test(test_pool_size),
+		cmocka_unit_test(test_scheduler_bounds),    cmocka_unit_test(test_budget_parts),
+		cmocka_unit_test(test_budget_shards),       cmocka_unit_test(test_pool_size),
 		cmocka_unit_test(test_live_update_checked),
 	};
 
