@@ -414,26 +414,23 @@ setup_dirs(struct app *a)
 static int
 choose_steering(struct app *a)
 {
-	const struct dp_port *lan = &a->port[SHAPER_PORT_LAN], *wan = &a->port[SHAPER_PORT_WAN];
-	bool both = lan->rss_sharded && wan->rss_sharded;
+	char why[256];
+	int rc;
 
 	if (a->n_shards == 1)
 		return 0;
-	/* Tables of different sizes agree on i mod n only when n divides both. */
-	if (both && lan->reta_size != wan->reta_size && (a->n_shards & (a->n_shards - 1)) != 0)
-		both = false;
-	if (a->cfg.steering == SHAPER_STEER_RSS && !both) {
+	rc = dp_steering_choose(&a->port[SHAPER_PORT_LAN], &a->port[SHAPER_PORT_WAN], a->n_shards,
+				a->cfg.steering, why, sizeof(why));
+	if (rc < 0) {
 		fprintf(stderr,
-			"shaperd: dataplane.steering: \"rss\", but %s cannot hash the LAN "
-			"host onto its queues (%s: %s, %s: %s); use \"auto\" or \"software\"\n",
-			!lan->rss_sharded ? lan->name : wan->name, lan->name,
-			lan->rss_sharded ? "yes" : "no", wan->name,
-			wan->rss_sharded ? "yes" : "no");
+			"shaperd: dataplane.steering: \"rss\", but %s; use \"auto\" or "
+			"\"software\"\n",
+			why);
 		return -1;
 	}
-	a->rss_sharded = both && a->cfg.steering != SHAPER_STEER_SOFTWARE;
-	printf("shaperd: %u workers, shards by %s, steering by %s\n", a->n_shards,
-	       shaper_shard_by_name(a->cfg.shard_by), a->rss_sharded ? "RSS" : "software");
+	a->rss_sharded = rc == 1;
+	printf("shaperd: %u workers, shards by %s, steering by %s (%s)\n", a->n_shards,
+	       shaper_shard_by_name(a->cfg.shard_by), a->rss_sharded ? "RSS" : "software", why);
 	return 0;
 }
 

@@ -208,6 +208,7 @@ struct dp_port {
 	uint64_t link_changes;   /* up/down transitions seen since start */
 	uint16_t n_queues;       /* rx and tx queues, one pair per worker */
 	bool rss_sharded;        /* RSS puts every frame on its shard's queue */
+	uint64_t rss_hf;         /* the RSS hash types asked of the device */
 	uint16_t reta_size;
 	uint8_t rss_key_len;
 	uint8_t rss_key[64];
@@ -238,6 +239,16 @@ struct dp_worker {
  */
 int dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err,
 		    size_t errlen);
+/*
+ * Whether frames reach their shard by the ports' RSS (1) or by software
+ * steering (0): RSS only when both ports put the LAN host (or the flow) on
+ * the same queue numbers (both sharded, the same hash types but for which
+ * address they take, the same key length, tables that agree on i mod n),
+ * and want is not "software". -1 with err when want is "rss" and they
+ * cannot; why says what decided.
+ */
+int dp_steering_choose(const struct dp_port *lan, const struct dp_port *wan, uint32_t n,
+		       enum shaper_steering want, char *why, size_t len);
 /* Free the rings and steer blocks (workers stopped; the rings must be empty). */
 void dp_steer_free(struct dp_dir *const *dirs, uint32_t n);
 /* Ring size between two shards of n (power of two): bounded total per shard. */

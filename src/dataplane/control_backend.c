@@ -5,6 +5,7 @@
  * No locks are taken on the worker's side.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -257,6 +258,8 @@ be_dir_snapshot(void *opaque, enum shaper_dir dir, struct ctl_dir_counters *c,
 	return rc;
 }
 
+static pthread_mutex_t port_stats_lock = PTHREAD_MUTEX_INITIALIZER;
+
 int
 dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc)
 {
@@ -265,7 +268,13 @@ dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc)
 
 	memset(&es, 0, sizeof(es));
 	memset(pc, 0, sizeof(*pc));
+	/*
+	 * The telemetry thread and the main thread both ask, and ethdev's
+	 * stats_get is not safe to call from two threads at once.
+	 */
+	pthread_mutex_lock(&port_stats_lock);
 	rc = rte_eth_stats_get(port->port_id, &es);
+	pthread_mutex_unlock(&port_stats_lock);
 	if (rc != 0)
 		return rc;
 	snprintf(pc->name, sizeof(pc->name), "%s", port->name);

@@ -155,6 +155,7 @@ port_rss(struct dp_port *port, const struct rte_eth_dev_info *info, const struct
 	conf->rx_adv_conf.rss_conf.rss_key = port->rss_key;
 	conf->rx_adv_conf.rss_conf.rss_key_len = port->rss_key_len;
 	conf->rx_adv_conf.rss_conf.rss_hf = hf;
+	port->rss_hf = hf;
 	port->reta_size = info->reta_size;
 }
 

@@ -30,6 +30,31 @@ dp_steer_ring_size(uint32_t n)
 	return rte_align32prevpow2(size);
 }
 
+int
+dp_steering_choose(const struct dp_port *lan, const struct dp_port *wan, uint32_t n,
+		   enum shaper_steering want, char *why, size_t len)
+{
+	const uint64_t side = RTE_ETH_RSS_L3_SRC_ONLY | RTE_ETH_RSS_L3_DST_ONLY;
+	const char *no = NULL;
+
+	if (!lan->rss_sharded || !wan->rss_sharded)
+		no = !lan->rss_sharded ? "cannot hash the LAN host onto its queues"
+				       : "cannot hash the LAN host onto its queues (WAN side)";
+	else if ((lan->rss_hf & ~side) != (wan->rss_hf & ~side))
+		no = "the two ports hash different packet types";
+	else if (lan->rss_key_len != wan->rss_key_len)
+		no = "the two ports' hash keys differ in length";
+	/* Tables of different sizes agree on i mod n only when n divides both. */
+	else if (lan->reta_size != wan->reta_size && (n & (n - 1)) != 0)
+		no = "their redirection tables differ in size and the workers are not a power of 2";
+	if (no != NULL) {
+		snprintf(why, len, "%s / %s: %s", lan->name, wan->name, no);
+		return want == SHAPER_STEER_RSS ? -1 : 0;
+	}
+	snprintf(why, len, "%s and %s hash the same way", lan->name, wan->name);
+	return want != SHAPER_STEER_SOFTWARE;
+}
+
 void
 dp_steer_free(struct dp_dir *const *dirs, uint32_t n)
 {

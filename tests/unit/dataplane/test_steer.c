@@ -239,6 +239,46 @@ test_rings_drained_fairly(void **state)
 	shards_fini(NSHARDS);
 }
 
+/* RSS steers only when both ports put a LAN host on the same queue numbers. */
+static void
+test_steering_choice(void **state)
+{
+	struct dp_port lan, wan;
+	char why[256];
+
+	(void)state;
+	memset(&lan, 0, sizeof(lan));
+	snprintf(lan.name, sizeof(lan.name), "lan");
+	lan.rss_sharded = true;
+	lan.rss_hf = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_SRC_ONLY;
+	lan.reta_size = 128;
+	lan.rss_key_len = 40;
+	wan = lan;
+	snprintf(wan.name, sizeof(wan.name), "wan");
+	wan.rss_hf = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_DST_ONLY;
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_AUTO, why, sizeof(why)), 1);
+	assert_int_equal(dp_steering_choose(&lan, &wan, 3, SHAPER_STEER_RSS, why, sizeof(why)), 1);
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_SOFTWARE, why, sizeof(why)),
+			 0);
+	/* One port hashes IPv4 only: the same host may land on other queues each way. */
+	wan.rss_hf = RTE_ETH_RSS_IPV4 | RTE_ETH_RSS_L3_DST_ONLY;
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_AUTO, why, sizeof(why)), 0);
+	assert_non_null(strstr(why, "different packet types"));
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_RSS, why, sizeof(why)), -1);
+	wan.rss_hf = RTE_ETH_RSS_IP | RTE_ETH_RSS_L3_DST_ONLY;
+	/* Tables of 128 and 512 entries agree on i mod 4, not on i mod 3. */
+	wan.reta_size = 512;
+	assert_int_equal(dp_steering_choose(&lan, &wan, 4, SHAPER_STEER_AUTO, why, sizeof(why)), 1);
+	assert_int_equal(dp_steering_choose(&lan, &wan, 3, SHAPER_STEER_AUTO, why, sizeof(why)), 0);
+	wan.reta_size = 128;
+	wan.rss_key_len = 52;
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_AUTO, why, sizeof(why)), 0);
+	wan.rss_key_len = 40;
+	wan.rss_sharded = false;
+	assert_int_equal(dp_steering_choose(&lan, &wan, 2, SHAPER_STEER_RSS, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "cannot hash"));
+}
+
 int
 main(void)
 {
@@ -251,6 +291,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steered_frames_go_first),
 		cmocka_unit_test(test_rings_drained_fairly),
+		cmocka_unit_test(test_steering_choice),
 	};
 	int rc;
 
