@@ -237,10 +237,25 @@ struct sched_stats {
 struct sched;
 
 /*
+ * Where a scheduler's memory comes from. shaperd hands each shard's
+ * schedulers one that allocates on its worker's NUMA node; NULL means
+ * calloc and free. zalloc returns zeroed memory aligned to a cache line
+ * (or NULL); the struct must outlive every scheduler made with it.
+ */
+struct sched_alloc {
+	void *(*zalloc)(size_t size, void *ctx);
+	void (*free)(void *p, void *ctx);
+	void *ctx;
+};
+
+/*
  * Create a scheduler. Validates p; on error returns NULL and, if err is not
  * NULL, writes a human-readable reason (errlen bytes at most).
  */
 struct sched *sched_create(const struct sched_params *p, char *err, size_t errlen);
+/* The same with its memory from a (NULL: calloc). */
+struct sched *sched_create_on(const struct sched_params *p, const struct sched_alloc *a, char *err,
+			      size_t errlen);
 void sched_free(struct sched *s);
 
 /*

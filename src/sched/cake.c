@@ -995,13 +995,13 @@ cake_init(struct cake *c, const struct sched_params *p)
 }
 
 static void *
-cake_create(const struct sched_params *p, char *err, size_t errlen)
+cake_create(const struct sched_params *p, const struct sched_alloc *a, char *err, size_t errlen)
 {
 	struct cake *c;
 
 	if (cake_check(p, err, errlen) != 0)
 		return NULL;
-	c = calloc(1, sizeof(*c));
+	c = sched_zalloc(a, sizeof(*c));
 	if (c == NULL) {
 		SCHED_ERR(err, errlen, "out of memory");
 		return NULL;
@@ -1024,9 +1024,9 @@ cake_reinit(void *impl, const struct sched_params *p, char *err, size_t errlen)
 }
 
 static void
-cake_destroy(void *impl)
+cake_destroy(void *impl, const struct sched_alloc *a)
 {
-	free(impl);
+	sched_mfree(a, impl);
 }
 
 /* ---------------------------------------------------------------- enqueue */

@@ -34,13 +34,13 @@ fifo_check(const struct sched_params *p, char *err, size_t errlen)
 }
 
 static void *
-fifo_create(const struct sched_params *p, char *err, size_t errlen)
+fifo_create(const struct sched_params *p, const struct sched_alloc *a, char *err, size_t errlen)
 {
 	struct fifo *f;
 
 	if (fifo_check(p, err, errlen) != 0)
 		return NULL;
-	f = calloc(1, sizeof(*f));
+	f = sched_zalloc(a, sizeof(*f));
 	if (f == NULL) {
 		SCHED_ERR(err, errlen, "out of memory");
 		return NULL;
@@ -52,9 +52,9 @@ fifo_create(const struct sched_params *p, char *err, size_t errlen)
 }
 
 static void
-fifo_destroy(void *impl)
+fifo_destroy(void *impl, const struct sched_alloc *a)
 {
-	free(impl);
+	sched_mfree(a, impl);
 }
 
 static inline void

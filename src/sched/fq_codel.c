@@ -78,6 +78,7 @@ struct fq_codel {
 	struct sched_params p;
 	struct fqc_cfg c;
 	struct sched_pacer pacer;
+	const struct sched_alloc *alloc; /* where flows and this live */
 	struct fqc_flow *flows;
 	uint32_t nflows;
 	struct fqc_flow_list new_flows, old_flows;
@@ -160,17 +161,19 @@ fqc_apply(struct fq_codel *q, const struct sched_params *p)
 }
 
 static void *
-fqc_create(const struct sched_params *p, char *err, size_t errlen)
+fqc_create(const struct sched_params *p, const struct sched_alloc *a, char *err, size_t errlen)
 {
 	struct fq_codel *q;
 
 	if (fqc_check(p, err, errlen) != 0)
 		return NULL;
-	q = calloc(1, sizeof(*q));
-	if (q != NULL)
-		q->flows = calloc(p->fqc_flows, sizeof(*q->flows));
+	q = sched_zalloc(a, sizeof(*q));
+	if (q != NULL) {
+		q->alloc = a;
+		q->flows = sched_zalloc(a, (size_t)p->fqc_flows * sizeof(*q->flows));
+	}
 	if (q == NULL || q->flows == NULL) {
-		free(q);
+		sched_mfree(a, q);
 		SCHED_ERR(err, errlen, "out of memory");
 		return NULL;
 	}
@@ -181,14 +184,14 @@ fqc_create(const struct sched_params *p, char *err, size_t errlen)
 }
 
 static void
-fqc_destroy(void *impl)
+fqc_destroy(void *impl, const struct sched_alloc *a)
 {
 	struct fq_codel *q = impl;
 
 	if (q == NULL)
 		return;
-	free(q->flows);
-	free(q);
+	sched_mfree(a, q->flows);
+	sched_mfree(a, q);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -609,12 +612,12 @@ fqc_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 				  q->qlen);
 			return -EINVAL;
 		}
-		nf = calloc(p->fqc_flows, sizeof(*nf));
+		nf = sched_zalloc(q->alloc, (size_t)p->fqc_flows * sizeof(*nf));
 		if (nf == NULL) {
 			SCHED_ERR(err, errlen, "out of memory");
 			return -EINVAL;
 		}
-		free(q->flows);
+		sched_mfree(q->alloc, q->flows);
 		q->flows = nf;
 		q->nflows = p->fqc_flows;
 		memset(&q->new_flows, 0, sizeof(q->new_flows));

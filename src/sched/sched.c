@@ -14,6 +14,7 @@
 
 struct sched {
 	const struct sched_ops *ops;
+	const struct sched_alloc *alloc; /* where it and its impl live (NULL: calloc) */
 	void *impl;
 	struct sched_params params;
 	uint64_t enqueued_pkts, enqueued_bytes;
@@ -71,7 +72,7 @@ ops_for(enum sched_discipline d)
 }
 
 struct sched *
-sched_create(const struct sched_params *p, char *err, size_t errlen)
+sched_create_on(const struct sched_params *p, const struct sched_alloc *a, char *err, size_t errlen)
 {
 	const struct sched_ops *ops = ops_for(p->discipline);
 	struct sched *s;
@@ -80,19 +81,26 @@ sched_create(const struct sched_params *p, char *err, size_t errlen)
 		SCHED_ERR(err, errlen, "unknown discipline %d", (int)p->discipline);
 		return NULL;
 	}
-	s = calloc(1, sizeof(*s));
+	s = sched_zalloc(a, sizeof(*s));
 	if (s == NULL) {
 		SCHED_ERR(err, errlen, "out of memory");
 		return NULL;
 	}
 	s->ops = ops;
+	s->alloc = a;
 	s->params = *p;
-	s->impl = ops->create(p, err, errlen);
+	s->impl = ops->create(p, a, err, errlen);
 	if (s->impl == NULL) {
-		free(s);
+		sched_mfree(a, s);
 		return NULL;
 	}
 	return s;
+}
+
+struct sched *
+sched_create(const struct sched_params *p, char *err, size_t errlen)
+{
+	return sched_create_on(p, NULL, err, errlen);
 }
 
 void
@@ -100,8 +108,8 @@ sched_free(struct sched *s)
 {
 	if (s == NULL)
 		return;
-	s->ops->destroy(s->impl);
-	free(s);
+	s->ops->destroy(s->impl, s->alloc);
+	sched_mfree(s->alloc, s);
 }
 
 /* Count the drops appended to the list since old_tail. */
@@ -340,11 +348,11 @@ sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t er
 		if (rc != 0)
 			return rc;
 	} else {
-		void *impl = s->ops->create(p, err, errlen);
+		void *impl = s->ops->create(p, s->alloc, err, errlen);
 
 		if (impl == NULL)
 			return -EINVAL;
-		s->ops->destroy(s->impl);
+		s->ops->destroy(s->impl, s->alloc);
 		s->impl = impl;
 	}
 	s->params = *p;

@@ -7,14 +7,16 @@
 #define SHAPER_SCHED_IMPL_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "shaper/sched.h"
 
 struct sched_ops {
 	const char *name;
-	/* Validate p and allocate the discipline's state. */
-	void *(*create)(const struct sched_params *p, char *err, size_t errlen);
-	void (*destroy)(void *impl);
+	/* Validate p and allocate the discipline's state (from a: sched_zalloc). */
+	void *(*create)(const struct sched_params *p, const struct sched_alloc *a, char *err,
+			size_t errlen);
+	void (*destroy)(void *impl, const struct sched_alloc *a);
 	/*
 	 * As sched_enqueue; every dropped packet has drop_reason set. The
 	 * packet's enq_ns becomes stamp (now, or its original time if it moves
@@ -53,6 +55,24 @@ extern const struct sched_ops sched_cake_ops;
 
 /* Fill a fact's header fields from a flow's oldest packet (bounds-checked). */
 void sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *head, uint64_t now);
+
+/* Zeroed memory from a, or calloc without one. */
+static inline void *
+sched_zalloc(const struct sched_alloc *a, size_t size)
+{
+	return a != NULL ? a->zalloc(size, a->ctx) : calloc(1, size);
+}
+
+static inline void
+sched_mfree(const struct sched_alloc *a, void *p)
+{
+	if (p == NULL)
+		return;
+	if (a != NULL)
+		a->free(p, a->ctx);
+	else
+		free(p);
+}
 
 /* Helper for validation messages. */
 #define SCHED_ERR(err, errlen, ...)                                                                \
