@@ -46,10 +46,10 @@ struct app {
 	bool port_open[SHAPER_NUM_PORTS];
 	unsigned int n_shards; /* = workers: each shards both directions */
 	bool rss_sharded;      /* the NICs put frames on their shard's queue: no steering */
-	struct dp_dir dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS];
-	struct share_group *share[SHAPER_NUM_DIRS]; /* with several shards */
-	struct dp_rtt *rtt[SHAPER_MAX_WORKERS];     /* each worker's, both directions */
-	struct dp_worker worker[SHAPER_MAX_WORKERS];
+	struct dp_lcore *lc[SHAPER_MAX_WORKERS]; /* each worker's context, on its NUMA node */
+	struct dp_dir *dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* its shards, in lc[] */
+	struct share_group *share[SHAPER_NUM_DIRS];              /* with several shards */
+	struct dp_rtt *rtt[SHAPER_MAX_WORKERS]; /* each worker's, both directions */
 	const char *stats_file;
 	struct dp_control ctl; /* what the control plane and telemetry reach */
 	struct ctl_backend be;
@@ -199,7 +199,7 @@ collect_counters(struct app *a)
 			json_object_set_new(ports, shaper_port_name[r], ctl_port_stats_json(&pc));
 		}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a->dir[d][0].sched != NULL) {
+		if (a->dir[d][0] != NULL && a->dir[d][0]->sched != NULL) {
 			struct sched_stats *st = calloc(1, sizeof(*st));
 			struct sched_stats *one = calloc(1, sizeof(*one));
 			struct ctl_dir_counters c;
@@ -211,13 +211,13 @@ collect_counters(struct app *a)
 			}
 			/* Every shard's counters, queues (0 after the drain, unless lost) and RTT.
 			 */
-			for (unsigned int i = 0; i < a->n_shards; i++) {
-				const struct dp_dir *dd = &a->dir[d][i];
+			for (unsigned int i = 0; i < a->n_shards && a->dir[d][i] != NULL; i++) {
+				const struct dp_dir *dd = a->dir[d][i];
 				struct ctl_dir_counters sc = dd->stats;
 
 				dp_dir_sched_stats(dd, i == 0 ? st : one);
 				dp_dir_count_queued(dd, &sc);
-				dp_rtt_publish(&a->dir[d][i], &sc.rtt, dp_now_ns());
+				dp_rtt_publish(a->dir[d][i], &sc.rtt, dp_now_ns());
 				if (i == 0) {
 					c = sc;
 				} else {
@@ -228,7 +228,7 @@ collect_counters(struct app *a)
 			json_object_set_new(
 					dirs, shaper_dir_name[d],
 					ctl_dir_stats_json(&c, st,
-							   sched_get_params(a->dir[d][0].sched)));
+							   sched_get_params(a->dir[d][0]->sched)));
 			free(st);
 			free(one);
 		}
@@ -291,7 +291,7 @@ setup_rtt(struct app *a)
 			return -1;
 		}
 		a->rtt[i] = r;
-		a->dir[SHAPER_UP][i].rtt = a->dir[SHAPER_DOWN][i].rtt = r;
+		a->dir[SHAPER_UP][i]->rtt = a->dir[SHAPER_DOWN][i]->rtt = r;
 	}
 	return 0;
 }
@@ -341,7 +341,7 @@ setup_shards(struct app *a, int d)
 		return -1;
 	}
 	for (unsigned int i = 0; i < a->n_shards; i++) {
-		struct dp_dir *dd = &a->dir[d][i];
+		struct dp_dir *dd = a->dir[d][i];
 
 		shards[i] = dd;
 		dd->share_group = a->share[d];
@@ -370,7 +370,7 @@ setup_dirs(struct app *a)
 	classify_key_init(&shared_key, a->cfg.dir[SHAPER_UP].seed ^ 0x9e3779b97f4a7c15ULL);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		for (unsigned int i = 0; i < a->n_shards; i++) {
-			struct dp_dir *dd = &a->dir[d][i];
+			struct dp_dir *dd = a->dir[d][i];
 			struct dp_mbuf_budget b;
 
 			dd->dir = (enum shaper_dir)d;
@@ -387,7 +387,8 @@ setup_dirs(struct app *a)
 			dd->rx_port = a->port[dir_input_port(d)].port_id;
 			dd->tx_port = a->port[shaper_dir_output(d)].port_id;
 			dd->key = shared_key;
-			dd->sched = sched_create(&a->cfg.dir[d], err, sizeof(err));
+			dd->sched = sched_create_on(&a->cfg.dir[d], dp_dir_alloc(dd), err,
+						    sizeof(err));
 			if (dd->sched == NULL) {
 				fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
 				return -1;
@@ -434,22 +435,20 @@ choose_steering(struct app *a)
 	return 0;
 }
 
-/* Worker i serves shard i of both directions, on its own lcore. */
+/*
+ * Worker i serves shard i of both directions, on its own lcore: its
+ * context (the worker and both shards) is made on that lcore's NUMA node
+ * before anything fills the shards.
+ */
 static int
-launch_workers(struct app *a)
+create_workers(struct app *a)
 {
 	unsigned int lcore = rte_get_main_lcore();
 	unsigned int n = a->cfg.n_workers;
 
 	for (unsigned int w = 0; w < n; w++) {
-		struct dp_worker *wk = &a->worker[w];
+		struct dp_worker *wk;
 
-		wk->burst = a->cfg.burst;
-		wk->idle_sleep_us = a->cfg.idle_sleep_us;
-		wk->rt_priority = a->cfg.rt_priority;
-		wk->n_dirs = 2;
-		wk->dirs[0] = &a->dir[SHAPER_UP][w];
-		wk->dirs[1] = &a->dir[SHAPER_DOWN][w];
 		if (a->cfg.worker_lcore[w] != 0) {
 			lcore = a->cfg.worker_lcore[w];
 			if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
@@ -469,14 +468,32 @@ launch_workers(struct app *a)
 				return -1;
 			}
 		}
-		wk->lcore = lcore;
+		a->lc[w] = dp_lcore_create(lcore);
+		if (a->lc[w] == NULL) {
+			fprintf(stderr, "shaperd: no memory for the worker on lcore %u\n", lcore);
+			return -1;
+		}
+		wk = &a->lc[w]->w;
+		wk->burst = a->cfg.burst;
+		wk->idle_sleep_us = a->cfg.idle_sleep_us;
+		wk->rt_priority = a->cfg.rt_priority;
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			a->dir[d][w] = &a->lc[w]->dir[d];
 	}
-	for (unsigned int w = 0; w < n; w++) {
-		int rc = rte_eal_remote_launch(dp_worker_main, &a->worker[w], a->worker[w].lcore);
+	printf("shaperd: %u worker(s); cache lines their hot state shares: %u\n", n,
+	       dp_lcore_shared_lines(a->lc, n));
+	return 0;
+}
+
+static int
+launch_workers(struct app *a)
+{
+	for (unsigned int w = 0; w < a->cfg.n_workers; w++) {
+		int rc = rte_eal_remote_launch(dp_worker_main, &a->lc[w]->w, a->lc[w]->w.lcore);
 
 		if (rc != 0) {
 			fprintf(stderr, "shaperd: cannot launch worker on lcore %u: %s\n",
-				a->worker[w].lcore, strerror(-rc));
+				a->lc[w]->w.lcore, strerror(-rc));
 			dp_request_stop();
 			return -1;
 		}
@@ -490,8 +507,8 @@ teardown(struct app *a)
 	rte_eal_mp_wait_lcore();
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		for (unsigned int i = 0; i < a->n_shards; i++)
-			if (a->dir[d][i].sched != NULL)
-				dp_dir_drain(&a->dir[d][i]);
+			if (a->dir[d][i] != NULL && a->dir[d][i]->sched != NULL)
+				dp_dir_drain(a->dir[d][i]);
 }
 
 static uint64_t
@@ -514,7 +531,7 @@ feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
 	unsigned int w = 0;
 
 	for (unsigned int i = 0; i < wd->n; i++)
-		beats[i] = __atomic_load_n(&a->worker[i].heartbeat, __ATOMIC_RELAXED);
+		beats[i] = __atomic_load_n(&a->lc[i]->w.heartbeat, __ATOMIC_RELAXED);
 	switch (dp_watchdog_check(wd, beats, monotonic_ns(), &w, &since)) {
 	case DP_WD_WAIT:
 		break;
@@ -530,8 +547,8 @@ feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
 		if (!*reported) {
 			printf("shaperd: the worker on lcore %u has not turned for %llu ms; "
 			       "the watchdog is not fed\n",
-			       a->worker[w].lcore, (unsigned long long)(since / 1000000u));
-			sd_notifyf(0, "STATUS=worker on lcore %u stalled", a->worker[w].lcore);
+			       a->lc[w]->w.lcore, (unsigned long long)(since / 1000000u));
+			sd_notifyf(0, "STATUS=worker on lcore %u stalled", a->lc[w]->w.lcore);
 			*reported = true;
 		}
 		break;
@@ -574,7 +591,7 @@ run_control(struct app *a)
 	a->ctl.n_shards = a->n_shards;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		for (unsigned int i = 0; i < a->n_shards; i++)
-			a->ctl.dirs[d][i] = &a->dir[d][i];
+			a->ctl.dirs[d][i] = a->dir[d][i];
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
 		a->ctl.ports[r] = &a->port[r];
 	dp_control_backend(&a->ctl, &a->be);
@@ -877,7 +894,7 @@ main(int argc, char **argv)
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		if (a.pool[d] != NULL && dp_port_keeps_rx_mbufs(&a.port[dir_input_port(d)]))
 			driver_held += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
-	if (setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
+	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
 		exit_code = 1;
 		goto out_run;
 	}
@@ -910,18 +927,23 @@ out_ports:
 		exit_code = 3;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct dp_dir *shards[SHAPER_MAX_WORKERS];
+		unsigned int made = 0;
 
-		for (unsigned int i = 0; i < a.n_shards; i++) {
-			shards[i] = &a.dir[d][i];
-			sched_free(a.dir[d][i].sched);
-			emu_free(a.dir[d][i].emu);
-			dp_dir_control_free(&a.dir[d][i]);
+		/* The contexts are made in order: those after a failed one are not there. */
+		while (made < a.n_shards && a.dir[d][made] != NULL) {
+			shards[made] = a.dir[d][made];
+			sched_free(shards[made]->sched);
+			emu_free(shards[made]->emu);
+			dp_dir_control_free(shards[made]);
+			made++;
 		}
-		dp_steer_free(shards, a.n_shards);
+		dp_steer_free(shards, made);
 		rte_free(a.share[d]);
 	}
-	for (unsigned int i = 0; i < a.n_shards; i++)
+	for (unsigned int i = 0; i < a.n_shards; i++) {
 		dp_rtt_free(a.rtt[i]);
+		dp_lcore_free(a.lc[i]);
+	}
 out_pools:
 	if (pdump_on)
 		dp_pdump_uninit();

@@ -10,6 +10,7 @@
 #ifndef SHAPER_DATAPLANE_H
 #define SHAPER_DATAPLANE_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -158,9 +159,28 @@ struct dp_steer {
 	uint32_t next_in;                         /* the ring a turn takes from first */
 };
 
+/*
+ * The cold part of a shard of a direction: what the control thread writes
+ * (the mailbox) or reads (the snapshots), in a block of its own so that
+ * its writes never land on a line the worker's hot path uses.
+ */
+struct dp_dir_ctl {
+	struct dp_mailbox mbox;   /* control requests */
+	struct dp_msg *busy;      /* a request served over several turns, or NULL */
+	struct dp_snapshot *snap; /* published every DP_SNAPSHOT_NS and after every change */
+	uint64_t next_snap_ns;
+};
+
+/*
+ * One shard of a direction: the worker's hot state for it. It lives in its
+ * worker's context (struct dp_lcore), on the worker's NUMA node and on
+ * cache lines no other worker writes.
+ */
 struct dp_dir {
 	enum shaper_dir dir;
-	struct dp_rtt *rtt; /* shared with the other direction of the worker; NULL = off */
+	int socket;               /* NUMA node of its worker: its schedulers' memory */
+	struct sched_alloc alloc; /* allocates on socket (dp_dir_alloc) */
+	struct dp_rtt *rtt;       /* shared with the other direction of the worker; NULL = off */
 	uint16_t rx_port, tx_port;
 	uint16_t queue;         /* its rx queue on rx_port and tx queue on tx_port */
 	uint32_t shard;         /* its index among the direction's shards */
@@ -179,22 +199,27 @@ struct dp_dir {
 	uint64_t turn_ns;   /* the clock of the last turn (backlogged_ns) */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
 	struct ctl_dir_counters stats; /* written only by the owning worker */
-	struct dp_mailbox mbox;        /* control requests */
-	struct dp_msg *busy;           /* a request served over several turns, or NULL */
+	struct dp_dir_ctl *ctl;        /* mailbox and snapshots (dp_dir_control_init) */
 	struct sched_move move;        /* a discipline swap in progress (SWAP) */
 	/*
 	 * The scheduler counters of the schedulers a swap replaced, so that
 	 * "packets", "bytes", "overlimits"... carry on instead of restarting.
 	 */
 	struct sched_stats carried; /* only the fields sched_counters_add sums */
-	struct dp_snapshot *snap;
-	uint64_t next_snap_ns;
 	/* The direction's own mbuf pool (rx of its input port) and its budget. */
 	struct rte_mempool *pool;
 	uint32_t truesize;   /* buffer memory one of its mbufs pins */
 	uint32_t pool_mbufs; /* its size */
 	uint64_t mbuf_fixed; /* held outside the scheduler at worst (rings, emulator, caches) */
-};
+} __rte_cache_aligned;
+
+/*
+ * The allocator d's schedulers use: on d->socket once dp_dir_set_socket
+ * gave it one, else calloc (NULL).
+ */
+const struct sched_alloc *dp_dir_alloc(const struct dp_dir *d);
+/* d's schedulers and control block go on NUMA node socket. */
+void dp_dir_set_socket(struct dp_dir *d, int socket);
 
 struct dp_port {
 	uint16_t port_id;
@@ -221,6 +246,11 @@ struct dp_port_queues {
 	bool lan_side;    /* the LAN host is the frame's source on this port */
 };
 
+/*
+ * A worker: read every loop by its own lcore only, but for the heartbeat,
+ * which it writes every loop and the main thread reads, on a line of its
+ * own (the struct is padded to whole lines, so no neighbour shares it).
+ */
 struct dp_worker {
 	unsigned int lcore;
 	unsigned int n_dirs;
@@ -228,8 +258,30 @@ struct dp_worker {
 	uint32_t burst;
 	uint32_t idle_sleep_us;
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
-	uint64_t heartbeat;   /* loops run; the service watchdog reads it (relaxed) */
+	alignas(RTE_CACHE_LINE_SIZE) uint64_t heartbeat; /* loops run; the service watchdog
+							    reads it (relaxed) */
+} __rte_cache_aligned;
+
+/*
+ * A worker's context: the worker and the shards it serves (one of each
+ * direction), in one block on the worker's NUMA node, cache-line aligned,
+ * so no two workers' hot state shares a line.
+ */
+struct dp_lcore {
+	struct dp_worker w;
+	struct dp_dir dir[SHAPER_NUM_DIRS];
 };
+
+/* The context of a worker on lcore (zeroed, on its NUMA node); NULL if out of memory. */
+struct dp_lcore *dp_lcore_create(unsigned int lcore);
+void dp_lcore_free(struct dp_lcore *lc);
+
+/*
+ * Cache lines that the hot state of two of the n workers share (each
+ * worker's struct dp_worker and its shards' struct dp_dir, as allocated):
+ * 0 when every worker has lines of its own. shaperd prints it at start-up.
+ */
+unsigned int dp_lcore_shared_lines(struct dp_lcore *const *lc, unsigned int n);
 
 /* Software steering (steer.c) ------------------------------------------- */
 

@@ -59,17 +59,25 @@ mbox_reclaim(struct dp_mailbox *mb)
 bool
 dp_dir_mailbox_free(struct dp_dir *d)
 {
-	return mbox_reclaim(&d->mbox);
+	return mbox_reclaim(&d->ctl->mbox);
 }
 
 int
 dp_dir_control_init(struct dp_dir *d)
 {
-	memset(&d->mbox, 0, sizeof(d->mbox));
-	d->snap = rte_zmalloc("ctl_snapshot", sizeof(*d->snap), RTE_CACHE_LINE_SIZE);
-	if (d->snap == NULL)
+	int socket = d->alloc.zalloc != NULL ? d->socket : SOCKET_ID_ANY;
+
+	/* Zeroed: the mailbox free, no request in progress, the first turn publishes. */
+	d->ctl = rte_zmalloc_socket("ctl_block", sizeof(*d->ctl), RTE_CACHE_LINE_SIZE, socket);
+	if (d->ctl == NULL)
 		return -ENOMEM;
-	d->next_snap_ns = 0; /* the first worker turn publishes */
+	d->ctl->snap = rte_zmalloc_socket("ctl_snapshot", sizeof(*d->ctl->snap),
+					  RTE_CACHE_LINE_SIZE, socket);
+	if (d->ctl->snap == NULL) {
+		rte_free(d->ctl);
+		d->ctl = NULL;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -77,15 +85,19 @@ dp_dir_control_init(struct dp_dir *d)
 void
 dp_dir_control_free(struct dp_dir *d)
 {
-	uint64_t w = __atomic_load_n(&d->mbox.state, __ATOMIC_ACQUIRE);
+	uint64_t w;
+
+	if (d->ctl == NULL)
+		return;
+	w = __atomic_load_n(&d->ctl->mbox.state, __ATOMIC_ACQUIRE);
 
 	/* DONE too: an answer dp_dir_drain gave at shutdown that nobody collects. */
 	if (MBOX_ST(w) == DP_MBOX_ORPHANED || MBOX_ST(w) == DP_MBOX_ABANDONED ||
 	    MBOX_ST(w) == DP_MBOX_DONE)
-		dp_msg_free(d->mbox.msg);
-	memset(&d->mbox, 0, sizeof(d->mbox));
-	rte_free(d->snap);
-	d->snap = NULL;
+		dp_msg_free(d->ctl->mbox.msg);
+	rte_free(d->ctl->snap);
+	rte_free(d->ctl);
+	d->ctl = NULL;
 }
 
 int
@@ -98,14 +110,14 @@ dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out)
 	 * "busy".
 	 */
 	for (int tries = 0; tries < 1000 + 10000; tries++) {
-		uint32_t s1 = __atomic_load_n(&d->snap->seq, __ATOMIC_ACQUIRE), s2;
+		uint32_t s1 = __atomic_load_n(&d->ctl->snap->seq, __ATOMIC_ACQUIRE), s2;
 
 		if (s1 == 0)
 			return -EAGAIN; /* nothing published yet */
 		if (!(s1 & 1)) {
-			memcpy(out, d->snap, sizeof(*out));
+			memcpy(out, d->ctl->snap, sizeof(*out));
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
-			s2 = __atomic_load_n(&d->snap->seq, __ATOMIC_RELAXED);
+			s2 = __atomic_load_n(&d->ctl->snap->seq, __ATOMIC_RELAXED);
 			if (s1 == s2)
 				return 0;
 		}
@@ -120,7 +132,7 @@ dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out)
 struct dp_msg *
 dp_mailbox_take(struct dp_dir *d)
 {
-	struct dp_mailbox *mb = &d->mbox;
+	struct dp_mailbox *mb = &d->ctl->mbox;
 	uint64_t w = __atomic_load_n(&mb->state, __ATOMIC_ACQUIRE);
 
 	if (MBOX_ST(w) != DP_MBOX_POSTED)
@@ -134,7 +146,7 @@ dp_mailbox_take(struct dp_dir *d)
 void
 dp_mailbox_answer(struct dp_dir *d, struct dp_msg *m)
 {
-	struct dp_mailbox *mb = &d->mbox;
+	struct dp_mailbox *mb = &d->ctl->mbox;
 	uint64_t w = MBOX_WORD(m->gen, DP_MBOX_TAKEN);
 
 	/* The caller waits (TAKEN) or gave up (ABANDONED): only it can have changed the state. */
@@ -154,7 +166,7 @@ mono_us(void)
 int
 dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 {
-	struct dp_mailbox *mb = &d->mbox;
+	struct dp_mailbox *mb = &d->ctl->mbox;
 	uint64_t deadline = mono_us() + (uint64_t)timeout_ms * 1000u;
 	uint64_t w, gen;
 
@@ -352,7 +364,7 @@ apply_shard(struct dp_control *ctl, struct dp_dir *d, const struct sched_params 
 	if (rc == 0 && s->params.discipline != p->discipline) {
 		/* Built here, off the worker: allocation never happens on the fast path. */
 		m->type = DP_MSG_SWAP;
-		m->sched = sched_create(&m->params, m->err, sizeof(m->err));
+		m->sched = sched_create_on(&m->params, dp_dir_alloc(d), m->err, sizeof(m->err));
 		if (m->sched == NULL)
 			rc = -EINVAL;
 	} else if (rc == 0) {

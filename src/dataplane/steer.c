@@ -70,13 +70,21 @@ dp_steer_free(struct dp_dir *const *dirs, uint32_t n)
 	}
 }
 
+/* The NUMA node of d's worker, once it has one. */
+static int
+dir_socket(const struct dp_dir *d)
+{
+	return dp_dir_alloc(d) != NULL ? d->socket : SOCKET_ID_ANY;
+}
+
 int
 dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err, size_t errlen)
 {
 	uint32_t size = dp_steer_ring_size(n);
 
 	for (uint32_t i = 0; i < n; i++) {
-		dirs[i]->steer = rte_zmalloc("steer", sizeof(struct dp_steer), RTE_CACHE_LINE_SIZE);
+		dirs[i]->steer = rte_zmalloc_socket("steer", sizeof(struct dp_steer),
+						    RTE_CACHE_LINE_SIZE, dir_socket(dirs[i]));
 		if (dirs[i]->steer == NULL) {
 			snprintf(err, errlen, "out of memory for the steering state");
 			dp_steer_free(dirs, n);
@@ -95,7 +103,8 @@ dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *
 				continue;
 			snprintf(name, sizeof(name), "steer_%c%u_%u",
 				 dirs[i]->dir == SHAPER_UP ? 'u' : 'd', i, j);
-			r = rte_ring_create(name, size, rte_socket_id(),
+			/* On the node of the worker that takes from it. */
+			r = rte_ring_create(name, size, dir_socket(dirs[j]),
 					    RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (r == NULL) {
 				snprintf(err, errlen, "cannot create steering ring %s: %s", name,

@@ -329,7 +329,7 @@ carry_sched_counters(struct dp_dir *d, const struct sched *old)
 static void
 publish_snapshot(struct dp_dir *d, uint64_t now)
 {
-	struct dp_snapshot *s = d->snap;
+	struct dp_snapshot *s = d->ctl->snap;
 	uint32_t seq = s->seq;
 
 	__atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
@@ -343,7 +343,7 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	s->params = *sched_get_params(d->sched);
 	dp_dir_sched_stats(d, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
-	d->next_snap_ns = now + DP_SNAPSHOT_NS;
+	d->ctl->next_snap_ns = now + DP_SNAPSHOT_NS;
 }
 
 /* Handle one control request, or its next slice, between bursts; true when complete. */
@@ -417,18 +417,19 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 void
 dp_control_turn(struct dp_dir *d, uint64_t now)
 {
-	struct dp_msg *m = d->busy;
+	struct dp_msg *m;
 
-	if (d->snap == NULL)
+	if (d->ctl == NULL)
 		return;
+	m = d->ctl->busy;
 	if (m == NULL)
 		m = dp_mailbox_take(d);
 	if (m != NULL) {
 		uint64_t t0 = dp_now_ns(), took;
 
-		d->busy = m; /* ours until answered, whatever the caller does meanwhile */
+		d->ctl->busy = m; /* ours until answered, whatever the caller does meanwhile */
 		if (dp_dir_handle_msg(d, m, now)) {
-			d->busy = NULL;
+			d->ctl->busy = NULL;
 			dp_mailbox_answer(d, m);
 		}
 		/* What one slice of a request costs the worker (stats shows the longest). */
@@ -436,7 +437,7 @@ dp_control_turn(struct dp_dir *d, uint64_t now)
 		if (took > d->stats.control_max_ns)
 			d->stats.control_max_ns = took;
 	}
-	if (now >= d->next_snap_ns)
+	if (now >= d->ctl->next_snap_ns)
 		publish_snapshot(d, now);
 	dp_rtt_autorate(d, now);
 }
@@ -517,7 +518,7 @@ dp_dir_drain(struct dp_dir *d)
 {
 	struct sh_pkt_list out;
 	struct sh_pkt *p;
-	struct dp_msg *m = d->busy;
+	struct dp_msg *m = d->ctl != NULL ? d->ctl->busy : NULL;
 
 	sh_pkt_list_init(&out);
 	if (d->emu != NULL)
@@ -543,7 +544,7 @@ dp_dir_drain(struct dp_dir *d)
 		d->move.from = NULL;
 	}
 	if (m != NULL) {
-		d->busy = NULL;
+		d->ctl->busy = NULL;
 		dp_mailbox_answer(d, m); /* freed by dp_dir_control_free */
 	}
 	for (p = out.head; p != NULL; p = p->next)

@@ -46,6 +46,20 @@ __wrap_sched_create(const struct sched_params *p, char *err, size_t errlen)
 	return last_created;
 }
 
+struct sched *__real_sched_create_on(const struct sched_params *p, const struct sched_alloc *a,
+				     char *err, size_t errlen);
+struct sched *__wrap_sched_create_on(const struct sched_params *p, const struct sched_alloc *a,
+				     char *err, size_t errlen);
+
+/* The backend builds a swap's scheduler with its shard's allocator. */
+struct sched *
+__wrap_sched_create_on(const struct sched_params *p, const struct sched_alloc *a, char *err,
+		       size_t errlen)
+{
+	last_created = __real_sched_create_on(p, a, err, errlen);
+	return last_created;
+}
+
 void
 __wrap_sched_free(struct sched *s)
 {

@@ -279,6 +279,38 @@ test_steering_choice(void **state)
 	assert_non_null(strstr(why, "cannot hash"));
 }
 
+/*
+ * Each worker's context is a block of whole cache lines of its own: no line
+ * of one worker's hot state (its struct dp_worker, its shards) is another's.
+ * A worker pointed at another's shard shares every line of it.
+ */
+static void
+test_worker_contexts_share_no_line(void **state)
+{
+	struct dp_lcore *lc[4];
+	unsigned int lines = (unsigned int)(sizeof(struct dp_dir) / RTE_CACHE_LINE_SIZE);
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		lc[i] = dp_lcore_create(rte_get_main_lcore());
+		assert_non_null(lc[i]);
+		assert_int_equal((uintptr_t)lc[i] % RTE_CACHE_LINE_SIZE, 0);
+		assert_ptr_equal(lc[i]->w.dirs[SHAPER_DOWN], &lc[i]->dir[SHAPER_DOWN]);
+		assert_non_null(dp_dir_alloc(&lc[i]->dir[SHAPER_UP]));
+	}
+	/* The heartbeat, stored every loop, is alone on its line. */
+	assert_int_equal(offsetof(struct dp_worker, heartbeat) % RTE_CACHE_LINE_SIZE, 0);
+	assert_int_equal(sizeof(struct dp_worker) - offsetof(struct dp_worker, heartbeat),
+			 RTE_CACHE_LINE_SIZE);
+	printf("# figure: cache lines 4 workers' hot state shares: %u\n",
+	       dp_lcore_shared_lines(lc, 4));
+	assert_int_equal(dp_lcore_shared_lines(lc, 4), 0);
+	lc[3]->w.dirs[SHAPER_UP] = &lc[0]->dir[SHAPER_DOWN];
+	assert_int_equal(dp_lcore_shared_lines(lc, 4), lines);
+	for (int i = 0; i < 4; i++)
+		dp_lcore_free(lc[i]);
+}
+
 int
 main(void)
 {
@@ -292,6 +324,7 @@ main(void)
 		cmocka_unit_test(test_steered_frames_go_first),
 		cmocka_unit_test(test_rings_drained_fairly),
 		cmocka_unit_test(test_steering_choice),
+		cmocka_unit_test(test_worker_contexts_share_no_line),
 	};
 	int rc;
 
