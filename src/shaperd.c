@@ -32,6 +32,7 @@
 #include "shaper/watchdog.h"
 #include "shaper/metrics.h"
 #include "shaper/pdump.h"
+#include "shaper/reload.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
 
@@ -53,7 +54,8 @@ struct app {
 	const char *stats_file;
 	struct dp_control ctl; /* what the control plane and telemetry reach */
 	struct ctl_backend be;
-	struct ctl_server *srv; /* opened before EAL, served once the workers run */
+	struct ctl_server *srv;             /* opened before EAL, served once the workers run */
+	struct ctl_config_file config_file; /* what config.reload and SIGHUP read again */
 };
 
 static void
@@ -627,6 +629,7 @@ run_control(struct app *a)
 			usleep(100000);
 		if (mh != NULL && ctl_metrics_http_run(mh) != 0)
 			usleep(100000);
+		ctl_reload_poll(&a->be); /* after a SIGHUP */
 	}
 	ctl_metrics_http_close(mh);
 }
@@ -725,6 +728,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
 		return 1;
 	}
+	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes };
+	a.be.config_file = &a.config_file;
 	a.n_shards = a.cfg.n_workers;
 	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)
 		if (share_rate_check(a.cfg.dir[d].rate, a.n_shards, err, sizeof(err)) != 0) {
@@ -784,6 +789,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, ctl_reload_on_sighup); /* only notes it: run_control reloads */
 	dp_clock_init();
 	if (a.cfg.pdump) {
 		if (dp_pdump_init(err, sizeof(err)) != 0) {
