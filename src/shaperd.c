@@ -54,8 +54,9 @@ struct app {
 	const char *stats_file;
 	struct dp_control ctl; /* what the control plane and telemetry reach */
 	struct ctl_backend be;
-	struct ctl_server *srv;             /* opened before EAL, served once the workers run */
-	struct ctl_config_file config_file; /* what config.reload and SIGHUP read again */
+	struct ctl_server *srv; /* opened before EAL, served once the workers run */
+	/* What config.reload and SIGHUP read again. */
+	struct ctl_config_file config_file;
 };
 
 static void
