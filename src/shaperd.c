@@ -610,6 +610,7 @@ run_control(struct app *a)
 		nfds_t n = 0;
 
 		watch_links(a, &next_link_check);
+		ctl_reload_poll(&a->be); /* after a SIGHUP, even with no control socket */
 		if (wd_on)
 			feed_watchdog(a, &wd, &wd_reported);
 		if (srv != NULL)
@@ -630,7 +631,6 @@ run_control(struct app *a)
 			usleep(100000);
 		if (mh != NULL && ctl_metrics_http_run(mh) != 0)
 			usleep(100000);
-		ctl_reload_poll(&a->be); /* after a SIGHUP */
 	}
 	ctl_metrics_http_close(mh);
 }
