@@ -32,6 +32,7 @@
 #include "shaper/watchdog.h"
 #include "shaper/metrics.h"
 #include "shaper/pdump.h"
+#include "shaper/reload.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
 
@@ -54,6 +55,8 @@ struct app {
 	struct dp_control ctl; /* what the control plane and telemetry reach */
 	struct ctl_backend be;
 	struct ctl_server *srv; /* opened before EAL, served once the workers run */
+	/* What config.reload and SIGHUP read again. */
+	struct ctl_config_file config_file;
 };
 
 static void
@@ -621,6 +624,7 @@ run_control(struct app *a)
 		nfds_t n = 0;
 
 		watch_links(a, &next_link_check);
+		ctl_reload_poll(&a->be); /* after a SIGHUP, even with no control socket */
 		if (wd_on)
 			feed_watchdog(a, &wd, &wd_reported);
 		if (srv != NULL)
@@ -739,6 +743,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
 		return 1;
 	}
+	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes };
+	a.be.config_file = &a.config_file;
 	a.n_shards = a.cfg.n_workers;
 	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)
 		if (share_rate_check(a.cfg.dir[d].rate, a.n_shards, err, sizeof(err)) != 0) {
@@ -798,6 +804,7 @@ main(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, ctl_reload_on_sighup); /* only notes it: run_control reloads */
 	dp_clock_init();
 	if (a.cfg.pdump) {
 		if (dp_pdump_init(err, sizeof(err)) != 0) {

@@ -33,6 +33,7 @@
 	X(TOO_LARGE, "too_large")                                                                  \
 	X(BUSY, "busy")                                                                            \
 	X(PERMISSION_DENIED, "permission_denied")                                                  \
+	X(RESTART_REQUIRED, "restart_required")                                                    \
 	X(INTERNAL, "internal")
 
 enum ctl_error {
@@ -151,8 +152,21 @@ void ctl_flow_mask(struct ctl_flow *f);
 unsigned int ctl_flows_top(struct sched_flow_fact *facts, unsigned int n, struct ctl_flow *out,
 			   unsigned int max);
 
+/*
+ * The configuration file behind config.reload and config.save: the path
+ * shaperd was started with and the configuration it started on (what the
+ * keys only a restart changes are compared with).
+ */
+struct ctl_config_file {
+	const char *path;
+	const struct shaper_config *started;
+	bool strict_modes; /* the file must keep passing StrictModes (shaperd(8)) */
+};
+
 struct ctl_backend {
 	void *opaque;
+	/* NULL: config.reload and config.save are refused (no file to read). */
+	const struct ctl_config_file *config_file;
 	/* A consistent snapshot of one direction; 0 or -errno. */
 	int (*dir_snapshot)(void *opaque, enum shaper_dir d, struct ctl_dir_counters *c,
 			    struct sched_stats *st, struct sched_params *params);

@@ -14,6 +14,7 @@
 
 #include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/reload.h"
 
 static const char *const error_names[] = {
 #define CTL_ERROR_NAME(id, name) name,
@@ -31,6 +32,7 @@ struct reply {
 	json_t *result;     /* set on success */
 	enum ctl_error err; /* else */
 	char msg[SHAPER_ERR_LEN];
+	json_t *keys;            /* with the error: the keys it is about (restart_required) */
 	enum shaper_level level; /* the caller's: what the answer may show */
 };
 
@@ -576,6 +578,42 @@ cmd_flows(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	return 0;
 }
 
+/* Read the configuration file again and apply what changed (all of it or nothing). */
+static int
+cmd_config_reload(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = { NULL };
+	void *result, *keys;
+
+	if (check_args(args, known, r) != 0)
+		return -1;
+	if (ctl_reload_run(be, "config.reload", &result, &r->err, r->msg, sizeof(r->msg), &keys) !=
+	    0) {
+		utf8_mend(r->msg);
+		r->keys = keys;
+		return -1;
+	}
+	r->result = result;
+	return 0;
+}
+
+/* Write the running direction settings back into the configuration file. */
+static int
+cmd_config_save(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	static const char *const known[] = { NULL };
+	void *result;
+
+	if (check_args(args, known, r) != 0)
+		return -1;
+	if (ctl_config_save(be, &result, &r->err, r->msg, sizeof(r->msg)) != 0) {
+		utf8_mend(r->msg);
+		return -1;
+	}
+	r->result = result;
+	return 0;
+}
+
 /* Each command with the lowest access level that may run it. */
 static const struct {
 	const char *name;
@@ -588,6 +626,9 @@ static const struct {
 	{ "flows", cmd_flows, SHAPER_LEVEL_USER },
 	{ "config.get", cmd_config_get, SHAPER_LEVEL_USER },
 	{ "config.set", cmd_config_set, SHAPER_LEVEL_ADMIN },
+	/* Both change the configuration, as config.set does. */
+	{ "config.reload", cmd_config_reload, SHAPER_LEVEL_ADMIN },
+	{ "config.save", cmd_config_save, SHAPER_LEVEL_ADMIN },
 };
 
 int
@@ -611,9 +652,10 @@ finish(json_t *id, struct reply *r)
 	if (r->result != NULL)
 		o = json_pack("{s:O?, s:b, s:o}", "id", id, "ok", 1, "result", r->result);
 	else
-		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
-			      ctl_error_name(r->err), "message", r->msg);
-	if (o == NULL) /* never leave a request unanswered */
+		o = json_pack("{s:O?, s:b, s:{s:s, s:s, s:o*}}", "id", id, "ok", 0, "error", "code",
+			      ctl_error_name(r->err), "message", r->msg, "keys", r->keys);
+	r->keys = NULL; /* stolen by json_pack, even when it fails */
+	if (o == NULL)  /* never leave a request unanswered */
 		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
 			      ctl_error_name(CTL_ERR_INTERNAL), "message",
 			      "the reply could not be encoded");
@@ -723,7 +765,7 @@ ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, con
 		}
 	fail(&r, CTL_ERR_UNKNOWN_COMMAND,
 	     "\"%s\" is not a command (version, stats, stats.reset, flows, config.get, "
-	     "config.set)",
+	     "config.set, config.reload, config.save)",
 	     json_string_value(cmd));
 out:
 	out = finish(id, &r);

@@ -38,6 +38,7 @@ struct opts {
 	long top;          /* flows */
 	double interval_s; /* watch */
 	long count;        /* watch: 0 = until interrupted */
+	bool save;         /* set: write the running settings to the file afterwards */
 };
 
 static void
@@ -59,7 +60,13 @@ usage(FILE *f)
 		"                                   change settings at run time, e.g.\n"
 		"                                     set downstream bandwidth 200mbit rtt 40ms\n"
 		"                                   true/false are booleans, integers numbers,\n"
-		"                                   anything else is a string\n"
+		"                                   anything else is a string; with --save\n"
+		"                                   the running settings are then written to\n"
+		"                                   shaperd's configuration file\n"
+		"  reload                           read the configuration file again and apply\n"
+		"                                   it (as SIGHUP does); refused, with nothing\n"
+		"                                   applied, if a key that needs a restart changed\n"
+		"  save                             write the running settings to the file\n"
 		"  reset                            zero the statistics of both directions\n"
 		"  watch [-n SECONDS] [--count N]   refresh a summary every SECONDS (default 1)\n"
 		"                                   until interrupted, or N times; with each\n"
@@ -627,6 +634,49 @@ set_args(int argc, char **argv, json_t **args)
 	return SC_EXIT_OK;
 }
 
+/* "upstream.bandwidth, downstream.rtt" from {"upstream": [..], "downstream": [..]}. */
+static void
+print_keys(const json_t *by_dir)
+{
+	const char *d;
+	json_t *a, *k;
+	size_t i;
+	bool any = false;
+
+	json_object_foreach ((json_t *)by_dir, d, a)
+		json_array_foreach (a, i, k) {
+			printf("%s%s.%s", any ? ", " : "", d, json_string_value(k));
+			any = true;
+		}
+	if (!any)
+		printf("nothing changed");
+	printf("\n");
+}
+
+static int
+show_reload(const struct opts *o, const json_t *r)
+{
+	if (o->json)
+		return print_json(r);
+	printf("reloaded %s: ", sc_str(r, "file"));
+	print_keys(json_object_get(r, "applied"));
+	return SC_EXIT_OK;
+}
+
+static int
+show_save(const struct opts *o, const json_t *r)
+{
+	if (o->json)
+		return print_json(r);
+	if (!json_is_true(json_object_get(r, "written"))) {
+		printf("%s already holds the running settings\n", sc_str(r, "file"));
+		return SC_EXIT_OK;
+	}
+	printf("wrote %s: ", sc_str(r, "file"));
+	print_keys(json_object_get(r, "keys"));
+	return SC_EXIT_OK;
+}
+
 /* ---- watch ---- */
 
 static volatile sig_atomic_t stop_watch;
@@ -954,7 +1004,9 @@ enum cmd_id {
 	C_SET,
 	C_RESET,
 	C_WATCH,
-	C_METRICS
+	C_METRICS,
+	C_RELOAD,
+	C_SAVE
 };
 
 static const struct {
@@ -963,7 +1015,8 @@ static const struct {
 } commands[] = {
 	{ "version", C_VERSION }, { "stats", C_STATS },     { "flows", C_FLOWS },
 	{ "get", C_GET },         { "set", C_SET },         { "reset", C_RESET },
-	{ "watch", C_WATCH },     { "metrics", C_METRICS },
+	{ "watch", C_WATCH },     { "metrics", C_METRICS }, { "reload", C_RELOAD },
+	{ "save", C_SAVE },
 };
 
 /* Options after the command: --top for flows, -n/--count for watch, -j anywhere. */
@@ -975,6 +1028,7 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 		{ "top", required_argument, NULL, 'T' },
 		{ "count", required_argument, NULL, 'C' },
 		{ "interval", required_argument, NULL, 'n' },
+		{ "save", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -991,6 +1045,11 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 		switch (c) {
 		case 'j':
 			o->json = true;
+			break;
+		case 'S':
+			if (id != C_SET)
+				return usage_error("%s: --save applies to set only", name);
+			o->save = true;
 			break;
 		case 'T':
 			if (id != C_FLOWS)
@@ -1080,7 +1139,7 @@ main(int argc, char **argv)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
 		return usage_error("\"%s\" is not a command (version, stats, flows, get, set, "
-				   "reset, watch, metrics)",
+				   "reset, reload, save, watch, metrics)",
 				   name);
 	id = commands[i].id;
 	argc -= optind;
@@ -1095,6 +1154,8 @@ main(int argc, char **argv)
 	case C_RESET:
 	case C_WATCH:
 	case C_METRICS:
+	case C_RELOAD:
+	case C_SAVE:
 		if (argc > 0)
 			return usage_error("%s: unexpected argument \"%s\"", name, argv[0]);
 		break;
@@ -1111,6 +1172,11 @@ main(int argc, char **argv)
 		}
 		break;
 	case C_SET:
+		/* "set upstream bandwidth 90mbit --save": the flag may come last. */
+		if (argc > 0 && strcmp(argv[argc - 1], "--save") == 0) {
+			o.save = true;
+			argc--;
+		}
 		rc = set_args(argc, argv, &args);
 		break;
 	}
@@ -1131,8 +1197,10 @@ main(int argc, char **argv)
 		break;
 	default: {
 		static const char *const wire[] = {
-			[C_VERSION] = "version", [C_STATS] = "stats",    [C_FLOWS] = "flows",
-			[C_GET] = "config.get",  [C_SET] = "config.set", [C_RESET] = "stats.reset",
+			[C_VERSION] = "version",      [C_STATS] = "stats",
+			[C_FLOWS] = "flows",          [C_GET] = "config.get",
+			[C_SET] = "config.set",       [C_RESET] = "stats.reset",
+			[C_RELOAD] = "config.reload", [C_SAVE] = "config.save",
 		};
 
 		rc = sc_call(&conn, wire[id], args, &r);
@@ -1149,9 +1217,23 @@ main(int argc, char **argv)
 			rc = flows_with_names(&conn, &o, r);
 		else if (id == C_GET || id == C_SET)
 			rc = show_settings(&o, r);
+		else if (id == C_RELOAD)
+			rc = show_reload(&o, r);
+		else if (id == C_SAVE)
+			rc = show_save(&o, r);
 		else if (o.json)
 			rc = print_json(r); /* reset: {} */
 		json_decref(r);
+		/* The change stands even if the save is refused: exit 1 says so. */
+		if (rc == SC_EXIT_OK && id == C_SET && o.save) {
+			rc = sc_call(&conn, "config.save", NULL, &r);
+			if (rc == SC_EXIT_OK) {
+				if (!o.json)
+					printf("\n");
+				rc = show_save(&o, r);
+				json_decref(r);
+			}
+		}
 		break;
 	}
 	}

@@ -279,9 +279,11 @@ fake_backend(struct fake *f, struct ctl_backend *be)
 static __attribute__((unused)) int
 is_error_code(const char *s)
 {
-	static const char *const codes[] = { "bad_json",          "bad_request", "unknown_command",
-					     "invalid_argument",  "too_large",   "busy",
-					     "permission_denied", "internal" };
+	static const char *const codes[] = { "bad_json",          "bad_request",
+					     "unknown_command",   "invalid_argument",
+					     "too_large",         "busy",
+					     "permission_denied", "restart_required",
+					     "internal" };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
 		if (strcmp(s, codes[i]) == 0)

@@ -948,9 +948,9 @@ test_unknown_command(void **state)
 	(void)state;
 	m = err("{'id':1,'cmd':'reboot'}", "unknown_command",
 		"\"reboot\" is not a command (version, stats, stats.reset, flows, config.get, "
-		"config.set)");
+		"config.set, config.reload, config.save)");
 	assert_string_equal(m, "\"reboot\" is not a command (version, stats, stats.reset, flows, "
-			       "config.get, config.set)");
+			       "config.get, config.set, config.reload, config.save)");
 	assert_id(last, 1);
 	err("{'cmd':'Version'}", "unknown_command", "\"Version\" is not a command");
 	err("{'cmd':''}", "unknown_command", "\"\" is not a command");
@@ -1510,7 +1510,7 @@ test_robustness(void **state)
 	static const char *const cmds[] = { "version",    "stats",      "stats.reset", "flows",
 					    "config.get", "config.set", "bogus" };
 	char buf[4096];
-	unsigned int n_ok = 0, n_err = 0, codes[8] = { 0 };
+	unsigned int n_ok = 0, n_err = 0, codes[CTL_ERR_MAX] = { 0 };
 
 	(void)state;
 	rng_state = 0x5eedc0ffee123457ULL;
@@ -1602,6 +1602,7 @@ test_error_names(void **state)
 	assert_string_equal(ctl_error_name(CTL_ERR_INVALID_ARGUMENT), "invalid_argument");
 	assert_string_equal(ctl_error_name(CTL_ERR_TOO_LARGE), "too_large");
 	assert_string_equal(ctl_error_name(CTL_ERR_BUSY), "busy");
+	assert_string_equal(ctl_error_name(CTL_ERR_RESTART_REQUIRED), "restart_required");
 	assert_string_equal(ctl_error_name(CTL_ERR_INTERNAL), "internal");
 	assert_string_equal(ctl_error_name(CTL_ERR_MAX), "internal");
 	assert_string_equal(ctl_error_name((enum ctl_error) - 1), "internal");
