@@ -58,11 +58,19 @@ cp "$deb" "$work/ctx/shaper_${version}.deb"
 
 if ! buildah inspect --type image "$base" >/dev/null 2>&1; then
 	echo "container-check: making $base with debootstrap"
-	mkdir "$work/root"
+	mkdir -p "$work/root" "$work/base"
 	debootstrap --variant=minbase bookworm "$work/root" http://deb.debian.org/debian >/dev/null
-	tar -C "$work/root" -c . | buildah import - "$base" >/dev/null 2>&1 ||
-		{ tar -C "$work/root" -c . | podman import - "$base" >/dev/null; }
+	# buildah has no import: an image FROM scratch whose one layer is the tree.
+	tar -C "$work/root" -cf "$work/base/rootfs.tar" .
 	rm -rf "$work/root"
+	printf 'FROM scratch\nADD rootfs.tar /\nCMD ["bash"]\n' >"$work/base/Dockerfile"
+	buildah bud --isolation chroot -f "$work/base/Dockerfile" -t "$base" "$work/base" \
+		>"$work/base.log" 2>&1 || {
+		tail -20 "$work/base.log"
+		echo "container-check: FAIL: could not make $base"
+		exit 1
+	}
+	rm -rf "$work/base"
 fi
 start=$(date +%s)
 buildah bud --isolation chroot --pull=never -f docker/Dockerfile -t "$image" "$work/ctx" \
