@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build docker/Dockerfile with buildah from the Debian package and check the
-# image: the package is installed (dpkg -s), shaperd --version, shapectl
-# --version, then shaperd --check-config on every preset in
-# /usr/share/shaper/presets (as many as config/ holds) and on the default
-# /etc/shaper/shaper.json, inside it. The package is DEB if given, else built
+# image: the package is installed (dpkg-query) and its postinst made the group
+# shaper, shaperd --version and shapectl --version run, and shaperd
+# --check-config passes on every preset in /usr/share/shaper/presets (as many
+# as config/ holds) and on the default /etc/shaper/shaper.json, inside it. The
+# package is DEB if given, else built
 # now with tools/build-deb.sh (several minutes). Needs root, buildah and
 # debootstrap (installed if missing). No registry is needed: without a local
 # debian:bookworm-slim, one is made with debootstrap from Debian's mirror (a
@@ -93,6 +94,12 @@ if out=$(run dpkg-query -W -f='${Status} ${Version}' shaper 2>&1) &&
 	echo "ok   dpkg: shaper $version installed"
 else
 	fail "dpkg-query shaper: $out (wanted $version installed)"
+fi
+# The postinst ran: systemd-sysusers made the group the control socket uses.
+if out=$(run getent group shaper 2>&1); then
+	echo "ok   postinst: group $out"
+else
+	fail "no group shaper in the image (postinst's systemd-sysusers): $out"
 fi
 for b in shaperd shapectl; do
 	if out=$(run /usr/bin/$b --version 2>&1); then
