@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages shaper needs to build, test and run its bed
-# (--build-only: to build it). Safe to run twice: installs only what is
-# missing (needs root for that).
+# (--build-only: to build it; --package: to build and check its Debian package
+# with tools/build-deb.sh). Safe to run twice: installs only what is missing
+# (needs root for that).
 set -euo pipefail
 
-# What building shaperd needs: the container's build stage installs this group
-# alone (docker/Dockerfile runs this script with --build-only), so the two
-# lists cannot drift.
+# What building shaperd needs (debian/control's Build-Depends name the same
+# libraries).
 build_pkgs=(
 	gcc libc6-dev meson ninja-build pkg-config
 	dpdk dpdk-dev libdpdk-dev libjansson-dev libbpf-dev libxdp-dev libpcap-dev
@@ -15,8 +15,10 @@ build_pkgs=(
 	# the Prometheus /metrics endpoint
 	libmicrohttpd-dev
 )
+# tools/build-deb.sh: dpkg-buildpackage, debhelper (the package's unit suite
+# needs cmocka) and lintian.
+package_pkgs=(dpkg-dev debhelper lintian libcmocka-dev)
 test_pkgs=(
-	libcmocka-dev
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
@@ -31,9 +33,10 @@ test_pkgs=(
 )
 case ${1:-} in
 --build-only) pkgs=("${build_pkgs[@]}") ;;
-"") pkgs=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+--package) pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}") ;;
+"") pkgs=("${build_pkgs[@]}" "${package_pkgs[@]}" "${test_pkgs[@]}") ;;
 *)
-	echo "usage: install-deps.sh [--build-only]" >&2
+	echo "usage: install-deps.sh [--build-only | --package]" >&2
 	exit 2
 	;;
 esac

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Every test: installs what is missing, builds, then runs the unit, simulation,
+# Every test: installs what is missing, builds, builds the Debian package
+# (tools/build-deb.sh, into build/deb, with lintian), then runs the unit, simulation,
 # integration, end-to-end and pktgen suites (integration and e2e need root, and
 # pktgen needs pktgen-dpdk, see tools/pktgen/README.md; they are skipped otherwise), then the
 # fuzz suite (25 s per libFuzzer harness; skipped without clang), then unit
 # and simulation in a release build (build-release/), then unit, simulation
-# and integration again under ASan+UBSan in build-asan/. Extra arguments go
+# and integration again under ASan+UBSan in build-asan/, then builds the
+# container image from the package (tools/container-check.sh). Extra arguments go
 # to `meson test` on build/ instead (e.g. --suite sim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,12 @@ else
 	meson setup build >/dev/null
 fi
 ninja -C build
+if [ $# -eq 0 ]; then
+	# The Debian package from a clean copy of the tree (its own build runs the
+	# unit suite) and lintian on it; the install suite's deb_contents test
+	# checks what it holds, the container check below installs it.
+	bash tools/build-deb.sh build/deb
+fi
 if [ $# -gt 0 ]; then
 	meson test -C build --print-errorlogs --num-processes 2 "$@"
 else
@@ -47,5 +55,8 @@ else
 	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs --num-processes 2 \
 		--suite unit --suite sim --suite integration
+	# The container image installs the package just built; shaperd passes
+	# --check-config on every preset inside it (buildah; not timing-sensitive).
+	bash tools/container-check.sh "$(ls -t build/deb/shaper_*_"$(dpkg --print-architecture)".deb | head -1)"
 fi
 echo "run-tests: passed in $(($(date +%s) - start)) s"

@@ -47,6 +47,13 @@ for f in "$src"/config/*.json; do
 done
 echo "ok   $(ls "$presets" | wc -l) presets in $datadir/shaper/presets"
 
+dash=$D$datadir/shaper/grafana/shaper-dashboard.json
+if cmp -s "$src/tools/grafana/shaper-dashboard.json" "$dash"; then
+	echo "ok   Grafana dashboard in $datadir/shaper/grafana"
+else
+	bad "$datadir/shaper/grafana/shaper-dashboard.json missing or not tools/grafana's"
+fi
+
 # systemd
 unit=$D$unitdir/shaperd@.service
 [ -f "$unit" ] || bad "no $unitdir/shaperd@.service"
