@@ -150,24 +150,19 @@ enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t n
 		sched_enqueue_burst(d->sched, pkts, n, now, drops);
 }
 
-/* One turn of one direction; returns the number of frames moved. */
-unsigned int
-dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+/*
+ * The rx stage: what other shards steered here, then a burst from the
+ * port, classified (and steered) and handed to the scheduler. Returns the
+ * frames taken in (*n_enq: those that went to this shard's scheduler).
+ */
+static unsigned int
+dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
+       struct sh_pkt_list *drops, unsigned int *n_enq)
 {
 	struct rte_mbuf *rx[SHAPER_BURST_MAX];
-	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
-	struct sh_pkt_list drops;
-	uint16_t nb_rx, i, n_out = 0, room, n_enq = 0;
-	unsigned int n_in = 0;
-	uint32_t want;
-	uint64_t t;
-	bool due;
-
-	sh_pkt_list_init(&drops);
-	if (d->backlogged && now > d->turn_ns)
-		d->stats.backlogged_ns += now - d->turn_ns;
-	d->turn_ns = now;
-	flush_pending(d);
+	unsigned int n_in = 0, n = 0;
+	uint64_t rx_bytes = 0;
+	uint16_t nb_rx;
 
 	if (d->steer != NULL) {
 		/*
@@ -177,54 +172,52 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		 * queue to this one (af_packet's fanout rollover) keeps its order.
 		 */
 		n_in = dp_steer_take(d, pkts, burst);
-		enqueue_burst(d, pkts, n_in, now, &drops);
+		enqueue_burst(d, pkts, n_in, now, drops);
 	}
+	*n_enq = n_in;
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
-	if (nb_rx != 0) {
-		uint64_t rx_bytes = 0;
-		uint16_t n = 0;
+	if (nb_rx == 0)
+		return n_in;
+	/* Stats summed locally: one update of the shared counters per burst. */
+	for (uint16_t i = 0; i < nb_rx; i++) {
+		struct rte_mbuf *m = rx[i];
 
-		/* Stats summed locally: one update of the shared counters per burst. */
-		for (i = 0; i < nb_rx; i++) {
-			struct rte_mbuf *m = rx[i];
-
-			rx_bytes += m->pkt_len;
-			if (unlikely(m->pool != d->pool) && d->pool != NULL) {
-				m = adopt_foreign(d, m);
-				if (m == NULL)
-					continue;
-			}
-			rte_prefetch0(rte_pktmbuf_mtod(m, void *));
-			pkt_from_mbuf(m, d->truesize);
-			pkts[n++] = dp_mbuf_pkt(m);
+		rx_bytes += m->pkt_len;
+		if (unlikely(m->pool != d->pool) && d->pool != NULL) {
+			m = adopt_foreign(d, m);
+			if (m == NULL)
+				continue;
 		}
-		d->stats.rx_packets += nb_rx;
-		d->stats.rx_bytes += rx_bytes;
-		classify_burst(pkts, n, &d->key);
-		if (d->steer != NULL)
-			n = (uint16_t)dp_steer_burst(d, pkts, n, &drops);
-		enqueue_burst(d, pkts, n, now, &drops);
-		n_enq = n;
+		rte_prefetch0(rte_pktmbuf_mtod(m, void *));
+		pkt_from_mbuf(m, d->truesize);
+		pkts[n++] = dp_mbuf_pkt(m);
 	}
-	nb_rx = (uint16_t)(nb_rx + n_in);
-	n_enq = (uint16_t)(n_enq + n_in);
+	d->stats.rx_packets += nb_rx;
+	d->stats.rx_bytes += rx_bytes;
+	classify_burst(pkts, n, &d->key);
+	if (d->steer != NULL)
+		n = dp_steer_burst(d, pkts, n, drops);
+	enqueue_burst(d, pkts, n, now, drops);
+	*n_enq += n;
+	return n_in + nb_rx;
+}
 
-	/*
-	 * Dequeue only what the output can hold: the rest waits in the
-	 * scheduler. Up to what came in this turn (own rx and steered, up to 2
-	 * bursts) when the rate allows: a worker short of CPU then sheds load
-	 * at its rx queue, for free, instead of classifying and queueing
-	 * frames only to drop them as overflow.
-	 */
-	want = n_enq > burst ? n_enq : burst;
-	room = (uint16_t)(DP_TX_PENDING_MAX - d->n_pending);
-	if (room > want)
-		room = (uint16_t)want;
+/*
+ * The tx stage: dequeue only what the output can hold (the rest waits in
+ * the scheduler), through the delay line if there is one, and send.
+ * Returns the frames handed to the port's queue.
+ */
+static unsigned int
+dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct sh_pkt **pkts,
+       struct sh_pkt_list *drops)
+{
 	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
-	due = sched_next_time(d->sched, now) <= now;
+	bool due = sched_next_time(d->sched, now) <= now;
+	unsigned int n_out = 0, i;
+
 	if (d->emu == NULL) {
 		if (due) {
-			n_out = (uint16_t)sched_dequeue_burst(d->sched, pkts, room, now, &drops);
+			n_out = sched_dequeue_burst(d->sched, pkts, room, now, drops);
 			for (i = 0; i < n_out; i++)
 				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
 			/* A host whose backlog drains is active though it sends nothing new. */
@@ -234,13 +227,12 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	} else {
 		/* The emulated path holds what the shaper released until its time. */
 		unsigned int n_sched =
-				due ? sched_dequeue_burst(d->sched, pkts, burst, now, &drops) : 0;
+				due ? sched_dequeue_burst(d->sched, pkts, burst, now, drops) : 0;
 
 		if (d->share_group != NULL)
 			note_hosts(d, pkts, n_sched);
-
 		for (i = 0; i < n_sched; i++)
-			emu_enqueue(d->emu, pkts[i], now, &drops);
+			emu_enqueue(d->emu, pkts[i], now, drops);
 		while (n_out < room) {
 			struct sh_pkt *p = emu_dequeue(d->emu, now);
 
@@ -250,8 +242,38 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 			n_out++;
 		}
 	}
-	d->n_pending += n_out;
+	d->n_pending = (uint16_t)(d->n_pending + n_out);
 	flush_pending(d);
+	return n_out;
+}
+
+/* One turn of one direction; returns the number of frames moved. */
+unsigned int
+dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
+{
+	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
+	struct sh_pkt_list drops;
+	unsigned int n_rx, n_enq, n_out, room, want;
+	uint64_t t;
+
+	sh_pkt_list_init(&drops);
+	if (d->backlogged && now > d->turn_ns)
+		d->stats.backlogged_ns += now - d->turn_ns;
+	d->turn_ns = now;
+	flush_pending(d);
+
+	n_rx = dir_rx(d, now, burst, pkts, &drops, &n_enq);
+	/*
+	 * Release up to what came in this turn (own rx and steered, up to 2
+	 * bursts) when the rate allows: a worker short of CPU then sheds load
+	 * at its rx queue, for free, instead of classifying and queueing
+	 * frames only to drop them as overflow.
+	 */
+	want = n_enq > burst ? n_enq : burst;
+	room = DP_TX_PENDING_MAX - d->n_pending;
+	if (room > want)
+		room = want;
+	n_out = dir_tx(d, now, burst, room, pkts, &drops);
 
 	if (drops.count != 0)
 		free_drops(d, &drops);
@@ -265,7 +287,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		t = now;
 	if (t < *next_due)
 		*next_due = t;
-	return nb_rx + n_out;
+	return n_rx + n_out;
 }
 
 #define DP_SNAPSHOT_NS 10000000ULL /* publish counters every 10 ms */
