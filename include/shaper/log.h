@@ -52,7 +52,7 @@ const char *shaper_log_level_name(enum shaper_log_level level);
 
 /* One event, one line: a newline inside the text becomes a space. */
 void shaper_log(enum shaper_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+		__attribute__((format(printf, 2, 3)));
 
 #define shaper_log_error(...)   shaper_log(SHAPER_LOG_ERROR, __VA_ARGS__)
 #define shaper_log_warning(...) shaper_log(SHAPER_LOG_WARNING, __VA_ARGS__)
@@ -79,7 +79,9 @@ struct shaper_log_limit {
 };
 
 #define SHAPER_LOG_LIMIT_INIT(burst_, interval_s_)                                                 \
-	{.burst = (burst_), .interval_ns = (uint64_t)(interval_s_) * 1000000000u}
+	{                                                                                          \
+		.burst = (burst_), .interval_ns = (uint64_t)(interval_s_)*1000000000u              \
+	}
 
 void shaper_log_limited(struct shaper_log_limit *limit, enum shaper_log_level level,
 			const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -91,7 +93,7 @@ void shaper_log_limit_release(struct shaper_log_limit *limit);
 #define shaper_log_ratelimited(level, ...)                                                         \
 	do {                                                                                       \
 		static struct shaper_log_limit shaper_log_site_ =                                  \
-			SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST, SHAPER_LOG_INTERVAL_S);            \
+				SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST, SHAPER_LOG_INTERVAL_S);    \
 		shaper_log_limited(&shaper_log_site_, (level), __VA_ARGS__);                       \
 	} while (0)
 

@@ -23,7 +23,7 @@ static uint64_t (*clock_fn)(void);
 static struct shaper_log_limit *limits; /* every limit that has suppressed a line */
 
 static const char *const level_names[] = {
-	[SHAPER_LOG_ERROR] = "error", [SHAPER_LOG_WARNING] = "warning",
+	[SHAPER_LOG_ERROR] = "error",   [SHAPER_LOG_WARNING] = "warning",
 	[SHAPER_LOG_NOTICE] = "notice", [SHAPER_LOG_INFO] = "info",
 	[SHAPER_LOG_DEBUG] = "debug",
 };
@@ -207,15 +207,14 @@ report_suppressed_locked(struct shaper_log_limit *lim)
 
 	snprintf(text, sizeof(text),
 		 "%u similar messages suppressed (at most %u per %llu s); the last: %s",
-		 lim->suppressed, lim->burst,
-		 (unsigned long long)(lim->interval_ns / 1000000000u), lim->last);
+		 lim->suppressed, lim->burst, (unsigned long long)(lim->interval_ns / 1000000000u),
+		 lim->last);
 	write_locked(lim->worst, true, text);
 	lim->suppressed = 0;
 }
 
 void
-shaper_log_limited(struct shaper_log_limit *lim, enum shaper_log_level level, const char *fmt,
-		   ...)
+shaper_log_limited(struct shaper_log_limit *lim, enum shaper_log_level level, const char *fmt, ...)
 {
 	char text[LINE_MAX_LEN];
 	uint64_t now;
@@ -260,11 +259,8 @@ shaper_log_flush_suppressed(void)
 	pthread_mutex_lock(&lock);
 	now = now_locked();
 	for (struct shaper_log_limit *lim = limits; lim != NULL; lim = lim->next)
-		if (lim->suppressed > 0 && now - lim->window_start >= lim->interval_ns) {
-			report_suppressed_locked(lim);
-			/* the next line opens a new window */
-			lim->lines = 0;
-		}
+		if (lim->suppressed > 0 && now - lim->window_start >= lim->interval_ns)
+			report_suppressed_locked(lim); /* the next line opens a new window */
 	pthread_mutex_unlock(&lock);
 }
 

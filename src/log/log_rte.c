@@ -56,7 +56,7 @@ rte_stream_write(void *cookie, const char *buf, size_t size)
 int
 shaper_log_route_rte(void)
 {
-	cookie_io_functions_t io = {.write = rte_stream_write};
+	cookie_io_functions_t io = { .write = rte_stream_write };
 	FILE *f = fopencookie(NULL, "w", io);
 
 	if (f == NULL)
