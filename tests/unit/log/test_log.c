@@ -93,8 +93,9 @@ test_plain(void **state)
 	shaper_log_warning("--no-strict-modes: not checking %d paths", 2);
 	shaper_log_notice("control: refused config.set");
 	shaper_log_info("bridging");
-	assert_string_equal(take(err), "shaperd: error: ports.lan: cannot attach device net_bogus0\n"
-				       "shaperd: warning: --no-strict-modes: not checking 2 paths\n");
+	assert_string_equal(take(err),
+			    "shaperd: error: ports.lan: cannot attach device net_bogus0\n"
+			    "shaperd: warning: --no-strict-modes: not checking 2 paths\n");
 	assert_string_equal(take(out), "shaperd: control: refused config.set\nshaperd: bridging\n");
 }
 
@@ -108,7 +109,8 @@ test_journal_stderr_only(void **state)
 	shaper_log_error("cannot allocate the RTT table");
 	shaper_log_warning("metrics: %s", "bad request");
 	shaper_log_info("control socket %s", "/run/shaper/shaper.sock");
-	assert_string_equal(take(err), "<3>cannot allocate the RTT table\n<4>metrics: bad request\n");
+	assert_string_equal(take(err),
+			    "<3>cannot allocate the RTT table\n<4>metrics: bad request\n");
 	assert_string_equal(take(out), "shaperd: control socket /run/shaper/shaper.sock\n");
 }
 
@@ -239,8 +241,9 @@ test_rate_limit(void **state)
 	assert_string_equal(take(out), "");
 	fake_now = 1000000000u + 10000000000u;
 	shaper_log_flush_suppressed();
-	assert_string_equal(take(out), "shaperd: 7 similar messages suppressed (at most 3 per 10 s); "
-				       "the last: wan port p0: link down (9)\n");
+	assert_string_equal(take(out),
+			    "shaperd: 7 similar messages suppressed (at most 3 per 10 s); "
+			    "the last: wan port p0: link down (9)\n");
 	shaper_log_flush_suppressed();
 	assert_string_equal(take(out), "");
 
@@ -249,8 +252,9 @@ test_rate_limit(void **state)
 		shaper_log_limited(&lim, SHAPER_LOG_NOTICE, "again %d", i);
 	assert_int_equal(count(take(out), "again"), 3);
 	shaper_log_limit_release(&lim);
-	assert_string_equal(take(out), "shaperd: 1 similar messages suppressed (at most 3 per 10 s); "
-				       "the last: again 3\n");
+	assert_string_equal(take(out),
+			    "shaperd: 1 similar messages suppressed (at most 3 per 10 s); "
+			    "the last: again 3\n");
 	assert_string_equal(take(err), "");
 }
 
@@ -323,8 +327,9 @@ test_ratelimited_macro(void **state)
 		char *e = take(err);
 
 		assert_int_equal(count(e, "similar messages suppressed"), 2);
-		assert_non_null(strstr(e, "shaperd: warning: 5 similar messages suppressed (at most 5 "
-					  "per 10 s); the last: site A 9\n"));
+		assert_non_null(strstr(e,
+				       "shaperd: warning: 5 similar messages suppressed (at most 5 "
+				       "per 10 s); the last: site A 9\n"));
 	}
 }
 
