@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "shaper/limits.h"
+#include "shaper/log.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
 
@@ -147,6 +148,8 @@ struct shaper_config {
 	/* rte_pdump for dpdk-dumpcap (a secondary process: needs hugepages
 	 * and EAL's multi-process runtime); off by default */
 	bool pdump;
+	/* log.level: the least severe lines shaperd prints (shaper/log.h); info */
+	enum shaper_log_level log_level;
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

@@ -47,6 +47,7 @@ shaper_config_default(struct shaper_config *c)
 		c->emulate[d].limit = SHAPER_EMU_LIMIT_DEFAULT;
 	}
 	c->burst = 32;
+	c->log_level = SHAPER_LOG_LEVEL_DEFAULT;
 	c->idle_sleep_us = 0;
 	c->passive_rtt = true;
 }
@@ -450,6 +451,34 @@ parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 	return 0;
 }
 
+/* "log": {"level": "notice"}: the least severe lines printed. */
+static int
+parse_log(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+
+	if (expect_object(v, "log", err, errlen) != 0)
+		return -1;
+	json_object_foreach ((json_t *)v, key, x) {
+		snprintf(sub, sizeof(sub), "log.%s", key);
+		REFUSE_UNLISTED("log", key, sub);
+		if (strcmp(key, "level") == 0) {
+			if (!json_is_string(x) ||
+			    shaper_log_level_parse(json_string_value(x), &c->log_level) != 0) {
+				errf(err, errlen, sub,
+				     "expected \"error\", \"warning\", \"notice\", \"info\" or "
+				     "\"debug\"");
+				return -1;
+			}
+		} else {
+			return unknown_key("log", sub, "key", err, errlen);
+		}
+	}
+	return 0;
+}
+
 static int
 parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 {
@@ -618,6 +647,9 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 				return -1;
 		} else if (strcmp(key, "metrics") == 0) {
 			if (parse_metrics(v, c, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "log") == 0) {
+			if (parse_log(v, c, err, errlen) != 0)
 				return -1;
 		} else if (strcmp(key, "lcores") == 0) {
 			if (parse_lcores(v, c, err, errlen) != 0)

@@ -15,6 +15,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "top", "downstream", "{}", NULL, true },
 	{ "top", "control", "{}", NULL, true },
 	{ "top", "metrics", "{}", NULL, true },
+	{ "top", "log", "{}", NULL, true },
 	{ "top", "lcores", "{}", NULL, true },
 	{ "top", "dataplane", "{}", NULL, true },
 	{ "top", "comment", "\"what the file is for\"", NULL, true },
@@ -90,6 +91,8 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "metrics", "enabled", "false", "false", true },
 	/* Giving "listen" turns the endpoint on, so it is not "same". */
 	{ "metrics", "listen", "\"127.0.0.1:9464\"", "127.0.0.1:9464", false },
+
+	{ "log", "level", "\"info\"", "info", true },
 
 	{ "lcores", "workers", "[0]", "[0]", true },
 

@@ -20,6 +20,7 @@
 #include <microhttpd.h>
 
 #include "shaper/control.h"
+#include "shaper/log.h"
 #include "shaper/metrics.h"
 
 #define METRICS_PATH         "/metrics"
@@ -32,6 +33,7 @@ struct ctl_metrics_http {
 	int epfd;
 	bool started;       /* MHD's messages are logged from then on, kept before */
 	char last_log[256]; /* MHD's last message, for the start-up error */
+	struct shaper_log_limit log_limit;
 };
 
 /* MHD's messages: kept for ctl_metrics_http_open's error, then logged. */
@@ -45,8 +47,9 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(h->last_log);
 	while (n > 0 && (h->last_log[n - 1] == '\n' || h->last_log[n - 1] == '.'))
 		h->last_log[--n] = '\0';
+	/* MHD speaks of a client's misdeeds too (a bad request, a reset): limited */
 	if (h->started)
-		fprintf(stderr, "shaperd: metrics: %s\n", h->last_log);
+		shaper_log_limited(&h->log_limit, SHAPER_LOG_WARNING, "metrics: %s", h->last_log);
 }
 
 /* One command through the same handler as the socket; the result or NULL with msg. */
@@ -168,6 +171,8 @@ ctl_metrics_http_open(const char *addr, uint16_t port, const struct ctl_backend 
 		return NULL;
 	}
 	h->be = be;
+	h->log_limit = (struct shaper_log_limit)SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST,
+								      SHAPER_LOG_INTERVAL_S);
 	memset(&sa4, 0, sizeof(sa4));
 	memset(&sa6, 0, sizeof(sa6));
 	if (inet_pton(AF_INET, addr, &sa4.sin_addr) == 1) {
@@ -226,5 +231,6 @@ ctl_metrics_http_close(struct ctl_metrics_http *h)
 	if (h == NULL)
 		return;
 	MHD_stop_daemon(h->mhd);
+	shaper_log_limit_release(&h->log_limit);
 	free(h);
 }

@@ -12,7 +12,6 @@
 #include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "shaper/control.h"
+#include "shaper/log.h"
 
 struct ctl_conn {
 	int fd;
@@ -40,17 +40,12 @@ struct ctl_listener {
 	struct ctl_access access;
 };
 
-/* Refusals are logged, but at most LOG_BURST lines per LOG_WINDOW_NS. */
-#define LOG_BURST     5
-#define LOG_WINDOW_NS (10 * 1000000000ull)
-
 struct ctl_server {
 	int epfd;
 	unsigned int n_listeners;
 	struct ctl_listener listeners[SHAPER_MAX_CONTROL_SOCKETS];
 	const struct ctl_backend *be;
-	uint64_t log_window_start;
-	unsigned int log_lines, log_suppressed;
+	struct shaper_log_limit refusal_log; /* refusals: SHAPER_LOG_BURST per 10 s */
 	unsigned int n_conns;
 	struct ctl_conn *conns[CTL_MAX_CLIENTS];
 };
@@ -249,6 +244,8 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 		return NULL;
 	}
 	srv->be = be;
+	srv->refusal_log = (struct shaper_log_limit)SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST,
+									  SHAPER_LOG_INTERVAL_S);
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (srv->epfd < 0) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
@@ -343,46 +340,22 @@ conn_queue(struct ctl_conn *c, const char *s)
 	return 0;
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A refused request goes to the log, unless a client floods it with them. */
 static void
 log_refusal(struct ctl_server *srv, const struct ctl_conn *c, const char *cmd)
 {
-	uint64_t now = now_ns();
 	enum shaper_level need = SHAPER_LEVEL_ADMIN;
+	char peer[64];
 
-	if (now - srv->log_window_start >= LOG_WINDOW_NS) {
-		if (srv->log_suppressed > 0)
-			fprintf(stderr, "shaperd: control: %u more refused requests not logged\n",
-				srv->log_suppressed);
-		srv->log_window_start = now;
-		srv->log_lines = srv->log_suppressed = 0;
-	}
-	if (srv->log_lines >= LOG_BURST) {
-		srv->log_suppressed++;
-		return;
-	}
-	srv->log_lines++;
 	ctl_command_level(cmd, &need);
 	if (c->peer.known)
-		fprintf(stderr,
-			"shaperd: control: refused %s from uid %u (pid %d) on %s: needs level %s, "
-			"has %s\n",
-			cmd, (unsigned int)c->peer.uid, (int)c->peer.pid, c->path,
-			shaper_level_name(need), shaper_level_name(c->level));
+		snprintf(peer, sizeof(peer), "uid %u (pid %d)", (unsigned int)c->peer.uid,
+			 (int)c->peer.pid);
 	else
-		fprintf(stderr,
-			"shaperd: control: refused %s from an unknown peer on %s: needs level %s, "
-			"has %s\n",
-			cmd, c->path, shaper_level_name(need), shaper_level_name(c->level));
+		snprintf(peer, sizeof(peer), "an unknown peer");
+	shaper_log_limited(&srv->refusal_log, SHAPER_LOG_NOTICE,
+			   "control: refused %s from %s on %s: needs level %s, has %s", cmd, peer,
+			   c->path, shaper_level_name(need), shaper_level_name(c->level));
 }
 
 static int
@@ -575,5 +548,6 @@ ctl_server_close(struct ctl_server *srv)
 		unlink(srv->listeners[k].path);
 	}
 	close(srv->epfd);
+	shaper_log_limit_release(&srv->refusal_log);
 	free(srv);
 }

@@ -37,6 +37,7 @@ MD_SECTIONS = {
     "### fifo": "dir.fifo",
     "## control": "control",
     "## metrics": "metrics",
+    "## log": "log",
     "## lcores": "lcores",
     "## dataplane": "dataplane",
 }
@@ -50,6 +51,7 @@ MAN_SECTIONS = {
     "fifo": "dir.fifo",
     "CONTROL": "control",
     "METRICS": "metrics",
+    "LOG": "log",
     "LCORES": "lcores",
     "DATAPLANE": "dataplane",
 }

@@ -44,6 +44,7 @@ static const struct {
 	  "{" PORTS ", \"control\": {\"sockets\": [{\"path\": \"/run/shaper/other.sock\"}]}}",
 	  { "control", "sockets", "0" } },
 	{ "metrics", "{" PORTS ", \"metrics\": {}}", { "metrics" } },
+	{ "log", "{" PORTS ", \"log\": {}}", { "log" } },
 	{ "lcores", "{" PORTS ", \"lcores\": {}}", { "lcores" } },
 	{ "dataplane", "{" PORTS ", \"dataplane\": {}}", { "dataplane" } },
 	{ "dataplane.mbufs",

@@ -844,6 +844,33 @@ test_metrics(void **state)
 	assert_string_equal(c.metrics_addr, "0.0.0.0");
 }
 
+/* log.level: each of the five names, info when absent */
+static void
+test_log_level(void **state)
+{
+	static const struct {
+		const char *name;
+		enum shaper_log_level level;
+	} levels[] = {
+		{ "error", SHAPER_LOG_ERROR },   { "warning", SHAPER_LOG_WARNING },
+		{ "notice", SHAPER_LOG_NOTICE }, { "info", SHAPER_LOG_INFO },
+		{ "debug", SHAPER_LOG_DEBUG },
+	};
+	struct shaper_config c;
+	char json[256];
+
+	(void)state;
+	load_ok("{" PORTS "}", &c);
+	assert_int_equal(c.log_level, SHAPER_LOG_INFO);
+	load_ok("{" PORTS ", 'log': {}}", &c);
+	assert_int_equal(c.log_level, SHAPER_LOG_INFO);
+	for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		snprintf(json, sizeof(json), "{" PORTS ", 'log': {'level': '%s'}}", levels[i].name);
+		load_ok(json, &c);
+		assert_int_equal(c.log_level, levels[i].level);
+	}
+}
+
 /* ---- every error, with its exact message ---- */
 
 struct err_case {
@@ -859,7 +886,7 @@ struct err_case {
 #define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
-	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment, _comment)"
+	"(known: ports, upstream, downstream, control, metrics, log, lcores, dataplane, comment, _comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"
@@ -1183,6 +1210,13 @@ static const struct err_case err_cases[] = {
 	  "control.sockets[0].path: \"/run/shaper/shaper.sock\" is control.socket already" },
 	{ TOP("'control': {'sockets': [{'path': '/a'}, {'path': '/a'}]}"),
 	  "control.sockets[1].path: \"/a\" is control.sockets[0] already" },
+	/* log */
+	{ TOP("'log': 'debug'"), "log: expected an object, got a string" },
+	{ TOP("'log': {'verbosity': 'debug'}"), "log.verbosity: unknown key (known: level)" },
+	{ TOP("'log': {'level': 'verbose'}"),
+	  "log.level: expected \"error\", \"warning\", \"notice\", \"info\" or \"debug\"" },
+	{ TOP("'log': {'level': 7}"),
+	  "log.level: expected \"error\", \"warning\", \"notice\", \"info\" or \"debug\"" },
 	/* metrics */
 	{ TOP("'metrics': 9464"), "metrics: expected an object, got an integer" },
 	{ TOP("'metrics': {'port': 9464}"), "metrics.port: unknown key (known: enabled, listen)" },
@@ -2163,6 +2197,7 @@ main(void)
 		cmocka_unit_test(test_example_fq_codel),
 		cmocka_unit_test(test_presets),
 		cmocka_unit_test(test_metrics),
+		cmocka_unit_test(test_log_level),
 		cmocka_unit_test(test_bug_target_before_rtt),
 		cmocka_unit_test(test_bug_tiny_rate_is_unlimited),
 		cmocka_unit_test(test_bug_round_trip_precision),

@@ -38,6 +38,7 @@
 #include "fake_backend.h"
 #include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/log.h"
 
 #define NELEM(a)   (sizeof(a) / sizeof((a)[0]))
 #define MAX_FDS    300
@@ -1027,6 +1028,78 @@ test_second_socket_level(void **state)
 		assert_int_equal(lstat(paths[i], &st), -1);
 }
 
+static uint64_t
+log_clock(void)
+{
+	return 5000000000u; /* one moment: every refusal falls in one window */
+}
+
+/*
+ * Refusals are logged at notice with the command, the peer's uid and pid and
+ * the socket, SHAPER_LOG_BURST of them per window; closing the server says
+ * how many more there were.
+ */
+static void
+test_refusals_logged_and_limited(void **state)
+{
+	const char *set = "{\"id\":5,\"cmd\":\"config.set\",\"args\":{\"direction\":"
+			  "\"upstream\",\"settings\":{\"bandwidth\":\"10mbit\"}}}\n";
+	char err[SHAPER_ERR_LEN] = "", ro[160], want[400], log[8192];
+	struct ctl_server_params p = { .mode = 0600,
+				       .level = SHAPER_LEVEL_USER,
+				       .default_level = SHAPER_LEVEL_USER };
+	FILE *out = tmpfile(), *errf = tmpfile();
+	struct rx b = { 0 };
+	const char *at;
+	unsigned int lines = 0;
+	size_t n;
+	int fb;
+
+	(void)state;
+	assert_non_null(out);
+	assert_non_null(errf);
+	unsetenv("JOURNAL_STREAM");
+	shaper_log_open(out, errf);
+	shaper_log_set_clock(log_clock);
+	open_server(0600);
+	snprintf(ro, sizeof(ro), "%s/ro.sock", E.dir);
+	p.path = ro;
+	assert_int_equal(ctl_server_listen(E.srv, &p, err, sizeof(err)), 0);
+	fb = connect_to(ro);
+	wait_clients(1);
+	for (unsigned int i = 0; i < SHAPER_LOG_BURST + 3; i++)
+		send_str(fb, set);
+	expect_exactly(fb, &b, SHAPER_LOG_BURST + 3);
+	rx_free(&b);
+	ctl_server_close(E.srv);
+	E.srv = NULL;
+	shaper_log_open(stdout, stderr);
+	shaper_log_set_clock(NULL);
+
+	fflush(out);
+	rewind(out);
+	n = fread(log, 1, sizeof(log) - 1, out);
+	log[n] = '\0';
+	snprintf(want, sizeof(want),
+		 "shaperd: control: refused config.set from uid %u (pid %d) on %s: needs level "
+		 "admin, has user\n",
+		 (unsigned int)getuid(), (int)getpid(), ro);
+	for (at = strstr(log, want); at != NULL; at = strstr(at + 1, want))
+		lines++;
+	if (lines != SHAPER_LOG_BURST)
+		print_error("log:\n%s", log);
+	assert_int_equal(lines, SHAPER_LOG_BURST);
+	snprintf(want, sizeof(want),
+		 "shaperd: 3 similar messages suppressed (at most %u per %u s); the last: "
+		 "control: refused config.set from uid %u (pid %d) on %s: needs level admin, has "
+		 "user\n",
+		 SHAPER_LOG_BURST, SHAPER_LOG_INTERVAL_S, (unsigned int)getuid(), (int)getpid(),
+		 ro);
+	assert_non_null(strstr(log, want));
+	fclose(out);
+	fclose(errf);
+}
+
 static void
 test_path_too_long(void **state)
 {
@@ -1232,6 +1305,7 @@ main(void)
 		T(test_mode),
 		T(test_group),
 		T(test_second_socket_level),
+		T(test_refusals_logged_and_limited),
 		T(test_path_too_long),
 		T(test_parent_dir_created),
 		T(test_bug_err_buffer_not_reset),
