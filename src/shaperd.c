@@ -35,6 +35,7 @@
 #include "shaper/reload.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
+#include "shaper/log.h"
 
 #define LINK_WATCH_MS 500u
 #define LINK_WAIT_MS  3000 /* how long start-up waits for the links */
@@ -70,6 +71,8 @@ usage(FILE *f)
 		"fq_codel or a plain FIFO.\n"
 		"\n"
 		"  -c, --config FILE     configuration (JSON); see config/*.json\n"
+		"      --log-level LEVEL error, warning, notice, info (default) or debug;\n"
+		"                        overrides log.level\n"
 		"      --check-config    validate the configuration and exit (0 = valid)\n"
 		"      --stats-file FILE write the exit counters as JSON to FILE\n"
 		"      --no-strict-modes start even if others could write the config file or\n"
@@ -104,6 +107,7 @@ split_args(int argc, char **argv, int *eal_argc, int *app_first)
 }
 
 static bool strict_modes = true;
+static bool log_level_given; /* --log-level wins over log.level */
 
 static int
 parse_app_args(int argc, char **argv, const char **config, bool *check_only,
@@ -114,6 +118,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 		{ "check-config", no_argument, NULL, 'k' },
 		{ "stats-file", required_argument, NULL, 's' },
 		{ "no-strict-modes", no_argument, NULL, 'S' },
+		{ "log-level", required_argument, NULL, 'L' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -132,6 +137,20 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 		case 's':
 			*stats_file = optarg;
 			break;
+		case 'L': {
+			enum shaper_log_level level;
+
+			if (shaper_log_level_parse(optarg, &level) != 0) {
+				shaper_log_error(
+						"--log-level: \"%s\" is not a level (error, warning, "
+						"notice, info, debug)",
+						optarg);
+				return -1;
+			}
+			shaper_log_set_level(level);
+			log_level_given = true;
+			break;
+		}
 		case 'S':
 			strict_modes = false;
 			break;
@@ -147,11 +166,11 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "shaperd: unexpected argument '%s'\n", argv[optind]);
+		shaper_log_error("unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
 	if (*config == NULL) {
-		fprintf(stderr, "shaperd: no configuration given (use -- -c CONFIG.json)\n");
+		shaper_log_error("no configuration given (use -- -c CONFIG.json)");
 		return -1;
 	}
 	return 0;
@@ -260,7 +279,7 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use, unsigned int kept
 		       "close: %u\n",
 		       kept);
 	if (a->stats_file != NULL && json_dump_file(root, a->stats_file, JSON_INDENT(2)) != 0)
-		fprintf(stderr, "shaperd: cannot write %s\n", a->stats_file);
+		shaper_log_warning("cannot write %s", a->stats_file);
 	json_decref(root);
 }
 
@@ -276,10 +295,9 @@ setup_rtt(struct app *a)
 	if (a->n_shards != 1) {
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			if (a->cfg.autorate[d].enabled) {
-				fprintf(stderr,
-					"shaperd: %s.bandwidth: autorate runs with one worker for "
-					"now (lcores.workers with one entry)\n",
-					shaper_dir_name[d]);
+				shaper_log_error("%s.bandwidth: autorate runs with one worker for "
+						 "now (lcores.workers with one entry)",
+						 shaper_dir_name[d]);
 				return -1;
 			}
 	}
@@ -290,7 +308,7 @@ setup_rtt(struct app *a)
 		struct dp_rtt *r = dp_rtt_create(&a->cfg);
 
 		if (r == NULL) {
-			fprintf(stderr, "shaperd: cannot allocate the RTT table\n");
+			shaper_log_error("cannot allocate the RTT table");
 			return -1;
 		}
 		a->rtt[i] = r;
@@ -316,8 +334,7 @@ setup_emulator(struct app *a, int d, struct dp_dir *dd)
 		return 0;
 	dd->emu = emu_create(&ep);
 	if (dd->emu == NULL) {
-		fprintf(stderr, "shaperd: %s.emulate: cannot create the delay line\n",
-			shaper_dir_name[d]);
+		shaper_log_error("%s.emulate: cannot create the delay line", shaper_dir_name[d]);
 		return -1;
 	}
 	return 0;
@@ -339,8 +356,8 @@ setup_shards(struct app *a, int d)
 	a->share[d] = rte_zmalloc("share", sizeof(*a->share[d]), SHARE_LINE);
 	if (a->share[d] == NULL || share_group_init(a->share[d], a->cfg.dir[d].rate, a->n_shards,
 						    a->cfg.dir[d].mtu, err, sizeof(err)) != 0) {
-		fprintf(stderr, "shaperd: %s.bandwidth: %s\n", shaper_dir_name[d],
-			a->share[d] == NULL ? "out of memory" : err);
+		shaper_log_error("%s.bandwidth: %s", shaper_dir_name[d],
+				 a->share[d] == NULL ? "out of memory" : err);
 		return -1;
 	}
 	for (unsigned int i = 0; i < a->n_shards; i++) {
@@ -354,7 +371,7 @@ setup_shards(struct app *a, int d)
 	if (a->rss_sharded)
 		return 0;
 	if (dp_steer_create(shards, a->n_shards, a->cfg.shard_by, err, sizeof(err)) != 0) {
-		fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+		shaper_log_error("%s: %s", shaper_dir_name[d], err);
 		return -1;
 	}
 	return 0;
@@ -393,14 +410,14 @@ setup_dirs(struct app *a)
 			dd->sched = sched_create_on(&a->cfg.dir[d], dp_dir_alloc(dd), err,
 						    sizeof(err));
 			if (dd->sched == NULL) {
-				fprintf(stderr, "shaperd: %s: %s\n", shaper_dir_name[d], err);
+				shaper_log_error("%s: %s", shaper_dir_name[d], err);
 				return -1;
 			}
 			if (setup_emulator(a, d, dd) != 0)
 				return -1;
 			if (dp_dir_control_init(dd) != 0) {
-				fprintf(stderr, "shaperd: %s: cannot create the control mailbox\n",
-					shaper_dir_name[d]);
+				shaper_log_error("%s: cannot create the control mailbox",
+						 shaper_dir_name[d]);
 				return -1;
 			}
 		}
@@ -426,15 +443,15 @@ choose_steering(struct app *a)
 	rc = dp_steering_choose(&a->port[SHAPER_PORT_LAN], &a->port[SHAPER_PORT_WAN], a->n_shards,
 				a->cfg.steering, why, sizeof(why));
 	if (rc < 0) {
-		fprintf(stderr,
-			"shaperd: dataplane.steering: \"rss\", but %s; use \"auto\" or "
-			"\"software\"\n",
-			why);
+		shaper_log_error("dataplane.steering: \"rss\", but %s; use \"auto\" or "
+				 "\"software\"",
+				 why);
 		return -1;
 	}
 	a->rss_sharded = rc == 1;
-	printf("shaperd: %u workers, shards by %s, steering by %s (%s)\n", a->n_shards,
-	       shaper_shard_by_name(a->cfg.shard_by), a->rss_sharded ? "RSS" : "software", why);
+	shaper_log_info("%u workers, shards by %s, steering by %s (%s)", a->n_shards,
+			shaper_shard_by_name(a->cfg.shard_by), a->rss_sharded ? "RSS" : "software",
+			why);
 	return 0;
 }
 
@@ -455,25 +472,23 @@ create_workers(struct app *a)
 		if (a->cfg.worker_lcore[w] != 0) {
 			lcore = a->cfg.worker_lcore[w];
 			if (!rte_lcore_is_enabled(lcore) || lcore == rte_get_main_lcore()) {
-				fprintf(stderr,
-					"shaperd: lcores.workers[%u]: lcore %u is not an enabled "
-					"worker lcore (give EAL -l with it)\n",
-					w, lcore);
+				shaper_log_error("lcores.workers[%u]: lcore %u is not an enabled "
+						 "worker lcore (give EAL -l with it)",
+						 w, lcore);
 				return -1;
 			}
 		} else {
 			lcore = rte_get_next_lcore(lcore, 1, 0);
 			if (lcore >= RTE_MAX_LCORE) {
-				fprintf(stderr,
-					"shaperd: %u worker lcore(s) needed: give EAL -l with "
-					"the main lcore plus %u more (e.g. -l 0,1)\n",
-					n, n);
+				shaper_log_error("%u worker lcore(s) needed: give EAL -l with "
+						 "the main lcore plus %u more (e.g. -l 0,1)",
+						 n, n);
 				return -1;
 			}
 		}
 		a->lc[w] = dp_lcore_create(lcore);
 		if (a->lc[w] == NULL) {
-			fprintf(stderr, "shaperd: no memory for the worker on lcore %u\n", lcore);
+			shaper_log_error("no memory for the worker on lcore %u", lcore);
 			return -1;
 		}
 		wk = &a->lc[w]->w;
@@ -483,8 +498,8 @@ create_workers(struct app *a)
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			a->dir[d][w] = &a->lc[w]->dir[d];
 	}
-	printf("shaperd: %u worker(s); cache lines their hot state shares: %u\n", n,
-	       dp_lcore_shared_lines(a->lc, n));
+	shaper_log_info("%u worker(s); cache lines their hot state shares: %u", n,
+			dp_lcore_shared_lines(a->lc, n));
 	return 0;
 }
 
@@ -495,8 +510,8 @@ launch_workers(struct app *a)
 		int rc = rte_eal_remote_launch(dp_worker_main, &a->lc[w]->w, a->lc[w]->w.lcore);
 
 		if (rc != 0) {
-			fprintf(stderr, "shaperd: cannot launch worker on lcore %u: %s\n",
-				a->lc[w]->w.lcore, strerror(-rc));
+			shaper_log_error("cannot launch worker on lcore %u: %s", a->lc[w]->w.lcore,
+					 strerror(-rc));
 			dp_request_stop();
 			return -1;
 		}
@@ -541,16 +556,18 @@ feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
 	case DP_WD_ALIVE:
 		sd_notify(0, "WATCHDOG=1");
 		if (*reported) {
-			printf("shaperd: every worker turns again\n");
+			shaper_log_notice("every worker turns again");
 			sd_notify(0, "STATUS=bridging");
 			*reported = false;
 		}
 		break;
 	case DP_WD_STALLED:
 		if (!*reported) {
-			printf("shaperd: the worker on lcore %u has not turned for %llu ms; "
-			       "the watchdog is not fed\n",
-			       a->lc[w]->w.lcore, (unsigned long long)(since / 1000000u));
+			shaper_log_ratelimited(SHAPER_LOG_WARNING,
+					       "the worker on lcore %u has not turned for %llu ms; "
+					       "the watchdog is not fed",
+					       a->lc[w]->w.lcore,
+					       (unsigned long long)(since / 1000000u));
 			sd_notifyf(0, "STATUS=worker on lcore %u stalled", a->lc[w]->w.lcore);
 			*reported = true;
 		}
@@ -605,18 +622,18 @@ run_control(struct app *a)
 		mh = ctl_metrics_http_open(a->cfg.metrics_addr, a->cfg.metrics_port, &a->be, err,
 					   sizeof(err));
 		if (mh == NULL)
-			fprintf(stderr, "shaperd: metrics: %s (continuing without it)\n", err);
+			shaper_log_warning("metrics: %s (continuing without it)", err);
 		else
-			printf("shaperd: metrics on http://%s%s%s:%u/metrics\n", v6 ? "[" : "",
-			       a->cfg.metrics_addr, v6 ? "]" : "", a->cfg.metrics_port);
+			shaper_log_info("metrics on http://%s%s%s:%u/metrics", v6 ? "[" : "",
+					a->cfg.metrics_addr, v6 ? "]" : "", a->cfg.metrics_port);
 		fflush(stdout);
 	}
 	if (srv != NULL) {
-		printf("shaperd: control socket %s\n", a->cfg.control_socket);
+		shaper_log_info("control socket %s", a->cfg.control_socket);
 		for (unsigned int i = 0; i < a->cfg.n_control_sockets; i++)
-			printf("shaperd: control socket %s (level %s)\n",
-			       a->cfg.control_sockets[i].path,
-			       shaper_level_name(a->cfg.control_sockets[i].level));
+			shaper_log_info("control socket %s (level %s)",
+					a->cfg.control_sockets[i].path,
+					shaper_level_name(a->cfg.control_sockets[i].level));
 		fflush(stdout);
 	}
 	while (!dp_stop_requested()) {
@@ -624,7 +641,8 @@ run_control(struct app *a)
 		nfds_t n = 0;
 
 		watch_links(a, &next_link_check);
-		ctl_reload_poll(&a->be); /* after a SIGHUP, even with no control socket */
+		shaper_log_flush_suppressed(); /* "N similar messages suppressed", when due */
+		ctl_reload_poll(&a->be);       /* after a SIGHUP, even with no control socket */
 		if (wd_on)
 			feed_watchdog(a, &wd, &wd_reported);
 		if (srv != NULL)
@@ -676,13 +694,12 @@ open_control(struct app *a, const char *config_path)
 	char err[SHAPER_ERR_LEN], dir[SHAPER_PATH_LEN];
 
 	if (!strict_modes)
-		fprintf(stderr, "shaperd: warning: --no-strict-modes: not checking who may write "
-				"the configuration and the socket directories\n");
+		shaper_log_warning("--no-strict-modes: not checking who may write "
+				   "the configuration and the socket directories");
 	if (strict_modes && shaper_check_file_modes(config_path, err, sizeof(err)) != 0) {
-		fprintf(stderr,
-			"shaperd: refusing the configuration: %s (--no-strict-modes starts "
-			"anyway)\n",
-			err);
+		shaper_log_error("refusing the configuration: %s (--no-strict-modes starts "
+				 "anyway)",
+				 err);
 		return -1;
 	}
 	if (!c->control_enabled)
@@ -692,10 +709,9 @@ open_control(struct app *a, const char *config_path)
 
 		socket_dir(path, dir, sizeof(dir));
 		if (shaper_check_dir_modes(dir, err, sizeof(err)) != 0) {
-			fprintf(stderr,
-				"shaperd: refusing the control socket %s: %s (--no-strict-modes "
-				"starts anyway)\n",
-				path, err);
+			shaper_log_error("refusing the control socket %s: %s (--no-strict-modes "
+					 "starts anyway)",
+					 path, err);
 			return -1;
 		}
 	}
@@ -714,7 +730,7 @@ open_control(struct app *a, const char *config_path)
 			a->srv = ctl_server_open(&sp, &a->be, err, sizeof(err));
 		if ((i == 0 && a->srv == NULL) ||
 		    (i > 0 && ctl_server_listen(a->srv, &sp, err, sizeof(err)) != 0)) {
-			fprintf(stderr, "shaperd: control socket: %s\n", err);
+			shaper_log_error("control socket: %s", err);
 			ctl_server_close(a->srv);
 			a->srv = NULL;
 			return -1;
@@ -734,22 +750,25 @@ main(int argc, char **argv)
 	json_t *counters;
 	int eal_argc, app_first, rc, exit_code = 0;
 
+	shaper_log_init("shaperd");
 	split_args(argc, argv, &eal_argc, &app_first);
 	/* --version/--help/--check-config work without EAL, before any device is touched. */
 	if (parse_app_args(argc - app_first + 1, argv + app_first - 1, &config_path, &check_only,
 			   &a.stats_file) != 0)
 		return 2;
 	if (shaper_config_load_file(config_path, &a.cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+		shaper_log_error("%s: %s", config_path, err);
 		return 1;
 	}
+	if (!log_level_given)
+		shaper_log_set_level(a.cfg.log_level);
 	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes };
 	a.be.config_file = &a.config_file;
 	a.n_shards = a.cfg.n_workers;
 	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)
 		if (share_rate_check(a.cfg.dir[d].rate, a.n_shards, err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: %s: %s.bandwidth: %s\n", config_path,
-				shaper_dir_name[d], err);
+			shaper_log_error("%s: %s.bandwidth: %s", config_path, shaper_dir_name[d],
+					 err);
 			return 1;
 		}
 	/* CAKE counts a derived memory limit in packets of this footprint. */
@@ -759,23 +778,22 @@ main(int argc, char **argv)
 		struct sched *s = sched_create(&a.cfg.dir[d], err, sizeof(err));
 
 		if (s == NULL) {
-			fprintf(stderr, "shaperd: %s: %s: %s\n", config_path, shaper_dir_name[d],
-				err);
+			shaper_log_error("%s: %s: %s", config_path, shaper_dir_name[d], err);
 			return 1;
 		}
 		sched_free(s);
 		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
 				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+			shaper_log_error("%s: %s", config_path, err);
 			return 1;
 		}
 		if (a.cfg.dir[d].nat)
-			fprintf(stderr,
-				"shaperd: warning: %s.nat: accepted, but a bridge has no connection "
-				"tracking to look through: per-host fairness sees the addresses on the "
-				"wire, so place the box where the LAN hosts' own addresses are visible "
-				"(inside the NAT)\n",
-				shaper_dir_name[d]);
+			shaper_log_warning(
+					"%s.nat: accepted, but a bridge has no connection "
+					"tracking to look through: per-host fairness sees the addresses on the "
+					"wire, so place the box where the LAN hosts' own addresses are visible "
+					"(inside the NAT)",
+					shaper_dir_name[d]);
 	}
 	if (check_only) {
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
@@ -793,12 +811,16 @@ main(int argc, char **argv)
 
 	if (open_control(&a, config_path) != 0)
 		return 1;
+	/* DPDK's own messages at their levels, through the same filter and stream. */
+	if (shaper_log_route_rte() != 0)
+		shaper_log_warning("cannot route DPDK's log: it keeps its own stream");
 	rc = rte_eal_init(eal_argc, argv);
 	if (rc < 0) {
 		/* EAL says why above; rte_errno is not always set (e.g. a --file-prefix in use). */
-		fprintf(stderr, "shaperd: EAL initialisation failed: %s\n",
-			rte_errno != 0 ? rte_strerror(rte_errno)
-				       : "see EAL's message above (is --file-prefix in use?)");
+		shaper_log_error(
+				"EAL initialisation failed: %s",
+				rte_errno != 0 ? rte_strerror(rte_errno)
+					       : "see EAL's message above (is --file-prefix in use?)");
 		ctl_server_close(a.srv);
 		return 1;
 	}
@@ -808,7 +830,7 @@ main(int argc, char **argv)
 	dp_clock_init();
 	if (a.cfg.pdump) {
 		if (dp_pdump_init(err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: dataplane.pdump: %s\n", err);
+			shaper_log_error("dataplane.pdump: %s", err);
 			exit_code = 1;
 			goto out_pools;
 		}
@@ -833,17 +855,17 @@ main(int argc, char **argv)
 
 		if (dp_port_configure(&a.port[r], &a.cfg.port[r], max_frame, &q, err,
 				      sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
+			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
 			exit_code = 1;
 			goto out_ports;
 		}
 		a.port_open[r] = true;
 		if (a.port[r].nb_rxd != a.cfg.port[r].rx_desc ||
 		    a.port[r].nb_txd != a.cfg.port[r].tx_desc)
-			printf("shaperd: ports.%s: the driver uses %u rx and %u tx descriptors "
-			       "(asked %u and %u)\n",
-			       shaper_port_name[r], a.port[r].nb_rxd, a.port[r].nb_txd,
-			       a.cfg.port[r].rx_desc, a.cfg.port[r].tx_desc);
+			shaper_log_info("ports.%s: the driver uses %u rx and %u tx descriptors "
+					"(asked %u and %u)",
+					shaper_port_name[r], a.port[r].nb_rxd, a.port[r].nb_txd,
+					a.cfg.port[r].rx_desc, a.cfg.port[r].tx_desc);
 		a.cfg.port[r].rx_desc = a.port[r].nb_rxd;
 		a.cfg.port[r].tx_desc = a.port[r].nb_txd;
 	}
@@ -854,18 +876,17 @@ main(int argc, char **argv)
 		/* Sized again with the descriptor counts the drivers settled on. */
 		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
 				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: %s: %s\n", config_path, err);
+			shaper_log_error("%s: %s", config_path, err);
 			exit_code = 1;
 			goto out_ports;
 		}
 		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
 		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], in->socket);
 		if (a.pool[d] == NULL) {
-			fprintf(stderr,
-				"shaperd: cannot create the %s pool of %u mbufs on socket %d: %s "
-				"(give EAL more memory, -m, or lower dataplane.mbufs)\n",
-				shaper_dir_name[d], a.pool_mbufs[d], in->socket,
-				rte_strerror(rte_errno));
+			shaper_log_error("cannot create the %s pool of %u mbufs on socket %d: %s "
+					 "(give EAL more memory, -m, or lower dataplane.mbufs)",
+					 shaper_dir_name[d], a.pool_mbufs[d], in->socket,
+					 rte_strerror(rte_errno));
 			exit_code = 1;
 			goto out_ports;
 		}
@@ -875,13 +896,13 @@ main(int argc, char **argv)
 		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
 
 		if (dp_port_start(&a.port[r], a.pool[in_dir], err, sizeof(err)) != 0) {
-			fprintf(stderr, "shaperd: ports.%s: %s\n", shaper_port_name[r], err);
+			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
 			a.port_open[r] = false; /* closed by dp_port_start */
 			exit_code = 1;
 			goto out_ports;
 		}
-		printf("shaperd: %s port %u is %s\n", shaper_port_name[r], a.port[r].port_id,
-		       a.port[r].name);
+		shaper_log_info("%s port %u is %s", shaper_port_name[r], a.port[r].port_id,
+				a.port[r].name);
 	}
 	if (choose_steering(&a) != 0) {
 		exit_code = 1;
@@ -890,9 +911,11 @@ main(int argc, char **argv)
 	if (dp_ports_wait_link(a.port, SHAPER_NUM_PORTS, LINK_WAIT_MS) != 0)
 		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
 			if (!a.port[r].link_up)
-				printf("shaperd: %s port %s: link down after %u ms; forwarding "
-				       "starts when it comes up\n",
-				       shaper_port_name[r], a.port[r].name, LINK_WAIT_MS);
+				shaper_log_ratelimited(
+						SHAPER_LOG_NOTICE,
+						"%s port %s: link down after %u ms; forwarding "
+						"starts when it comes up",
+						shaper_port_name[r], a.port[r].name, LINK_WAIT_MS);
 	/*
 	 * net_af_xdp fills its fill ring from the rx pool at start and does not
 	 * give those mbufs back at close: note how many it took, before any
@@ -905,9 +928,9 @@ main(int argc, char **argv)
 		exit_code = 1;
 		goto out_run;
 	}
-	printf("shaperd: bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops\n",
-	       shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
-	       shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
+	shaper_log_info("bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops",
+			shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
+			shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
 	fflush(stdout);
 	sd_notify(0, "READY=1\nSTATUS=bridging");
 

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "shaper/reload.h"
+#include "shaper/log.h"
 
 /* The file's indentation: a tab, or the number of spaces of its first indented line. */
 static const char *
@@ -397,7 +398,7 @@ ctl_config_save(const struct ctl_backend *be, void **result, enum ctl_error *cod
 	rc = ctl_config_save_file(cf->path, running, skip_rate, cf->strict_modes, w, msg, msglen);
 	if (rc < 0) {
 		*code = CTL_ERR_INVALID_ARGUMENT;
-		fprintf(stderr, "shaperd: config.save refused: %s\n", msg);
+		shaper_log_warning("config.save refused: %s", msg);
 		free(w);
 		return -1;
 	}
@@ -409,8 +410,9 @@ ctl_config_save(const struct ctl_backend *be, void **result, enum ctl_error *cod
 			json_array_append_new(a, json_string(w->changed[d][i]));
 		json_object_set_new(keys, shaper_dir_name[d], a);
 	}
-	printf("shaperd: config.save: %s: %s\n", cf->path,
-	       rc == 1 ? "written" : "unchanged (it already holds the running settings)");
+	shaper_log_notice("config.save: %s: %s", cf->path,
+			  rc == 1 ? "written"
+				  : "unchanged (it already holds the running settings)");
 	fflush(stdout);
 	*result = json_pack("{s:s, s:b, s:o}", "file", cf->path, "written", rc == 1, "keys", keys);
 	free(w);

@@ -14,6 +14,7 @@
 
 #include "shaper/reload.h"
 #include "shaper/share.h"
+#include "shaper/log.h"
 
 /* One direction key: its name, the disciplines that have it, and whether a and b differ. */
 struct key_cmp {
@@ -347,7 +348,7 @@ reload_fail(enum ctl_error *code, char *msg, size_t msglen, enum ctl_error c, co
 	va_start(ap, fmt);
 	vsnprintf(msg, msglen, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "shaperd: reload (%s) refused: %s\n", via, msg);
+	shaper_log_warning("reload (%s) refused: %s", via, msg);
 	return -1;
 }
 
@@ -439,8 +440,8 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 										  : &running[d]));
 	}
 	join_changed(pl, list, sizeof(list));
-	printf("shaperd: reload (%s): %s: %s%s\n", via, cf->path, list[0] != '\0' ? "applied " : "",
-	       list[0] != '\0' ? list : "no change");
+	shaper_log_notice("reload (%s): %s: %s%s", via, cf->path, list[0] != '\0' ? "applied " : "",
+			  list[0] != '\0' ? list : "no change");
 	fflush(stdout);
 	*result = json_pack("{s:s, s:o, s:o}", "file", cf->path, "applied", applied, "config", cfg);
 	free(pl);

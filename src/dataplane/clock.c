@@ -10,6 +10,7 @@
 #include <rte_cycles.h>
 
 #include "shaper/dataplane.h"
+#include "shaper/log.h"
 
 /* TSC -> ns as a 32.32 fixed-point multiply, precomputed once. */
 static uint64_t tsc_start;
@@ -76,13 +77,12 @@ dp_clock_init(void)
 
 	/* A measurement far from DPDK's figure is a broken clock, not a rounding. */
 	if (hz == 0 || hz < dpdk_hz - dpdk_hz / 20 || hz > dpdk_hz + dpdk_hz / 20) {
-		fprintf(stderr,
-			"shaperd: TSC measured at %llu Hz, DPDK says %llu Hz: using DPDK's\n",
-			(unsigned long long)hz, (unsigned long long)dpdk_hz);
+		shaper_log_warning("TSC measured at %llu Hz, DPDK says %llu Hz: using DPDK's",
+				   (unsigned long long)hz, (unsigned long long)dpdk_hz);
 		hz = dpdk_hz;
 	}
-	printf("shaperd: TSC %llu Hz (measured; DPDK's figure %llu Hz)\n", (unsigned long long)hz,
-	       (unsigned long long)dpdk_hz);
+	shaper_log_info("TSC %llu Hz (measured; DPDK's figure %llu Hz)", (unsigned long long)hz,
+			(unsigned long long)dpdk_hz);
 	tsc_hz = hz;
 	tsc_start = rte_get_tsc_cycles();
 	ns_per_tsc_q32 = (uint64_t)(((unsigned __int128)1000000000 << 32) / hz);

@@ -17,6 +17,7 @@
 #include <rte_mbuf.h>
 
 #include "shaper/dataplane.h"
+#include "shaper/log.h"
 
 uint32_t
 dp_mbuf_truesize(const struct rte_mempool *mp)
@@ -275,8 +276,8 @@ dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t er
 	/* A bridge forwards every frame, whatever its destination MAC. */
 	rc = rte_eth_promiscuous_enable(port->port_id);
 	if (rc != 0 && rc != -ENOTSUP)
-		fprintf(stderr, "shaperd: %s: cannot enable promiscuous mode: %s\n", port->name,
-			strerror(-rc));
+		shaper_log_warning("%s: cannot enable promiscuous mode: %s", port->name,
+				   strerror(-rc));
 	return 0;
 }
 
@@ -347,11 +348,13 @@ dp_port_watch_link(struct dp_port *port, const char *role)
 	port->link_up = up;
 	port->link_changes++;
 	if (up)
-		printf("shaperd: %s port %s: link up, %u Mbit/s %s-duplex\n", role, port->name,
-		       link.link_speed,
-		       link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half");
+		shaper_log_ratelimited(
+				SHAPER_LOG_NOTICE, "%s port %s: link up, %u Mbit/s %s-duplex", role,
+				port->name, link.link_speed,
+				link.link_duplex == RTE_ETH_LINK_FULL_DUPLEX ? "full" : "half");
 	else
-		printf("shaperd: %s port %s: link down\n", role, port->name);
+		shaper_log_ratelimited(SHAPER_LOG_NOTICE, "%s port %s: link down", role,
+				       port->name);
 	fflush(stdout);
 	return true;
 }

@@ -16,6 +16,7 @@
 #include <rte_ring.h>
 
 #include "shaper/dataplane.h"
+#include "shaper/log.h"
 
 #define DP_IDLE_POLLS 256 /* empty turns before the worker naps */
 
@@ -479,11 +480,11 @@ worker_set_realtime(const struct dp_worker *w)
 		return;
 	rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	if (rc != 0)
-		fprintf(stderr, "shaperd: worker on lcore %u: SCHED_FIFO priority %u refused: %s\n",
-			w->lcore, w->rt_priority, strerror(rc));
+		shaper_log_warning("worker on lcore %u: SCHED_FIFO priority %u refused: %s",
+				   w->lcore, w->rt_priority, strerror(rc));
 	else
-		printf("shaperd: worker on lcore %u runs under SCHED_FIFO priority %u\n", w->lcore,
-		       w->rt_priority);
+		shaper_log_info("worker on lcore %u runs under SCHED_FIFO priority %u", w->lcore,
+				w->rt_priority);
 	fflush(NULL);
 }
 
