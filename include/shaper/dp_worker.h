@@ -1,0 +1,192 @@
+/*
+ * The worker (src/dataplane/worker.c, lcore.c, rtt_tap.c): a shard of each
+ * direction per worker, in a per-lcore context on the worker's NUMA node,
+ * and the loop that moves frames LAN->WAN (upstream) and WAN->LAN
+ * (downstream) through each shard's scheduler.
+ */
+#ifndef SHAPER_DP_WORKER_H
+#define SHAPER_DP_WORKER_H
+
+#include <stdalign.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "shaper/autorate.h"
+#include "shaper/classify.h"
+#include "shaper/config.h"
+#include "shaper/control.h"
+#include "shaper/emulate.h"
+#include "shaper/owd.h"
+#include "shaper/pkt.h"
+#include "shaper/rtt.h"
+#include "shaper/sched.h"
+#include "shaper/share.h"
+
+#include "shaper/dp_mailbox.h"
+#include "shaper/dp_steer.h"
+
+#define DP_TX_PENDING_MAX 512
+
+/*
+ * Passive RTT for the two directions of one worker (src/dataplane/rtt_tap.c):
+ * one table both feed, and each direction's autorate. Only that worker
+ * touches it; the control thread sees it through the snapshots.
+ */
+#define DP_RTT_FLOWS       32768         /* flows timed at once (64 B each, 2.3 MB in all) */
+#define DP_RTT_INTERVAL_NS 1000000000ull /* "the last interval" of stats and telemetry */
+
+struct dp_rtt {
+	struct rtt_table *table;
+	struct autorate ar[SHAPER_NUM_DIRS];
+	bool ar_on[SHAPER_NUM_DIRS];
+	struct owd_table *owd; /* with autorate: the downstream one-way delay */
+	/* The interval in progress and the last whole one, per side. */
+	uint64_t iv_start[RTT_SIDES];
+	struct rtt_hist iv_base[RTT_SIDES];
+	struct ctl_rtt last[RTT_SIDES];
+};
+
+/* NULL on allocation failure. Autorate per c->autorate[]. */
+struct dp_rtt *dp_rtt_create(const struct shaper_config *c);
+void dp_rtt_free(struct dp_rtt *r);
+/* Worker: time the TCP packets of a classified burst of direction dir. */
+void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
+		  uint64_t now);
+
+/*
+ * One shard of a direction: the worker's hot state for it. It lives in its
+ * worker's context (struct dp_lcore), on the worker's NUMA node and on
+ * cache lines no other worker writes.
+ */
+struct dp_dir {
+	enum shaper_dir dir;
+	int socket;               /* NUMA node of its worker: its schedulers' memory */
+	struct sched_alloc alloc; /* allocates on socket (dp_dir_alloc) */
+	struct dp_rtt *rtt;       /* shared with the other direction of the worker; NULL = off */
+	uint16_t rx_port, tx_port;
+	uint16_t queue;         /* its rx queue on rx_port and tx queue on tx_port */
+	uint32_t shard;         /* its index among the direction's shards */
+	uint32_t n_shards;      /* the direction's shards (1: the whole direction) */
+	struct dp_steer *steer; /* software steering; NULL with one shard or RSS */
+	/* With several shards: its part of the link rate (share_tick). */
+	struct share_group *share_group; /* NULL with one shard */
+	struct share_shard share;
+	enum share_by share_by;   /* what the weight counts: hosts or flows */
+	struct share_hosts hosts; /* the active hosts (or flows), the shard's weight */
+	struct sched *sched;
+	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
+	struct classify_key key;
+	uint16_t n_pending; /* frames the output port refused, sent first next turn */
+	bool backlogged;    /* scheduler or pending frames at the end of the last turn */
+	uint64_t turn_ns;   /* the clock of the last turn (backlogged_ns) */
+	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
+	struct ctl_dir_counters stats; /* written only by the owning worker */
+	struct dp_dir_ctl *ctl;        /* mailbox and snapshots (dp_dir_control_init) */
+	struct sched_move move;        /* a discipline swap in progress (SWAP) */
+	/*
+	 * The scheduler counters of the schedulers a swap replaced, so that
+	 * "packets", "bytes", "overlimits"... carry on instead of restarting.
+	 */
+	struct sched_stats carried; /* only the fields sched_counters_add sums */
+	/* The direction's own mbuf pool (rx of its input port) and its budget. */
+	struct rte_mempool *pool;
+	uint32_t truesize;   /* buffer memory one of its mbufs pins */
+	uint32_t pool_mbufs; /* its size */
+	uint64_t mbuf_fixed; /* held outside the scheduler at worst (rings, emulator, caches) */
+} __rte_cache_aligned;
+
+/*
+ * The allocator d's schedulers use: on d->socket once dp_dir_set_socket
+ * gave it one, else calloc (NULL).
+ */
+const struct sched_alloc *dp_dir_alloc(const struct dp_dir *d);
+/* d's schedulers and control block go on NUMA node socket. */
+void dp_dir_set_socket(struct dp_dir *d, int socket);
+
+/*
+ * A worker: read every loop by its own lcore only, but for the heartbeat,
+ * which it writes every loop and the main thread reads, on a line of its
+ * own (the struct is padded to whole lines, so no neighbour shares it).
+ */
+struct dp_worker {
+	unsigned int lcore;
+	unsigned int n_dirs;
+	struct dp_dir *dirs[SHAPER_NUM_DIRS];
+	uint32_t burst;
+	uint32_t idle_sleep_us;
+	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
+	alignas(RTE_CACHE_LINE_SIZE) uint64_t heartbeat; /* loops run; the service watchdog
+							    reads it (relaxed) */
+} __rte_cache_aligned;
+
+/*
+ * A worker's context: the worker and the shards it serves (one of each
+ * direction), in one block on the worker's NUMA node, cache-line aligned,
+ * so no two workers' hot state shares a line.
+ */
+struct dp_lcore {
+	struct dp_worker w;
+	struct dp_dir dir[SHAPER_NUM_DIRS];
+};
+
+/* The context of a worker on lcore (zeroed, on its NUMA node); NULL if out of memory. */
+struct dp_lcore *dp_lcore_create(unsigned int lcore);
+void dp_lcore_free(struct dp_lcore *lc);
+
+/*
+ * Cache lines that the hot state of two of the n workers share (each
+ * worker's struct dp_worker and its shards' struct dp_dir, as allocated):
+ * 0 when every worker has lines of its own. shaperd prints it at start-up.
+ */
+unsigned int dp_lcore_shared_lines(struct dp_lcore *const *lc, unsigned int n);
+
+/*
+ * Worker: after a sched_update or a swap, the shard's scheduler shapes at
+ * its share again (the update set the link's rate).
+ */
+void dp_share_reapply(struct dp_dir *d, uint64_t now);
+
+/*
+ * Where the direction's received packets are right now, besides sent and
+ * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending (and the
+ * pool's mbufs in use at the same moment). Only
+ * between turns (by the worker, or after it stopped): then no packet is
+ * between rx and the scheduler or on a drops list.
+ */
+void dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c);
+
+/* The direction's scheduler statistics, counters carried across discipline swaps. */
+void dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st);
+
+/* Ask every worker to stop (signal-safe). */
+void dp_request_stop(void);
+bool dp_stop_requested(void);
+
+/* The worker loop; arg is a struct dp_worker *. Returns when stop is requested. */
+int dp_worker_main(void *arg);
+
+/* Drop every packet still held by a direction (scheduler and tx pending), counted as shutdown. */
+void dp_dir_drain(struct dp_dir *d);
+
+/*
+ * One data turn of a direction (worker side): send what was held, receive
+ * a burst, classify and enqueue, dequeue what the shaper releases, send.
+ * Returns the frames moved; *next_due is lowered to when the shaper next
+ * releases a frame.
+ */
+unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due);
+
+/* Worker: autorate's decision for d, applied with sched_update. */
+void dp_rtt_autorate(struct dp_dir *d, uint64_t now);
+/* Worker: a live update keeps autorate's rate while autorate runs. */
+void dp_rtt_update_params(const struct dp_dir *d, struct sched_params *p);
+/* Worker: fill the RTT of n flow facts of d. */
+void dp_rtt_facts(const struct dp_dir *d, struct sched_flow_fact *f, unsigned int n);
+/* Worker: what d's snapshot shows (and close the interval when it is over). */
+void dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now);
+/* Worker: zero d's histogram (stats.reset). */
+void dp_rtt_reset(struct dp_dir *d);
+
+#endif
