@@ -12,7 +12,10 @@ the ratio.
 
 Figures: processed = frames the workers took from the rx queues
 (ports.lan.rx_packets), delivered = directions.upstream.tx_packets, both
-over the measured window by the daemon's own counters; drops by reason.
+over the measured window by the daemon's own counters; drops by reason;
+and the cache lines the workers' hot state shares, as shaperd reports it
+at start-up (from the addresses of each worker's context: these VMs have
+no hardware counters to count coherence misses with).
 
 usage: shards_bench.py [--shaperd PATH] [--runs 3] [--duration 5]
 Run it on a quiet machine: it measures wall-clock rates.
@@ -59,6 +62,12 @@ def run(shaperd, tmp, workers, pcaps, warmup, duration):
         return (time.monotonic(), st["ports"]["lan"]["rx_packets"], up["tx_packets"],
                 dict(up["drop_reasons"]))
 
+    # What the daemon says of its workers' layout (absent from builds before the
+    # per-lcore context: then None).
+    shared = None
+    for line in d.lines:
+        if "cache lines their hot state shares:" in line:
+            shared = int(line.rsplit(":", 1)[1])
     time.sleep(warmup)
     a = snap()
     time.sleep(duration)
@@ -71,7 +80,7 @@ def run(shaperd, tmp, workers, pcaps, warmup, duration):
     dt = b[0] - a[0]
     drops = {k: (b[3][k] - a[3].get(k, 0)) / dt / 1e6 for k in b[3] if b[3][k] != a[3].get(k, 0)}
     return {"processed": (b[1] - a[1]) / dt / 1e6, "delivered": (b[2] - a[2]) / dt / 1e6,
-            "drops": drops}
+            "drops": drops, "shared_lines": shared}
 
 
 def main():
@@ -93,9 +102,12 @@ def main():
         for w in (1, 2):
             x = run(args.shaperd, tmp, w, pcaps, args.warmup, args.duration)
             res[w].append(x)
-            print("run %d, %d worker(s): processed %.3f Mpps, delivered %.3f Mpps, drops %s" % (
-                r + 1, w, x["processed"], x["delivered"],
-                {k: round(v, 3) for k, v in x["drops"].items()}), flush=True)
+            print("run %d, %d worker(s): processed %.3f Mpps, delivered %.3f Mpps, drops %s, "
+                  "cache lines the workers' hot state shares: %s" % (
+                      r + 1, w, x["processed"], x["delivered"],
+                      {k: round(v, 3) for k, v in x["drops"].items()},
+                      "not reported" if x["shared_lines"] is None else x["shared_lines"]),
+                  flush=True)
     med = {w: {k: statistics.median(x[k] for x in res[w]) for k in ("processed", "delivered")}
            for w in res}
     print("\n| workers | processed Mpps (median of %d) | delivered Mpps |" % args.runs)
