@@ -45,7 +45,9 @@ struct seg {
 	uint32_t src; /* IPv4 source (or a tweak of the IPv6 source) */
 	uint32_t dst; /* 0: 192.0.2.7 (IPv6: v6b); else as src */
 	uint16_t sport;
-	uint16_t dport; /* 0: 443 */
+	uint16_t dport;       /* 0: 443 */
+	uint16_t ip_frag;     /* IPv4 flags and fragment offset; 0: DF */
+	uint8_t ip_opt_words; /* IPv4 options (NOPs), in 4-byte words */
 	uint32_t ack;
 	uint8_t flags;
 	const uint8_t *opts;
@@ -90,7 +92,7 @@ q_add(struct seg s)
 	pb_eth_macs(b, 1, 2);
 	if (s.fam == FAM_V4) {
 		pb_u16(b, 0x0800);
-		pb_ipv4(b, s.src, dst, 6, 0, 0x4000, 0);
+		pb_ipv4(b, s.src, dst, 6, 0, s.ip_frag != 0 ? s.ip_frag : 0x4000, s.ip_opt_words);
 	} else if (s.fam == FAM_V6) {
 		pb_u16(b, 0x86dd);
 		pb_ipv6(b, src6, dst6, 6, 0, 0);
@@ -382,6 +384,7 @@ test_options(void **state)
 				       7, 8, 9,  10, 11, 12, 13, 14, 15, 16 };
 	static const uint8_t bad_sack_len[] = { 1, 1, 5, 9, 0, 0, 0, 1, 0, 0, 0, 2, 0 };
 	static const uint8_t bad_ts_len[] = { 1, 1, 8, 8, 0, 0, 0, 1, 0, 0 };
+	static const uint8_t long_ts_len[] = { 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	static const uint8_t malformed[] = { 1, 1, 2, 0 }; /* length 0 ends the walk */
 	static const uint8_t overlong[] = { 1, 1, 2, 30 };
 	struct {
@@ -396,6 +399,7 @@ test_options(void **state)
 		{ unknown, sizeof(unknown), 0 },
 		{ bad_sack_len, sizeof(bad_sack_len), 0 },
 		{ bad_ts_len, sizeof(bad_ts_len), 0 },
+		{ long_ts_len, sizeof(long_ts_len), 0 },
 		{ md5, sizeof(md5), 1 },
 		{ malformed, sizeof(malformed), 1 },
 		{ overlong, sizeof(overlong), 1 },
@@ -631,6 +635,35 @@ test_other_flows_untouched(void **state)
 	s.ack = 400;
 	q_add(s);
 	assert_ptr_equal(q_filter(SCHED_ACK_FILTER_ON), o1);
+	/* IPv4 options do not make a pure ACK look like data */
+	q_reset();
+	s = ack(100);
+	s.ip_opt_words = 2;
+	a1 = q_add(s);
+	s.ack = 150;
+	q_add(s);
+	s.ack = 200;
+	q_add(s);
+	assert_ptr_equal(q_filter(SCHED_ACK_FILTER_ON), a1);
+	/* IPv4 fragments (first, MF set): what follows need not be TCP */
+	q_reset();
+	s = ack(100);
+	s.ip_frag = 0x2000;
+	q_add(s);
+	s.ack = 150;
+	q_add(s);
+	q_add(ack(200));
+	assert_null(q_filter(SCHED_ACK_FILTER_ON));
+	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
+	/* aggressive mode takes a lone ACK only from directly ahead of the
+	 * trigger: another flow's packet between them keeps it */
+	q_reset();
+	q_add(ack(100));
+	s = ack(100);
+	s.sport = 40001;
+	q_add(s);
+	q_add(ack(200));
+	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
 	/* UDP trigger: nothing */
 	q_reset();
 	q_add(ack(100));
