@@ -3,8 +3,10 @@
 # then shaperd --check-config on the example configs and every preset, inside
 # it. Needs root, buildah and debootstrap (installed if missing). No registry
 # is needed: without a local debian:bookworm-slim, one is made with
-# debootstrap from Debian's mirror (a few minutes, once). See
-# ../shared/design/TESTBED.md "Containers" for why it is done this way.
+# debootstrap from Debian's mirror (a few minutes, once). buildah with
+# --isolation chroot, because where no Docker engine runs and podman's runtimes
+# cannot set their rlimits (a sandboxed CI machine), that still builds an image
+# and runs a command in it; it is not run as a container with ports.
 #
 # usage: bash tools/container-check.sh      (exit 0 = image built and checked)
 set -euo pipefail

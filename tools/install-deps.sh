@@ -26,7 +26,7 @@ test_pkgs=(
 	systemd man-db groff-base
 	# fuzzing (tests/fuzz, suite fuzz): clang with its libFuzzer, ASan and UBSan runtimes
 	clang libclang-rt-14-dev
-	# the pktgen load test builds pktgen-dpdk from ../shared/tools/pktgen (Lua scripts, socat)
+	# the pktgen load test builds pktgen-dpdk (tools/pktgen/README.md; Lua scripts, socat)
 	liblua5.3-dev libnuma-dev socat
 )
 case ${1:-} in

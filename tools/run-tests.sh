@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs what is missing, builds, then runs the unit, simulation,
 # integration, end-to-end and pktgen suites (integration and e2e need root, and
-# pktgen needs ../shared/tools/pktgen; they are skipped otherwise), then the
+# pktgen needs pktgen-dpdk, see tools/pktgen/README.md; they are skipped otherwise), then the
 # fuzz suite (25 s per libFuzzer harness; skipped without clang), then unit
 # and simulation in a release build (build-release/), then unit, simulation
 # and integration again under ASan+UBSan in build-asan/. Extra arguments go

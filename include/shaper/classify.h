@@ -22,7 +22,8 @@ void classify_key_init(struct classify_key *key, uint64_t seed);
 /*
  * Fill p->flow_hash, src_hash, dst_hash, dscp, ecn, l3_off, l4_off,
  * l4_proto, flags and net_off from p->data[0 .. p->len). The flow hash is
- * direction-symmetric. Reads only within the frame.
+ * direction-symmetric and takes in the ids of the outer two VLAN tags (the
+ * host hashes do not). Reads only within the frame.
  */
 void classify_pkt(struct sh_pkt *p, const struct classify_key *key);
 
@@ -33,6 +34,38 @@ void classify_pkt(struct sh_pkt *p, const struct classify_key *key);
  */
 uint32_t classify_flow_hash(const struct classify_key *key, uint8_t family, const uint8_t *src,
 			    const uint8_t *dst, uint16_t sport, uint16_t dport, uint8_t proto);
+
+/*
+ * The same for a packet that carried VLAN tags: vlan is classify_vlan_key
+ * of the packet (0 = untagged, then this is classify_flow_hash).
+ */
+uint32_t classify_flow_hash_vlan(const struct classify_key *key, uint32_t vlan, uint8_t family,
+				 const uint8_t *src, const uint8_t *dst, uint16_t sport,
+				 uint16_t dport, uint8_t proto);
+
+/*
+ * The VLAN ids of p's outer two tags (802.1Q, 802.1ad or 0x9100) as the flow
+ * hash takes them: the outer id in bits 12..23, the next in bits 0..11; 0 if
+ * untagged. It reads the tags again, for code that holds a classified packet
+ * and wants its VLAN (CAKE's hosts per VLAN, finding a flow by its hash).
+ */
+static inline uint32_t
+classify_vlan_key(const struct sh_pkt *p)
+{
+	const uint8_t *d = p->data;
+	uint32_t v = 0, off = 12;
+
+	if (d == NULL || p->net_off < 18) /* untagged: only 14, or 22 for bare PPPoE */
+		return 0;
+	for (unsigned int i = 0; i < 2 && off + 6 <= p->hdr_len; i++, off += 4) {
+		uint16_t tpid = (uint16_t)(d[off] << 8 | d[off + 1]);
+
+		if (tpid != 0x8100 && tpid != 0x88a8 && tpid != 0x9100)
+			break;
+		v |= (uint32_t)((d[off + 2] << 8 | d[off + 3]) & 0x0fff) << (i == 0 ? 12 : 0);
+	}
+	return v;
+}
 
 /* Burst form: prefetch-friendly loop over n packets. */
 void classify_burst(struct sh_pkt **pkts, unsigned int n, const struct classify_key *key);

@@ -138,7 +138,7 @@ struct shaper_config {
 	uint32_t burst;                  /* rx/tx burst, 1..SHAPER_BURST_MAX */
 	uint32_t idle_sleep_us;          /* back-off after idle polls; 0 = busy-poll */
 	uint32_t rt_priority;            /* workers under SCHED_FIFO at this priority; 0 = off */
-	/* passive RTT of TCP flows (issue 13), on by default (about 9 % of
+	/* passive RTT of TCP flows, on by default (about 9 % of
 	 * CAKE's instructions per packet, docs/PERFORMANCE.md); autorate needs it */
 	bool passive_rtt;
 	/* With several workers: what keeps packets together on one shard. */

@@ -155,6 +155,7 @@ struct dp_steer {
 	struct rte_ring *out[SHAPER_MAX_WORKERS]; /* to shard i (NULL for itself) */
 	struct rte_ring *in[SHAPER_MAX_WORKERS];  /* from shard i (NULL for itself) */
 	uint64_t steered_out, steered_in;         /* frames sent to / taken from the rings */
+	uint32_t next_in;                         /* the ring a turn takes from first */
 };
 
 struct dp_dir {
@@ -246,10 +247,12 @@ uint32_t dp_steer_ring_size(uint32_t n);
  */
 unsigned int dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n,
 			    struct sh_pkt_list *drops);
-/* Worker: take up to max frames other shards sent this one. */
+/*
+ * Worker: take up to max frames other shards sent this one: an equal part
+ * from each ring first, the rest from the rings in turn (the first one
+ * rotates every call).
+ */
 unsigned int dp_steer_take(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max);
-/* Frames in the rings towards d (for the accounting at exit). */
-unsigned int dp_steer_queued_in(const struct dp_dir *d);
 /* Drop every frame still in the rings towards d (shutdown). */
 void dp_steer_flush(struct dp_dir *d, struct sh_pkt_list *out);
 
@@ -367,6 +370,12 @@ int dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out);
  * withdrawn and not applied.
  */
 int dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms);
+
+/*
+ * Whether d's mailbox can take a request now (control thread): an answer
+ * nobody collected is freed on the way.
+ */
+bool dp_dir_mailbox_free(struct dp_dir *d);
 
 /* Free a message and everything it owns (NULL is fine). */
 void dp_msg_free(struct dp_msg *m);

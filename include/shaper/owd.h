@@ -1,6 +1,6 @@
 /*
  * One-way delay of the downstream path, from the TCP timestamps of the
- * packets coming in on the WAN port (issue 13's autorate). A packet's TSval
+ * packets coming in on the WAN port (for autorate). A packet's TSval
  * is its sender's clock when it left; its arrival here minus that clock is
  * the sender's clock offset plus the path's delay. The offset is fixed per
  * connection (random in Linux), so each flow keeps the lowest value seen

@@ -121,6 +121,9 @@ struct sched_params {
 	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	enum sched_ack_filter ack_filter;
 	uint64_t memlimit; /* bytes of buffer memory; 0 = derive from rate */
+	/* A host is its address on its VLAN (ids of the outer two tags), for
+	 * trunks where address space repeats across VLANs; false = the address. */
+	bool vlan_hosts;
 
 	/* fifo */
 	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
@@ -355,6 +358,7 @@ struct sched_flow_fact {
 	uint8_t l4_proto;      /* IP protocol number, 0 if none */
 	uint16_t sport, dport; /* 0 without TCP/UDP ports */
 	uint8_t src[SCHED_FACT_ADDR_LEN], dst[SCHED_FACT_ADDR_LEN]; /* 4 or 16 bytes used */
+	uint32_t vlan; /* classify_vlan_key of the head packet (0 = untagged) */
 	/* Filled by the worker from its passive RTT table (not the scheduler); 0 = none. */
 	uint64_t rtt_wan_ns, rtt_lan_ns;
 	uint16_t shard; /* filled by the data plane: the shard that queues it */
@@ -414,16 +418,24 @@ unsigned int sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned
  * time with the packets' original stamps. Packets arriving meanwhile are
  * stamped and held, in arrival order, behind the old backlog (they cannot
  * go into the new scheduler before older packets of their flow), and move
- * last. Nothing is lost or reordered within a flow; the new discipline's
- * limits apply to each packet as it moves (its drops are named, as usual).
+ * last. Nothing is reordered within a flow; the new discipline's limits
+ * apply to each packet as it moves (its drops are named, as usual).
+ *
+ * A step moves at least twice what arrived since the last one, so the held
+ * arrivals shrink every turn once the old backlog is gone, however much a
+ * turn takes in, and the swap ends. Until then at most SCHED_MOVE_HELD_MAX
+ * arrivals are held (more would pin mbufs no budget counts): past it they
+ * are dropped as overflow, as a full scheduler would.
  */
-#define SCHED_MOVE_SLICE 512u /* packets moved per turn: twice the largest rx burst */
+#define SCHED_MOVE_SLICE    512u  /* packets moved per turn at least: twice the largest rx burst */
+#define SCHED_MOVE_HELD_MAX 4096u /* arrivals held behind the old backlog, at most */
 _Static_assert(SCHED_MOVE_SLICE >= 2 * SHAPER_BURST_MAX,
 	       "a swap must move more per turn than a turn can receive, or it never ends");
 
 struct sched_move {
 	struct sched *from;        /* the old scheduler, NULL when no move runs */
 	struct sh_pkt_list staged; /* arrivals during the move, stamped */
+	uint32_t arrived;          /* arrivals since the last step */
 };
 
 void sched_move_begin(struct sched_move *mv, struct sched *from);
@@ -434,14 +446,18 @@ sched_move_active(const struct sched_move *mv)
 	return mv->from != NULL;
 }
 
-/* Hold arrivals during a move, stamped now. */
+/*
+ * Hold arrivals during a move, stamped now; those past SCHED_MOVE_HELD_MAX
+ * go onto dropped as overflow.
+ */
 void sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n,
-		      uint64_t now);
+		      uint64_t now, struct sh_pkt_list *dropped);
 
 /*
- * Move up to max packets (the old backlog first, then the staged arrivals)
- * into to. Returns true once everything has moved: then mv->from is empty
- * (the caller frees it) and the move is over.
+ * Move up to max packets, or twice the arrivals since the last step if that
+ * is more (the old backlog first, then the staged arrivals) into to.
+ * Returns true once everything has moved: then mv->from is empty (the
+ * caller frees it) and the move is over.
  */
 bool sched_move_step(struct sched_move *mv, struct sched *to, unsigned int max, uint64_t now,
 		     struct sh_pkt_list *dropped);

@@ -45,7 +45,6 @@ struct share_slot {
 
 struct share_group {
 	_Atomic uint64_t link_rate; /* bytes/s, the configured rate */
-	uint64_t floor;             /* every shard's least rate (the scheduler needs one) */
 	uint32_t nshards;
 	uint32_t mtu;
 	alignas(SHARE_LINE) _Atomic int64_t pool; /* rate no shard holds; < 0 after a cut */
@@ -75,9 +74,17 @@ int share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards
 int share_rate_check(uint64_t link_rate, uint32_t nshards, char *err, size_t errlen);
 
 /*
+ * Every shard's least rate (the scheduler needs one): a small part of the
+ * link, so the floors of all shards together stay far below it whatever the
+ * link is set to; it follows config.set.
+ */
+uint64_t share_group_floor(const struct share_group *g);
+
+/*
  * The configured rate changed (config.set): the difference goes to or comes
- * from the pool; each shard moves to its new share on its next tick (a cut
- * is complete once every shard has ticked).
+ * from the pool; each shard moves to its new share when its worker applies
+ * the change (share_shard_rebind) or on its next tick, whichever is first
+ * (a cut is complete once every shard has done either).
  */
 void share_group_set_rate(struct share_group *g, uint64_t link_rate);
 
@@ -87,8 +94,11 @@ void share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id
 
 /*
  * s was updated (sched_update sets the configured, whole-link rate) or
- * replaced by a new scheduler: shape at the shard's share again. A shard
- * that holds no rate yet (the link was unshaped) takes the floor.
+ * replaced by a new scheduler: shape at the shard's share again, and at
+ * once at no more than its part of the split after a cut, so the shards
+ * never sum above a lowered link for longer than it takes every worker to
+ * apply the change. A shard that holds no rate yet (the link was unshaped)
+ * takes the floor.
  */
 void share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now);
 
@@ -100,7 +110,8 @@ share_due(const struct share_shard *sh, uint64_t now)
 
 /*
  * One tick of shard sh at now: publish its demand (weight = hosts or flows
- * active, see share_hosts; the need follows from s's arrivals and backlog),
+ * active, see share_hosts; the need follows from s's arrivals and backlog:
+ * counters that went back, after stats.reset or a swap, count from 0),
  * read the others, and move s to the shard's share, loss-free and in order
  * (sched_set_rate). Returns the rate s shapes at. No locks, no allocation:
  * O(shards) reads of the others' lines.

@@ -10,15 +10,29 @@
  *   IPv6) is looked through: l4_proto/l4_off, the TCP/UDP/ACK/FRAG flags and
  *   all three hashes describe the inner packet, like the kernel's flow
  *   dissector, so tunnelled flows and hosts stay apart.
+ * - The ids of the outer two VLAN tags are part of the flow hash (Linux's
+ *   flow keys carry the outer tag): on a trunk where address space repeats
+ *   across VLANs, two customers' flows stay apart. The ids only, not the
+ *   priority bits, which may differ within one flow. Untagged frames (and
+ *   VLAN id 0, priority tags) hash as before. Host hashes are the address
+ *   alone; CAKE's vlan_hosts counts hosts per VLAN (src/sched/cake.c).
  * - Every IP fragment (MF set or offset != 0) is hashed without ports, so
  *   all pieces of a datagram share one queue and cannot be reordered; the
  *   first fragment still gets l4_off and TCP/UDP flags.
- * - IPv6 flow labels are ignored: ports keep the hash direction-symmetric.
+ * - IPv6 flow labels are ignored: each end picks its own and may change it
+ *   mid-connection, while the ports keep the hash direction-symmetric and a
+ *   flow in one queue (Linux's CAKE hashes the label when it is set).
+ * - GRE is hashed by its outer addresses and protocol: the key and the
+ *   tunnelled packet are not read (Linux's flow dissector reads both), so
+ *   a GRE tunnel is one flow.
  * - Flows are keyed by ports for TCP, UDP, UDP-Lite, SCTP and DCCP, and by
  *   the SPI for ESP and AH (several SAs between two gateways are several
- *   flows); other protocols hash by addresses and protocol only.
- * - Non-IP frames: flow_hash is a keyed hash of the ethertype and the sorted
- *   MAC pair (symmetric too), host hashes are 0, DSCP 0 (ARP: 56).
+ *   flows); other protocols hash by addresses and protocol only. In IPv6,
+ *   AH ends the extension-header walk as Linux's flow dissector ends it:
+ *   its SPI is the key, what it protects is not read.
+ * - Non-IP frames: flow_hash is a keyed hash of the ethertype, the sorted
+ *   MAC pair (symmetric too) and the VLAN ids, host hashes are 0, DSCP 0
+ *   (ARP: 56).
  * - Frames too short for their headers degrade to the deepest layer fully
  *   present; nothing outside data[0 .. len) is ever read. A frame shorter
  *   than an Ethernet header gets all-zero metadata (net_off 14).
@@ -419,11 +433,6 @@ cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
 				return;
 			hl = ((uint32_t)d[pos + 1] + 1) * 8;
 			break;
-		case 51: /* AH: length in 4-byte units minus 2 */
-			if (!cls_in_frame(p, pos, 2))
-				return;
-			hl = ((uint32_t)d[pos + 1] + 2) * 4;
-			break;
 		case 44: { /* fragment */
 			uint16_t fo;
 
@@ -443,6 +452,7 @@ cls_parse_ipv6(struct sh_pkt *p, struct cls_flow *f, uint32_t off, bool outer)
 			break;
 		}
 		default:
+			/* AH (51) ends the walk too: its SPI keys the flow, as in IPv4. */
 			goto done;
 		}
 		if (!cls_in_frame(p, pos, hl))
@@ -483,10 +493,10 @@ cls_bswap32(uint32_t v)
  */
 static inline uint32_t
 cls_flow_hash4(const struct classify_key *key, uint32_t sa, uint32_t da, uint16_t sport,
-	       uint16_t dport, uint8_t proto)
+	       uint16_t dport, uint8_t proto, uint32_t vlan)
 {
 	uint32_t bs = cls_bswap32(sa), bd = cls_bswap32(da);
-	uint64_t w[2];
+	uint64_t w[3];
 
 	if (bs > bd || (bs == bd && sport > dport)) {
 		uint32_t ta = sa;
@@ -499,19 +509,23 @@ cls_flow_hash4(const struct classify_key *key, uint32_t sa, uint32_t da, uint16_
 	}
 	w[0] = (uint64_t)sa | ((uint64_t)da << 32);
 	w[1] = ((uint64_t)sport << 16) | dport | ((uint64_t)proto << 32) | (4ULL << 40);
-	return cls_hash_words(key, w, 2, CLS_TAG_FLOW);
+	if (vlan == 0)
+		return cls_hash_words(key, w, 2, CLS_TAG_FLOW);
+	/* A tagged flow takes one word more (the length is hashed: no overlap). */
+	w[2] = vlan;
+	return cls_hash_words(key, w, 3, CLS_TAG_FLOW);
 }
 
 static inline uint32_t
 cls_flow_hash6(const struct classify_key *key, const uint8_t *src, const uint8_t *dst,
-	       uint16_t sport, uint16_t dport, uint8_t proto)
+	       uint16_t sport, uint16_t dport, uint8_t proto, uint32_t vlan)
 {
 	uint64_t s0 = cls_load64(src), s1 = cls_load64(src + 8);
 	uint64_t d0 = cls_load64(dst), d1 = cls_load64(dst + 8);
 	uint64_t bs0 = __builtin_bswap64(s0), bd0 = __builtin_bswap64(d0);
 	uint64_t bs1 = __builtin_bswap64(s1), bd1 = __builtin_bswap64(d1);
 	bool swap = bs0 > bd0 || (bs0 == bd0 && (bs1 > bd1 || (bs1 == bd1 && sport > dport)));
-	uint64_t w[5];
+	uint64_t w[6];
 
 	if (swap) {
 		w[0] = d0;
@@ -527,28 +541,40 @@ cls_flow_hash6(const struct classify_key *key, const uint8_t *src, const uint8_t
 		w[4] = ((uint64_t)sport << 16) | dport;
 	}
 	w[4] |= ((uint64_t)proto << 32) | (16ULL << 40);
-	return cls_hash_words(key, w, 5, CLS_TAG_FLOW);
+	if (vlan == 0)
+		return cls_hash_words(key, w, 5, CLS_TAG_FLOW);
+	w[5] = vlan;
+	return cls_hash_words(key, w, 6, CLS_TAG_FLOW);
 }
 
 static uint32_t
-cls_flow_hash(const struct classify_key *key, const struct cls_flow *f)
+cls_flow_hash(const struct classify_key *key, const struct cls_flow *f, uint32_t vlan)
 {
 	if (f->alen == 4)
 		return cls_flow_hash4(key, (uint32_t)cls_load32(f->src),
-				      (uint32_t)cls_load32(f->dst), f->sport, f->dport, f->proto);
-	return cls_flow_hash6(key, f->src, f->dst, f->sport, f->dport, f->proto);
+				      (uint32_t)cls_load32(f->dst), f->sport, f->dport, f->proto,
+				      vlan);
+	return cls_flow_hash6(key, f->src, f->dst, f->sport, f->dport, f->proto, vlan);
 }
 
 uint32_t
-classify_flow_hash(const struct classify_key *key, uint8_t family, const uint8_t *src,
-		   const uint8_t *dst, uint16_t sport, uint16_t dport, uint8_t proto)
+classify_flow_hash_vlan(const struct classify_key *key, uint32_t vlan, uint8_t family,
+			const uint8_t *src, const uint8_t *dst, uint16_t sport, uint16_t dport,
+			uint8_t proto)
 {
 	struct cls_flow f = { .sport = sport, .dport = dport, .proto = proto };
 
 	f.alen = family == 4 ? 4 : 16;
 	memcpy(f.src, src, f.alen);
 	memcpy(f.dst, dst, f.alen);
-	return cls_flow_hash(key, &f);
+	return cls_flow_hash(key, &f, vlan);
+}
+
+uint32_t
+classify_flow_hash(const struct classify_key *key, uint8_t family, const uint8_t *src,
+		   const uint8_t *dst, uint16_t sport, uint16_t dport, uint8_t proto)
+{
+	return classify_flow_hash_vlan(key, 0, family, src, dst, sport, dport, proto);
 }
 
 /* Host hash of an IPv4 address loaded natively (as cls_host_hash). */
@@ -577,11 +603,11 @@ cls_host_hash(const struct classify_key *key, const uint8_t *a, uint8_t alen)
 	return cls_host_hash6(key, a);
 }
 
-/* Non-IP: ethertype plus the MAC pair, sorted for symmetry. */
+/* Non-IP: ethertype plus the MAC pair, sorted for symmetry, and the VLAN ids. */
 static uint32_t
-cls_l2_hash(const struct classify_key *key, const uint8_t *d, uint16_t etype)
+cls_l2_hash(const struct classify_key *key, const uint8_t *d, uint16_t etype, uint32_t vlan)
 {
-	uint64_t a = 0, b = 0, w[2];
+	uint64_t a = 0, b = 0, w[3];
 
 	memcpy(&a, d, 6);
 	memcpy(&b, d + 6, 6);
@@ -593,7 +619,10 @@ cls_l2_hash(const struct classify_key *key, const uint8_t *d, uint16_t etype)
 	}
 	w[0] = a | ((uint64_t)etype << 48);
 	w[1] = b;
-	return cls_hash_words(key, w, 2, CLS_TAG_L2);
+	if (vlan == 0)
+		return cls_hash_words(key, w, 2, CLS_TAG_L2);
+	w[2] = vlan;
+	return cls_hash_words(key, w, 3, CLS_TAG_L2);
 }
 
 /*
@@ -637,7 +666,7 @@ cls_fast(struct sh_pkt *p, const struct classify_key *key)
 		da = (uint32_t)cls_load32(ip + 16);
 		sport = cls_be16(d + l4);
 		dport = cls_be16(d + l4 + 2);
-		p->flow_hash = cls_flow_hash4(key, sa, da, sport, dport, proto);
+		p->flow_hash = cls_flow_hash4(key, sa, da, sport, dport, proto, 0);
 		p->src_hash = cls_host_hash4(key, sa);
 		p->dst_hash = cls_host_hash4(key, da);
 	} else if (etype == ETH_P_IPV6) {
@@ -657,7 +686,7 @@ cls_fast(struct sh_pkt *p, const struct classify_key *key)
 		ds = cls_ipv6_get_tc(ip);
 		sport = cls_be16(d + l4);
 		dport = cls_be16(d + l4 + 2);
-		p->flow_hash = cls_flow_hash6(key, ip + 8, ip + 24, sport, dport, proto);
+		p->flow_hash = cls_flow_hash6(key, ip + 8, ip + 24, sport, dport, proto, 0);
 		p->src_hash = cls_host_hash6(key, ip + 8);
 		p->dst_hash = cls_host_hash6(key, ip + 24);
 	} else {
@@ -685,7 +714,7 @@ cls_slow(struct sh_pkt *p, const struct classify_key *key)
 {
 	const uint8_t *d = p->data;
 	struct cls_flow f;
-	uint32_t off = 12;
+	uint32_t off = 12, vlan = 0;
 	uint16_t etype;
 	unsigned int tags;
 
@@ -704,6 +733,9 @@ cls_slow(struct sh_pkt *p, const struct classify_key *key)
 			p->net_off = (uint8_t)(off + 2);
 			goto non_ip; /* cut inside the tags: hash what we have */
 		}
+		/* The VLAN ids (low 12 bits of the TCI) of the outer two tags. */
+		if (tags < 2)
+			vlan |= (uint32_t)(cls_be16(d + off + 2) & 0x0fff) << (tags == 0 ? 12 : 0);
 		off += 4;
 		etype = cls_be16(d + off);
 	}
@@ -734,7 +766,7 @@ cls_slow(struct sh_pkt *p, const struct classify_key *key)
 	else if (etype == ETH_P_IPV6)
 		cls_parse_ipv6(p, &f, off, true);
 	if (f.alen != 0) {
-		p->flow_hash = cls_flow_hash(key, &f);
+		p->flow_hash = cls_flow_hash(key, &f, vlan);
 		p->src_hash = cls_host_hash(key, f.src, f.alen);
 		p->dst_hash = cls_host_hash(key, f.dst, f.alen);
 		return;
@@ -748,7 +780,7 @@ non_ip:
 		p->flags |= SH_PKT_ARP;
 		p->dscp = 56; /* CS7, as CAKE treats ARP */
 	}
-	p->flow_hash = cls_l2_hash(key, d, etype);
+	p->flow_hash = cls_l2_hash(key, d, etype, vlan);
 }
 
 void

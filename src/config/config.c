@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "shaper/config.h"
+#include "shaper/config_keys.h"
 #include "shaper/limits.h"
 #include "shaper/units.h"
 
@@ -71,6 +72,24 @@ errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 	}
 	utf8_cut_tail(err);
 }
+
+/* "unknown key (known: ...)", the known ones from the key table (config_keys.c). */
+static int
+unknown_key(const char *section, const char *path, const char *what, char *err, size_t errlen)
+{
+	char list[256];
+
+	shaper_config_key_list(section, list, sizeof(list));
+	errf(err, errlen, path, "unknown %s (known: %s)", what, list);
+	return -1;
+}
+
+/* A key the table does not list is refused before any parser sees it. */
+#define REFUSE_UNLISTED(section, key, path)                                                        \
+	do {                                                                                       \
+		if (!shaper_config_key_known(section, key))                                        \
+			return unknown_key(section, path, "key", err, errlen);                     \
+	} while (0)
 
 struct name_val {
 	const char *name;
@@ -489,6 +508,7 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 		return -1;
 	json_object_foreach ((json_t *)obj, key, v) {
 		join_path(sub, sizeof(sub), path, key);
+		REFUSE_UNLISTED("emulate", key, sub);
 		if (strcmp(key, "delay") == 0) {
 			if (get_unit(v, sub, shaper_parse_time, "time", 0, 60000000000ULL,
 				     &em->delay_ns, err, errlen) != 0)
@@ -518,9 +538,7 @@ parse_emulate(const json_t *obj, const char *path, struct shaper_emulate_config 
 				return -1;
 			em->limit = (uint32_t)x;
 		} else {
-			errf(err, errlen, sub,
-			     "unknown key (known: delay, jitter, loss, seed, limit)");
-			return -1;
+			return unknown_key("emulate", sub, "key", err, errlen);
 		}
 	}
 	return 0;
@@ -681,10 +699,8 @@ key_bandwidth(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 							    : NULL;
 
 		join_path(sub, sizeof(sub), d->path, key);
-		if (out == NULL) {
-			errf(d->err, d->errlen, sub, "unknown key (known: min, max, start)");
-			return -1;
-		}
+		if (out == NULL || !shaper_config_key_known("autorate", key))
+			return unknown_key("autorate", sub, "key", d->err, d->errlen);
 		if (get_unit(x, sub, shaper_parse_rate, "rate", 1, (uint64_t)k->hi, out, d->err,
 			     d->errlen) != 0)
 			return -1;
@@ -840,6 +856,7 @@ static const struct dir_key direction_keys[] = {
 	{ .key = "ingress",      .disciplines = D_CAKE,         .parse = key_bool, FIELD(ingress) },
 	/* Accepted as tc accepts it; a bridge has no conntrack to look in. */
 	{ .key = "nat",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(nat) },
+	{ .key = "vlan_hosts",   .disciplines = D_CAKE,         .parse = key_bool, FIELD(vlan_hosts) },
 	{ .key = "ecn",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(ecn) },
 	{ .key = "ack_filter",   .disciplines = D_CAKE,         .parse = key_ack_filter,
 	  FIELD(ack_filter), NAMES(ack_filter_names, "ACK filter mode") },
@@ -913,7 +930,8 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 	}
 	/*
 	 * The rest in file order: overhead, mpu and atm apply as tc applies its
-	 * words, left to right ("mpu" after "overhead": "docsis" wins, before it not).
+	 * words, left to right: an "mpu" after "overhead": "docsis" replaces the
+	 * 64 docsis set, an "mpu" before it is replaced by it.
 	 */
 	json_object_foreach ((json_t *)obj, key, v) {
 		const struct dir_key *k = NULL;
@@ -922,7 +940,7 @@ parse_direction(const json_t *obj, const char *path, struct sched_params *p,
 		for (size_t i = 0; i < NELEM(direction_keys) && k == NULL; i++)
 			if (strcmp(key, direction_keys[i].key) == 0)
 				k = &direction_keys[i];
-		if (k == NULL) {
+		if (k == NULL || !shaper_config_key_known("dir", key)) {
 			errf(err, errlen, sub, "unknown key");
 			return -1;
 		}
@@ -985,6 +1003,7 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		json_object_set_new(o, "wash", json_boolean(p->wash));
 		json_object_set_new(o, "ingress", json_boolean(p->ingress));
 		json_object_set_new(o, "nat", json_boolean(p->nat));
+		json_object_set_new(o, "vlan_hosts", json_boolean(p->vlan_hosts));
 		json_object_set_new(o, "ecn", json_boolean(p->ecn));
 		json_object_set_new(o, "ack_filter",
 				    json_string(name_of(ack_filter_names, NELEM(ack_filter_names),
@@ -1091,10 +1110,8 @@ parse_mbufs(const json_t *x, const char *path, uint32_t mbufs[SHAPER_NUM_DIRS], 
 							 : -1;
 
 		join_path(sub, sizeof(sub), path, key);
-		if (d < 0) {
-			errf(err, errlen, sub, "unknown key (known: upstream, downstream)");
-			return -1;
-		}
+		if (d < 0 || !shaper_config_key_known("dataplane.mbufs", key))
+			return unknown_key("dataplane.mbufs", sub, "key", err, errlen);
 		if (parse_pool_size(v, sub, &mbufs[d], err, errlen) != 0)
 			return -1;
 	}
@@ -1120,6 +1137,7 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 	}
 	json_object_foreach ((json_t *)v, key, x) {
 		join_path(sub, sizeof(sub), path, key);
+		REFUSE_UNLISTED("port", key, sub);
 		if (strcmp(key, "device") == 0) {
 			if (get_string(x, sub, pc->device, sizeof(pc->device), err, errlen) != 0)
 				return -1;
@@ -1132,10 +1150,7 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 			else
 				pc->tx_desc = (uint16_t)n;
 		} else {
-			errf(err, errlen, sub,
-			     "unknown key (known: device, rx_descriptors, "
-			     "tx_descriptors)");
-			return -1;
+			return unknown_key("port", sub, "key", err, errlen);
 		}
 	}
 	if (pc->device[0] == '\0') {
@@ -1219,6 +1234,7 @@ parse_control_socket(const json_t *v, const char *path, struct shaper_control_so
 	s->level = SHAPER_LEVEL_USER; /* an extra socket is read-only unless it says otherwise */
 	json_object_foreach ((json_t *)v, key, x) {
 		join_path(sub, sizeof(sub), path, key);
+		REFUSE_UNLISTED("control.sockets", key, sub);
 		if (strcmp(key, "path") == 0) {
 			if (get_socket_path(x, sub, s->path, sizeof(s->path), err, errlen) != 0)
 				return -1;
@@ -1232,8 +1248,7 @@ parse_control_socket(const json_t *v, const char *path, struct shaper_control_so
 			if (get_level(x, sub, &s->level, err, errlen) != 0)
 				return -1;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: path, group, mode, level)");
-			return -1;
+			return unknown_key("control.sockets", sub, "key", err, errlen);
 		}
 	}
 	if (s->path[0] == '\0') {
@@ -1306,6 +1321,7 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
 		join_path(sub, sizeof(sub), "control", key);
+		REFUSE_UNLISTED("control", key, sub);
 		if (strcmp(key, "enabled") == 0) {
 			if (get_bool(x, sub, &c->control_enabled, err, errlen) != 0)
 				return -1;
@@ -1334,10 +1350,7 @@ parse_control(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 			if (parse_control_sockets(x, c, err, errlen) != 0)
 				return -1;
 		} else {
-			errf(err, errlen, sub,
-			     "unknown key (known: enabled, socket, group, mode, level, "
-			     "default_level, admin_group, sockets)");
-			return -1;
+			return unknown_key("control", sub, "key", err, errlen);
 		}
 	}
 	return check_control_paths(c, err, errlen);
@@ -1437,6 +1450,7 @@ parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
 		snprintf(sub, sizeof(sub), "metrics.%s", key);
+		REFUSE_UNLISTED("metrics", key, sub);
 		if (strcmp(key, "enabled") == 0) {
 			if (get_bool(x, sub, &c->metrics_enabled, err, errlen) != 0)
 				return -1;
@@ -1446,8 +1460,7 @@ parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 				return -1;
 			listen = true;
 		} else {
-			errf(err, errlen, sub, "unknown key (known: enabled, listen)");
-			return -1;
+			return unknown_key("metrics", sub, "key", err, errlen);
 		}
 	}
 	if (listen && !enabled_set)
@@ -1464,7 +1477,7 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 	if (expect_object(v, "lcores", err, errlen) != 0)
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
-		if (strcmp(key, "workers") == 0) {
+		if (shaper_config_key_known("lcores", key) && strcmp(key, "workers") == 0) {
 			size_t i;
 			json_t *e;
 
@@ -1495,7 +1508,10 @@ parse_lcores(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
 					}
 			}
 		} else {
-			errf(err, errlen, "lcores", "unknown key \"%s\" (known: workers)", key);
+			char list[64];
+
+			shaper_config_key_list("lcores", list, sizeof(list));
+			errf(err, errlen, "lcores", "unknown key \"%s\" (known: %s)", key, list);
 			return -1;
 		}
 	}
@@ -1538,6 +1554,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 		return -1;
 	json_object_foreach ((json_t *)v, key, x) {
 		join_path(sub, sizeof(sub), "dataplane", key);
+		REFUSE_UNLISTED("dataplane", key, sub);
 		if (strcmp(key, "mbufs") == 0) {
 			if (parse_mbufs(x, sub, c->mbufs, err, errlen) != 0)
 				return -1;
@@ -1576,10 +1593,7 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 			if (get_bool(x, sub, &c->pdump, err, errlen) != 0)
 				return -1;
 		} else {
-			errf(err, errlen, sub,
-			     "unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
-			     "shard_by, steering, pdump)");
-			return -1;
+			return unknown_key("dataplane", sub, "key", err, errlen);
 		}
 	}
 	return 0;
@@ -1594,6 +1608,7 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 	if (expect_object(root, "(top level)", err, errlen) != 0)
 		return -1;
 	json_object_foreach ((json_t *)root, key, v) {
+		REFUSE_UNLISTED("top", key, key);
 		if (strcmp(key, "ports") == 0) {
 			const char *pk;
 			json_t *pv;
@@ -1605,14 +1620,14 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 				int r;
 
 				join_path(sub, sizeof(sub), "ports", pk);
+				if (!shaper_config_key_known("ports", pk))
+					return unknown_key("ports", sub, "port", err, errlen);
 				if (strcmp(pk, "wan") == 0)
 					r = SHAPER_PORT_WAN;
 				else if (strcmp(pk, "lan") == 0)
 					r = SHAPER_PORT_LAN;
-				else {
-					errf(err, errlen, sub, "unknown port (known: wan, lan)");
-					return -1;
-				}
+				else
+					return unknown_key("ports", sub, "port", err, errlen);
 				if (parse_port(pv, sub, &c->port[r], err, errlen) != 0)
 					return -1;
 			}
@@ -1637,10 +1652,7 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		} else if (strcmp(key, "comment") == 0 || strcmp(key, "_comment") == 0) {
 			continue; /* JSON has no comments; allow a note */
 		} else {
-			errf(err, errlen, key,
-			     "unknown key (known: ports, upstream, downstream, control, metrics, "
-			     "lcores, dataplane, comment)");
-			return -1;
+			return unknown_key("top", key, "key", err, errlen);
 		}
 	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)

@@ -55,6 +55,12 @@ mbox_reclaim(struct dp_mailbox *mb)
 	return true;
 }
 
+bool
+dp_dir_mailbox_free(struct dp_dir *d)
+{
+	return mbox_reclaim(&d->mbox);
+}
+
 int
 dp_dir_control_init(struct dp_dir *d)
 {
@@ -306,15 +312,20 @@ call_timeout(const struct dp_control *ctl)
 	return ctl->timeout_ms != 0 ? ctl->timeout_ms : DP_CALL_TIMEOUT_MS;
 }
 
-/* Apply p to one shard of a direction (its worker applies it between bursts). */
+/*
+ * Apply p to one shard of a direction (its worker applies it between
+ * bursts). *pending is set when the worker took the change but did not
+ * answer in time: it will still apply it.
+ */
 static int
 apply_shard(struct dp_control *ctl, struct dp_dir *d, const struct sched_params *p, char *err,
-	    size_t errlen)
+	    size_t errlen, bool *pending)
 {
 	struct dp_snapshot *s = rte_malloc(NULL, sizeof(*s), 0);
 	struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
 	int rc;
 
+	*pending = false;
 	if (s == NULL || m == NULL) {
 		rte_free(s);
 		rte_free(m);
@@ -342,28 +353,44 @@ apply_shard(struct dp_control *ctl, struct dp_dir *d, const struct sched_params 
 		rc = dp_dir_call(d, &m, call_timeout(ctl));
 	if (rc == 0)
 		rc = m->rc;
-	if (m == NULL)
+	if (m == NULL) {
+		*pending = true;
 		snprintf(err, errlen,
 			 "the data plane did not answer in time; the change is "
 			 "still being applied");
-	else if (rc == -ETIMEDOUT)
+	} else if (rc == -ETIMEDOUT) {
 		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
-	else if (rc == -EBUSY)
+	} else if (rc == -EBUSY) {
 		snprintf(err, errlen, "the data plane is still busy with an earlier request");
-	else if (rc != 0)
+	} else if (rc != 0) {
 		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
+	}
 	/* The old scheduler after a swap (now empty), or the unused new one. */
 	dp_msg_free(m);
 	rte_free(s);
 	return rc;
 }
 
+/* Append " (...)" to err. */
+static void
+err_append(char *err, size_t errlen, const char *what, unsigned int i, unsigned int n)
+{
+	size_t k = strlen(err);
+
+	if (k < errlen)
+		snprintf(err + k, errlen - k, " (%s %u of %u)", what, i + 1, n);
+}
+
 /*
- * Every shard of the direction takes the change; the link rate moves in
- * the share group first, and each shard shapes at its part of it again
- * right after (dp_share_reapply), so the total never exceeds the new rate
- * for longer than a share tick. Shards are updated in order: a change the
- * first one refuses (they all validate alike) changes nothing.
+ * Every shard of the direction takes the change, or none does. Nothing is
+ * posted while any shard's mailbox still holds an earlier request (the
+ * likeliest refusal, found before anything changed); the link rate moves in
+ * the share group first, and each shard shapes at its part of it as soon as
+ * its worker applies the change (dp_share_reapply). If a shard then refuses
+ * or never takes the change, the shards before it are put back on their
+ * old parameters and the group on its old rate. If a worker took the change
+ * but did not answer in time it will still apply it: then the change goes
+ * on to every shard, and the caller is told it is still being applied.
  */
 static int
 be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *err, size_t errlen)
@@ -371,27 +398,77 @@ be_apply(void *opaque, enum shaper_dir dir, const struct sched_params *p, char *
 	struct dp_control *ctl = opaque;
 	struct share_group *g = ctl->dirs[dir][0]->share_group;
 	uint64_t old_rate = g != NULL ? atomic_load(&g->link_rate) : 0;
-	int rc;
+	struct dp_snapshot *snap;
+	struct sched_params old;
+	unsigned int n = ctl->n_shards, i;
+	char scratch[256];
+	bool pending = false;
+	int rc = 0;
 
-	if (g != NULL && share_rate_check(p->rate, ctl->n_shards, err, errlen) != 0)
+	if (g != NULL && share_rate_check(p->rate, n, err, errlen) != 0)
 		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if (!dp_dir_mailbox_free(ctl->dirs[dir][i])) {
+			snprintf(err, errlen,
+				 "the data plane is still busy with an earlier request");
+			if (n > 1)
+				err_append(err, errlen, "on worker", i, n);
+			return -EBUSY;
+		}
+	snap = rte_malloc(NULL, sizeof(*snap), 0);
+	if (snap == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = dp_snapshot_read(ctl->dirs[dir][0], snap);
+	old = snap->params;
+	rte_free(snap);
+	if (rc != 0) {
+		snprintf(err, errlen, "no statistics snapshot available yet; try again");
+		return rc;
+	}
 	if (g != NULL)
 		share_group_set_rate(g, p->rate);
-	for (unsigned int i = 0; i < ctl->n_shards; i++) {
-		rc = apply_shard(ctl, ctl->dirs[dir][i], p, err, errlen);
-		if (rc != 0 && i == 0 && g != NULL)
-			share_group_set_rate(g, old_rate);
-		if (rc != 0 && i > 0) {
+	for (i = 0; i < n; i++) {
+		bool late;
+		int one = apply_shard(ctl, ctl->dirs[dir][i], p, pending ? scratch : err,
+				      pending ? sizeof(scratch) : errlen, &late);
+
+		if (one != 0 && late && !pending) {
+			/* Taken late: it will apply, so the rest must follow. */
+			pending = true;
+			rc = one;
+			if (n > 1)
+				err_append(err, errlen, "late on worker", i, n);
+		} else if (one != 0 && !pending) {
+			rc = one;
+			break;
+		}
+	}
+	if (rc == 0 || pending)
+		return rc;
+	/* Shard i refused or never took it: the shards before it go back. */
+	if (n > 1)
+		err_append(err, errlen, "on worker", i, n);
+	if (g != NULL)
+		share_group_set_rate(g, old_rate);
+	for (unsigned int j = 0; j < i; j++) {
+		char undo_err[256];
+		bool undo_pending;
+
+		if (apply_shard(ctl, ctl->dirs[dir][j], &old, undo_err, sizeof(undo_err),
+				&undo_pending) != 0 &&
+		    !undo_pending) {
 			size_t k = strlen(err);
 
-			snprintf(err + k, errlen - k,
-				 " (on worker %u of %u; the workers before it took the change)",
-				 i + 1, ctl->n_shards);
+			if (k < errlen)
+				snprintf(err + k, errlen - k,
+					 "; worker %u could not be put back (%s): the workers "
+					 "now differ, apply the change again",
+					 j + 1, undo_err);
 		}
-		if (rc != 0)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 static int

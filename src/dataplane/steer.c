@@ -129,34 +129,35 @@ dp_steer_take(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max)
 {
 	struct dp_steer *st = d->steer;
 	void *got[SHAPER_BURST_MAX];
-	unsigned int n = 0;
+	unsigned int n = 0, quota;
+	uint32_t first = st->next_in;
 
 	if (max > SHAPER_BURST_MAX)
 		max = SHAPER_BURST_MAX;
-	for (uint32_t s = 0; s < st->n && n < max; s++) {
-		unsigned int k;
+	/*
+	 * Every source gets an equal part of the burst first, then what is left
+	 * goes round starting one source further each turn: a fixed order
+	 * would always serve the same ring last, and its worker would see its
+	 * frames dropped as steer_full while the others' got through.
+	 */
+	quota = st->n > 1 ? max / (st->n - 1) : max;
+	if (quota == 0)
+		quota = 1;
+	for (int pass = 0; pass < 2 && n < max; pass++)
+		for (uint32_t k = 0; k < st->n && n < max; k++) {
+			uint32_t s = (first + k) % st->n;
+			unsigned int want = max - n;
 
-		if (st->in[s] == NULL)
-			continue;
-		k = rte_ring_sc_dequeue_burst(st->in[s], got + n, max - n, NULL);
-		n += k;
-	}
+			if (st->in[s] == NULL)
+				continue;
+			if (pass == 0 && want > quota)
+				want = quota;
+			n += rte_ring_sc_dequeue_burst(st->in[s], got + n, want, NULL);
+		}
+	st->next_in = (first + 1) % st->n;
 	for (unsigned int i = 0; i < n; i++)
 		pkts[i] = dp_mbuf_pkt(got[i]);
 	st->steered_in += n;
-	return n;
-}
-
-unsigned int
-dp_steer_queued_in(const struct dp_dir *d)
-{
-	unsigned int n = 0;
-
-	if (d->steer == NULL)
-		return 0;
-	for (uint32_t s = 0; s < d->steer->n; s++)
-		if (d->steer->in[s] != NULL)
-			n += rte_ring_count(d->steer->in[s]);
 	return n;
 }
 

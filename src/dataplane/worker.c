@@ -145,7 +145,7 @@ enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t n
 	if (d->share_group != NULL)
 		note_hosts(d, pkts, n);
 	if (sched_move_active(&d->move))
-		sched_move_stage(&d->move, pkts, n, now); /* behind the old backlog */
+		sched_move_stage(&d->move, pkts, n, now, drops); /* behind the old backlog */
 	else
 		sched_enqueue_burst(d->sched, pkts, n, now, drops);
 }
@@ -158,6 +158,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
 	struct sh_pkt_list drops;
 	uint16_t nb_rx, i, n_out = 0, room, n_enq = 0;
+	unsigned int n_in = 0;
 	uint32_t want;
 	uint64_t t;
 	bool due;
@@ -168,6 +169,16 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	d->turn_ns = now;
 	flush_pending(d);
 
+	if (d->steer != NULL) {
+		/*
+		 * What the other shards' workers received for this one (classified
+		 * already) goes in before this turn's own frames: it was received
+		 * earlier, so a flow whose frames the kernel moved from another
+		 * queue to this one (af_packet's fanout rollover) keeps its order.
+		 */
+		n_in = dp_steer_take(d, pkts, burst);
+		enqueue_burst(d, pkts, n_in, now, &drops);
+	}
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
 	if (nb_rx != 0) {
 		uint64_t rx_bytes = 0;
@@ -195,14 +206,8 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		enqueue_burst(d, pkts, n, now, &drops);
 		n_enq = n;
 	}
-	if (d->steer != NULL) {
-		/* What the other shards' workers received for this one, classified already. */
-		unsigned int n_in = dp_steer_take(d, pkts, burst);
-
-		enqueue_burst(d, pkts, n_in, now, &drops);
-		nb_rx = (uint16_t)(nb_rx + n_in);
-		n_enq = (uint16_t)(n_enq + n_in);
-	}
+	nb_rx = (uint16_t)(nb_rx + n_in);
+	n_enq = (uint16_t)(n_enq + n_in);
 
 	/*
 	 * Dequeue only what the output can hold: the rest waits in the
@@ -436,12 +441,6 @@ dp_control_turn(struct dp_dir *d, uint64_t now)
 	dp_rtt_autorate(d, now);
 }
 
-static inline void
-control_turn(struct dp_dir *d, uint64_t now)
-{
-	dp_control_turn(d, now);
-}
-
 /*
  * A worker that must wait behind other threads on its core holds every
  * packet that long: under SCHED_FIFO it preempts them. Its idle naps give
@@ -484,7 +483,7 @@ dp_worker_main(void *arg)
 
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
-			control_turn(w->dirs[i], now);
+			dp_control_turn(w->dirs[i], now);
 		}
 		/* The longest turn: how long rx may wait at worst (control work included). */
 		took = dp_now_ns() - now;

@@ -4,8 +4,9 @@
  * without timestamps, a segment waiting for its ACK. Sequence and timestamp
  * values wrap: every comparison is serial-number arithmetic.
  *
- * The cost per packet is what the budget of issue 13 is about, so the path
- * of the usual packet (TCP with the timestamp option first) is kept short:
+ * The cost per packet is what passive RTT's budget is about (at most 10 %
+ * on top of the fast path, docs/PERFORMANCE.md), so the path of the usual
+ * packet (TCP with the timestamp option first) is kept short:
  * the flow is found by the hash the classifier already computed, the
  * option is recognised by one 32-bit compare, and the flow's state is one
  * cache line; anything unusual goes to pkt_observe_slow.

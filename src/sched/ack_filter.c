@@ -1,5 +1,6 @@
 /*
- * CAKE's ACK filter, written from cake-reference.md §7.
+ * CAKE's ACK filter, written from the behaviour of sch_cake's
+ * cake_ack_filter().
  *
  * On a slow uplink, a bulk download's ACK stream can fill the queue with
  * ACKs that say nothing the newest one does not: a later cumulative ACK
@@ -262,7 +263,7 @@ af_sack_compare(uint32_t ack_a, const struct af_opts *a, const struct af_opts *b
 	return bytes_b > bytes_a ? 1 : 0;
 }
 
-/* Candidate eligibility test (§7 step 2). */
+/* Candidate eligibility test (cake_ack_filter()'s eligibility rules). */
 static int
 af_eligible(const struct af_tcp *c, const struct af_tcp *trig, const struct af_opts *topts)
 {

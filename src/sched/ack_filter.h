@@ -1,5 +1,6 @@
 /*
- * Private to src/sched: CAKE's TCP ACK filter (cake-reference.md §7).
+ * Private to src/sched: CAKE's TCP ACK filter (sch_cake's
+ * cake_ack_filter()).
  * Given a flow queue and the packet just appended to it, find one queued
  * pure ACK that the new one makes redundant. The caller unlinks, accounts
  * and drops it (reason SHAPER_DROP_ACK_FILTER).

@@ -1,5 +1,6 @@
 /*
- * cake: a CAKE-class discipline (behaviour from cake-reference.md).
+ * cake: a CAKE-class discipline (behaviour from Linux's sch_cake and
+ * the Piece of CAKE paper, Høiland-Jørgensen et al., 2018).
  *
  * Design note. Each direction has up to 8 tins (DSCP classes). Each tin
  * holds 1024 flow queues, found by an 8-way set-associative lookup on the
@@ -397,16 +398,47 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hin
 	return (uint16_t)k;
 }
 
+/*
+ * With vlan_hosts a host is its address on its VLAN: the classifier's keyed
+ * address hash XOR a mix of the VLAN ids. The mix (murmur3's finalizer) is
+ * a bijection that spreads into the low bits, which pick the host's set and
+ * home way, so one address on two VLANs is two hosts in unrelated slots.
+ * Untagged frames keep their hash (the mix of 0 is 0), and a 0 hash (not
+ * IP, no host) stays 0.
+ */
+static inline uint32_t
+cake_vlan_host(uint32_t host_hash, uint32_t vlan_mix)
+{
+	return host_hash != 0 ? host_hash ^ vlan_mix : 0;
+}
+
+static inline uint32_t
+cake_vlan_mix(const struct cake *c, const struct sh_pkt *pkt)
+{
+	uint32_t v;
+
+	if (!c->p.vlan_hosts)
+		return 0;
+	v = classify_vlan_key(pkt);
+	v ^= v >> 16;
+	v *= 0x85ebca6bu;
+	v ^= v >> 13;
+	v *= 0xc2b2ae35u;
+	return v ^ (v >> 16);
+}
+
 static void
 cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const struct sh_pkt *pkt)
 {
+	uint32_t mix = cake_vlan_mix(c, pkt);
+
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (cake_dsrc(c->flow_mode))
-		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk, pkt->src_hash,
-					    f->srchost);
+		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
+					    cake_vlan_host(pkt->src_hash, mix), f->srchost);
 	if (cake_ddst(c->flow_mode))
-		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk, pkt->dst_hash,
-					    f->dsthost);
+		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
+					    cake_vlan_host(pkt->dst_hash, mix), f->dsthost);
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
@@ -425,11 +457,14 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 
 	if (mode == SCHED_FLOWBLIND)
 		return 0;
-	if (mode & CAKE_FLOW_FLOWS)
+	if (mode & CAKE_FLOW_FLOWS) {
 		hash = pkt->flow_hash;
-	else
+	} else {
 		hash = ((mode & CAKE_FLOW_SRC) ? pkt->src_hash : 0) ^
 		       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
+		/* The VLAN after the XOR: mixed into both, `hosts` would cancel it out. */
+		hash = cake_vlan_host(hash, cake_vlan_mix(c, pkt));
+	}
 
 	idx = hash & CAKE_QUEUE_MASK;
 	if (b->tags[idx] == hash && cake_busy(b, idx)) {
@@ -674,7 +709,7 @@ cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, siz
 		c->tin_index[m[i].dscp] = m[i].tin;
 }
 
-/* Set one tin's threshold rate and everything derived from it (§4.1). */
+/* Set one tin's threshold rate and everything derived from it (sch_cake's cake_set_rate()). */
 static void
 cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
 		const char *name)
@@ -788,14 +823,14 @@ cake_config_tins(struct cake *c, uint64_t r)
 }
 
 /*
- * The buffer limit (§6). Linux derives "4 x rate x rtt, at least 4 MiB, at
+ * The buffer limit (sch_cake's cake_drop()). Linux derives "4 x rate x rtt, at least 4 MiB, at
  * most 10240 x mtu" and charges skb truesize, which for a full-size frame
  * is about its length: the limit means that much traffic and at most 10240
  * full-size packets. Here every packet pins a whole mbuf (pkt_mem, ~2.4 KB,
  * more than a 1514-byte frame) whatever its length, so the same byte
  * figures would admit only ~6400 packets of any size: 3.3 ms of 64-byte
  * frames at 1 Gbit/s, less than target, and the overflow that follows
- * feeds BLUE (issue 17). A derived limit is therefore counted in packets as
+ * feeds BLUE. A derived limit is therefore counted in packets as
  * Linux counts full-size ones and priced at pkt_mem each: the figures above
  * times pkt_mem / mtu. An explicit memlimit is taken as is.
  */
@@ -1070,7 +1105,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 	return pkt; /* the heap key stays as an upper bound */
 }
 
-/* Drop one packet from the head of the fattest queue (§6). */
+/* Drop one packet from the head of the fattest queue (sch_cake's cake_drop()). */
 static struct sh_pkt *
 cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 {
@@ -1226,7 +1261,8 @@ cake_mark(void *pkt)
 	return classify_set_ce(pkt) != 0;
 }
 
-/* Shaped: highest-index tin already due, else the one due soonest (§1.4). */
+/* Shaped: highest-index tin already due, else the one due soonest (sch_cake's tin choice in
+ * cake_dequeue()). */
 static struct cake_tin *
 cake_pick_tin_shaped(struct cake *c, uint64_t now)
 {
@@ -1272,7 +1308,7 @@ cake_pick_tin_drr(struct cake *c)
 	}
 }
 
-/* A flow found empty: decay its AQM state or retire it (§3 step 3). */
+/* A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch). */
 static void
 cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 {
@@ -1445,7 +1481,8 @@ static int
 cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 {
 	struct cake *c = impl;
-	bool iso_changed = p->isolation != c->p.isolation;
+	/* Either changes what a host (or a host mode's flow) is. */
+	bool iso_changed = p->isolation != c->p.isolation || p->vlan_hosts != c->p.vlan_hosts;
 	uint32_t i, j;
 
 	if (cake_check(p, err, errlen) != 0)

@@ -1,5 +1,5 @@
 /*
- * COBALT per-flow AQM (see cobalt.h and cake-reference.md §4). Unlike
+ * COBALT per-flow AQM (see cobalt.h; sch_cake's cobalt_*()). Unlike
  * textbook CoDel there is no "above target for a whole interval" wait:
  * entering the dropping state schedules the first signal one
  * interval/sqrt(count) ahead, and count decays by one per control-law slot

@@ -83,7 +83,7 @@ cobalt_invsqrt(struct cobalt_vars *v)
  * per target elapsed since it last changed, halving in about 2.4 targets
  * (12 ms by default). sch_cake takes 1/4096 per target and only when the
  * queue is found empty, so a flow that once flooded (p_drop ~0.8) kept
- * losing most of its packets for ~15 s after it slowed down (issue 17). A
+ * losing most of its packets for ~15 s after it slowed down. A
  * flood is still held: once p_drop falls below what the flood needs, its
  * queue grows past half of target, the decay stops, and overflow raises
  * p_drop again. floor keeps the last step (to zero) for cobalt_queue_empty,

@@ -1,6 +1,6 @@
 /*
  * fq_codel: the discipline Linux ships by default, for A/B tests against
- * CAKE (cake-reference.md §10, RFC 8290). Packets hash onto `flows` queues
+ * CAKE (Linux's sch_fq_codel.c, RFC 8290). Packets hash onto `flows` queues
  * (hash * flows >> 32, collisions share); a DRR scheduler with a quantum in
  * raw bytes serves new flows before old ones; each queue runs CoDel at
  * dequeue. Overflow (packet limit or buffer-memory limit) head-drops a batch

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "sched/sched_impl.h"
+#include "shaper/classify.h"
 
 struct sched {
 	const struct sched_ops *ops;
@@ -432,6 +433,7 @@ sched_fact_from_head(struct sched_flow_fact *f, const struct sh_pkt *p, uint64_t
 	f->sojourn_ns = now > p->enq_ns ? now - p->enq_ns : 0;
 	f->l4_proto = p->l4_proto;
 	f->family = 0;
+	f->vlan = classify_vlan_key(p);
 	f->sport = f->dport = 0;
 	memset(f->src, 0, sizeof(f->src));
 	memset(f->dst, 0, sizeof(f->dst));
@@ -549,16 +551,24 @@ void
 sched_move_begin(struct sched_move *mv, struct sched *from)
 {
 	mv->from = from;
+	mv->arrived = 0;
 	sh_pkt_list_init(&mv->staged);
 }
 
 void
-sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n, uint64_t now)
+sched_move_stage(struct sched_move *mv, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+		 struct sh_pkt_list *dropped)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		pkts[i]->enq_ns = now;
+		if (mv->staged.count >= SCHED_MOVE_HELD_MAX) {
+			pkts[i]->drop_reason = SHAPER_DROP_OVERFLOW;
+			sh_pkt_list_push(dropped, pkts[i]);
+			continue;
+		}
 		sh_pkt_list_push(&mv->staged, pkts[i]);
 	}
+	mv->arrived += n;
 }
 
 bool
@@ -571,6 +581,10 @@ sched_move_step(struct sched_move *mv, struct sched *to, unsigned int max, uint6
 
 	if (mv->from == NULL)
 		return true;
+	/* Outpace the arrivals, or the held list never empties. */
+	if (max < 2 * mv->arrived)
+		max = 2 * mv->arrived;
+	mv->arrived = 0;
 	while (moved < max) {
 		unsigned int want = max - moved, k = 0;
 		struct sh_pkt *p;

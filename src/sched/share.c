@@ -44,7 +44,7 @@ int
 share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, uint32_t mtu,
 		 char *err, size_t errlen)
 {
-	uint64_t floor, part;
+	uint64_t part;
 	uint32_t i;
 
 	if (nshards == 0 || nshards > SHARE_MAX_SHARDS) {
@@ -53,9 +53,7 @@ share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, ui
 	}
 	if (share_rate_check(link_rate, nshards, err, errlen) != 0)
 		return -EINVAL;
-	floor = share_floor(link_rate, nshards);
 	memset(g, 0, sizeof(*g));
-	g->floor = floor;
 	g->nshards = nshards;
 	g->mtu = mtu;
 	part = link_rate / nshards;
@@ -67,6 +65,12 @@ share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, ui
 		atomic_init(&g->slot[i].rate, i < nshards ? part : 0);
 	}
 	return 0;
+}
+
+uint64_t
+share_group_floor(const struct share_group *g)
+{
+	return share_floor(atomic_load_explicit(&g->link_rate, memory_order_relaxed), g->nshards);
 }
 
 void
@@ -91,20 +95,85 @@ share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id, str
 	sched_set_rate(s, sh->rate, now);
 }
 
+/* Take up to want from the pool; returns what was taken. */
+static uint64_t
+share_take(struct share_group *g, uint64_t want)
+{
+	int64_t avail = atomic_load_explicit(&g->pool, memory_order_acquire);
+	uint64_t take;
+
+	do {
+		if (avail <= 0)
+			return 0;
+		take = (uint64_t)avail < want ? (uint64_t)avail : want;
+	} while (!atomic_compare_exchange_weak_explicit(&g->pool, &avail, avail - (int64_t)take,
+							memory_order_acq_rel,
+							memory_order_acquire));
+	return take;
+}
+
+/*
+ * Shape at target: lower first and give the difference back, or take what
+ * the pool has. A pool below 0 means the link was cut and some shards still
+ * hold more than their part: until it is repaid no shard keeps more than an
+ * even part, so once every shard has acted on the cut (rebind or tick) the
+ * shards' rates add up to no more than the new link, whatever the splits
+ * each computed from demands published at different moments.
+ */
+static void
+share_move_to(struct share_shard *sh, struct sched *s, uint64_t target, uint64_t now)
+{
+	struct share_group *g = sh->g;
+
+	if (atomic_load_explicit(&g->pool, memory_order_acquire) < 0) {
+		uint64_t even = atomic_load_explicit(&g->link_rate, memory_order_relaxed) /
+				g->nshards;
+
+		if (target > even)
+			target = even;
+	}
+	if (target < sh->rate) {
+		sched_set_rate(s, target, now);
+		atomic_fetch_add_explicit(&g->pool, (int64_t)(sh->rate - target),
+					  memory_order_release);
+		sh->rate = target;
+		sh->rate_changes++;
+	} else if (target > sh->rate) {
+		uint64_t took = share_take(g, target - sh->rate);
+
+		if (took != 0) {
+			sh->rate += took;
+			sched_set_rate(s, sh->rate, now);
+			sh->rate_changes++;
+		}
+	}
+	atomic_store_explicit(&g->slot[sh->id].rate, sh->rate, memory_order_relaxed);
+}
+
 void
 share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now)
 {
+	uint64_t floor = share_group_floor(sh->g), split[SHARE_MAX_SHARDS];
+
 	if (sched_get_params(s)->rate == 0)
 		return; /* unshaped: the share waits for a rate */
-	if (sh->rate < sh->g->floor) {
-		/* Shaping needs some rate; the pool owes it until the others give back. */
-		atomic_fetch_sub_explicit(&sh->g->pool, (int64_t)(sh->g->floor - sh->rate),
-					  memory_order_acq_rel);
-		sh->rate = sh->g->floor;
-		atomic_store_explicit(&sh->g->slot[sh->id].rate, sh->rate, memory_order_relaxed);
-	}
 	if (sched_enqueued_bytes(s) < sh->last_enq)
 		sh->last_enq = sched_enqueued_bytes(s); /* a new scheduler counts from 0 */
+	if (sh->rate == 0) {
+		/*
+		 * The link was unshaped and shaping needs some rate: the pool owes
+		 * the floor until the others give back. (A shard below the floor
+		 * after a rise takes from the pool on its next tick.)
+		 */
+		atomic_fetch_sub_explicit(&sh->g->pool, (int64_t)(floor - sh->rate),
+					  memory_order_acq_rel);
+		sh->rate = floor;
+		atomic_store_explicit(&sh->g->slot[sh->id].rate, sh->rate, memory_order_relaxed);
+	} else {
+		/* After a cut, down to this shard's part now rather than at its next tick. */
+		share_split(sh->g, split);
+		share_move_to(sh, s, split[sh->id], now);
+	}
 	sched_set_rate(s, sh->rate, now);
 }
 
@@ -112,12 +181,13 @@ void
 share_split(const struct share_group *g, uint64_t *out)
 {
 	uint64_t link = atomic_load_explicit(&g->link_rate, memory_order_relaxed);
+	uint64_t floor = share_floor(link, g->nshards);
 	uint32_t n = g->nshards, i;
 	double cap[SHARE_MAX_SHARDS], w[SHARE_MAX_SHARDS], extra[SHARE_MAX_SHARDS];
 	bool open[SHARE_MAX_SHARDS];
 	double left, open_w = 0, all_w = 0;
 
-	left = link > (uint64_t)n * g->floor ? (double)(link - (uint64_t)n * g->floor) : 0;
+	left = link > (uint64_t)n * floor ? (double)(link - (uint64_t)n * floor) : 0;
 	for (i = 0; i < n; i++) {
 		uint64_t need = atomic_load_explicit(&g->slot[i].need, memory_order_relaxed);
 
@@ -125,7 +195,7 @@ share_split(const struct share_group *g, uint64_t *out)
 		extra[i] = 0;
 		open[i] = w[i] > 0;
 		cap[i] = need == SHARE_NEED_ALL ? INFINITY
-			 : need > g->floor      ? (double)(need - g->floor)
+			 : need > floor         ? (double)(need - floor)
 						: 0;
 		open_w += w[i];
 	}
@@ -160,24 +230,20 @@ share_split(const struct share_group *g, uint64_t *out)
 		for (i = 0; i < n; i++)
 			extra[i] += left * w[i] / all_w;
 	for (i = 0; i < n; i++)
-		out[i] = g->floor + (uint64_t)extra[i];
+		out[i] = floor + (uint64_t)extra[i];
 }
 
-/* Take up to want from the pool; returns what was taken. */
+/* The arrival rate's moving average after a tick that saw arrived bytes over dt ns. */
 static uint64_t
-share_take(struct share_group *g, uint64_t want)
+share_arrivals(uint64_t avg, uint64_t arrived, uint64_t dt)
 {
-	int64_t avail = atomic_load_explicit(&g->pool, memory_order_acquire);
-	uint64_t take;
+	double inst = dt != 0 ? (double)arrived * 1e9 / (double)dt : 0;
+	double next = (double)avg + (inst - (double)avg) / SHARE_AVG_DIV;
 
-	do {
-		if (avail <= 0)
-			return 0;
-		take = (uint64_t)avail < want ? (uint64_t)avail : want;
-	} while (!atomic_compare_exchange_weak_explicit(&g->pool, &avail, avail - (int64_t)take,
-							memory_order_acq_rel,
-							memory_order_acquire));
-	return take;
+	/* Bounded so the need computed from it cannot overflow: 2^48 bytes/s is plenty. */
+	if (next <= 0)
+		return 0;
+	return next >= 0x1p48 ? 1ull << 48 : (uint64_t)next;
 }
 
 uint64_t
@@ -186,14 +252,12 @@ share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t no
 	struct share_group *g = sh->g;
 	struct share_slot *me = &g->slot[sh->id];
 	uint64_t enq = sched_enqueued_bytes(s), dt = now - sh->last_tick;
-	uint64_t arrived = enq - sh->last_enq;
-	uint64_t split[SHARE_MAX_SHARDS], need, target;
+	/* The counter restarts at 0 on stats.reset: what it holds arrived since. */
+	uint64_t arrived = enq >= sh->last_enq ? enq - sh->last_enq : enq;
+	uint64_t split[SHARE_MAX_SHARDS], need, floor = share_group_floor(g);
 	uint32_t backlog = sched_backlog_pkts(s);
-	int64_t inst;
 
-	inst = dt != 0 ? (int64_t)((double)arrived * 1e9 / (double)dt) : 0;
-	sh->arrivals = (uint64_t)((int64_t)sh->arrivals +
-				  (inst - (int64_t)sh->arrivals) / SHARE_AVG_DIV);
+	sh->arrivals = share_arrivals(sh->arrivals, arrived, dt);
 	sh->last_enq = enq;
 	sh->last_tick = now;
 	sh->ticks++;
@@ -205,30 +269,13 @@ share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t no
 		need = 0;
 	else
 		/* What arrives, a little spare, and the few packets queued out within a tick. */
-		need = sh->arrivals + sh->arrivals / SHARE_SPARE_DIV + g->floor +
+		need = sh->arrivals + sh->arrivals / SHARE_SPARE_DIV + floor +
 		       (uint64_t)backlog * g->mtu * (1000000000ull / SHARE_TICK_NS);
 	atomic_store_explicit(&me->weight, weight, memory_order_relaxed);
 	atomic_store_explicit(&me->need, need, memory_order_relaxed);
 
 	share_split(g, split);
-	target = split[sh->id];
-	if (target < sh->rate) {
-		/* Slow down first, then give the difference back. */
-		sched_set_rate(s, target, now);
-		atomic_fetch_add_explicit(&g->pool, (int64_t)(sh->rate - target),
-					  memory_order_release);
-		sh->rate = target;
-		sh->rate_changes++;
-	} else if (target > sh->rate) {
-		uint64_t took = share_take(g, target - sh->rate);
-
-		if (took != 0) {
-			sh->rate += took;
-			sched_set_rate(s, sh->rate, now);
-			sh->rate_changes++;
-		}
-	}
-	atomic_store_explicit(&me->rate, sh->rate, memory_order_relaxed);
+	share_move_to(sh, s, split[sh->id], now);
 	return sh->rate;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Autorate against a fixed 95 % setting behind a changing modem (issue 13): the
-short version of tools/testbed/autorate.py, with the issue's criteria.
+"""Autorate against a fixed 95 % setting behind a changing modem: the
+short version of tools/testbed/autorate.py, with the criteria below.
 
 usage: e2e_autorate.py SHAPERD [OUTDIR]
 

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Bufferbloat proof on the namespace bed (issue #5): short runs of
-tools/testbed/run.py, CAKE against a bloated FIFO, with the issue's criteria.
+"""Bufferbloat proof on the namespace bed: short runs of
+tools/testbed/run.py, CAKE against a bloated FIFO, with the criteria below
+(check_* functions: e.g. rrul's induced latency, goodput, fairness).
 
 usage: e2e_bufferbloat.py SHAPERD SCENARIO [OUTDIR]
   SCENARIO: rrul | bbr-converge | staggered | hosts | all

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Passive RTT against ping through the same path (issue 13), on the namespace bed.
+"""Passive RTT against ping through the same path, on the namespace bed.
 
 usage: e2e_rtt_ping.py SHAPERD [SECONDS]
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Integration: two workers shape one link together (issue 11).
+"""Integration: two workers shape one link together.
 
 Each port is a net_pcap vdev with two rx and two tx queues, so shaperd runs
 two shards per direction, one per worker. Every pcap queue carries frames of

@@ -1,6 +1,6 @@
 /*
- * Reference model of CAKE (see cake_model.h). Section numbers (§) are those
- * of /work/shared/design/cake-reference.md. Nothing here is fast: lists are
+ * Reference model of CAKE (see cake_model.h). Comments name the sch_cake
+ * function or rule each part follows. Nothing here is fast: lists are
  * arrays searched linearly, the fattest queue is found by scanning every
  * queue, products are taken in 128 bits.
  */
@@ -106,7 +106,7 @@ struct cake_model {
 
 /* ------------------------------------------------------------ arithmetic */
 
-/* §4.1: ns per byte scaled by 2^shft, kept below 2^34. */
+/* sch_cake's cake_set_rate(): ns per byte scaled by 2^shft, kept below 2^34. */
 static void
 rate_set(struct cm_rate *r, uint64_t rate)
 {
@@ -129,7 +129,7 @@ dur(const struct cm_rate *r, uint64_t len)
 	return (uint64_t)(((u128)len * r->rate_ns) >> r->shft);
 }
 
-/* §4.3: y' = y (3 - count y^2) / 2 in Q0.32, exactly in 128 bits. */
+/* cobalt_newton_step(): y' = y (3 - count y^2) / 2 in Q0.32, exactly in 128 bits. */
 static uint32_t
 newton(uint32_t y, uint32_t count)
 {
@@ -159,7 +159,7 @@ control(uint64_t t, uint64_t interval, uint32_t ris)
 	return t + (uint64_t)(((u128)interval * ris) >> 32);
 }
 
-/* ------------------------------------------------------------ tins (§1) */
+/* ------------------------------------------------------------ tins (sch_cake's tins) */
 
 static void
 tin_config(struct cake_model *m, struct cm_tin *b, uint64_t rate, uint32_t quantum,
@@ -190,7 +190,8 @@ config_tins(struct cake_model *m)
 					  { 20, 2 }, { 22, 2 }, { 24, 2 }, { 26, 2 }, { 28, 2 },
 					  { 30, 2 }, { 34, 2 }, { 36, 2 }, { 38, 2 }, { 32, 3 },
 					  { 40, 3 }, { 44, 3 }, { 46, 3 }, { 48, 3 }, { 56, 3 } };
-	/* diffserv8 by class (§1.2), default Best effort = 2. */
+	/* diffserv8 by class (sch_cake's cake_config_diffserv*() tables), default Best effort = 2.
+	 */
 	static const uint8_t ds8[][2] = {
 		{ 1, 0 },  { 2, 1 },  { 8, 1 },  { 10, 1 }, { 12, 1 }, { 14, 1 },
 		{ 24, 3 }, { 26, 3 }, { 28, 3 }, { 30, 3 }, { 34, 3 }, { 36, 3 },
@@ -250,7 +251,7 @@ config_tins(struct cake_model *m)
 	}
 	}
 	if (m->p.diffserv == SCHED_DIFFSERV3 || m->p.diffserv == SCHED_DIFFSERV4) {
-		m->tin_order[0] = 1; /* §1.3: Bulk is shown first */
+		m->tin_order[0] = 1; /* sch_cake's tin_order: Bulk is shown first */
 		m->tin_order[1] = 0;
 	}
 	/*
@@ -279,7 +280,7 @@ config_tins(struct cake_model *m)
 }
 
 /*
- * §6, as the project chose to differ (docs/ARCHITECTURE.md, "The derived
+ * sch_cake's cake_drop(), as the project chose to differ (docs/ARCHITECTURE.md, "The derived
  * memory limit is counted in packets"): an explicit memlimit stands; the
  * derived byte figure (4 x rate x rtt, at least 4 MiB, at most 10240 x mtu)
  * is read as that many bytes of mtu-size frames, each priced at pkt_mem.
@@ -314,13 +315,14 @@ cm_new(const struct sched_params *p)
 		abort();
 	m->p = *p;
 	/*
-	 * §11: the dither and BLUE draws are injectable; the project takes
+	 * sch_cake's behaviour: the dither and BLUE draws are injectable; the project takes
 	 * them from shaper/rand.h's xorshift64* seeded through splitmix64, so
 	 * the model draws from the same stream in the same order.
 	 */
 	z = sh_splitmix64(&seed);
 	m->rng = z != 0 ? z : 0x853c49e6748fea9bULL;
-	/* §4.3: entry 0 is 1.0; entry n is four Newton steps on from entry n-1. */
+	/* sch_cake's cobalt_cache_init(): entry 0 is 1.0; entry n is four Newton steps on from
+	 * entry n-1. */
 	m->inv_sqrt_table[0] = 0xffffffffu;
 	for (i = 1; i < 16; i++) {
 		uint32_t y = m->inv_sqrt_table[i - 1];
@@ -407,7 +409,8 @@ cm_update(struct cake_model *m, const struct sched_params *p)
 		}
 	}
 	if (p->overhead_mode != m->p.overhead_mode || p->overhead != m->p.overhead) {
-		m->min_net = m->min_adj = 65535; /* §9.3: OVERHEAD or RAW resets them */
+		m->min_net = m->min_adj = 65535; /* sch_cake's TCA_CAKE_* attributes: OVERHEAD or
+						    RAW resets them */
 		m->max_net = m->max_adj = 0;
 	}
 	m->p = *p;
@@ -442,7 +445,7 @@ resync(struct cake_model *m, uint64_t now)
 						now + dur(&m->tins[i].rate, m->p.mtu));
 }
 
-/* ------------------------------------------------------------ lists (§3) */
+/* ------------------------------------------------------------ lists (sch_cake's DRR++) */
 
 static void
 list_remove(struct cm_tin *b, uint32_t q)
@@ -472,7 +475,7 @@ list_move_tail(struct cm_tin *b, uint32_t q, enum cm_list to)
 	b->flows[q].list = to;
 }
 
-/* ------------------------------------------------------------ hosts (§2) */
+/* ------------------------------------------------------------ hosts (sch_cake's host isolation) */
 
 static bool
 dual_src(const struct cake_model *m)
@@ -489,7 +492,7 @@ dual_dst(const struct cake_model *m)
 static void
 host_bulk_add(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f, int d)
 {
-	/* Saturating 0..1024 (§2.3). */
+	/* Saturating 0..1024 (sch_cake's set-associative cake_hash()). */
 	if (f->rehost)
 		return;
 	if (dual_src(m)) {
@@ -510,7 +513,7 @@ host_bulk_add(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f, i
 	}
 }
 
-/* §2.4: the host-scaled quantum with a 16-bit random dither. */
+/* sch_cake's host-scaled quantum: the host-scaled quantum with a 16-bit random dither. */
 static int64_t
 host_quantum(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f)
 {
@@ -525,7 +528,7 @@ host_quantum(struct cake_model *m, struct cm_tin *b, const struct cm_flow *f)
 	return (int64_t)(((uint64_t)b->flow_quantum * (65535u / load) + r) >> 16);
 }
 
-/* §2.3 step 5, one side: find the host's slot or claim one. */
+/* cake_hash()'s host lookup, one side: find the host's slot or claim one. */
 static uint32_t
 host_slot(uint32_t *tags, const uint32_t *bulk, uint32_t hash)
 {
@@ -561,7 +564,7 @@ assign_hosts(struct cake_model *m, struct cm_tin *b, struct cm_flow *f, const st
 		host_bulk_add(m, b, f, +1);
 }
 
-/* §2.3: the queue of pkt in tin b. */
+/* sch_cake's set-associative cake_hash(): the queue of pkt in tin b. */
 static uint32_t
 lookup(struct cake_model *m, struct cm_tin *b, const struct cm_pkt *pkt)
 {
@@ -614,7 +617,7 @@ lookup(struct cake_model *m, struct cm_tin *b, const struct cm_pkt *pkt)
 	return q;
 }
 
-/* ------------------------------------------------------------ COBALT (§4) */
+/* ------------------------------------------------------------ COBALT (sch_cake's COBALT) */
 
 /*
  * BLUE forgets with time: the project's documented choice (ARCHITECTURE.md,
@@ -639,7 +642,7 @@ blue_forget(struct cm_cobalt *v, const struct cm_tin *b, uint64_t now, uint32_t 
 	}
 }
 
-/* §4.4 queue full; returns true when the flow became unresponsive. */
+/* sch_cake's cobalt_queue_full(): returns true when the flow became unresponsive. */
 static bool
 cobalt_full(struct cm_cobalt *v, const struct cm_tin *b, uint64_t now)
 {
@@ -658,7 +661,7 @@ cobalt_full(struct cm_cobalt *v, const struct cm_tin *b, uint64_t now)
 	return up;
 }
 
-/* §4.4 queue empty; returns true when p_drop reached zero. */
+/* sch_cake's cobalt_queue_empty(): returns true when p_drop reached zero. */
 static bool
 cobalt_empty(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, uint64_t now)
 {
@@ -679,7 +682,7 @@ cobalt_empty(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, 
 	return down;
 }
 
-/* §4.3: judge pkt leaving its flow at now; true = drop. */
+/* sch_cake's cobalt_should_drop(): judge pkt leaving its flow at now; true = drop. */
 static bool
 cobalt_judge(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, struct cm_pkt *pkt,
 	     uint64_t now)
@@ -743,7 +746,7 @@ cobalt_judge(struct cake_model *m, struct cm_cobalt *v, const struct cm_tin *b, 
 	return drop;
 }
 
-/* ------------------------------------------------------------ shaper (§5) */
+/* ------------------------------------------------------------ shaper (sch_cake's shaper) */
 
 static void
 advance(struct cake_model *m, struct cm_tin *b, uint32_t len, uint64_t now, bool drop)
@@ -763,7 +766,7 @@ advance(struct cake_model *m, struct cm_tin *b, uint32_t len, uint64_t now, bool
 		m->f_next += gd + gd / 2;
 }
 
-/* §5.4. Negative sizes are clamped at 0 (the reference leaves them open). */
+/* sch_cake's cake_overhead(). Negative sizes are clamped at 0 (the reference leaves them open). */
 static uint32_t
 adjust(struct cake_model *m, const struct cm_pkt *pkt)
 {
@@ -827,7 +830,7 @@ add_drop(struct cm_drops *d, const struct cm_pkt *pkt, enum shaper_drop_reason r
 	d->n++;
 }
 
-/* §6: drop the head of a fattest queue; hint may name which one. */
+/* sch_cake's cake_drop(): drop the head of a fattest queue; hint may name which one. */
 static struct cm_pkt *
 drop_fattest(struct cake_model *m, uint64_t now, uint32_t hint, struct cm_drops *drops)
 {
@@ -876,7 +879,7 @@ cm_enqueue(struct cake_model *m, struct cm_pkt *pkt, uint64_t now, const uint32_
 
 	if (m->resync)
 		resync(m, now);
-	/* §1.1 (wash rewrites the packet, the original DSCP classifies). */
+	/* sch_cake's cake_select_tin() (wash rewrites the packet, the original DSCP classifies). */
 	tin = m->p.diffserv == SCHED_BESTEFFORT ? 0 : m->dscp_tin[pkt->dscp & 63];
 	if (tin >= m->tin_cnt)
 		tin = 0;
@@ -884,7 +887,7 @@ cm_enqueue(struct cake_model *m, struct cm_pkt *pkt, uint64_t now, const uint32_
 	q = lookup(m, b, pkt);
 	f = &b->flows[q];
 
-	/* §5.3: no credit for idle time. */
+	/* sch_cake's shaper gating in cake_dequeue(): no credit for idle time. */
 	if (m->rate.rate != 0 && b->backlog == 0) {
 		if (b->t_next < now)
 			b->t_next = now;
@@ -919,7 +922,7 @@ cm_enqueue(struct cake_model *m, struct cm_pkt *pkt, uint64_t now, const uint32_
 	if (pkt->len > b->max_len)
 		b->max_len = pkt->len;
 
-	/* §3 enqueue table. */
+	/* cake_enqueue()'s flow-list rules. */
 	switch (f->state) {
 	case ST_NONE:
 	case ST_DECAYING:
@@ -956,7 +959,8 @@ cm_enqueue(struct cake_model *m, struct cm_pkt *pkt, uint64_t now, const uint32_
 
 /* ------------------------------------------------------------ dequeue */
 
-/* §1.4 shaped: highest-index due tin, else the soonest (ties: higher). */
+/* sch_cake's tin choice in cake_dequeue() shaped: highest-index due tin, else the soonest (ties:
+ * higher). */
 static struct cm_tin *
 pick_shaped(struct cake_model *m, uint64_t now)
 {
@@ -978,7 +982,7 @@ pick_shaped(struct cake_model *m, uint64_t now)
 	return best;
 }
 
-/* §1.4 unlimited: weighted DRR over the tins. */
+/* sch_cake's tin choice in cake_dequeue() unlimited: weighted DRR over the tins. */
 static struct cm_tin *
 pick_drr(struct cake_model *m)
 {
@@ -1005,7 +1009,7 @@ pick_drr(struct cake_model *m)
 	}
 }
 
-/* §3 step 3: the flow was found empty. */
+/* cake_dequeue()'s empty-flow branch: the flow was found empty. */
 static void
 flow_empty(struct cake_model *m, struct cm_tin *b, uint32_t q, uint64_t now)
 {

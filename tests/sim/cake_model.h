@@ -1,6 +1,6 @@
 /*
  * An executable reference model of CAKE, written from
- * /work/shared/design/cake-reference.md (not from src/sched/cake.c): plain
+ * Linux's sch_cake and RFC 8290 (not from src/sched/cake.c): plain
  * and slow on purpose (explicit per-flow packet lists, linear scans, 128-bit
  * arithmetic), so that tests/sim/test_cake_model.c can run it beside the
  * project's sched_* in lockstep and compare every packet, drop, next_time
@@ -57,7 +57,7 @@ void cm_update(struct cake_model *m, const struct sched_params *p);
 
 /*
  * Enqueue pkt at now. The reference leaves the choice among equally fat
- * queues open (§6): hint lists the packet ids the implementation dropped
+ * queues open (sch_cake's cake_drop()): hint lists the packet ids the implementation dropped
  * for overflow, in order, and the model takes a hinted head when it is one
  * of the fattest (and its own first fattest otherwise). Returns 1 if pkt
  * itself was dropped.

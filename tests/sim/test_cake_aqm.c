@@ -2,7 +2,8 @@
  * CAKE's queue management in simulated time: COBALT's drop schedule
  * (interval/sqrt(count)), ECN marking with a valid IPv4 checksum, BLUE
  * taking over from persistent overflow, the memory limit and its
- * fattest-flow drops (§4, §6), the ACK filter (§7) and ingress mode (§5.5).
+ * fattest-flow drops (sch_cake's COBALT, sch_cake's cake_drop()), the ACK filter (sch_cake's
+ * cake_ack_filter()) and ingress mode (sch_cake's ingress mode).
  */
 #include <math.h>
 #include <setjmp.h>

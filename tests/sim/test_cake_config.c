@@ -1,7 +1,8 @@
 /*
- * CAKE numbers that follow from the configuration alone (reference §1, §4,
- * §5.4, §6, §12): tin thresholds, quanta, COBALT target/interval, memory
- * limits, DSCP maps, overhead compensation and the 1/sqrt table.
+ * CAKE numbers that follow from the configuration alone (sch_cake's tins, sch_cake's COBALT,
+ * sch_cake's cake_overhead(), sch_cake's cake_drop(), the Piece of CAKE paper's figures): tin
+ * thresholds, quanta, COBALT target/interval, memory limits, DSCP maps, overhead compensation and
+ * the 1/sqrt table.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -66,7 +67,7 @@ test_invsqrt_table(void **state)
 			  500000000005ll) < 1000);
 }
 
-/* ------------------------------------------------- §12 config-derived numbers */
+/* ------------------------ config-derived numbers (the Piece of CAKE paper's) */
 
 static void
 enqueue_one(struct sched *s, struct sh_pkt *pkt, uint32_t len, uint8_t dscp, uint64_t now)
@@ -177,7 +178,7 @@ test_memlimit_derivation(void **state)
 	}
 }
 
-/* §4.1: low-rate auto-tuning of quantum, target and interval. */
+/* sch_cake's cake_set_rate(): low-rate auto-tuning of quantum, target and interval. */
 static void
 test_low_rate_table(void **state)
 {
@@ -241,7 +242,8 @@ test_low_rate_table(void **state)
 	}
 }
 
-/* §1.2 thresholds and quanta of every mode, in display order. */
+/* sch_cake's cake_config_diffserv*() tables thresholds and quanta of every mode, in display order.
+ */
 static void
 test_tin_thresholds(void **state)
 {
@@ -292,7 +294,8 @@ test_tin_thresholds(void **state)
 
 /* ------------------------------------------------------------- DSCP maps */
 
-/* Expected user-visible tin (display column) per mode, written from §1.2. */
+/* Expected user-visible tin (display column) per mode, written from sch_cake's
+ * cake_config_diffserv*() tables. */
 static int
 expect_col(enum sched_diffserv mode, unsigned int d)
 {
@@ -412,7 +415,7 @@ test_wash(void **state)
 	sched_free(s);
 }
 
-/* ----------------------------------------------------- overhead (§5.4) */
+/* ----------------------------------------------------- overhead (sch_cake's cake_overhead()) */
 
 struct oh_case {
 	const char *name;

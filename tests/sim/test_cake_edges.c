@@ -1,13 +1,14 @@
 /*
- * CAKE behaviour at the edges issue 16 found untested, each checked
- * against cake-reference.md: a host set with more hosts than ways (§2.3:
- * the home slot is overwritten and shared), the overlimits counter (§5.3,
- * §9.1), diffserv8 and precedence tin quanta (unshaped DRR shares, §1.4)
- * and thresholds (shaped priority, §1.2), and IPv6, VLAN, QinQ and PPPoE
- * frames through the classifier and the scheduler (tin from the inner
- * DSCP, the MAC header stripped in overhead mode, CE written into the
- * inner IP header with a valid checksum).
+ * CAKE behaviour at the edges the other simulation tests leave open, each checked
+ * against sch_cake: a host set with more hosts than ways (sch_cake's set-associative cake_hash():
+ * the home slot is overwritten and shared), the overlimits counter (sch_cake's shaper gating in
+ * cake_dequeue(), sch_cake's TCA_CAKE_STATS_*), diffserv8 and precedence tin quanta (unshaped DRR
+ * shares, sch_cake's tin choice in cake_dequeue()) and thresholds (shaped priority, sch_cake's
+ * cake_config_diffserv*() tables), and IPv6, VLAN, QinQ and PPPoE frames through the classifier and
+ * the scheduler (tin from the inner DSCP, the MAC header stripped in overhead mode, CE written into
+ * the inner IP header with a valid checksum).
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,11 +32,10 @@
 /*
  * Nine source hosts, all hashed into host set 5 (slots 40..47), one
  * saturating flow each, dual-srchost. The first eight take the eight ways;
- * when the ninth arrives every way has bulk flows, so per §2.3 it takes
- * its home slot (43, host 3's; not way 0, so "the first way" would show)
- * and shares it: that slot counts two bulk flows, so host 3 and host 8
- * each get half a quantum per round. Shares: 1/16 for those two, 1/8 for
- * each of the other seven. With the ninth host in another set every host
+ * when the ninth arrives every way has bulk flows, so per sch_cake's set-associative cake_hash() it
+ * takes its home slot (43, host 3's; not way 0, so "the first way" would show) and shares it: that
+ * slot counts two bulk flows, so host 3 and host 8 each get half a quantum per round. Shares: 1/16
+ * for those two, 1/8 for each of the other seven. With the ninth host in another set every host
  * gets 1/9.
  */
 static void
@@ -100,10 +100,10 @@ test_full_host_set(void **state)
 /* ------------------------------------------------------- overlimits */
 
 /*
- * §5.3/§9.1: overlimits counts each dequeue the shaper turns away (both
- * clocks ahead of now) and each arrival at an empty qdisc whose clocks are
- * still ahead; a due dequeue, an unshaped one or an arrival behind a
- * backlog does not count.
+ * sch_cake's shaper gating in cake_dequeue()/sch_cake's TCA_CAKE_STATS_*: overlimits counts each
+ * dequeue the shaper turns away (both clocks ahead of now) and each arrival at an empty qdisc whose
+ * clocks are still ahead; a due dequeue, an unshaped one or an arrival behind a backlog does not
+ * count.
  */
 static void
 test_overlimits(void **state)
@@ -404,7 +404,8 @@ test_frames_through_classifier(void **state)
 		assert_int_equal(st.max_network_size, LEN - frame_netoff[k]);
 		assert_int_equal(st.max_adj_size, LEN - frame_netoff[k]);
 		{
-			/* §5.4: the header offset's EWMA (1/256) after N equal samples. */
+			/* sch_cake's cake_overhead(): the header offset's EWMA (1/256) after N
+			 * equal samples. */
 			uint64_t avg = 0;
 
 			for (uint32_t i = 0; i < N; i++)
@@ -441,6 +442,143 @@ test_frames_through_classifier(void **state)
 	free(pkts);
 }
 
+/* ------------------------------------------------------ hosts per VLAN */
+
+/*
+ * A trunk where two customers use the same address 10.0.0.1: one on VLAN 10
+ * with one bulk flow, one on VLAN 20 with eight. Frames are built whole and
+ * classified. With vlan_hosts they are two hosts and each gets half the
+ * link; without, CAKE sees one host with nine flows (1/9 for VLAN 10's).
+ * Returns VLAN 10's share of dequeued packets number skip .. skip + count
+ * of a standing backlog; with flip, vlan_hosts is switched on by a live
+ * update after the first skip packets (hosts are found again).
+ */
+static double
+vlan_hosts_share(enum sched_isolation mode, bool vlan_hosts, bool flip)
+{
+	enum {
+		FLOWS = 9,
+		PER_FLOW = 250,
+		N = FLOWS * PER_FLOW,
+		SKIP = 100,
+		COUNT = 300,
+		LEN = 1000
+	};
+	struct classify_key key;
+	struct pb *frames = calloc(N, sizeof(*frames));
+	struct sh_pkt *pkts = calloc(N, sizeof(*pkts));
+	struct sched_params p;
+	struct sh_pkt_list dl;
+	struct sched *s;
+	char err[128];
+	uint64_t now = SEC(1);
+	uint32_t seen = 0, vlan10 = 0;
+	bool refilled = false;
+
+	assert_non_null(frames);
+	assert_non_null(pkts);
+	classify_key_init(&key, 5);
+	sched_params_default(&p, SCHED_DISC_CAKE);
+	p.rate = 0; /* unshaped: no time passes, so no AQM drop blurs the shares */
+	p.diffserv = SCHED_BESTEFFORT;
+	p.isolation = mode;
+	p.upstream = true;
+	p.vlan_hosts = vlan_hosts && !flip;
+	p.memlimit = 64u << 20; /* the whole backlog stands */
+	s = sched_create(&p, err, sizeof(err));
+	assert_non_null(s);
+	sh_pkt_list_init(&dl);
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t flow = i % FLOWS; /* flow 0 on VLAN 10, flows 1..8 on VLAN 20 */
+		struct pb *b = &frames[i];
+
+		pb_init(b);
+		pb_eth_macs(b, 1, 2);
+		pb_vlan(b, 0x8100, flow == 0 ? 10 : 20);
+		pb_u16(b, 0x0800);
+		pb_ipv4(b, 0x0a000001, 0x0a090909, 17, 0, 0x4000, 0);
+		pb_udp(b, (uint16_t)(1000 + flow), 5001);
+		pb_zero(b, LEN - b->len);
+		pb_finish(b);
+		pb_to_pkt(b, &pkts[i]);
+		classify_pkt(&pkts[i], &key);
+	}
+	/* Half the packets, SKIP dequeues, (the switch,) the other half: hosts
+	 * are found again as packets arrive, as after an isolation change. */
+	for (uint32_t i = 0; i < N / 2; i++)
+		assert_int_equal(sched_enqueue(s, &pkts[i], now, &dl), 0);
+	{
+		/* `flows` sees each queue's VLAN, so the RTT table's hash can be rebuilt */
+		struct sched_flow_fact facts[16];
+		uint32_t cursor = 0, n = 0;
+
+		while (cursor != SCHED_FACTS_DONE && n < 16)
+			n += sched_flow_facts(s, &cursor, SCHED_FACTS_SLICE, now, facts + n,
+					      16 - n);
+		assert_true(n >= 1); /* one queue in a host mode without vlan_hosts */
+		for (uint32_t i = 0; i < n; i++)
+			if (facts[i].family == 4)
+				assert_int_equal(facts[i].vlan, (facts[i].sport == 1000 ? 10u : 20u)
+										<< 12);
+	}
+	while (seen < SKIP + COUNT && sched_next_time(s, now) != UINT64_MAX) {
+		struct sh_pkt *out;
+
+		if (seen == SKIP && !refilled) {
+			refilled = true;
+			if (flip) {
+				p.vlan_hosts = true;
+				assert_int_equal(sched_update(s, &p, err, sizeof(err)), 0);
+			}
+			for (uint32_t i = N / 2; i < N; i++)
+				assert_int_equal(sched_enqueue(s, &pkts[i], now, &dl), 0);
+		}
+		now = sched_next_time(s, now);
+		out = sched_dequeue(s, now, &dl);
+		if (out == NULL)
+			continue;
+		if (seen >= SKIP && classify_vlan_key(out) == 10u << 12)
+			vlan10++;
+		seen++;
+	}
+	assert_int_equal(seen, SKIP + COUNT);
+	assert_int_equal(dl.count, 0);
+	sched_free(s);
+	free(frames);
+	free(pkts);
+	return (double)vlan10 / COUNT;
+}
+
+static void
+test_vlan_hosts(void **state)
+{
+	static const enum sched_isolation modes[] = { SCHED_DUAL_SRCHOST, SCHED_TRIPLE_ISOLATE,
+						      SCHED_SRCHOST, SCHED_HOSTS };
+
+	(void)state;
+	for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+		double off = vlan_hosts_share(modes[m], false, false);
+		double on = vlan_hosts_share(modes[m], true, false);
+		double flipped = vlan_hosts_share(modes[m], true, true);
+
+		SIM_FIGURE("isolation %d: VLAN 10's host share %.3f by address, %.3f per VLAN, "
+			   "%.3f after a live switch",
+			   (int)modes[m], off, on, flipped);
+		assert_true(off > 0.08 && off < 0.15);
+		assert_true(on > 0.45 && on < 0.55);
+		if (modes[m] == SCHED_SRCHOST || modes[m] == SCHED_HOSTS) {
+			/*
+			 * Here a host is a queue: what was queued stays in the old
+			 * shared queue (1/9 VLAN 10's), new packets go to one queue
+			 * per VLAN; three queues in turn give VLAN 10 1/3 + 1/27.
+			 */
+			assert_true(fabs(flipped - 10.0 / 27) < 0.05);
+		} else {
+			assert_true(flipped > 0.45 && flipped < 0.55);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -450,6 +588,7 @@ main(void)
 		cmocka_unit_test(test_diffserv8_shares),
 		cmocka_unit_test(test_precedence_shares),
 		cmocka_unit_test(test_frames_through_classifier),
+		cmocka_unit_test(test_vlan_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

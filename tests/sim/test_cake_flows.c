@@ -1,7 +1,8 @@
 /*
  * CAKE's flow scheduling in simulated time: DRR++ fairness between flows,
  * low delay for sparse flows, per-host fairness in every isolation mode
- * (§2.4), and the set-associative queue lookup counters (§2.3).
+ * (sch_cake's host-scaled quantum), and the set-associative queue lookup counters (sch_cake's
+ * set-associative cake_hash()).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -218,7 +219,8 @@ test_host_isolation(void **state)
 	}
 }
 
-/* §2.3 counters: misses for new flows, collisions only when a set is full. */
+/* sch_cake's set-associative cake_hash() counters: misses for new flows, collisions only when a set
+ * is full. */
 static void
 test_set_associative(void **state)
 {

@@ -1,14 +1,16 @@
 /*
  * CAKE details the other simulation tests do not pin down, each written
- * from cake-reference.md and driven packet by packet: the flow state
+ * from sch_cake's behaviour and driven packet by packet: the flow state
  * machine (new-flow credit, SPARSE_WAIT -> BULK, the decaying list and its
- * retirement, sp_flows counting decaying flows, §3), COBALT's count decay
- * on an empty queue and the 4-MTU-time floor (§4.3/§4.4), BLUE's step and
- * its relaxation with un_flows (§4.4), head drop on overflow (§6), ingress
- * charging and the bulk-flow term (§5.5), way_inds (§2.3), the quantum
- * dither (§2.4), the delay EWMAs (§9.2), and fq_codel's overflow feeding
- * CoDel's count (§10). tools/mutate.py checks that single-line bugs in
- * these places make a test here fail.
+ * retirement, sp_flows counting decaying flows, sch_cake's DRR++), COBALT's count decay
+ * on an empty queue and the 4-MTU-time floor (sch_cake's cobalt_should_drop()/sch_cake's
+ * cobalt_queue_full()/cobalt_queue_empty()), BLUE's step and its relaxation with un_flows
+ * (sch_cake's cobalt_queue_full()/cobalt_queue_empty()), head drop on overflow (sch_cake's
+ * cake_drop()), ingress charging and the bulk-flow term (sch_cake's ingress mode), way_inds
+ * (sch_cake's set-associative cake_hash()), the quantum dither (sch_cake's host-scaled quantum),
+ * the delay EWMAs (sch_cake's TCA_CAKE_TIN_STATS_*), and fq_codel's overflow feeding CoDel's count
+ * (sch_fq_codel.c). tools/mutate.py checks that single-line bugs in these places make a test here
+ * fail.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -70,7 +72,7 @@ tin0(struct sim *sim)
 }
 
 /*
- * §3 with an unshaped tin (flow quantum 1514): a flow that empties within
+ * sch_cake's DRR++ with an unshaped tin (flow quantum 1514): a flow that empties within
  * an interval of its last packet keeps its COBALT state (drop_next is an
  * activity timeout) and moves to the decaying list, still counted in
  * sp_flows; its next look after the timeout retires it; a flow that was
@@ -159,7 +161,7 @@ test_flow_lifecycle(void **state)
 }
 
 /*
- * §3: a new flow's first packet goes ahead of a backlogged bulk flow
+ * sch_cake's DRR++: a new flow's first packet goes ahead of a backlogged bulk flow
  * (new-flow credit); with no credit it would join the old rotation
  * behind it.
  */
@@ -189,10 +191,10 @@ test_new_flow_credit(void **state)
 }
 
 /*
- * §4.4: a flow that stood above target (COBALT count > 0) and emptied
- * decays; every look at it while it is found empty lets count fall by one
- * per control-law slot, so with occasional traffic of another flow it is
- * retired after a while instead of decaying for ever.
+ * sch_cake's cobalt_queue_full()/cobalt_queue_empty(): a flow that stood above target (COBALT count
+ * > 0) and emptied decays; every look at it while it is found empty lets count fall by one per
+ * control-law slot, so with occasional traffic of another flow it is retired after a while instead
+ * of decaying for ever.
  */
 static void
 test_decaying_count_relaxes(void **state)
@@ -250,12 +252,11 @@ top_up(struct sim *sim, uint32_t a, uint32_t depth)
 }
 
 /*
- * §4.4 and §6: one loss to the memory limit raises the flow's BLUE
- * probability by exactly 1/256 (measured by the share of BLUE drops over
- * 25 600 packets within one target of the overflow, queue never empty,
- * sojourn far below target) and makes it unresponsive; once the flow no
- * longer overflows and its queue is seen empty from time to time, p_drop
- * relaxes back to zero and un_flows returns to 0. BLUE drops ECN-capable
+ * sch_cake's cobalt_queue_full()/cobalt_queue_empty() and sch_cake's cake_drop(): one loss to the
+ * memory limit raises the flow's BLUE probability by exactly 1/256 (measured by the share of BLUE
+ * drops over 25 600 packets within one target of the overflow, queue never empty, sojourn far below
+ * target) and makes it unresponsive; once the flow no longer overflows and its queue is seen empty
+ * from time to time, p_drop relaxes back to zero and un_flows returns to 0. BLUE drops ECN-capable
  * packets too (it never marks).
  */
 static void
@@ -336,7 +337,7 @@ log_overflow(struct sim *sim, struct sim_pkt *p, void *ctx)
 		d->seq[d->n++] = p->seq;
 }
 
-/* §6: the memory limit drops from the head of the fattest queue. */
+/* sch_cake's cake_drop(): the memory limit drops from the head of the fattest queue. */
 static void
 test_overflow_drops_head(void **state)
 {
@@ -387,7 +388,7 @@ sum_aqm(struct sim *sim, struct sim_pkt *p, void *ctx)
 }
 
 /*
- * §5.5 (a): in ingress mode packets dropped by COBALT advance the shaper
+ * sch_cake's ingress mode (a): in ingress mode packets dropped by COBALT advance the shaper
  * clocks, so delivered plus COBALT-dropped bytes add up to the rate.
  */
 static void
@@ -423,7 +424,7 @@ test_ingress_charges_drops(void **state)
 }
 
 /*
- * §5.5 (b): in ingress mode COBALT leaves about two MTUs of queue per bulk
+ * sch_cake's ingress mode (b): in ingress mode COBALT leaves about two MTUs of queue per bulk
  * flow: with 8 bulk flows at 10 Mbit (MTU time 1.2 ms) sojourns up to
  * 2 x 8 x 1.2 = 19 ms draw no signal although they are over target.
  */
@@ -462,10 +463,9 @@ test_ingress_bulk_term(void **state)
 }
 
 /*
- * §4.3: over_target also needs sojourn > 4 MTU times. At 2 Mbit (MTU time
- * 6.06 ms, target raised to 9.08 ms) a closed loop keeping 3 packets
- * queued sees about 18 ms of sojourn: above target but under 24 ms, so
- * COBALT stays quiet.
+ * sch_cake's cobalt_should_drop(): over_target also needs sojourn > 4 MTU times. At 2 Mbit (MTU
+ * time 6.06 ms, target raised to 9.08 ms) a closed loop keeping 3 packets queued sees about 18 ms
+ * of sojourn: above target but under 24 ms, so COBALT stays quiet.
  */
 static void
 test_four_mtu_floor(void **state)
@@ -505,7 +505,7 @@ test_four_mtu_floor(void **state)
 }
 
 /*
- * §2.4: host-scaled quanta are dithered, so a host with two bulk flows
+ * sch_cake's host-scaled quantum: host-scaled quanta are dithered, so a host with two bulk flows
  * gets the same share as a host with one. Without the dither both lose
  * the fraction rounded off, and the two-flow host loses it twice. At
  * 1 Mbit the flow quantum is 300: 299 vs 2 x 149 per round without it.
@@ -545,7 +545,7 @@ test_quantum_dither(void **state)
 }
 
 /*
- * §9.2: pk_delay, av_delay and sp_delay are EWMAs of each delivered
+ * sch_cake's TCA_CAKE_TIN_STATS_*: pk_delay, av_delay and sp_delay are EWMAs of each delivered
  * packet's sojourn (gain 1/4 up and 1/256 down for pk_delay, 1/256 for
  * av_delay, 1/4 down and 1/256 up for sp_delay), reported in µs. Replayed
  * exactly from known sojourns.
@@ -587,10 +587,9 @@ test_delay_ewmas(void **state)
 }
 
 /*
- * §5.3 and §11 quirk 6: the failsafe clock runs at 2/3 of the rate on
- * delivered packets only, so in ingress mode, where a flood's overflow
- * and COBALT drops push the main clock far ahead, delivery still gets
- * exactly 2/3 of the rate.
+ * sch_cake's shaper gating in cake_dequeue() and sch_cake's failsafe clock: the failsafe clock runs
+ * at 2/3 of the rate on delivered packets only, so in ingress mode, where a flood's overflow and
+ * COBALT drops push the main clock far ahead, delivery still gets exactly 2/3 of the rate.
  */
 static void
 test_ingress_failsafe(void **state)
@@ -620,11 +619,10 @@ test_ingress_failsafe(void **state)
 }
 
 /*
- * §1.4: in shaped mode, when no tin is due, the one due soonest wins and
- * a tie goes to the higher index. diffserv3 at 8 Mbit: Voice (tin 2,
- * 2 Mbit, 4 us a byte) sends 400 bytes and Bulk (tin 1, 500 kbit, 16 us
- * a byte) 100: both tin clocks then stand 1.6 ms after their start, and
- * the next packet is Voice's.
+ * sch_cake's tin choice in cake_dequeue(): in shaped mode, when no tin is due, the one due soonest
+ * wins and a tie goes to the higher index. diffserv3 at 8 Mbit: Voice (tin 2, 2 Mbit, 4 us a byte)
+ * sends 400 bytes and Bulk (tin 1, 500 kbit, 16 us a byte) 100: both tin clocks then stand 1.6 ms
+ * after their start, and the next packet is Voice's.
  */
 static void
 test_shaped_tie_higher_tin(void **state)
@@ -662,8 +660,8 @@ test_shaped_tie_higher_tin(void **state)
 }
 
 /*
- * §3 step 3 and §2.4: a bulk flow that empties (and decays) no longer
- * counts toward its host's load, so the host's remaining bulk flow gets a
+ * cake_dequeue()'s empty-flow branch and sch_cake's host-scaled quantum: a bulk flow that empties
+ * (and decays) no longer counts toward its host's load, so the host's remaining bulk flow gets a
  * whole quantum again: as much as a flow of a host with only one.
  */
 static void
@@ -705,7 +703,7 @@ test_decaying_flow_leaves_host_load(void **state)
 }
 
 /*
- * fq_codel (§10): an overflow head-drops from the fattest flow and adds the
+ * fq_codel (sch_fq_codel.c): an overflow head-drops from the fattest flow and adds the
  * number dropped to that flow's CoDel count, so CoDel on a flow that keeps
  * overflowing signals much more often than its own count alone would
  * give. One unresponsive flow at twice the rate into a 100-packet limit.

@@ -1,5 +1,5 @@
 /*
- * CAKE under a load generator's traffic (issue 17): small frames at a
+ * CAKE under a load generator's traffic: small frames at a
  * small overload with every packet charged a whole mbuf, and BLUE's
  * memory of an overload once the load falls back. Time is simulated, so
  * the figures are deterministic.

@@ -1,6 +1,6 @@
 /*
  * Differential test: the project's CAKE (sched_*) and the reference model
- * (cake_model.c, written from cake-reference.md) run in lockstep over
+ * (cake_model.c, written from sch_cake's behaviour) run in lockstep over
  * seeded random programs: packets of random flows, hosts, DSCPs, sizes,
  * ECN bits and MAC header lengths (Ethernet, VLAN, PPPoE; IPv4, IPv6,
  * non-IP), time steps, dequeues and live updates, over every diffserv and
@@ -428,7 +428,8 @@ make_flows(struct prog *g)
 	uint32_t hosts[MAX_HOSTS], nhosts = 1 + rndn(g, MAX_HOSTS), i;
 	bool crowd = rndn(g, 2) != 0;
 
-	/* Sometimes more hosts than one host set has ways: they share slots (§2.3). */
+	/* Sometimes more hosts than one host set has ways: they share slots (sch_cake's
+	 * set-associative cake_hash()). */
 	bool one_set = crowd && rndn(g, 2) != 0;
 
 	for (i = 0; i < nhosts; i++)

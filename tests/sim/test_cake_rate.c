@@ -1,6 +1,7 @@
 /*
  * CAKE's shaper in simulated time: long-run rate accuracy from 1 Mbit to
- * 10 Gbit, no burst after idle, and how tins share the link (§1.4, §5).
+ * 10 Gbit, no burst after idle, and how tins share the link (sch_cake's tin choice in
+ * cake_dequeue(), sch_cake's shaper).
  */
 #include <math.h>
 #include <setjmp.h>

@@ -158,7 +158,7 @@ facts_sliced(enum sched_discipline d)
 	/*
 	 * ~1000 bulk flows to one destination host at 1 Mbit: each flow's
 	 * share of the host quantum is 300 x 65/65536 bytes a round, which
-	 * only the random dither (§2.4) rounds up to a byte now and then;
+	 * only the random dither (sch_cake's host-scaled quantum) rounds up to a byte now and then;
 	 * without it every credit is 0 and dequeue loops forever.
 	 */
 	sim_watchdog(60, "the cake drain of 3000 flows did not end (flow credit 0: no dither?)");

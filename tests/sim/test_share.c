@@ -72,6 +72,7 @@ struct run {
 	uint32_t host_shard[HOSTS], host_src[HOSTS];
 	struct dep *dep;
 	size_t ndep, cap;
+	uint64_t link;                       /* the link rate now (config.set can change it) */
 	uint64_t rate_sum;                   /* the shards' rates, kept up to date tick by tick */
 	double rate_ticks[SHARE_MAX_SHARDS]; /* sum over ticks of each shard's rate */
 	uint64_t ticks;
@@ -137,6 +138,7 @@ run_new(uint32_t n, enum load load, uint64_t host_rate)
 
 	assert_non_null(r);
 	r->n = n;
+	r->link = LINK;
 	if (share_group_init(&r->g, LINK, n, FRAME, err, sizeof(err)) != 0)
 		fail_msg("share_group_init: %s", err);
 	shard_params(&p);
@@ -205,8 +207,8 @@ run_round(struct run *r, uint64_t round_start)
 		r->rate_sum = r->rate_sum - old + x->sh.rate;
 		r->rate_ticks[k] += (double)x->sh.rate;
 		/* The hard bound: rate only moves through the pool. */
-		assert_true(r->rate_sum <= LINK);
-		assert_true(r->rate_sum + (uint64_t)atomic_load(&r->g.pool) == LINK);
+		assert_true(r->rate_sum <= r->link);
+		assert_true((int64_t)r->rate_sum + atomic_load(&r->g.pool) == (int64_t)r->link);
 	}
 	r->ticks++;
 }
@@ -342,13 +344,13 @@ check_run(uint32_t n, enum load load, uint64_t dur)
 static uint64_t
 ideal_rate(const struct run *r, uint32_t k, const bool *busy)
 {
-	uint64_t w = 0, spare = LINK - (uint64_t)r->n * r->g.floor;
+	uint64_t w = 0, spare = LINK - (uint64_t)r->n * share_group_floor(&r->g);
 	uint32_t j;
 
 	for (j = 0; j < r->n; j++)
 		if (busy[j])
 			w += r->shard[j].nhosts;
-	return r->g.floor + (busy[k] ? spare * r->shard[k].nhosts / w : 0);
+	return share_group_floor(&r->g) + (busy[k] ? spare * r->shard[k].nhosts / w : 0);
 }
 
 static bool
@@ -466,6 +468,81 @@ test_light(void **state)
 	run_free(r);
 }
 
+/*
+ * config.set while every shard is backlogged: the link cut to 1/2000 of
+ * itself, then raised back. The daemon's control thread sets the group's
+ * rate and each worker applies the change before its next turn
+ * (share_shard_rebind), which is what happens here between two rounds; from
+ * then on run_round checks at every tick that the shards' rates sum to no
+ * more than the new link. What leaves over the low phase is the new rate,
+ * and after the rise the link is full again.
+ */
+static void
+set_link(struct run *r, uint64_t link, uint64_t now)
+{
+	uint32_t k;
+
+	share_group_set_rate(&r->g, link);
+	r->link = link;
+	for (k = 0; k < r->n; k++) {
+		struct shard *x = &r->shard[k];
+		uint64_t old = x->sh.rate;
+
+		share_shard_rebind(&x->sh, x->sim->s, now);
+		r->rate_sum = r->rate_sum - old + x->sh.rate;
+	}
+	assert_true(r->rate_sum <= link);
+}
+
+static uint64_t
+bytes_between(const struct run *r, uint64_t from, uint64_t to)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < r->ndep; i++)
+		if (r->dep[i].t >= from && r->dep[i].t < to)
+			sum += r->dep[i].len;
+	return sum;
+}
+
+static void
+check_cut(uint32_t n)
+{
+	struct run *r = run_new(n, LOAD_EVEN, LINK * 5 / 4 / HOSTS);
+	const uint64_t low = LINK / 2000, t_cut = MS(300), t_rise = SEC(4), end = SEC(5);
+	uint64_t got_low, got_high;
+	double low_err, high_err;
+	uint32_t k;
+
+	run_until(r, t_cut);
+	set_link(r, low, t_cut);
+	run_until(r, t_rise);
+	set_link(r, LINK, t_rise);
+	run_until(r, end);
+	for (k = 0; k < n; k++)
+		sim_check_accounting(r->shard[k].sim);
+	/* From 0.5 s after the cut (the packets already paced out at the old rate left). */
+	got_low = bytes_between(r, t_cut + MS(500), t_rise);
+	got_high = bytes_between(r, t_rise + MS(200), end);
+	low_err = (double)got_low / ((double)low * 3.2) - 1;
+	high_err = (double)got_high / ((double)LINK * 0.8) - 1;
+	SIM_FIGURE("share %2u shards cut to 1/2000: %+.2f %% of the new rate over 3.2 s, %+.2f %% "
+		   "of the link 0.2-1 s after the rise",
+		   n, low_err * 100, high_err * 100);
+	assert_true(got_low <= (uint64_t)((double)low * 3.2 * 1.01) + (uint64_t)n * FRAME);
+	assert_true(low_err >= -0.05);
+	assert_true(fabs(high_err) <= 0.02);
+	run_free(r);
+}
+
+static void
+test_cut(void **state)
+{
+	(void)state;
+	check_cut(2);
+	check_cut(8);
+}
+
 static const uint32_t shard_counts[] = { 1, 2, 4, 16, 64 };
 #define NCOUNTS (sizeof(shard_counts) / sizeof(shard_counts[0]))
 #define RUN_NS  SEC(10)
@@ -506,7 +583,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_even),  cmocka_unit_test(test_skewed),
 		cmocka_unit_test(test_onoff), cmocka_unit_test(test_convergence),
-		cmocka_unit_test(test_light),
+		cmocka_unit_test(test_light), cmocka_unit_test(test_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

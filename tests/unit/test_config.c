@@ -75,6 +75,7 @@ jparse(const char *single_quoted)
 	X(wash)                                                                                    \
 	X(ingress)                                                                                 \
 	X(nat)                                                                                     \
+	X(vlan_hosts)                                                                              \
 	X(lag_limit_ns)                                                                            \
 	X(ecn)                                                                                     \
 	X(ack_filter)                                                                              \
@@ -415,6 +416,8 @@ static const struct dir_case dir_cases[] = {
 	  { F(overhead_mode, 1), F(overhead, 18), F(mpu, 64) } },
 	{ "{'nat': true}", { F(nat, 1) } },
 	{ "{'nat': false}", { F(nat, 0) } },
+	{ "{'vlan_hosts': true}", { F(vlan_hosts, 1) } },
+	{ "{'vlan_hosts': false}", { F(vlan_hosts, 0) } },
 	/* mpu and atm alone */
 	{ "{'mpu': 0}", { F(mpu, 0) } },
 	{ "{'mpu': 64}", { F(mpu, 64) } },
@@ -861,7 +864,7 @@ struct err_case {
 #define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
-	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment)"
+	"(known: ports, upstream, downstream, control, metrics, lcores, dataplane, comment, _comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"
@@ -947,6 +950,10 @@ static const struct err_case err_cases[] = {
 	{ FQC("'rtt': 'internet'"), "downstream.rtt: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'isolation': 'flows'"),
 	  "downstream.isolation: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'vlan_hosts': true"),
+	  "downstream.vlan_hosts: does not apply to discipline \"fq_codel\"" },
+	{ FIFO("'vlan_hosts': true"),
+	  "downstream.vlan_hosts: does not apply to discipline \"fifo\"" },
 	{ FQC("'wash': true"), "downstream.wash: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'ingress': true"), "downstream.ingress: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'memlimit': '4mb'"),
@@ -1018,6 +1025,8 @@ static const struct err_case err_cases[] = {
 	{ DOWN("{'overhead': 'mpu 300'}"),
 	  "downstream.overhead: \"mpu 300\": expected a whole number 0..256" },
 	{ DOWN("{'nat': 1}"), "downstream.nat: expected true or false, got an integer" },
+	{ DOWN("{'vlan_hosts': 'yes'}"),
+	  "downstream.vlan_hosts: expected true or false, got a string" },
 	{ DOWN("{'mpu': -1}"), "downstream.mpu: -1 is out of range 0..256" },
 	{ DOWN("{'mpu': 257}"), "downstream.mpu: 257 is out of range 0..256" },
 	{ DOWN("{'mpu': '64'}"), "downstream.mpu: expected an integer, got a string" },
@@ -1333,8 +1342,8 @@ test_errors(void **state)
 }
 
 /*
- * The limits in shaper/limits.h are the ones every consumer checks (issue 10
- * item 8). Fails before: the schedulers took an mtu of 64..67 that the config
+ * The limits in shaper/limits.h are the ones every consumer checks.
+ * Fails before: the schedulers took an mtu of 64..67 that the config
  * refused, and the config's burst bound was a copy of the worker's array size.
  */
 static void
@@ -1537,7 +1546,7 @@ static const char *const rt_cases[] = {
 	" 'isolation': 'flowblind', 'overhead': 'pppoe-ptm', 'ack_filter': true, 'mpu': "
 	"72}",
 	"{'bandwidth': '45Mbit', 'rtt': 'interplanetary', 'diffserv': 'diffserv8',"
-	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm'}",
+	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm', 'vlan_hosts': true}",
 	"{'bandwidth': '500kbit', 'rtt': 'datacentre', 'diffserv': 'precedence',"
 	" 'overhead': 'ethernet ether-vlan', 'target': '1234us'}",
 	"{'bandwidth': '1kbit', 'rtt': '1us', 'overhead': 0}",
@@ -1594,7 +1603,8 @@ test_direction_to_json_keys(void **state)
 		const char *keys;
 	} want[] = {
 		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm lag_limit rtt target "
-				   "diffserv isolation wash ingress nat ecn ack_filter memlimit " },
+				   "diffserv isolation wash ingress nat vlan_hosts ecn ack_filter "
+				   "memlimit " },
 		{ SCHED_DISC_FQ_CODEL,
 		  "discipline bandwidth mtu overhead mpu atm lag_limit limit flows quantum "
 		  "memory_limit target interval ecn ce_threshold drop_batch " },
@@ -1636,7 +1646,8 @@ test_direction_to_json_keys(void **state)
 				"\"overhead\":18,\"mpu\":64,\"atm\":\"noatm\",\"lag_limit\":\"auto\","
 				"\"rtt\":\"100ms\","
 				"\"target\":\"5ms\",\"diffserv\":\"diffserv3\",\"isolation\":"
-				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,\"ecn\":true,"
+				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,"
+				"\"vlan_hosts\":false,\"ecn\":true,"
 				"\"ack_filter\":\"ack-filter-aggressive\",\"memlimit\":"
 				"\"33554432b\"}");
 		free(s);
@@ -2059,7 +2070,7 @@ utf8_valid(const char *s)
 }
 
 /*
- * Issue 14: an unknown key long enough to fill a path buffer (160 bytes for
+ * An unknown key long enough to fill a path buffer (160 bytes for
  * "upstream.KEY", 64 for "ports.KEY") was cut in the middle of a multi-byte
  * UTF-8 character; the control socket then could not encode the message and
  * answered "internal". Every place that builds a path: the cut falls before
@@ -2114,7 +2125,7 @@ test_bug_utf8_path_cut(void **state)
 			}
 	assert_int_equal(failures, 0);
 
-	/* The issue's case through parse_direction: "é" straddles byte 159. */
+	/* The same case through parse_direction: "é" straddles byte 159. */
 	memset(key, 'k', 149);
 	memcpy(key + 149, "\xc3\xa9tail", 7);
 	{

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "shaper/rand.h"
 #include "shaper/share.h"
 
 #define LINK 100000000ull /* bytes/s */
@@ -34,30 +35,31 @@ test_split(void **state)
 
 	(void)state;
 	assert_int_equal(share_group_init(&g, LINK, 4, 1514, err, sizeof(err)), 0);
-	spare = LINK - 4 * g.floor;
+	spare = LINK - 4 * share_group_floor(&g);
 
 	/* Two backlogged shards, weights 1 and 3; two idle ones keep the floor. */
 	publish(&g, 0, 1, SHARE_NEED_ALL);
 	publish(&g, 1, 3, SHARE_NEED_ALL);
 	share_split(&g, out);
-	assert_int_equal(out[0], g.floor + spare / 4);
-	assert_int_equal(out[1], g.floor + spare * 3 / 4);
-	assert_int_equal(out[2], g.floor);
-	assert_int_equal(out[3], g.floor);
+	assert_int_equal(out[0], share_group_floor(&g) + spare / 4);
+	assert_int_equal(out[1], share_group_floor(&g) + spare * 3 / 4);
+	assert_int_equal(out[2], share_group_floor(&g));
+	assert_int_equal(out[3], share_group_floor(&g));
 
 	/* One shard needs little: it gets that, the busy one the rest. */
-	publish(&g, 1, 3, g.floor + 1000000);
+	publish(&g, 1, 3, share_group_floor(&g) + 1000000);
 	share_split(&g, out);
-	assert_int_equal(out[1], g.floor + 1000000);
-	assert_int_equal(out[0], g.floor + spare - 1000000);
+	assert_int_equal(out[1], share_group_floor(&g) + 1000000);
+	assert_int_equal(out[0], share_group_floor(&g) + spare - 1000000);
 
 	/* Nobody backlogged: needs met, the spare by weight (1 : 3). */
-	publish(&g, 0, 1, g.floor + 1000000);
+	publish(&g, 0, 1, share_group_floor(&g) + 1000000);
 	share_split(&g, out);
 	assert_true(out[0] + out[1] + out[2] + out[3] <= LINK);
-	assert_true(out[0] >= g.floor + 1000000);
-	assert_true(out[1] >= g.floor + 1000000);
-	assert_true(out[1] - g.floor - 1000000 > 2 * (out[0] - g.floor - 1000000));
+	assert_true(out[0] >= share_group_floor(&g) + 1000000);
+	assert_true(out[1] >= share_group_floor(&g) + 1000000);
+	assert_true(out[1] - share_group_floor(&g) - 1000000 >
+		    2 * (out[0] - share_group_floor(&g) - 1000000));
 
 	/* Bad groups are refused with a reason. */
 	assert_int_equal(share_group_init(&g, LINK, 0, 1514, err, sizeof(err)), -EINVAL);
@@ -175,11 +177,198 @@ test_set_rate(void **state)
 		assert_int_equal(sum + (uint64_t)atomic_load(&g.pool), link);
 		assert_true(sum <= link);
 		/* The idle shards are at the floor, the one with hosts has the rest. */
-		assert_int_equal(sh[1].rate, g.floor);
-		assert_int_equal(sh[2].rate, g.floor);
-		assert_true(sh[0].rate >= link - 3 * g.floor - 1);
+		assert_int_equal(sh[1].rate, share_group_floor(&g));
+		assert_int_equal(sh[2].rate, share_group_floor(&g));
+		assert_true(sh[0].rate >= link - 3 * share_group_floor(&g) - 1);
 	}
 	for (i = 0; i < 3; i++)
+		sched_free(s[i]);
+}
+
+/* The shards' rates and the pool: every byte/s of the link is in exactly one place. */
+static uint64_t
+rates_sum(const struct share_shard *sh, uint32_t n, const struct share_group *g)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		sum += sh[i].rate;
+	assert_int_equal((int64_t)sum + atomic_load(&g->pool), (int64_t)atomic_load(&g->link_rate));
+	return sum;
+}
+
+/*
+ * A cut deep below the start-up rate: 1 Gbit/s shared by two shards, set to
+ * 400 kbit/s (link / 2500). The floors follow the link, so the shards hold
+ * no more than the new link once each worker has applied the change
+ * (share_shard_rebind, as the data plane does after config.set), before any
+ * tick, and at every tick after.
+ */
+static void
+test_deep_cut(void **state)
+{
+	static struct share_group g;
+	const uint64_t start = 125000000, cut = 50000;
+	struct share_shard sh[2];
+	struct sched *s[2];
+	struct sched_params p;
+	uint64_t now = 0;
+	char err[128];
+	uint32_t i, t;
+
+	(void)state;
+	assert_int_equal(share_group_init(&g, start, 2, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FQ_CODEL);
+	p.rate = start;
+	for (i = 0; i < 2; i++) {
+		s[i] = sched_create(&p, err, sizeof(err));
+		assert_non_null(s[i]);
+		share_shard_init(&sh[i], &g, i, s[i], now);
+	}
+	for (t = 0; t < 10; t++) {
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 2; i++)
+			share_tick(&sh[i], s[i], 0, now); /* idle: both at the floor */
+	}
+	share_group_set_rate(&g, cut);
+	for (i = 0; i < 2; i++)
+		share_shard_rebind(&sh[i], s[i], now);
+	assert_true(rates_sum(sh, 2, &g) <= cut);
+	for (t = 0; t < 100; t++) {
+		now += SHARE_TICK_NS;
+		for (i = 0; i < 2; i++) {
+			share_tick(&sh[i], s[i], i == 0 && t > 50 ? 3 : 0, now);
+			assert_true(rates_sum(sh, 2, &g) <= cut);
+		}
+	}
+	assert_true(sh[0].rate + sh[1].rate >= cut * 99 / 100); /* and the link is used */
+	for (i = 0; i < 2; i++)
+		sched_free(s[i]);
+}
+
+/*
+ * Any sequence of cuts (down to link / 2000) and rises, 1 to 64 shards with
+ * random loads, and the workers applying each change in turn while the
+ * others tick: the rates and the pool always add up to the link, and once
+ * every shard has acted on a change (applied it or ticked) the rates sum to
+ * no more than the new link, at every tick until the next change.
+ */
+static void
+test_cut_sequence(void **state)
+{
+	static const uint32_t counts[] = { 1, 2, 3, 8, 64 };
+	static struct share_group g;
+	static struct share_shard sh[SHARE_MAX_SHARDS];
+	static struct sched *s[SHARE_MAX_SHARDS];
+	const uint64_t base = 125000000;
+	uint64_t rng = 0x5eed;
+	char err[128];
+
+	(void)state;
+	for (uint32_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+		uint32_t n = counts[c], i;
+		uint64_t now = 0, link = base;
+		struct sched_params p;
+
+		assert_int_equal(share_group_init(&g, base, n, 1514, err, sizeof(err)), 0);
+		sched_params_default(&p, SCHED_DISC_FIFO);
+		p.rate = base;
+		for (i = 0; i < n; i++) {
+			s[i] = sched_create(&p, err, sizeof(err));
+			assert_non_null(s[i]);
+			share_shard_init(&sh[i], &g, i, s[i], now);
+		}
+		for (uint32_t change = 0; change < 200; change++) {
+			bool acted[SHARE_MAX_SHARDS] = { false };
+			uint32_t left = n, applied = 0;
+
+			/* Between link / 2000 and twice the start, often far from the last. */
+			link = base / 2000 + sh_rand64(&rng) % (2 * base);
+			if (share_rate_check(link, n, err, sizeof(err)) != 0)
+				continue;
+			share_group_set_rate(&g, link);
+			for (uint32_t t = 0; t < 20; t++) {
+				now += SHARE_TICK_NS / 4;
+				for (i = 0; i < n; i++) {
+					uint64_t r = sh_rand64(&rng);
+
+					/* The control thread reaches the workers one by one. */
+					if (applied < n && r % 3 == 0) {
+						share_shard_rebind(&sh[applied], s[applied], now);
+						if (!acted[applied])
+							left--;
+						acted[applied++] = true;
+					}
+					if (r % 2 == 0) {
+						share_tick(&sh[i], s[i], (uint32_t)(r >> 32) % 4,
+							   now);
+						if (!acted[i])
+							left--;
+						acted[i] = true;
+					}
+					if (left == 0)
+						assert_true(rates_sum(sh, n, &g) <= link);
+					else
+						(void)rates_sum(sh, n, &g);
+				}
+			}
+		}
+		for (i = 0; i < n; i++)
+			sched_free(s[i]);
+	}
+}
+
+/*
+ * stats.reset zeroes the scheduler's byte counter under the shard: the
+ * next tick counts what arrived since, instead of a wrapped difference
+ * (2^64 bytes: a quiet shard would claim the whole link).
+ */
+static void
+test_reset_under_load(void **state)
+{
+	static struct share_group g;
+	struct share_shard sh[2];
+	struct sched *s[2];
+	struct sched_params p;
+	struct sh_pkt pkt[8];
+	uint8_t frame[64] = { 0 };
+	struct sh_pkt_list dropped, out;
+	uint64_t now = 0;
+	char err[128];
+	uint32_t i, t;
+
+	(void)state;
+	sh_pkt_list_init(&dropped);
+	assert_int_equal(share_group_init(&g, LINK, 2, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FIFO);
+	p.rate = LINK;
+	for (i = 0; i < 2; i++) {
+		s[i] = sched_create(&p, err, sizeof(err));
+		assert_non_null(s[i]);
+		share_shard_init(&sh[i], &g, i, s[i], now);
+	}
+	/* Shard 1 carries a trickle: one 1514-byte packet a tick (15 MB/s). */
+	for (t = 0; t < 50; t++) {
+		now += SHARE_TICK_NS;
+		memset(&pkt[0], 0, sizeof(pkt[0]));
+		pkt[0].data = frame;
+		pkt[0].len = 1514;
+		pkt[0].hdr_len = sizeof(frame);
+		pkt[0].mem = 2048;
+		sched_enqueue(s[1], &pkt[0], now, &dropped);
+		sh_pkt_list_init(&out);
+		sched_flush(s[1], &out);
+		share_tick(&sh[1], s[1], 1, now);
+		share_tick(&sh[0], s[0], 0, now);
+	}
+	assert_true(sh[1].arrivals > 14000000 && sh[1].arrivals < 16000000);
+	sched_reset_stats(s[1]);
+	now += SHARE_TICK_NS;
+	share_tick(&sh[1], s[1], 1, now);
+	/* Nothing arrived since the reset: the average decays, it does not jump. */
+	assert_true(sh[1].arrivals < 16000000);
+	assert_true(atomic_load(&g.slot[1].need) < LINK / 4);
+	for (i = 0; i < 2; i++)
 		sched_free(s[i]);
 }
 
@@ -265,7 +454,7 @@ test_concurrent(void **state)
 		struct sh_pkt_list out;
 
 		sum += w[i].sh.rate;
-		assert_true(w[i].min_rate >= g.floor);
+		assert_true(w[i].min_rate >= share_group_floor(&g));
 		assert_true(w[i].max_rate <= LINK);
 		assert_int_equal(w[i].sh.ticks, TICKS);
 		sh_pkt_list_init(&out);
@@ -280,9 +469,10 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_split),      cmocka_unit_test(test_hosts),
-		cmocka_unit_test(test_steering),   cmocka_unit_test(test_set_rate),
-		cmocka_unit_test(test_concurrent),
+		cmocka_unit_test(test_split),        cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_steering),     cmocka_unit_test(test_set_rate),
+		cmocka_unit_test(test_concurrent),   cmocka_unit_test(test_deep_cut),
+		cmocka_unit_test(test_cut_sequence), cmocka_unit_test(test_reset_under_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

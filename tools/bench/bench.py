@@ -88,7 +88,7 @@ CG_FLOWS = [10, 1000, 10000, 100000]
 # a None share is the one-way 64B traffic of the wall-clock runs (no timestamps).
 RTT_PLAN = [("rtt-10", 10, 1.0), ("rtt-1k", 1000, 1.0), ("rtt-10k", 10000, 1.0),
             ("rtt-10k-ts50", 10000, 0.5), ("rtt-100k", 100000, 1.0), ("64B-10k", 10000, None)]
-RTT_BUDGET = 0.10  # issue 13: at most 10 % on top of the fast path
+RTT_BUDGET = 0.10  # passive RTT's budget: at most 10 % on top of the fast path
 
 failures = []
 warnings = []
@@ -986,7 +986,7 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None
     w = lines.append
     w("# Performance")
     w("")
-    w("Measured by `tools/bench/bench.py` (issue #6). Re-run with:")
+    w("Measured by `tools/bench/bench.py`. Re-run with:")
     w("")
     w("    meson setup build-bench -Dbuildtype=release -Ddebug=true -Db_ndebug=true")
     w("    ninja -C build-bench   # -g only adds line info for the callgrind profile")

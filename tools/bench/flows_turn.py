@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What a `flows` request costs the worker under load (issue 10).
+"""What a `flows` request costs the worker under load.
 
 shaperd forwards a pcap of FLOWS flows (net_pcap infinite_rx on the LAN
 port, net_null on the WAN port) through CAKE shaped at RATE, so the

@@ -20,7 +20,7 @@ scheduler never reads them. IPv4 header checksums are valid; L4 checksums
 are zero.
 
 With --rtt the pcap is instead the traffic passive RTT times (the cost
-figure of issue 13): TCP conversations in both directions, every segment an
+figure in docs/PERFORMANCE.md, "Passive RTT"): TCP conversations in both directions, every segment an
 ACK carrying the timestamp option (a --ts-share of the flows; the others
 carry 6 data bytes, timed by sequence/ACK matching), at the smallest frame
 that holds it (66 B IPv4, 86 B IPv6; 60/80 B without timestamps). Frames

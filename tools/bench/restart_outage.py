@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""How long a restart of shaperd cuts the line (issue 12).
+"""How long a restart of shaperd cuts the line.
 
 On the namespace bed (tools/testbed/bed.sh, af_packet ports, --no-huge),
 the LAN host pings the WAN host every 10 ms through shaperd while shaperd

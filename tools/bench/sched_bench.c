@@ -260,8 +260,8 @@ make_group(struct sb *b, struct sb_dir *d, char *err, size_t errlen)
 	for (uint32_t i = 1; i < b->shards; i++) {
 		uint64_t had = atomic_load(&d->group->slot[i].rate);
 
-		atomic_fetch_add(&d->group->pool, (int64_t)(had - d->group->floor));
-		atomic_store(&d->group->slot[i].rate, d->group->floor);
+		atomic_fetch_add(&d->group->pool, (int64_t)(had - share_group_floor(d->group)));
+		atomic_store(&d->group->slot[i].rate, share_group_floor(d->group));
 	}
 	share_shard_init(&d->share, d->group, 0, d->s, b->now);
 	return 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Scale-out benchmark (issue 11): processed Mpps with 1 and 2 workers.
+"""Scale-out benchmark: processed Mpps with 1 and 2 workers.
 
 shaperd reads a 64-byte pcap of 10k flows from every rx queue of a net_pcap
 LAN port (infinite_rx) and sends to a net_null WAN port, CAKE diffserv4

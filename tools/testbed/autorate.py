@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Autorate on the namespace bed (issue 13): a kernel tbf "modem" with a big
+"""Autorate on the namespace bed: a kernel tbf "modem" with a big
 buffer on the WAN side of shaperd, whose rate changes under RRUL load.
 
     autorate.py [--shaperd PATH] [--down 100mbit] [--up 20mbit] [--rtt 40ms]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The namespace bed of shared/design/TESTBED.md:
+# The namespace bed (tools/testbed/run.py and the e2e suite run on it):
 #
 #   netns <pfx>cli            root netns (shaperd)              netns <pfx>srv
 #   eth0 10.99.0.1/24 ==veth== lan0 [LAN port]  [WAN port] wan0 ==veth== eth0 10.99.0.2/24

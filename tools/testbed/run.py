@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bufferbloat runs on the namespace bed (shared/design/TESTBED.md, issue #5).
+"""Bufferbloat runs on the namespace bed (tools/testbed/bed.sh).
 
     run.py SCENARIO [--shaperd PATH] [--down RATE] [--up RATE] [--rtt 40ms]
            [--duration S] [--out DIR] [--disciplines cake,fifo] [--flows N]

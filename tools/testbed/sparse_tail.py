@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""A sparse flow's latency tail under RRUL behind a bloated modem (issue 17, item 3).
+"""A sparse flow's latency tail under RRUL behind a bloated modem
+(docs/ARCHITECTURE.md, "What a sparse flow waits for").
 
     sparse_tail.py [--shaperd PATH] [--setups fq_codel,cake-flows,cake-dual]
                    [--rounds 3] [--duration 25] [--capture] [--out DIR]

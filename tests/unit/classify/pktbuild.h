@@ -152,15 +152,22 @@ pb_ipv6_frag(struct pb *p, uint8_t nh, uint16_t offset8, int more)
 }
 
 /* AH: length field in 4-byte units minus 2; n4 = payload words after the 12 fixed bytes. */
+/* IPv6 AH with this SPI, 12 + 4*n4 bytes. */
 static inline void
-pb_ipv6_ah(struct pb *p, uint8_t nh, uint8_t n4)
+pb_ipv6_ah_spi(struct pb *p, uint8_t nh, uint8_t n4, uint32_t spi)
 {
 	pb_u8(p, nh);
 	pb_u8(p, (uint8_t)(n4 + 1));
 	pb_u16(p, 0);
-	pb_u32(p, 0x100);
+	pb_u32(p, spi);
 	pb_u32(p, 1);
 	pb_zero(p, 4u * n4);
+}
+
+static inline void
+pb_ipv6_ah(struct pb *p, uint8_t nh, uint8_t n4)
+{
+	pb_ipv6_ah_spi(p, nh, n4, 0x100);
 }
 
 #define PB_FIN 0x01

@@ -1,5 +1,5 @@
 /*
- * ACK filter tests (cake-reference.md §7): which queued ACK a new one makes
+ * ACK filter tests (sch_cake's cake_ack_filter()): which queued ACK a new one makes
  * redundant, in conservative and aggressive mode, for IPv4, IPv6 and 6in4;
  * and every kind of ACK that carries information (data, flags, options,
  * SACK news, D-SACK, newer timestamps, duplicate ACKs, ECN transitions) or

@@ -6,6 +6,7 @@
  * the DS-field rewrites (set_dscp, set_ce) with their IPv4 checksum.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -290,22 +291,35 @@ test_ipv6_ext_headers(void **state)
 	struct sh_pkt p;
 
 	(void)state;
-	/* HBH(8) -> routing(24) -> dest opts(16) -> AH(24) -> TCP */
+	/* HBH(8) -> routing(24) -> dest opts(16) -> TCP */
 	pb_init(&b);
 	pb_eth_macs(&b, 1, 2);
 	pb_u16(&b, 0x86dd);
 	pb_ipv6(&b, v6a, v6b, 0, 0x04, 0x12345);
 	pb_ipv6_ext(&b, 43, 0);
 	pb_ipv6_ext(&b, 60, 2);
-	pb_ipv6_ext(&b, 51, 1);
-	pb_ipv6_ah(&b, 6, 3);
+	pb_ipv6_ext(&b, 6, 1);
 	pb_tcp(&b, 443, 50000, 7, 9, PB_ACK, NULL, 0);
 	pb_finish(&b);
 	classify(&b, &p);
 	assert_int_equal(p.flags, SH_PKT_IPV6 | SH_PKT_TCP | SH_PKT_TCP_ACK);
-	assert_int_equal(p.l4_off, 14 + 40 + 8 + 24 + 16 + 24);
+	assert_int_equal(p.l4_off, 14 + 40 + 8 + 24 + 16);
 	assert_int_equal(p.l4_proto, 6);
 	assert_int_equal(p.dscp, 1);
+
+	/* AH after extension headers ends the walk: the SPI is the key, not the ports */
+	pb_init(&b);
+	pb_eth_macs(&b, 1, 2);
+	pb_u16(&b, 0x86dd);
+	pb_ipv6(&b, v6a, v6b, 0, 0, 0);
+	pb_ipv6_ext(&b, 51, 0);
+	pb_ipv6_ah(&b, 6, 3);
+	pb_tcp(&b, 443, 50000, 7, 9, PB_ACK, NULL, 0);
+	pb_finish(&b);
+	classify(&b, &p);
+	assert_int_equal(p.flags, SH_PKT_IPV6);
+	assert_int_equal(p.l4_proto, 51);
+	assert_int_equal(p.l4_off, 14 + 40 + 8);
 
 	/* unknown next header stops the walk: proto reported, no flags */
 	pb_init(&b);
@@ -526,15 +540,240 @@ test_hash_other_transports(void **state)
 		assert_int_not_equal(x.flow_hash, y.flow_hash);
 	}
 	{
-		/* a protocol without ports: one flow per host pair, as before */
-		const uint8_t g1[8] = { 1, 2, 3, 4 }, g2[8] = { 5, 6, 7, 8 };
+		/*
+		 * GRE (a documented deviation): one flow per pair of tunnel
+		 * ends. Two tunnels told apart only by their GRE key (K bit,
+		 * key 1 and 2, IPv4 inside) hash alike; Linux's dissector would
+		 * read the key and the inner packet.
+		 */
+		const uint8_t g1[8] = { 0x20, 0, 0x08, 0, 0, 0, 0, 1 };
+		const uint8_t g2[8] = { 0x20, 0, 0x08, 0, 0, 0, 0, 2 };
 
 		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 47, g1);
 		classify(&b, &x);
 		build_v4_proto(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 47, g2);
 		classify(&b, &y);
+		assert_int_equal(x.l4_proto, 47);
 		assert_int_equal(x.flow_hash, y.flow_hash);
+		assert_int_equal(x.flow_hash,
+				 classify_flow_hash(&key, 4, (const uint8_t[]){ 10, 0, 0, 1 },
+						    (const uint8_t[]){ 10, 0, 0, 2 }, 0, 0, 47));
 	}
+}
+
+/*
+ * The IPv6 flow label is not hashed (a documented deviation): each end
+ * picks its own label and may change it mid-connection (Linux does on a
+ * retransmission timeout), while the ports stay; so a flow keeps one queue
+ * and both directions one hash. Only the 5-tuple tells flows apart.
+ */
+static void
+test_hash_ignores_flow_label(void **state)
+{
+	static const uint32_t labels[] = { 0, 1, 0x12345, 0xfffff };
+	struct pb b;
+	struct sh_pkt first, p;
+
+	(void)state;
+	build_v6_udp(&b, v6a, v6b, 5000, 6000, 0, labels[0]);
+	classify(&b, &first);
+	for (size_t i = 1; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		build_v6_udp(&b, v6a, v6b, 5000, 6000, 0, labels[i]);
+		classify(&b, &p);
+		assert_int_equal(p.flow_hash, first.flow_hash);
+	}
+	build_v6_udp(&b, v6a, v6b, 5001, 6000, 0, labels[0]);
+	classify(&b, &p);
+	assert_int_not_equal(p.flow_hash, first.flow_hash);
+}
+
+/* IPv6 with AH (SPI spi) around TCP sport -> dport. */
+static void
+build_v6_ah_tcp(struct pb *b, const uint8_t *s, const uint8_t *d, uint32_t spi, uint16_t sp,
+		uint16_t dp)
+{
+	pb_init(b);
+	pb_eth_macs(b, 1, 2);
+	pb_u16(b, 0x86dd);
+	pb_ipv6(b, s, d, 51, 0, 0);
+	pb_ipv6_ah_spi(b, 6, 3, spi);
+	pb_tcp(b, sp, dp, 1, 1, PB_ACK, NULL, 0);
+	pb_finish(b);
+}
+
+/*
+ * IPv6 AH is keyed by its SPI as in IPv4 (Linux's flow dissector does not
+ * walk past AH either): two SAs between the same hosts are two flows, and
+ * what AH protects is not looked at.
+ */
+static void
+test_hash_ipv6_ah_spi(void **state)
+{
+	struct pb b;
+	struct sh_pkt x, y;
+
+	(void)state;
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1001, 1000, 443);
+	classify(&b, &x);
+	assert_int_equal(x.l4_proto, 51);
+	assert_int_equal(x.flags, SH_PKT_IPV6);
+	assert_int_equal(x.l4_off, 14 + 40);
+	assert_int_equal(x.flow_hash, classify_flow_hash(&key, 6, v6a, v6b, 0, 0x1001, 51));
+	/* another SA, same inner ports: another flow */
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1002, 1000, 443);
+	classify(&b, &y);
+	assert_int_not_equal(x.flow_hash, y.flow_hash);
+	/* same SA, other inner ports: the same flow */
+	build_v6_ah_tcp(&b, v6a, v6b, 0x1001, 2000, 443);
+	classify(&b, &y);
+	assert_int_equal(x.flow_hash, y.flow_hash);
+}
+
+/*
+ * IPv4 TCP s:sp -> d:dp inside n VLAN tags with these TCIs (outer first),
+ * then optionally a PPPoE session header.
+ */
+static void
+build_tagged_tcp(struct pb *b, const uint16_t *tci, int n, bool pppoe, uint32_t s, uint32_t d,
+		 uint16_t sp, uint16_t dp)
+{
+	pb_init(b);
+	pb_eth_macs(b, 1, 2);
+	for (int i = 0; i < n; i++)
+		pb_vlan(b, i == 0 && n > 1 ? 0x88a8 : 0x8100, tci[i]);
+	if (pppoe)
+		pb_pppoe(b, 0x0021);
+	else
+		pb_u16(b, 0x0800);
+	pb_ipv4(b, s, d, 6, 0, 0x4000, 0);
+	pb_tcp(b, sp, dp, 1, 1, PB_ACK, NULL, 0);
+	pb_finish(b);
+}
+
+static uint32_t
+tagged_hash(const uint16_t *tci, int n, uint32_t s, uint32_t d, uint16_t sp, uint16_t dp)
+{
+	struct pb b;
+	struct sh_pkt p;
+
+	build_tagged_tcp(&b, tci, n, false, s, d, sp, dp);
+	classify(&b, &p);
+	return p.flow_hash;
+}
+
+/*
+ * The VLAN id is part of the flow (Linux's flow keys carry it): on a trunk
+ * where two customers use the same addresses, their flows stay apart. Still
+ * one flow both ways, which passive RTT and flow sharding rely on.
+ */
+static void
+test_hash_vlan(void **state)
+{
+	const uint16_t v10[] = { 10 }, v20[] = { 20 }, v0[] = { 0 };
+	const uint16_t v10_pcp[] = { 0xa000 | 10 }; /* PCP 5, same id */
+	const uint16_t q100_10[] = { 100, 10 }, q100_20[] = { 100, 20 }, q200_10[] = { 200, 10 };
+	const uint32_t a = IP4(10, 0, 0, 1), c = IP4(10, 0, 0, 2);
+	uint32_t h10 = tagged_hash(v10, 1, a, c, 40000, 443);
+	uint32_t untagged = tagged_hash(NULL, 0, a, c, 40000, 443);
+	struct pb b;
+	struct sh_pkt x, y;
+
+	(void)state;
+	assert_int_not_equal(h10, tagged_hash(v20, 1, a, c, 40000, 443));
+	assert_int_equal(h10, tagged_hash(v10, 1, a, c, 40000, 443));
+	assert_int_not_equal(h10, untagged);
+	/* the reverse direction on the same VLAN: the same flow */
+	assert_int_equal(h10, tagged_hash(v10, 1, c, a, 443, 40000));
+	assert_int_not_equal(tagged_hash(v20, 1, c, a, 443, 40000), h10);
+	/* the id, not the priority bits; VLAN 0 is a priority tag: untagged */
+	assert_int_equal(h10, tagged_hash(v10_pcp, 1, a, c, 40000, 443));
+	assert_int_equal(untagged, tagged_hash(v0, 1, a, c, 40000, 443));
+	/* QinQ: both ids count, and both ways are one flow */
+	assert_int_not_equal(tagged_hash(q100_10, 2, a, c, 40000, 443),
+			     tagged_hash(q100_20, 2, a, c, 40000, 443));
+	assert_int_not_equal(tagged_hash(q100_10, 2, a, c, 40000, 443),
+			     tagged_hash(q200_10, 2, a, c, 40000, 443));
+	assert_int_equal(tagged_hash(q100_10, 2, a, c, 40000, 443),
+			 tagged_hash(q100_10, 2, c, a, 443, 40000));
+
+	/* host hashes stay the address alone (CAKE's vlan_hosts adds the VLAN) */
+	build_tagged_tcp(&b, v10, 1, false, a, c, 40000, 443);
+	classify(&b, &x);
+	build_tagged_tcp(&b, v20, 1, false, a, c, 40000, 443);
+	classify(&b, &y);
+	assert_int_equal(x.src_hash, y.src_hash);
+	assert_int_equal(x.dst_hash, y.dst_hash);
+
+	/* IPv6 on a VLAN, both ways */
+	pb_init(&b);
+	pb_eth_macs(&b, 1, 2);
+	pb_vlan(&b, 0x8100, 10);
+	pb_u16(&b, 0x86dd);
+	pb_ipv6(&b, v6a, v6b, 17, 0, 0);
+	pb_udp(&b, 5000, 6000);
+	pb_finish(&b);
+	classify(&b, &x);
+	build_v6_udp(&b, v6a, v6b, 5000, 6000, 0, 0);
+	classify(&b, &y);
+	assert_int_not_equal(x.flow_hash, y.flow_hash);
+	pb_init(&b);
+	pb_eth_macs(&b, 2, 1);
+	pb_vlan(&b, 0x8100, 10);
+	pb_u16(&b, 0x86dd);
+	pb_ipv6(&b, v6b, v6a, 17, 0, 0);
+	pb_udp(&b, 6000, 5000);
+	pb_finish(&b);
+	classify(&b, &y);
+	assert_int_equal(x.flow_hash, y.flow_hash);
+
+	/* non-IP on two VLANs between the same MACs: two flows */
+	pb_init(&b);
+	pb_eth_macs(&b, 0xff, 2);
+	pb_vlan(&b, 0x8100, 10);
+	pb_u16(&b, 0x0806);
+	pb_zero(&b, 28);
+	classify(&b, &x);
+	b.b[15] = 20;
+	classify(&b, &y);
+	assert_int_not_equal(x.flow_hash, y.flow_hash);
+}
+
+/*
+ * classify_vlan_key reads the ids the classifier hashed, so a flow is found
+ * again by its addresses, ports and VLAN (the `flows` listing's RTT).
+ */
+static void
+test_vlan_key_finds_flow(void **state)
+{
+	static const uint16_t tags[][2] = {
+		{ 0, 0 }, { 10, 0 }, { 0xe000 | 4094, 0 }, { 100, 10 }
+	};
+	const uint32_t a = IP4(192, 168, 1, 1), c = IP4(8, 8, 4, 4);
+	const uint8_t ab[4] = { 192, 168, 1, 1 }, cb[4] = { 8, 8, 4, 4 };
+	struct pb b;
+	struct sh_pkt p;
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		int n = tags[i][0] == 0 ? 0 : tags[i][1] == 0 ? 1 : 2;
+
+		for (int pppoe = 0; pppoe < 2; pppoe++) {
+			uint32_t want = (uint32_t)(tags[i][0] & 0x0fff) << 12 |
+					(tags[i][1] & 0x0fff);
+
+			build_tagged_tcp(&b, tags[i], n, pppoe, a, c, 1234, 80);
+			classify(&b, &p);
+			assert_int_equal(classify_vlan_key(&p), want);
+			assert_int_equal(p.flow_hash,
+					 classify_flow_hash_vlan(&key, classify_vlan_key(&p), 4, ab,
+								 cb, 1234, 80, 6));
+			assert_int_equal(p.flow_hash,
+					 classify_flow_hash_vlan(&key, classify_vlan_key(&p), 4, cb,
+								 ab, 80, 1234, 6));
+		}
+	}
+	assert_int_equal(classify_flow_hash_vlan(&key, 0, 4, ab, cb, 1234, 80, 6),
+			 classify_flow_hash(&key, 4, ab, cb, 1234, 80, 6));
 }
 
 static void
@@ -676,8 +915,8 @@ build_template(struct pb *b, int which)
 		pb_ipv6(b, v6a, v6b, 0, 0, 0);
 		pb_ipv6_ext(b, 43, 1);
 		pb_ipv6_ext(b, 44, 0);
-		pb_ipv6_frag(b, 51, 0, 1);
-		pb_ipv6_ah(b, 6, 1);
+		pb_ipv6_frag(b, 60, 0, 1);
+		pb_ipv6_ext(b, 6, 1);
 		pb_tcp(b, 1, 2, 3, 4, PB_ACK, NULL, 0);
 		break;
 	case 2:
@@ -921,6 +1160,10 @@ main(void)
 		cmocka_unit_test(test_fragments),
 		cmocka_unit_test(test_6in4),
 		cmocka_unit_test(test_broken_ip),
+		cmocka_unit_test(test_hash_ipv6_ah_spi),
+		cmocka_unit_test(test_hash_vlan),
+		cmocka_unit_test(test_vlan_key_finds_flow),
+		cmocka_unit_test(test_hash_ignores_flow_label),
 		cmocka_unit_test(test_hash_symmetric),
 		cmocka_unit_test(test_hash_other_transports),
 		cmocka_unit_test(test_hash_distinct_and_keyed),

@@ -42,8 +42,8 @@ templ(struct pb *b, int which, uint32_t ackno)
 		pb_ipv6(b, v6a, v6b, 0, 0, 0);
 		pb_ipv6_ext(b, 43, 1);
 		pb_ipv6_ext(b, 44, 0);
-		pb_ipv6_frag(b, 51, 0, 1);
-		pb_ipv6_ah(b, 6, 1);
+		pb_ipv6_frag(b, 60, 0, 1);
+		pb_ipv6_ext(b, 6, 1);
 		pb_tcp(b, 1, 2, 3, ackno, PB_ACK, NULL, 0);
 		break;
 	case 2:

@@ -814,6 +814,17 @@ test_config_set_several(void **state)
 	assert_int_at(r, "downstream.limit", 500);
 	assert_str_at(r, "downstream.bandwidth", "280Mbit");
 
+	/* Hosts per VLAN, for a trunk: a live change like an isolation change. */
+	r = ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	       "{'vlan_hosts':true}}}");
+	assert_int_equal(F.apply_dir, SHAPER_UP);
+	assert_true(F.applied.vlan_hosts);
+	assert_true(json_is_true(jpath(r, "upstream.vlan_hosts")));
+	r = ok("{'cmd':'config.get'}");
+	assert_true(json_is_true(jpath(r, "upstream.vlan_hosts")));
+	/* downstream now runs fq_codel, which has no hosts to count */
+	assert_null(jpath(r, "downstream.vlan_hosts"));
+
 	/* "unlimited" is a rate of 0. */
 	r = ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"
 	       "{'bandwidth':'unlimited'}}}");
@@ -1047,6 +1058,8 @@ test_config_set_bad(void **state)
 	    "invalid_argument", "downstream.limit: does not apply to discipline \"cake\"");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'emulate':{}}}}",
 	    "invalid_argument", "downstream.emulate: cannot be changed here");
+	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'vlan_hosts':'on'}}}",
+	    "invalid_argument", "downstream.vlan_hosts: expected true or false, got a string");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':"
 	    "{'diffserv':'diffserv5'}}}",
 	    "invalid_argument",
@@ -1206,7 +1219,7 @@ test_error_reply(void **state)
  * message that quotes user text is cut to SHAPER_ERR_LEN (512) or a 160-byte
  * path buffer, which could split a multi-byte UTF-8 character; json_pack("s")
  * refused the invalid UTF-8 and the client got no reply, and later
- * "internal" / "the reply could not be encoded" (issue 14: a cut in the
+ * "internal" / "the reply could not be encoded" (a cut in the
  * middle of the message, from config.c's path, which utf8_trim() cannot
  * mend). Expected: the error the request deserves, naming what was wrong.
  */

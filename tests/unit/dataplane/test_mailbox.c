@@ -129,12 +129,18 @@ teardown(void **state)
 
 /* ---- fake workers ---- */
 
-/* Serves both directions' mailboxes until stopped, as the worker loop does. */
+/*
+ * Serves the mailboxes of the shards in its mask (bit 2 * dir + shard) until
+ * stopped, as the worker loop does; shard 0 of both directions by default.
+ */
 struct server {
 	pthread_t th;
 	int stop;
 	bool running;
+	unsigned int mask;
 };
+
+static struct dp_dir shard1[SHAPER_NUM_DIRS]; /* the second shard, in the two-shard tests */
 
 static void *
 server_main(void *arg)
@@ -142,9 +148,14 @@ server_main(void *arg)
 	struct server *s = arg;
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-			dp_control_turn(&dirs[d],
-					__atomic_add_fetch(&now_ns, 1000, __ATOMIC_RELAXED));
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+			if (s->mask & (1u << (2 * d)))
+				dp_control_turn(&dirs[d], __atomic_add_fetch(&now_ns, 1000,
+									     __ATOMIC_RELAXED));
+			if (s->mask & (2u << (2 * d)))
+				dp_control_turn(&shard1[d], __atomic_add_fetch(&now_ns, 1000,
+									       __ATOMIC_RELAXED));
+		}
 		sched_yield();
 	}
 	return NULL;
@@ -153,11 +164,18 @@ server_main(void *arg)
 static struct server srv;
 
 static void
-server_start(void)
+server_start_mask(unsigned int mask)
 {
 	srv.stop = 0;
+	srv.mask = mask;
 	assert_int_equal(pthread_create(&srv.th, NULL, server_main, &srv), 0);
 	srv.running = true;
+}
+
+static void
+server_start(void)
+{
+	server_start_mask(1u | 1u << 2);
 }
 
 static void
@@ -251,7 +269,7 @@ test_answered(void **state)
 }
 
 /*
- * The issue's use-after-free: a reset times out while the worker holds it
+ * A use-after-free this once had: a reset times out while the worker holds it
  * and is answered late; the next call, a discipline swap, must get its own
  * answer (it took the stale one, -EPROTO, and freed the new scheduler the
  * worker then installed).
@@ -283,14 +301,14 @@ test_late_answer_is_not_taken_by_next_call(void **state)
 
 /*
  * A swap the worker takes but answers late: the caller gets -ETIMEDOUT and
- * lets go of the message; calls meanwhile get -EBUSY (nothing posted, their
- * own scheduler freed); the late answer is reclaimed by the next call, and
+ * lets go of the message; calls meanwhile get -EBUSY (nothing built, nothing
+ * posted); the late answer is reclaimed by the next call, and
  * the scheduler it carries back (the old one) is freed, never the new one.
  */
 static void
 test_busy_while_outstanding_then_reclaimed(void **state)
 {
-	struct sched *old = dirs[SHAPER_UP].sched, *n1, *n2;
+	struct sched *old = dirs[SHAPER_UP].sched, *n1;
 	char err[256], err2[256];
 
 	(void)state;
@@ -302,9 +320,8 @@ test_busy_while_outstanding_then_reclaimed(void **state)
 	assert_false(was_freed(n1)); /* the worker owns it now */
 
 	assert_int_equal(apply(SHAPER_UP, SCHED_DISC_CAKE, 12500000, err2, sizeof(err2)), -EBUSY);
-	n2 = last_created;
-	assert_ptr_not_equal(n1, n2);
-	assert_true(was_freed(n2)); /* never posted: freed by its caller */
+	/* Refused before anything was built or posted: no second scheduler. */
+	assert_ptr_equal(last_created, n1);
 	assert_non_null(strstr(err, "still being applied"));
 	assert_non_null(strstr(err2, "busy"));
 	assert_int_equal(be.reset_stats(be.opaque), -EBUSY);
@@ -373,6 +390,98 @@ test_control_free_reclaims_late_answer(void **state)
 	assert_int_equal(dp_dir_control_init(&dirs[SHAPER_UP]), 0); /* for teardown */
 }
 
+/* ---- two shards of one link ---- */
+
+static struct share_group group;
+
+static int
+setup_two(void **state)
+{
+	setup(state);
+	assert_int_equal(share_group_init(&group, 12500000, 2, 1514, NULL, 0), 0);
+	memset(shard1, 0, sizeof(shard1));
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		shard1[d].dir = (enum shaper_dir)d;
+		shard1[d].shard = 1;
+		shard1[d].sched = make_sched(SCHED_DISC_FIFO);
+		assert_int_equal(dp_dir_control_init(&shard1[d]), 0);
+		dp_control_turn(&shard1[d], now_ns);
+		ctl.dirs[d][1] = &shard1[d];
+	}
+	dirs[SHAPER_UP].share_group = shard1[SHAPER_UP].share_group = &group;
+	share_shard_init(&dirs[SHAPER_UP].share, &group, 0, dirs[SHAPER_UP].sched, now_ns);
+	share_shard_init(&shard1[SHAPER_UP].share, &group, 1, shard1[SHAPER_UP].sched, now_ns);
+	ctl.n_shards = 2;
+	dp_control_backend(&ctl, &be);
+	return 0;
+}
+
+static int
+teardown_two(void **state)
+{
+	server_stop();
+	holder_finish();
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		dp_dir_control_free(&shard1[d]);
+		__wrap_sched_free(shard1[d].sched);
+	}
+	return teardown(state);
+}
+
+static uint64_t
+rate_of(const struct dp_dir *d)
+{
+	return sched_get_params(d->sched)->rate;
+}
+
+/*
+ * config.set reaches the first shard, and the second one's worker never
+ * takes it: the call fails naming that worker, and the first shard and the
+ * group go back to the old rate, so the shards never run on different
+ * parameters.
+ */
+static void
+test_shard_refusal_rolls_back(void **state)
+{
+	char err[256];
+
+	(void)state;
+	ctl.timeout_ms = 20;
+	server_start_mask(1u); /* shard 0 of upstream only */
+	assert_int_equal(apply(SHAPER_UP, SCHED_DISC_FIFO, 25000000, err, sizeof(err)), -ETIMEDOUT);
+	server_stop();
+	assert_non_null(strstr(err, "nothing changed"));
+	assert_non_null(strstr(err, "worker 2 of 2"));
+	assert_int_equal(rate_of(&dirs[SHAPER_UP]), 12500000);
+	assert_int_equal(atomic_load(&group.link_rate), 12500000);
+	dp_control_turn(&shard1[SHAPER_UP], now_ns += 1000); /* its worker comes back */
+	assert_int_equal(rate_of(&shard1[SHAPER_UP]), 12500000);
+	assert_true(dirs[SHAPER_UP].share.rate + shard1[SHAPER_UP].share.rate <= 12500000);
+}
+
+/*
+ * The first shard's worker takes the change and answers late: it will
+ * apply it, so the group keeps the new rate and the second shard gets the
+ * change too; the caller is told it is still being applied.
+ */
+static void
+test_late_shard_still_applies(void **state)
+{
+	char err[256];
+
+	(void)state;
+	ctl.timeout_ms = 50;
+	holder_start(&dirs[SHAPER_UP]);
+	server_start_mask(2u); /* shard 1 of upstream */
+	assert_int_equal(apply(SHAPER_UP, SCHED_DISC_FIFO, 25000000, err, sizeof(err)), -ETIMEDOUT);
+	server_stop();
+	assert_non_null(strstr(err, "still being applied"));
+	assert_int_equal(atomic_load(&group.link_rate), 25000000);
+	assert_int_equal(rate_of(&shard1[SHAPER_UP]), 25000000);
+	holder_finish();
+	assert_int_equal(rate_of(&dirs[SHAPER_UP]), 25000000);
+}
+
 int
 main(void)
 {
@@ -392,6 +501,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_untaken_request_is_withdrawn, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_control_free_reclaims_late_answer, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_shard_refusal_rolls_back, setup_two,
+						teardown_two),
+		cmocka_unit_test_setup_teardown(test_late_shard_still_applies, setup_two,
+						teardown_two),
 	};
 	int rc;
 

@@ -44,6 +44,7 @@ struct seg {
 	uint32_t tsval, tsecr;
 	uint32_t payload;
 	uint16_t lan_port; /* 0: LAN_PORT */
+	uint16_t vlan;     /* an 802.1Q tag with this id (IPv4 only); 0: untagged */
 };
 
 static const struct sh_pkt *
@@ -73,6 +74,13 @@ build(const struct seg *s)
 		pb_ipv4_tcp(&buf, s->dir == RTT_UP ? LAN_IP : WAN_IP,
 			    s->dir == RTT_UP ? WAN_IP : LAN_IP, sport, dport, s->seq, s->ack,
 			    s->flags, s->ts ? opt : NULL, s->ts ? 12 : 0, s->payload);
+	}
+	if (s->vlan != 0) {
+		/* Tag the finished frame: the IP and TCP bytes do not change. */
+		memmove(buf.b + 16, buf.b + 12, buf.len - 12);
+		buf.b[12] = 0x81, buf.b[13] = 0x00;
+		buf.b[14] = (uint8_t)(s->vlan >> 8), buf.b[15] = (uint8_t)s->vlan;
+		buf.len += 4;
 	}
 	while (buf.len < 60)
 		pb_u8(&buf, 0); /* Ethernet padding, not payload */
@@ -162,6 +170,41 @@ test_ts_ipv6(void **state)
 {
 	(void)state;
 	ts_both_sides(1);
+}
+
+/*
+ * A connection on a VLAN: its two directions are one flow of the table (the
+ * flow hash takes in the VLAN id the same both ways), found again by its
+ * addresses, ports and VLAN; the same addresses and ports on another VLAN
+ * are another connection.
+ */
+static void
+test_ts_vlan(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64);
+	struct rtt_sample smp;
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 100, .vlan = 10 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .vlan = 10 };
+	const uint8_t lan4[4] = { 192, 168, 1, 10 }, wan4[4] = { 203, 0, 113, 5 };
+	const struct rtt_flow *f;
+
+	(void)state;
+	assert_non_null(t);
+	up.tsval = 1000, up.tsecr = 7000;
+	assert_int_equal(feed(t, &up, MS(100), NULL), 0);
+	dn.tsval = 9000, dn.tsecr = 1000;
+	assert_int_equal(feed(t, &dn, MS(140), &smp), MS(40));
+	assert_int_equal(smp.side, RTT_SIDE_WAN);
+	f = rtt_find(t, classify_flow_hash_vlan(&key, 10u << 12, 4, lan4, wan4, LAN_PORT, WAN_PORT,
+						6));
+	assert_non_null(f);
+	assert_int_equal(f->last_us[RTT_SIDE_WAN], 40000);
+	assert_null(find(t, 4, lan4, wan4, LAN_PORT, WAN_PORT)); /* not the untagged flow */
+	/* VLAN 20's echo of the same TSval matches nothing: its own flow, no sample */
+	dn.vlan = 20;
+	assert_int_equal(feed(t, &dn, MS(150), NULL), 0);
+	assert_int_equal(t->hist[RTT_SIDE_WAN].samples, 1);
+	rtt_table_free(t);
 }
 
 /* A TSval sent again keeps its first time; a second echo, and an older TSval, give nothing. */
@@ -478,6 +521,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ts_ipv4),
 		cmocka_unit_test(test_ts_ipv6),
+		cmocka_unit_test(test_ts_vlan),
 		cmocka_unit_test(test_ts_repeats),
 		cmocka_unit_test(test_ts_one_in_flight),
 		cmocka_unit_test(test_wraparound),
