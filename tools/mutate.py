@@ -639,7 +639,7 @@ MUTANTS = [
          note="a backlogged shard asks for its arrivals, not for all"),
     dict(name="share_need_no_floor", kind="review", file="src/sched/share.c",
          orig="sh->arrivals / SHARE_SPARE_DIV + floor +",
-         repl="sh->arrivals / SHARE_SPARE_DIV +",
+         repl="sh->arrivals / SHARE_SPARE_DIV + 0 * floor +",
          note="a shard's need leaves out its floor"),
     dict(name="share_hosts_idle_early", kind="review", file="src/sched/share.c",
          orig=">= 2 * SHARE_HOST_WINDOW_NS) {",
