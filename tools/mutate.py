@@ -783,10 +783,26 @@ def run_test(t, timeout):
     return "fail", f"rc {rc}" + (" (" + ",".join(cases) + ")" if cases else "")
 
 
-def order_tests(m, tests, durations):
-    """The tests named after the mutated file first, then the quickest."""
+def order_tests(m, tests, durations, killers):
+    """The test that killed this mutant last time first, then the tests
+    named after the mutated file, then the quickest (times of earlier runs)."""
     stem = os.path.splitext(os.path.basename(m["file"]))[0]
-    return sorted(tests, key=lambda t: (stem not in t["name"], durations.get(t["name"], 0.0)))
+    return sorted(tests, key=lambda t: (t["name"] != killers.get(m["name"]),
+                                        stem not in t["name"], durations.get(t["name"], 0.0)))
+
+
+def load_json(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def save_json(path, data):
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
 
 
 def draw_sample(mutants, n, seed):
@@ -868,7 +884,10 @@ def main():
         if rc != 0:
             sys.exit("mutate: the unmutated tree does not build:\n" + out[-3000:])
         base = fingerprint(build, tests)
-        durations = {}
+        # What earlier runs in this workdir learnt: each test's time, each
+        # mutant's killer. Only the order of the tests depends on them.
+        durations = load_json(os.path.join(work, "durations.json"))
+        killers = load_json(os.path.join(work, "killers.json"))
         if not args.sample:
             # The full set: every test must pass unmutated first.
             for t in tests:
@@ -898,16 +917,22 @@ def main():
                                or fp[t["name"]] != base[t["name"]]]
                     verdict, why = ("unchanged", "no test program changed") if not changed \
                         else ("survived", "")
-                    for t in order_tests(m, changed, durations):
+                    for t in order_tests(m, changed, durations, killers):
                         ran += 1
+                        t2 = time.time()
                         v, w = run_test(t, args.timeout)
+                        if v == "pass":
+                            durations[t["name"]] = time.time() - t2
                         if v != "pass":
                             verdict, why, killer = "killed", f"{t['name']} {w}", t
+                            killers[m["name"]] = t["name"]
                             break
             finally:
                 with open(path, "w", encoding="utf-8") as fh:
                     fh.write(orig_text)
             results.append((m, verdict, why, killer))
+            save_json(os.path.join(work, "durations.json"), durations)
+            save_json(os.path.join(work, "killers.json"), killers)
             log(f"{verdict:9} {m['name']:34} {time.time() - t1:5.1f}s {ran:2} run  {why}")
 
         confirm_failed = []
@@ -930,14 +955,15 @@ def main():
 
     log("")
     fail = False
-    for f in sorted({r[0]["file"] for r in results} | {m["file"] for m in equivalent}):
+    for f in sorted({r[0]["file"] for r in results}
+                    | {m["file"] for m in equivalent if not args.sample}):
         rs = [r for r in results if r[0]["file"] == f]
         killed = sum(1 for r in rs if r[1] == "killed")
         counted = sum(1 for r in rs if r[1] in ("killed", "survived"))
         rate = killed / counted if counted else 1.0
         extra = [f"{v} {', '.join(r[0]['name'] for r in rs if r[1] == v)}"
                  for v in ("survived", "unchanged", "invalid") if any(r[1] == v for r in rs)]
-        eq = [m["name"] for m in equivalent if m["file"] == f]
+        eq = [m["name"] for m in equivalent if m["file"] == f and not args.sample]
         if eq:
             extra.append("equivalent (not run) " + ", ".join(eq))
         log(f"{f:26} killed {killed:3}/{counted:<3} {100 * rate:5.1f} %"
