@@ -24,10 +24,15 @@ listed but not run. The working tree is never touched.
     tools/mutate.py --sample 6 --seed 20260101   # replay one draw
     tools/mutate.py --list
 
-The sample draws from as many files as it can; its seed is the UTC date
-unless --seed or SHAPER_MUTATION_SEED fixes it, and it is printed with
-the names drawn. Sample runs confirm every kill: the test that failed must
-pass again on the unmutated tree.
+`meson test` runs `--sample 6` as the test mutation_sample (suite
+mutation, alone; README.md, "Mutation check"), its scratch tree kept in
+the build dir. The sample draws from as many files as it can; its seed is
+the UTC date unless --seed or SHAPER_MUTATION_SEED fixes it, and it is
+printed with the names drawn. A sample has no baseline run: it confirms
+each kill instead (the test that failed must pass on the unmutated tree),
+and fails on any survivor, unchanged or invalid mutant, or stale snippet.
+A kept workdir remembers each test's time and each mutant's killer, which
+only decides the order the tests run in.
 """
 
 import argparse
@@ -787,8 +792,10 @@ def order_tests(m, tests, durations, killers):
     """The test that killed this mutant last time first, then the tests
     named after the mutated file, then the quickest (times of earlier runs)."""
     stem = os.path.splitext(os.path.basename(m["file"]))[0]
+    stems = {stem, stem.split("_")[0]}  # config_daemon.c: test_config
     return sorted(tests, key=lambda t: (t["name"] != killers.get(m["name"]),
-                                        stem not in t["name"], durations.get(t["name"], 0.0)))
+                                        not any(x in t["name"] for x in stems),
+                                        durations.get(t["name"], 0.0)))
 
 
 def load_json(path):
