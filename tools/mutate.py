@@ -16,7 +16,7 @@ an equivalent mutant) and "invalid" when it does not build (a stale or
 broken mutant). Mutants marked equivalent (their note says why) are
 listed but not run. The working tree is never touched.
 
-    tools/mutate.py                      # the full set (about an hour on 2 cores)
+    tools/mutate.py                      # the full set (about 30 min on 2 cores)
     tools/mutate.py --min-rate 0.95      # ... fail if a file has < 95 % killed
     tools/mutate.py --file src/sched/ack_filter.c
     tools/mutate.py --only blue_inc_x4,no_decaying_list --keep
