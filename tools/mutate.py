@@ -20,11 +20,11 @@ listed but not run. The working tree is never touched.
     tools/mutate.py --min-rate 0.95      # ... fail if a file has < 95 % killed
     tools/mutate.py --file src/sched/ack_filter.c
     tools/mutate.py --only blue_inc_x4,no_decaying_list --keep
-    tools/mutate.py --sample 6           # a seeded draw, as `meson test` runs it
-    tools/mutate.py --sample 6 --seed 20260101   # replay one draw
+    tools/mutate.py --sample 8           # a seeded draw, as `meson test` runs it
+    tools/mutate.py --sample 8 --seed 20260101   # replay one draw
     tools/mutate.py --list
 
-`meson test` runs `--sample 6` as the test mutation_sample (suite
+`meson test` runs `--sample 8` as the test mutation_sample (suite
 mutation, alone; README.md, "Mutation check"), its scratch tree kept in
 the build dir. The sample draws from as many files as it can; its seed is
 the UTC date unless --seed or SHAPER_MUTATION_SEED fixes it, and it is
@@ -876,7 +876,8 @@ def main():
     check_snippets(args.root, MUTANTS)  # any stale snippet fails, drawn or not
 
     t0 = time.time()
-    work = args.workdir or tempfile.mkdtemp(prefix="shaper-mutate-")
+    work = os.path.abspath(args.workdir) if args.workdir else \
+        tempfile.mkdtemp(prefix="shaper-mutate-")
     tree = os.path.join(work, "src-tree")
     build = os.path.join(tree, "build-mutate")
     results = []
