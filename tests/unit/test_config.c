@@ -777,6 +777,11 @@ test_control_lcores_dataplane(void **state)
 	assert_int_equal(c.mbufs[SHAPER_DOWN], 16777216);
 	assert_int_equal(c.burst, 256);
 	assert_int_equal(c.idle_sleep_us, 0);
+	/* a sleep below 1 µs is still a sleep: rounded up, never to 0 (no sleep) */
+	load_ok("{" PORTS ", 'dataplane': {'idle_sleep': '500ns'}}", &c);
+	assert_int_equal(c.idle_sleep_us, 1);
+	load_ok("{" PORTS ", 'dataplane': {'idle_sleep': '1001ns'}}", &c);
+	assert_int_equal(c.idle_sleep_us, 2);
 
 	/* access levels and a second, read-only socket */
 	load_ok("{" PORTS ", 'control': {'level': 'operator', 'default_level': 'user',"

@@ -35,6 +35,8 @@ test_split(void **state)
 
 	(void)state;
 	assert_int_equal(share_group_init(&g, LINK, 4, 1514, err, sizeof(err)), 0);
+	/* Idle shards' floors together hold 1/1024 of the link, no more. */
+	assert_int_equal(share_group_floor(&g), LINK / 1024 / 4);
 	spare = LINK - 4 * share_group_floor(&g);
 
 	/* Two backlogged shards, weights 1 and 3; two idle ones keep the floor. */
@@ -97,10 +99,26 @@ test_hosts(void **state)
 	/* One window later they still count; two windows later they are gone. */
 	assert_true(share_hosts_count(&h, SHARE_HOST_WINDOW_NS + 1000) >= 97);
 	assert_int_equal(share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS), 0);
+
 	for (i = 0; i < 3000; i++)
 		share_hosts_note(&h, host_hash(i + 1000));
 	n = share_hosts_count(&h, 3 * SHARE_HOST_WINDOW_NS + 1);
 	assert_true(n >= 2850 && n <= 3150); /* linear counting stays within 5 % here */
+
+	/*
+	 * A slow shard: 100 hosts seen once, then only a few packets a window.
+	 * A window waits for SHARE_HOST_ROUNDS packets per host, so all 100
+	 * still count three windows later (closing by time alone would count 10).
+	 */
+	memset(&h, 0, sizeof(h));
+	for (i = 0; i < 100; i++)
+		share_hosts_note(&h, host_hash(i));
+	for (uint64_t t = 1; t <= 6; t++) {
+		for (i = 0; i < 10; i++)
+			share_hosts_note(&h, host_hash(i));
+		n = share_hosts_count(&h, t * SHARE_HOST_WINDOW_NS / 2);
+		assert_true(n >= 97 && n <= 103);
+	}
 }
 
 static void
@@ -372,6 +390,73 @@ test_reset_under_load(void **state)
 		sched_free(s[i]);
 }
 
+/*
+ * What a tick publishes: a shard with more than SHARE_BUSY_PKTS queued asks
+ * for all; else its arrivals, 1/32 spare, its floor and its queued packets'
+ * worth of a tick; traffic the caller could not attribute to a host still
+ * weighs 1; and what the scheduler counted before the shard existed is not
+ * an arrival.
+ */
+static void
+test_tick_need(void **state)
+{
+	static struct share_group g;
+	struct share_shard sh;
+	struct sched *s;
+	struct sched_params p;
+	struct sh_pkt pkt[8];
+	uint8_t frame[64] = { 0 };
+	struct sh_pkt_list dropped, out;
+	uint64_t now = 0, need, arr;
+	char err[128];
+	uint32_t i;
+
+	(void)state;
+	sh_pkt_list_init(&dropped);
+	assert_int_equal(share_group_init(&g, LINK, 2, 1514, err, sizeof(err)), 0);
+	sched_params_default(&p, SCHED_DISC_FIFO);
+	p.rate = LINK;
+	s = sched_create(&p, err, sizeof(err));
+	assert_non_null(s);
+	/* 8 packets through the scheduler before the shard is made */
+	for (i = 0; i < 8; i++) {
+		memset(&pkt[i], 0, sizeof(pkt[i]));
+		pkt[i].data = frame;
+		pkt[i].len = 1514;
+		pkt[i].hdr_len = sizeof(frame);
+		pkt[i].mem = 2048;
+		sched_enqueue(s, &pkt[i], now, &dropped);
+	}
+	sh_pkt_list_init(&out);
+	sched_flush(s, &out);
+	share_shard_init(&sh, &g, 0, s, now);
+	now += SHARE_TICK_NS;
+	share_tick(&sh, s, 0, now);
+	assert_int_equal(sh.arrivals, 0);
+	assert_int_equal(atomic_load(&g.slot[0].weight), 0);
+	assert_int_equal(atomic_load(&g.slot[0].need), 0);
+
+	/* 1, 2, then 3 packets queued, no host attributed */
+	for (i = 0; i < 3; i++) {
+		sched_enqueue(s, &pkt[i], now, &dropped);
+		now += SHARE_TICK_NS;
+		share_tick(&sh, s, 0, now);
+		assert_int_equal(atomic_load(&g.slot[0].weight), 1);
+		need = atomic_load(&g.slot[0].need);
+		arr = sh.arrivals;
+		assert_true(arr > 0);
+		if (i < 2)
+			assert_int_equal(need, arr + arr / 32 + share_group_floor(&g) +
+							       (uint64_t)(i + 1) * 1514 *
+									       (1000000000ull /
+										SHARE_TICK_NS));
+		else
+			assert_int_equal(need, SHARE_NEED_ALL);
+	}
+	sched_flush(s, &out);
+	sched_free(s);
+}
+
 /* ---------------------------------------------------------- concurrency */
 
 #define THREADS 4
@@ -473,6 +558,7 @@ main(void)
 		cmocka_unit_test(test_steering),     cmocka_unit_test(test_set_rate),
 		cmocka_unit_test(test_concurrent),   cmocka_unit_test(test_deep_cut),
 		cmocka_unit_test(test_cut_sequence), cmocka_unit_test(test_reset_under_load),
+		cmocka_unit_test(test_tick_need),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

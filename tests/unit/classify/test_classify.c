@@ -102,6 +102,23 @@ test_ipv4_tcp(void **state)
 	build_v4_tcp(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 1000, 80, PB_PSH | PB_ACK | PB_FIN, 0);
 	classify(&b, &p);
 	assert_int_equal(p.flags, SH_PKT_IPV4 | SH_PKT_TCP | SH_PKT_TCP_ACK);
+
+	/* The same flags through the general parser (an IPv4 option word). */
+	for (int k = 0; k < 4; k++) {
+		static const uint8_t flags[4] = { PB_ACK, PB_SYN, PB_SYN | PB_ACK,
+						  PB_FIN | PB_ACK };
+
+		pb_init(&b);
+		pb_eth_macs(&b, 1, 2);
+		pb_u16(&b, 0x0800);
+		pb_ipv4(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 6, 0, 0x4000, 1);
+		pb_tcp(&b, 1000, 80, 1, 1, flags[k], NULL, 0);
+		pb_finish(&b);
+		classify(&b, &p);
+		assert_int_equal(p.l4_off, 38);
+		assert_int_equal(p.flags, SH_PKT_IPV4 | SH_PKT_TCP |
+							  (flags[k] & PB_SYN ? 0 : SH_PKT_TCP_ACK));
+	}
 }
 
 static void
@@ -444,6 +461,14 @@ test_broken_ip(void **state)
 	b.b[14] = 0x65; /* version 6 in an IPv4 ethertype */
 	classify(&b, &p);
 	assert_int_equal(p.flags, 0);
+	/* version 4 in an IPv6 ethertype: not IPv6, whatever follows */
+	build_v6_udp(&b, v6a, v6b, 1000, 53, 0xb8, 0);
+	b.b[14] = (uint8_t)(0x40 | (b.b[14] & 0x0f));
+	classify(&b, &p);
+	assert_int_equal(p.flags, 0);
+	assert_int_equal(p.l3_off, SH_OFF_NONE);
+	assert_int_equal(p.dscp, 0);
+	assert_int_equal(p.src_hash, 0);
 
 	/* IPv4 header complete, TCP cut short: IP facts kept, no TCP */
 	build_v4_tcp(&b, IP4(10, 0, 0, 1), IP4(10, 0, 0, 2), 1000, 80, PB_ACK, 0xb8);

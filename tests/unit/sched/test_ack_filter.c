@@ -43,7 +43,11 @@ struct q {
 struct seg {
 	enum af_family fam;
 	uint32_t src; /* IPv4 source (or a tweak of the IPv6 source) */
+	uint32_t dst; /* 0: 192.0.2.7 (IPv6: v6b); else as src */
 	uint16_t sport;
+	uint16_t dport;       /* 0: 443 */
+	uint16_t ip_frag;     /* IPv4 flags and fragment offset; 0: DF */
+	uint8_t ip_opt_words; /* IPv4 options (NOPs), in 4-byte words */
 	uint32_t ack;
 	uint8_t flags;
 	const uint8_t *opts;
@@ -75,25 +79,29 @@ q_add(struct seg s)
 {
 	struct pb *b = &Q.buf[Q.n];
 	struct sh_pkt *p = &Q.pkt[Q.n];
-	uint8_t src6[16];
+	uint8_t src6[16], dst6[16];
+	uint32_t dst = s.dst != 0 ? s.dst : IP4(192, 0, 2, 7);
 
 	assert_true(Q.n < QMAX);
 	memcpy(src6, v6a, 16);
 	src6[15] = (uint8_t)s.src;
+	memcpy(dst6, v6b, 16);
+	if (s.dst != 0)
+		dst6[15] = (uint8_t)s.dst;
 	pb_init(b);
 	pb_eth_macs(b, 1, 2);
 	if (s.fam == FAM_V4) {
 		pb_u16(b, 0x0800);
-		pb_ipv4(b, s.src, IP4(192, 0, 2, 7), 6, 0, 0x4000, 0);
+		pb_ipv4(b, s.src, dst, 6, 0, s.ip_frag != 0 ? s.ip_frag : 0x4000, s.ip_opt_words);
 	} else if (s.fam == FAM_V6) {
 		pb_u16(b, 0x86dd);
-		pb_ipv6(b, src6, v6b, 6, 0, 0);
+		pb_ipv6(b, src6, dst6, 6, 0, 0);
 	} else {
 		pb_u16(b, 0x0800);
 		pb_ipv4(b, IP4(198, 51, 100, 1), IP4(192, 0, 2, 7), 41, 0, 0, 0);
-		pb_ipv6(b, src6, v6b, 6, 0, 0);
+		pb_ipv6(b, src6, dst6, 6, 0, 0);
 	}
-	pb_tcp(b, s.sport, 443, 1000, s.ack, s.flags, s.opts, s.optlen);
+	pb_tcp(b, s.sport, s.dport != 0 ? s.dport : 443, 1000, s.ack, s.flags, s.opts, s.optlen);
 	for (uint32_t i = 0; i < s.payload; i++)
 		pb_u8(b, 'x');
 	pb_finish(b);
@@ -376,6 +384,7 @@ test_options(void **state)
 				       7, 8, 9,  10, 11, 12, 13, 14, 15, 16 };
 	static const uint8_t bad_sack_len[] = { 1, 1, 5, 9, 0, 0, 0, 1, 0, 0, 0, 2, 0 };
 	static const uint8_t bad_ts_len[] = { 1, 1, 8, 8, 0, 0, 0, 1, 0, 0 };
+	static const uint8_t long_ts_len[] = { 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
 	static const uint8_t malformed[] = { 1, 1, 2, 0 }; /* length 0 ends the walk */
 	static const uint8_t overlong[] = { 1, 1, 2, 30 };
 	struct {
@@ -390,6 +399,7 @@ test_options(void **state)
 		{ unknown, sizeof(unknown), 0 },
 		{ bad_sack_len, sizeof(bad_sack_len), 0 },
 		{ bad_ts_len, sizeof(bad_ts_len), 0 },
+		{ long_ts_len, sizeof(long_ts_len), 0 },
 		{ md5, sizeof(md5), 1 },
 		{ malformed, sizeof(malformed), 1 },
 		{ overlong, sizeof(overlong), 1 },
@@ -516,6 +526,7 @@ test_sack(void **state)
 	static const uint32_t dsack[][2] = { { 50, 80 } };
 	static const uint32_t dsack_more[][2] = { { 50, 80 }, { 200, 300 } };
 	static const uint32_t b400_600[][2] = { { 400, 600 } };
+	static const uint32_t short_and_far[][2] = { { 200, 300 }, { 500, 700 } };
 	static const uint32_t wrap_a[][2] = { { 0xfffffff0u, 0x10 } };
 	static const uint32_t wrap_b[][2] = { { 0xffffffe0u, 0x20 } };
 
@@ -536,6 +547,8 @@ test_sack(void **state)
 	/* more SACKed bytes do not help if an old block is not covered */
 	assert_false(sack_case(100, b200_300, 1, 100, b400_600, 1));
 	assert_false(sack_case(100, b200_300, 1, 150, b400_600, 1));
+	/* a trigger block that starts with the old one but ends before it: keep */
+	assert_false(sack_case(100, b200_400, 1, 100, short_and_far, 2));
 	/* more blocks, all covering */
 	assert_true(sack_case(100, two, 2, 100, three, 3));
 	assert_true(sack_case(100, b400_500, 1, 100, two, 2));
@@ -583,6 +596,25 @@ test_other_flows_untouched(void **state)
 	q_add(ack(200));
 	assert_null(q_filter(SCHED_ACK_FILTER_ON));
 	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
+	/* two redundant-looking ACKs of a flow that differs only in its
+	 * destination port or address, IPv4 and IPv6: both stay */
+	for (int k = 0; k < 4; k++) {
+		q_reset();
+		for (uint32_t a = 100; a <= 150; a += 50) {
+			s = ack(a);
+			s.fam = k < 2 ? FAM_V4 : FAM_V6;
+			if (k % 2 == 0)
+				s.dport = 444;
+			else
+				s.dst = k < 2 ? IP4(192, 0, 2, 8) : 9;
+			q_add(s);
+		}
+		s = ack(200);
+		s.fam = k < 2 ? FAM_V4 : FAM_V6;
+		q_add(s);
+		assert_null(q_filter(SCHED_ACK_FILTER_ON));
+		assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
+	}
 
 	/* interleaved: the victim is ours, prev points at the foreign packet */
 	q_reset();
@@ -603,6 +635,35 @@ test_other_flows_untouched(void **state)
 	s.ack = 400;
 	q_add(s);
 	assert_ptr_equal(q_filter(SCHED_ACK_FILTER_ON), o1);
+	/* IPv4 options do not make a pure ACK look like data */
+	q_reset();
+	s = ack(100);
+	s.ip_opt_words = 2;
+	a1 = q_add(s);
+	s.ack = 150;
+	q_add(s);
+	s.ack = 200;
+	q_add(s);
+	assert_ptr_equal(q_filter(SCHED_ACK_FILTER_ON), a1);
+	/* IPv4 fragments (first, MF set): what follows need not be TCP */
+	q_reset();
+	s = ack(100);
+	s.ip_frag = 0x2000;
+	q_add(s);
+	s.ack = 150;
+	q_add(s);
+	q_add(ack(200));
+	assert_null(q_filter(SCHED_ACK_FILTER_ON));
+	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
+	/* aggressive mode takes a lone ACK only from directly ahead of the
+	 * trigger: another flow's packet between them keeps it */
+	q_reset();
+	q_add(ack(100));
+	s = ack(100);
+	s.sport = 40001;
+	q_add(s);
+	q_add(ack(200));
+	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
 	/* UDP trigger: nothing */
 	q_reset();
 	q_add(ack(100));

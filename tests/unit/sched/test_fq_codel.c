@@ -1,10 +1,11 @@
 /*
  * fq_codel tests, through the public sched API: DRR fairness in bytes,
  * new-flow priority, the CoDel drop schedule (first drop after an interval
- * above target, then interval/sqrt(count)), ECN marking instead of drops,
- * ce_threshold, overflow head-drops from the fattest flow (packet and
- * memory limits), the optional time-based shaper, live updates, and the
- * identity enqueued = dequeued + dropped + backlog.
+ * above target, then interval/sqrt(count)), its re-entry at count -
+ * lastcount, ECN marking instead of drops, ce_threshold, overflow
+ * head-drops from the fattest flow (packet and memory limits), the
+ * optional time-based shaper, live updates, and the identity enqueued =
+ * dequeued + dropped + backlog.
  */
 #include <errno.h>
 #include <math.h>
@@ -395,6 +396,102 @@ test_codel_ecn_marks(void **state)
 	assert_int_equal(marks, (uint64_t)n);
 }
 
+/*
+ * CoDel's re-entry rule (RFC 8289 section 5: the pseudocode's
+ * "delta = count - lastcount"): a queue that goes back above target soon
+ * after a dropping episode resumes near the drop rate it left with (count
+ * = delta, 1/sqrt(count) one Newton step from where it was, as Linux), so
+ * the second drop of the new episode comes about interval/sqrt(delta)
+ * after the first; with delta <= 1, or after a long quiet spell (16
+ * intervals, as Linux), it starts over at count 1, one drop per interval.
+ *
+ * One flow, one dequeue per ms, the queue topped up with fresh packets
+ * before each dequeue: to 20 (sojourn about 20 ms) in an episode's phase,
+ * to 1 in a pause (the episode ends once it has drained). The model below
+ * follows count, lastcount and 1/sqrt(count) from the drops each episode
+ * made and predicts the gap between the next episode's first two drops.
+ */
+static const struct {
+	uint64_t start_ms, depth;
+	bool resumes; /* the episode starting here comes back soon enough */
+} reentry_phases[] = {
+	{ 0, 20, false },    /* ~29 drops */
+	{ 1000, 1, false },  /* 50 ms pause */
+	{ 1050, 20, true },  /* resumes at count 28: gap ~19 ms */
+	{ 1280, 1, false },  /* 50 ms pause */
+	{ 1330, 20, true },  /* resumes at the few drops of the last episode */
+	{ 1600, 1, false },  /* 2.1 s pause: longer than 16 intervals */
+	{ 3700, 20, false }, /* starts over: gap 100 ms; left after its 2nd drop */
+	{ 3906, 1, false },  /* 74 ms pause */
+	{ 3980, 20, true },  /* delta 1: starts over although it came back soon */
+	{ 4300, 1, false },
+};
+#define REENTRY_END_MS   4400
+#define REENTRY_EPISODES 5
+
+static void
+test_codel_reentry(void **state)
+{
+	uint64_t drops[REENTRY_EPISODES] = { 0 }, first[REENTRY_EPISODES][2];
+	uint32_t seen[REENTRY_EPISODES] = { 0 };
+	const int nphases = (int)(sizeof(reentry_phases) / sizeof(reentry_phases[0]));
+	struct sched_params prm;
+	struct sched *s;
+	struct sh_pkt_list d;
+	struct sched_stats st;
+	uint32_t count = 0, lastcount = 0;
+	double y = 1.0;
+	int phase = 0, ep = -1;
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	s = mk_sched(&prm);
+	sh_pkt_list_init(&d);
+	for (uint64_t t = 0; t < REENTRY_END_MS; t++) {
+		while (phase + 1 < nphases && t >= reentry_phases[phase + 1].start_ms)
+			phase++;
+		if (reentry_phases[phase].depth > 1 && t == reentry_phases[phase].start_ms)
+			ep++;
+		sched_get_stats(s, &st);
+		for (uint64_t k = st.backlog_pkts; k < reentry_phases[phase].depth; k++)
+			assert_int_equal(sched_enqueue(s, mk(1, 1000, 0), t * MS, &d), 0);
+		release(sched_dequeue(s, t * MS, &d));
+		assert_true(ep >= 0 && ep < REENTRY_EPISODES);
+		for (uint32_t k = 0; k < d.count; k++, drops[ep]++)
+			if (seen[ep] < 2)
+				first[ep][seen[ep]++] = t;
+		release_list(&d);
+	}
+	drain(s, REENTRY_END_MS * MS);
+	sched_free(s);
+
+	assert_int_equal(drops[3], 2); /* the set-up for the delta = 1 case */
+	for (int e = 0, p = 0; e < REENTRY_EPISODES; e++, p++) {
+		double gap;
+
+		while (reentry_phases[p].depth == 1)
+			p++;
+		assert_int_equal(seen[e], 2);
+		if (reentry_phases[p].resumes && count - lastcount > 1) {
+			count -= lastcount;
+			y = linux_inv_sqrt_step(y, count);
+		} else {
+			count = 1;
+			y = 65535.0 / 65536.0;
+		}
+		lastcount = count;
+		/* due at the first whole ms at or after first drop + interval * y */
+		gap = 100.0 * y;
+		assert_true((double)(first[e][1] - first[e][0]) + 1 >= gap &&
+			    (double)(first[e][1] - first[e][0]) <= ceil(gap) + 1);
+		/* every further drop of the episode: count + 1, one Newton step */
+		for (uint64_t k = 1; k < drops[e]; k++) {
+			count++;
+			y = linux_inv_sqrt_step(y, count);
+		}
+	}
+}
+
 static void
 test_codel_quiet_below_target(void **state)
 {
@@ -740,6 +837,7 @@ main(void)
 		cmocka_unit_test(test_anti_starvation),
 		cmocka_unit_test(test_codel_drop_schedule),
 		cmocka_unit_test(test_codel_ecn_marks),
+		cmocka_unit_test(test_codel_reentry),
 		cmocka_unit_test(test_codel_quiet_below_target),
 		cmocka_unit_test(test_ce_threshold),
 		cmocka_unit_test(test_overflow_fattest),
