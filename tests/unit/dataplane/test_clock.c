@@ -18,6 +18,8 @@
 
 #include "shaper/dataplane.h"
 
+#include "eal_test.h"
+
 static void
 test_hz_from_samples(void **state)
 {
@@ -82,26 +84,10 @@ test_now_runs_at_real_time(void **state)
 int
 main(void)
 {
-	char prefix[64], rundir[PATH_MAX];
-	char *eal_argv[] = {
-		"test_clock",     "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-m",        "256",      "--log-level",
-		"lib.eal:error",  "-l",        "0",        prefix,
-	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hz_from_samples),
 		cmocka_unit_test(test_now_runs_at_real_time),
 	};
-	int rc;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test_clock_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal_argv), eal_argv) < 0) {
-		fprintf(stderr, "test_clock: EAL initialisation failed\n");
-		return 1;
-	}
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	rte_eal_cleanup();
-	rmdir(rundir);
-	return rc;
+	return EAL_TEST_RUN("test_clock", tests, NULL, NULL);
 }

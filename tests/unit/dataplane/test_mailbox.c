@@ -25,6 +25,8 @@
 
 #include "shaper/dataplane.h"
 
+#include "eal_test.h"
+
 #define CALL_TIMEOUT_MS 100 /* long enough for a spinning fake worker to take a request */
 
 /* ---- wrapped scheduler life cycle ---- */
@@ -499,13 +501,6 @@ test_late_shard_still_applies(void **state)
 int
 main(void)
 {
-	/* --in-memory would imply --no-shconf, but DPDK 22.11 refuses it with --no-huge. */
-	char prefix[64], rundir[PATH_MAX];
-	char *eal_argv[] = {
-		"test_mailbox",   "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-m",        "256",      "--log-level",
-		"lib.eal:error",  "-l",        "0",        prefix,
-	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_answered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_answer_is_not_taken_by_next_call, setup,
@@ -520,16 +515,6 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_late_shard_still_applies, setup_two,
 						teardown_two),
 	};
-	int rc;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test_mailbox_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal_argv), eal_argv) < 0) {
-		fprintf(stderr, "test_mailbox: EAL initialisation failed\n");
-		return 1;
-	}
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	rte_eal_cleanup();
-	rmdir(rundir); /* empty without shared config */
-	return rc;
+	return EAL_TEST_RUN("test_mailbox", tests, NULL, NULL);
 }

@@ -24,6 +24,8 @@
 
 #include "shaper/dataplane.h"
 
+#include "eal_test.h"
+
 #define HEADROOM_BYTE 0xa5
 #define FRAME_LEN     100
 
@@ -194,27 +196,11 @@ test_own_mbuf_not_copied(void **state)
 int
 main(void)
 {
-	char prefix[64], rundir[PATH_MAX];
-	char *eal_argv[] = {
-		"test_rx_pool",   "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-m",        "256",      "--log-level",
-		"lib.eal:error",  "-l",        "0",        prefix,
-	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_foreign_mbuf_is_copied),
 		cmocka_unit_test(test_foreign_mbuf_no_buffer_is_counted),
 		cmocka_unit_test(test_own_mbuf_not_copied),
 	};
-	int rc;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test_rx_pool_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal_argv), eal_argv) < 0) {
-		fprintf(stderr, "test_rx_pool: EAL initialisation failed\n");
-		return 1;
-	}
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rc = cmocka_run_group_tests(tests, setup, NULL);
-	rte_eal_cleanup();
-	rmdir(rundir);
-	return rc;
+	return EAL_TEST_RUN("test_rx_pool", tests, setup, NULL);
 }

@@ -28,6 +28,8 @@
 
 #include "shaper/dataplane.h"
 
+#include "eal_test.h"
+
 #define FRAME_LEN 100
 #define NSHARDS   3
 
@@ -314,28 +316,12 @@ test_worker_contexts_share_no_line(void **state)
 int
 main(void)
 {
-	char prefix[64], rundir[PATH_MAX];
-	char *eal_argv[] = {
-		"test_steer",     "--no-huge", "--no-pci", "--no-shconf",
-		"--no-telemetry", "-m",        "256",      "--log-level",
-		"lib.eal:error",  "-l",        "0",        prefix,
-	};
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steered_frames_go_first),
 		cmocka_unit_test(test_rings_drained_fairly),
 		cmocka_unit_test(test_steering_choice),
 		cmocka_unit_test(test_worker_contexts_share_no_line),
 	};
-	int rc;
 
-	snprintf(prefix, sizeof(prefix), "--file-prefix=test_steer_%d", (int)getpid());
-	if (rte_eal_init((int)RTE_DIM(eal_argv), eal_argv) < 0) {
-		fprintf(stderr, "test_steer: EAL initialisation failed\n");
-		return 1;
-	}
-	snprintf(rundir, sizeof(rundir), "%s", rte_eal_get_runtime_dir());
-	rc = cmocka_run_group_tests(tests, setup, NULL);
-	rte_eal_cleanup();
-	rmdir(rundir);
-	return rc;
+	return EAL_TEST_RUN("test_steer", tests, setup, NULL);
 }
