@@ -42,6 +42,11 @@
 
 struct app {
 	struct shaper_config cfg;
+	/*
+	 * cfg with the descriptor counts the drivers settled on: what the mbuf
+	 * budget counts. cfg itself keeps the file's values (reload compares them).
+	 */
+	struct shaper_config sized;
 	struct rte_mempool *pool[SHAPER_NUM_DIRS]; /* each direction receives into its own */
 	uint32_t pool_mbufs[SHAPER_NUM_DIRS];
 	struct dp_port port[SHAPER_NUM_PORTS];
@@ -401,7 +406,7 @@ setup_dirs(struct app *a)
 			dd->truesize = dp_mbuf_truesize(a->pool[d]);
 			a->cfg.dir[d].pkt_mem = dd->truesize;
 			dd->pool_mbufs = a->pool_mbufs[d];
-			dp_mbuf_budget_dir(&a->cfg, (enum shaper_dir)d, &a->cfg.dir[d],
+			dp_mbuf_budget_dir(&a->sized, (enum shaper_dir)d, &a->cfg.dir[d],
 					   dd->truesize, &b);
 			dd->mbuf_fixed = b.fixed;
 			dd->rx_port = a->port[dir_input_port(d)].port_id;
@@ -837,6 +842,7 @@ main(int argc, char **argv)
 		pdump_on = true;
 	}
 
+	a.sized = a.cfg;
 	/*
 	 * The ports first: the descriptor counts their drivers really use and
 	 * their NUMA nodes decide each direction's pool, which goes on the node
@@ -866,15 +872,15 @@ main(int argc, char **argv)
 					"(asked %u and %u)",
 					shaper_port_name[r], a.port[r].nb_rxd, a.port[r].nb_txd,
 					a.cfg.port[r].rx_desc, a.cfg.port[r].tx_desc);
-		a.cfg.port[r].rx_desc = a.port[r].nb_rxd;
-		a.cfg.port[r].tx_desc = a.port[r].nb_txd;
+		a.sized.port[r].rx_desc = a.port[r].nb_rxd;
+		a.sized.port[r].tx_desc = a.port[r].nb_txd;
 	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		const struct dp_port *in = &a.port[dir_input_port(d)];
 		char name[RTE_MEMPOOL_NAMESIZE];
 
 		/* Sized again with the descriptor counts the drivers settled on. */
-		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
+		if (dp_pool_size(&a.sized, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
 				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
 			shaper_log_error("%s: %s", config_path, err);
 			exit_code = 1;
