@@ -104,6 +104,8 @@ struct dp_dir {
 const struct sched_alloc *dp_dir_alloc(const struct dp_dir *d);
 /* d's schedulers and control block go on NUMA node socket. */
 void dp_dir_set_socket(struct dp_dir *d, int socket);
+/* d's worker's NUMA node, or SOCKET_ID_ANY before dp_dir_set_socket. */
+int dp_dir_socket(const struct dp_dir *d);
 
 /*
  * A worker: read every loop by its own lcore only, but for the heartbeat,

@@ -65,7 +65,7 @@ dp_dir_mailbox_free(struct dp_dir *d)
 int
 dp_dir_control_init(struct dp_dir *d)
 {
-	int socket = d->alloc.zalloc != NULL ? d->socket : SOCKET_ID_ANY;
+	int socket = dp_dir_socket(d);
 
 	/* Zeroed: the mailbox free, no request in progress, the first turn publishes. */
 	d->ctl = rte_zmalloc_socket("ctl_block", sizeof(*d->ctl), RTE_CACHE_LINE_SIZE, socket);

@@ -42,6 +42,12 @@ dp_dir_alloc(const struct dp_dir *d)
 	return d->alloc.zalloc != NULL ? &d->alloc : NULL;
 }
 
+int
+dp_dir_socket(const struct dp_dir *d)
+{
+	return dp_dir_alloc(d) != NULL ? d->socket : SOCKET_ID_ANY;
+}
+
 struct dp_lcore *
 dp_lcore_create(unsigned int lcore)
 {
@@ -66,10 +72,18 @@ dp_lcore_free(struct dp_lcore *lc)
 	rte_free(lc);
 }
 
-/* The first and last cache line of [p, p + len). */
+/*
+ * Hot object k of a worker: 0 its struct dp_worker, then the struct dp_dir of
+ * each shard it serves (the pointers the loop follows, not the context's
+ * layout, so a worker whose shards live elsewhere is caught). Sets the
+ * first and last cache line it covers.
+ */
 static void
-lines_of(const void *p, size_t len, uintptr_t *first, uintptr_t *last)
+hot_lines(const struct dp_lcore *lc, unsigned int k, uintptr_t *first, uintptr_t *last)
 {
+	const void *p = k == 0 ? (const void *)&lc->w : (const void *)lc->w.dirs[k - 1];
+	size_t len = k == 0 ? sizeof(struct dp_worker) : sizeof(struct dp_dir);
+
 	*first = (uintptr_t)p / RTE_CACHE_LINE_SIZE;
 	*last = ((uintptr_t)p + len - 1) / RTE_CACHE_LINE_SIZE;
 }
@@ -79,29 +93,14 @@ dp_lcore_shared_lines(struct dp_lcore *const *lc, unsigned int n)
 {
 	unsigned int shared = 0;
 
-	/*
-	 * A worker's hot state: its struct dp_worker and the struct dp_dir of
-	 * each shard it serves (the pointers the loop follows, not the
-	 * context's layout, so a worker whose dirs live elsewhere is caught).
-	 */
 	for (unsigned int i = 0; i < n; i++)
 		for (unsigned int j = i + 1; j < n; j++)
 			for (unsigned int a = 0; a <= lc[i]->w.n_dirs; a++)
 				for (unsigned int b = 0; b <= lc[j]->w.n_dirs; b++) {
-					const void *pa =
-							a == 0 ? (const void *)&lc[i]->w
-							       : (const void *)lc[i]->w.dirs[a - 1];
-					const void *pb =
-							b == 0 ? (const void *)&lc[j]->w
-							       : (const void *)lc[j]->w.dirs[b - 1];
-					size_t la = a == 0 ? sizeof(struct dp_worker)
-							   : sizeof(struct dp_dir);
-					size_t lb = b == 0 ? sizeof(struct dp_worker)
-							   : sizeof(struct dp_dir);
 					uintptr_t f1, l1, f2, l2;
 
-					lines_of(pa, la, &f1, &l1);
-					lines_of(pb, lb, &f2, &l2);
+					hot_lines(lc[i], a, &f1, &l1);
+					hot_lines(lc[j], b, &f2, &l2);
 					if (f1 <= l2 && f2 <= l1)
 						shared += (unsigned int)((l1 < l2 ? l1 : l2) -
 									 (f1 > f2 ? f1 : f2) + 1);

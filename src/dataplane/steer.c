@@ -37,10 +37,12 @@ dp_steering_choose(const struct dp_port *lan, const struct dp_port *wan, uint32_
 	const uint64_t side = RTE_ETH_RSS_L3_SRC_ONLY | RTE_ETH_RSS_L3_DST_ONLY;
 	const char *no = NULL;
 
-	if (!lan->rss_sharded || !wan->rss_sharded)
-		no = !lan->rss_sharded ? "cannot hash the LAN host onto its queues"
-				       : "cannot hash the LAN host onto its queues (WAN side)";
-	else if ((lan->rss_hf & ~side) != (wan->rss_hf & ~side))
+	if (!lan->rss_sharded || !wan->rss_sharded) {
+		snprintf(why, len, "%s cannot hash the LAN host onto its queues",
+			 !lan->rss_sharded ? lan->name : wan->name);
+		return want == SHAPER_STEER_RSS ? -1 : 0;
+	}
+	if ((lan->rss_hf & ~side) != (wan->rss_hf & ~side))
 		no = "the two ports hash different packet types";
 	else if (lan->rss_key_len != wan->rss_key_len)
 		no = "the two ports' hash keys differ in length";
@@ -70,13 +72,6 @@ dp_steer_free(struct dp_dir *const *dirs, uint32_t n)
 	}
 }
 
-/* The NUMA node of d's worker, once it has one. */
-static int
-dir_socket(const struct dp_dir *d)
-{
-	return dp_dir_alloc(d) != NULL ? d->socket : SOCKET_ID_ANY;
-}
-
 int
 dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *err, size_t errlen)
 {
@@ -84,7 +79,7 @@ dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *
 
 	for (uint32_t i = 0; i < n; i++) {
 		dirs[i]->steer = rte_zmalloc_socket("steer", sizeof(struct dp_steer),
-						    RTE_CACHE_LINE_SIZE, dir_socket(dirs[i]));
+						    RTE_CACHE_LINE_SIZE, dp_dir_socket(dirs[i]));
 		if (dirs[i]->steer == NULL) {
 			snprintf(err, errlen, "out of memory for the steering state");
 			dp_steer_free(dirs, n);
@@ -104,7 +99,7 @@ dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *
 			snprintf(name, sizeof(name), "steer_%c%u_%u",
 				 dirs[i]->dir == SHAPER_UP ? 'u' : 'd', i, j);
 			/* On the node of the worker that takes from it. */
-			r = rte_ring_create(name, size, dir_socket(dirs[j]),
+			r = rte_ring_create(name, size, dp_dir_socket(dirs[j]),
 					    RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (r == NULL) {
 				snprintf(err, errlen, "cannot create steering ring %s: %s", name,

@@ -153,7 +153,7 @@ share_move_to(struct share_shard *sh, struct sched *s, uint64_t target, uint64_t
 void
 share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now)
 {
-	uint64_t floor = share_group_floor(sh->g), split[SHARE_MAX_SHARDS];
+	uint64_t split[SHARE_MAX_SHARDS];
 
 	if (sched_get_params(s)->rate == 0)
 		return; /* unshaped: the share waits for a rate */
@@ -165,9 +165,8 @@ share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now)
 		 * the floor until the others give back. (A shard below the floor
 		 * after a rise takes from the pool on its next tick.)
 		 */
-		atomic_fetch_sub_explicit(&sh->g->pool, (int64_t)(floor - sh->rate),
-					  memory_order_acq_rel);
-		sh->rate = floor;
+		sh->rate = share_group_floor(sh->g);
+		atomic_fetch_sub_explicit(&sh->g->pool, (int64_t)sh->rate, memory_order_acq_rel);
 		atomic_store_explicit(&sh->g->slot[sh->id].rate, sh->rate, memory_order_relaxed);
 	} else {
 		/* After a cut, down to this shard's part now rather than at its next tick. */

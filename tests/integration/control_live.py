@@ -21,48 +21,17 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import Control as Client, check, check_accounting, failures, start_shaperd, write_pcap  # noqa: E402
+from shaperlib import Control as Client, check, check_accounting, failures, start_shaperd  # noqa: E402
+from shaperlib import ip_checksum, numbered_frame, read_pcap, write_pcap  # noqa: E402
 
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
 FRAME = 1000
 
 
-def ip_checksum(hdr):
-    s = sum(struct.unpack("!%dH" % (len(hdr) // 2), hdr))
-    s = (s >> 16) + (s & 0xFFFF)
-    s += s >> 16
-    return (~s) & 0xFFFF
-
-
-def udp_frame(seq, tos):
-    payload = struct.pack("!I", seq) + bytes(FRAME - 14 - 20 - 8 - 4)
-    udp = struct.pack("!HHHH", 4000, 5000, 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0,
-                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
-    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
-    eth = bytes.fromhex("020000000002" "020000000001" "0800")
-    return eth + ip + udp
-
-
-def read_pcap(path):
-    """[(timestamp, frame bytes)]; handles the µs and ns magic numbers."""
-    out = []
-    with open(path, "rb") as f:
-        magic, = struct.unpack("<I", f.read(24)[:4])
-        div = 1e9 if magic == 0xA1B23C4D else 1e6
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            sec, frac, caplen, _ = struct.unpack("<IIII", h)
-            out.append((sec + frac / div, f.read(caplen)))
-    return out
-
-
 def run(tmp, name, direction_cfg, tos, rate1, rate2):
     print("--- %s: %s then %s" % (name, rate1, rate2), flush=True)
-    frames = [udp_frame(i, tos) for i in range(N_PKTS)]
+    frames = [numbered_frame(i, FRAME, tos) for i in range(N_PKTS)]
     lan_in, empty = os.path.join(tmp, "lan_in.pcap"), os.path.join(tmp, "empty.pcap")
     write_pcap(lan_in, frames)
     write_pcap(empty, [])

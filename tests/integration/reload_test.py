@@ -28,37 +28,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import Control, check, check_accounting, failures, start_shaperd, write_pcap  # noqa: E402
+from shaperlib import (Control, check, check_accounting, failures, numbered_frame,  # noqa: E402
+                       read_pcap, start_shaperd, write_pcap)
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 N_PKTS = 10000
 FRAME = 1000
-
-
-def udp_frame(seq):
-    payload = struct.pack("!I", seq) + bytes(FRAME - 14 - 20 - 8 - 4)
-    udp = struct.pack("!HHHH", 4000, 5000, 8 + len(payload), 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0,
-                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
-    s = sum(struct.unpack("!10H", ip))
-    s = (s >> 16) + (s & 0xFFFF)
-    s += s >> 16
-    ip = ip[:10] + struct.pack("!H", ~s & 0xFFFF) + ip[12:]
-    return bytes.fromhex("020000000002" "020000000001" "0800") + ip + udp
-
-
-def read_pcap(path):
-    out = []
-    with open(path, "rb") as f:
-        magic, = struct.unpack("<I", f.read(24)[:4])
-        div = 1e9 if magic == 0xA1B23C4D else 1e6
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            sec, frac, caplen, _ = struct.unpack("<IIII", h)
-            out.append((sec + frac / div, f.read(caplen)))
-    return out
 
 
 def edit(path, change):
@@ -87,7 +62,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shaper_reload_")
     lan_in, empty = os.path.join(tmp, "lan_in.pcap"), os.path.join(tmp, "empty.pcap")
     out = os.path.join(tmp, "wan_out.pcap")
-    write_pcap(lan_in, [udp_frame(i) for i in range(N_PKTS)])
+    write_pcap(lan_in, [numbered_frame(i, FRAME) for i in range(N_PKTS)])
     write_pcap(empty, [])
     wan = "net_pcap1,rx_pcap=%s,tx_pcap=%s" % (empty, out)
     cfg = {

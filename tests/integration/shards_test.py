@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from shaperlib import (Control, accounting_errors, check, check_accounting, failures,  # noqa: E402
-                     ip_frame, start_shaperd, write_pcap)
+                     ip_frame, read_pcap, start_shaperd, write_pcap)
 
 SHAPERD = sys.argv[1]
 HOSTS = 16
@@ -79,21 +79,6 @@ def out_of_order(got):
         bad += key in last and seq <= last[key]
         last[key] = seq
     return bad
-
-
-def read_pcap(path):
-    """[(time in s, frame bytes)] of a pcap (µs or ns timestamps)."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    magic = struct.unpack("<I", data[:4])[0]
-    div = 1e9 if magic == 0xa1b23c4d else 1e6
-    off = 24
-    while off + 16 <= len(data):
-        sec, frac, caplen, _ = struct.unpack("<IIII", data[off:off + 16])
-        out.append((sec + frac / div, data[off + 16:off + 16 + caplen]))
-        off += 16 + caplen
-    return out
 
 
 def lan_host(frame, direction):

@@ -3,7 +3,8 @@ import socket
 import struct
 
 
-def _csum(b):
+def ip_checksum(b):
+    """The Internet checksum of b (RFC 1071): 0 over a header that carries a right one."""
     if len(b) % 2:
         b += b"\0"
     s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
@@ -30,9 +31,36 @@ def ip_frame(src, dst, sport, dport, size, tos=0, proto=17):
     else:
         ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + l4_len + plen, 0, 0x4000, 64, proto, 0,
                          socket.inet_aton(src), socket.inet_aton(dst))
-        ip = ip[:10] + struct.pack("!H", _csum(ip)) + ip[12:]
+        ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
         eth_type = b"\x08\x00"
     return bytes.fromhex("020000000002" "020000000001") + eth_type + ip + l4 + bytes(plen)
+
+
+def numbered_frame(seq, size, tos=0):
+    """A UDP/IPv4 frame 10.0.0.1:4000 -> 10.0.0.2:5000 of size bytes, its
+    number seq in the IP id (low 16 bits) and the payload's first 4 bytes,
+    where order checks read it back."""
+    payload = struct.pack("!I", seq) + bytes(size - 14 - 20 - 8 - 4)
+    udp = struct.pack("!HHHH", 4000, 5000, 8 + len(payload), 0) + payload
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + len(udp), seq & 0xFFFF, 0, 64, 17, 0,
+                     bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
+    return bytes.fromhex("020000000002" "020000000001" "0800") + ip + udp
+
+
+def read_pcap(path):
+    """[(time in s, frame bytes)] of a pcap (µs or ns timestamps)."""
+    out = []
+    with open(path, "rb") as f:
+        magic, = struct.unpack("<I", f.read(24)[:4])
+        div = 1e9 if magic == 0xA1B23C4D else 1e6
+        while True:
+            h = f.read(16)
+            if len(h) < 16:
+                break
+            sec, frac, caplen, _ = struct.unpack("<IIII", h)
+            out.append((sec + frac / div, f.read(caplen)))
+    return out
 
 
 def write_pcap(path, frames):

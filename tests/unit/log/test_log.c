@@ -18,6 +18,8 @@
 
 #include "shaper/log.h"
 
+#include "capture.h"
+
 static FILE *out, *err;
 static uint64_t fake_now;
 
@@ -25,24 +27,6 @@ static uint64_t
 fake_clock(void)
 {
 	return fake_now;
-}
-
-/* What was written to f since the last call (the file is emptied). */
-static char *
-take(FILE *f)
-{
-	static char buf[2][8192];
-	static int which;
-	char *b = buf[which ^= 1];
-	size_t n;
-
-	fflush(f);
-	rewind(f);
-	n = fread(b, 1, sizeof(buf[0]) - 1, f);
-	b[n] = '\0';
-	assert_int_equal(ftruncate(fileno(f), 0), 0);
-	rewind(f);
-	return b;
 }
 
 static void

@@ -20,24 +20,9 @@
 
 #include "shaper/log.h"
 
+#include "capture.h"
+
 static FILE *out, *err;
-
-static char *
-take(FILE *f)
-{
-	static char buf[2][4096];
-	static int which;
-	char *b = buf[which ^= 1];
-	size_t n;
-
-	fflush(f);
-	rewind(f);
-	n = fread(b, 1, sizeof(buf[0]) - 1, f);
-	b[n] = '\0';
-	assert_int_equal(ftruncate(fileno(f), 0), 0);
-	rewind(f);
-	return b;
-}
 
 static int
 setup(void **state)
