@@ -30,6 +30,7 @@
 #include "shaper/control.h"
 #include "shaper/dataplane.h"
 #include "shaper/watchdog.h"
+#include "shaper/failopen.h"
 #include "shaper/metrics.h"
 #include "shaper/pdump.h"
 #include "shaper/reload.h"
@@ -63,6 +64,7 @@ struct app {
 	struct ctl_server *srv; /* opened before EAL, served once the workers run */
 	/* What config.reload and SIGHUP read again. */
 	struct ctl_config_file config_file;
+	struct dp_failopen failopen; /* with fail_open: the lease on the ports' XDP program */
 };
 
 static void
@@ -744,6 +746,61 @@ open_control(struct app *a, const char *config_path)
 	return 0;
 }
 
+/*
+ * Fail-open, before the ports start: each AF_XDP port loads shaperd's XDP
+ * program (failopen.bpf.c) in place of the driver's own, and one a killed
+ * shaperd left is taken off first. Until the lease is granted the program
+ * passes every frame to the bridge, so the line stays lit while we start.
+ */
+static int
+prepare_fail_open(struct app *a)
+{
+	char program[sizeof(a->cfg.fail_open_program) + 64], err[SHAPER_ERR_LEN];
+
+	dp_failopen_program_path(a->cfg.fail_open_program, program, sizeof(program));
+	if (access(program, R_OK) != 0) {
+		shaper_log_error("fail_open.program: cannot read %s: %s", program, strerror(errno));
+		return -1;
+	}
+	if (dp_failopen_prepare(&a->failopen, &a->cfg, err, sizeof(err)) != 0) {
+		shaper_log_error("fail_open: %s", err);
+		return -1;
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		if (dp_failopen_devargs(a->cfg.port[r].device, program, a->sized.port[r].device,
+					sizeof(a->sized.port[r].device), err, sizeof(err)) != 0) {
+			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
+			return -1;
+		}
+		if (!dp_failopen_in_bridge(a->failopen.port[r].ifname))
+			shaper_log_warning("fail_open: %s is in no Linux bridge: nothing forwards "
+					   "its frames while shaperd does not",
+					   a->failopen.port[r].ifname);
+	}
+	shaper_log_info("fail_open: XDP program %s", program);
+	return 0;
+}
+
+/* With the workers running: take the line from the bridge. */
+static int
+start_fail_open(struct app *a)
+{
+	const uint64_t *beats[SHAPER_MAX_WORKERS];
+	char err[SHAPER_ERR_LEN];
+
+	for (unsigned int i = 0; i < a->n_shards; i++)
+		beats[i] = &a->lc[i]->w.heartbeat;
+	if (dp_failopen_start(&a->failopen, beats, a->n_shards, a->cfg.fail_open_lease_ns, err,
+			      sizeof(err)) != 0) {
+		shaper_log_error("fail_open: %s", err);
+		return -1;
+	}
+	shaper_log_info("fail_open: shaperd holds the line on a %llu ms lease; the bridge "
+			"forwards whenever it lapses",
+			(unsigned long long)(a->cfg.fail_open_lease_ns / 1000000u));
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -843,6 +900,10 @@ main(int argc, char **argv)
 	}
 
 	a.sized = a.cfg;
+	if (a.cfg.fail_open && prepare_fail_open(&a) != 0) {
+		exit_code = 1;
+		goto out_ports;
+	}
 	/*
 	 * The ports first: the descriptor counts their drivers really use and
 	 * their NUMA nodes decide each direction's pool, which goes on the node
@@ -859,7 +920,7 @@ main(int argc, char **argv)
 			.lan_side = r == SHAPER_PORT_LAN,
 		};
 
-		if (dp_port_configure(&a.port[r], &a.cfg.port[r], max_frame, &q, err,
+		if (dp_port_configure(&a.port[r], &a.sized.port[r], max_frame, &q, err,
 				      sizeof(err)) != 0) {
 			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
 			exit_code = 1;
@@ -934,6 +995,10 @@ main(int argc, char **argv)
 		exit_code = 1;
 		goto out_run;
 	}
+	if (a.cfg.fail_open && start_fail_open(&a) != 0) {
+		exit_code = 1;
+		goto out_run;
+	}
 	shaper_log_info("bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops",
 			shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
 			shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
@@ -944,6 +1009,9 @@ main(int argc, char **argv)
 	sd_notify(0, "STOPPING=1");
 
 out_run:
+	/* The bridge takes the line before the workers stop, not a lease later. */
+	if (a.cfg.fail_open)
+		dp_failopen_stop(&a.failopen);
 	dp_request_stop();
 	teardown(&a);
 out_ports:

@@ -150,6 +150,13 @@ struct shaper_config {
 	bool pdump;
 	/* log.level: the least severe lines shaperd prints (shaper/log.h); info */
 	enum shaper_log_level log_level;
+	/*
+	 * fail_open: AF_XDP ports in a Linux bridge that forwards whenever
+	 * shaperd does not (shaper/failopen.h); off by default
+	 */
+	bool fail_open;
+	uint64_t fail_open_lease_ns;                 /* 100 ms */
+	char fail_open_program[SHAPER_PATH_LEN * 2]; /* "" (auto): beside shaperd, or installed */
 };
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];

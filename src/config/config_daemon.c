@@ -48,6 +48,7 @@ shaper_config_default(struct shaper_config *c)
 	}
 	c->burst = 32;
 	c->log_level = SHAPER_LOG_LEVEL_DEFAULT;
+	c->fail_open_lease_ns = 100000000ull; /* 100 ms */
 	c->idle_sleep_us = 0;
 	c->passive_rtt = true;
 }
@@ -605,6 +606,69 @@ parse_dataplane(const json_t *v, struct shaper_config *c, char *err, size_t errl
 }
 
 static int
+parse_fail_open(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+	char sub[160];
+	uint64_t ns;
+
+	if (expect_object(v, "fail_open", err, errlen) != 0)
+		return -1;
+	json_object_foreach ((json_t *)v, key, x) {
+		join_path(sub, sizeof(sub), "fail_open", key);
+		REFUSE_UNLISTED("fail_open", key, sub);
+		if (strcmp(key, "enabled") == 0) {
+			if (get_bool(x, sub, &c->fail_open, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "lease") == 0) {
+			/* Renewed every quarter lease: under 10 ms a stolen slice lapses it. */
+			if (get_unit(x, sub, shaper_parse_time, "time", 10000000ull, 10000000000ull,
+				     &ns, err, errlen) != 0)
+				return -1;
+			c->fail_open_lease_ns = ns;
+		} else if (strcmp(key, "program") == 0) {
+			if (get_string(x, sub, c->fail_open_program, sizeof(c->fail_open_program),
+				       err, errlen) != 0)
+				return -1;
+			if (strcmp(c->fail_open_program, "auto") == 0)
+				memset(c->fail_open_program, 0, sizeof(c->fail_open_program));
+		} else {
+			return unknown_key("fail_open", sub, "key", err, errlen);
+		}
+	}
+	return 0;
+}
+
+/* Fail-open hands frames to a kernel bridge: only AF_XDP ports can. */
+static int
+check_fail_open(const struct shaper_config *c, char *err, size_t errlen)
+{
+	if (!c->fail_open)
+		return 0;
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		const char *dev = c->port[r].device;
+
+		if (strncmp(dev, "net_af_xdp", 10) != 0 || strstr(dev, ",iface=") == NULL) {
+			errf(err, errlen, "fail_open.enabled",
+			     "needs AF_XDP ports in a Linux bridge (net_af_xdpN,iface=IF); "
+			     "ports.%s is \"%s\"",
+			     shaper_port_name[r], dev);
+			return -1;
+		}
+	}
+	/* A worker sleeping a quarter lease would let the lease lapse while idle. */
+	if ((uint64_t)c->idle_sleep_us * 1000u * 4u >= c->fail_open_lease_ns) {
+		errf(err, errlen, "fail_open.lease",
+		     "must be more than 4 x dataplane.idle_sleep (%u us): the lease is renewed "
+		     "only while every worker turns",
+		     c->idle_sleep_us);
+		return -1;
+	}
+	return 0;
+}
+
+static int
 parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen)
 {
 	const char *key;
@@ -657,6 +721,9 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		} else if (strcmp(key, "dataplane") == 0) {
 			if (parse_dataplane(v, c, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "fail_open") == 0) {
+			if (parse_fail_open(v, c, err, errlen) != 0)
+				return -1;
 		} else if (strcmp(key, "comment") == 0 || strcmp(key, "_comment") == 0) {
 			continue; /* JSON has no comments; allow a note */
 		} else {
@@ -677,7 +744,7 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		     c->port[0].device);
 		return -1;
 	}
-	return 0;
+	return check_fail_open(c, err, errlen);
 }
 
 static int

@@ -18,6 +18,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "top", "log", "{}", NULL, true },
 	{ "top", "lcores", "{}", NULL, true },
 	{ "top", "dataplane", "{}", NULL, true },
+	{ "top", "fail_open", "{}", NULL, true },
 	{ "top", "comment", "\"what the file is for\"", NULL, true },
 	{ "top", "_comment", "\"what the file is for\"", NULL, true },
 
@@ -104,6 +105,10 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "dataplane", "shard_by", "\"host\"", "host", true },
 	{ "dataplane", "steering", "\"auto\"", "auto", true },
 	{ "dataplane", "pdump", "false", "false", true },
+
+	{ "fail_open", "enabled", "false", "false", true },
+	{ "fail_open", "lease", "\"100ms\"", "100ms", true },
+	{ "fail_open", "program", "\"auto\"", "auto", true },
 
 	{ "dataplane.mbufs", "upstream", "\"auto\"", "auto", true },
 	{ "dataplane.mbufs", "downstream", "\"auto\"", "auto", true },

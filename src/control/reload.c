@@ -221,6 +221,12 @@ restart_keys(const struct shaper_config *s, const struct shaper_config *f,
 		restart_key(pl, "dataplane.steering");
 	if (s->pdump != f->pdump)
 		restart_key(pl, "dataplane.pdump");
+	if (s->fail_open != f->fail_open)
+		restart_key(pl, "fail_open.enabled");
+	if (s->fail_open_lease_ns != f->fail_open_lease_ns)
+		restart_key(pl, "fail_open.lease");
+	if (strcmp(s->fail_open_program, f->fail_open_program) != 0)
+		restart_key(pl, "fail_open.program");
 }
 
 void

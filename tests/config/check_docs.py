@@ -40,6 +40,7 @@ MD_SECTIONS = {
     "## log": "log",
     "## lcores": "lcores",
     "## dataplane": "dataplane",
+    "## fail_open": "fail_open",
 }
 # shaper.json(5) .SH/.SS title -> section.
 MAN_SECTIONS = {
@@ -54,6 +55,7 @@ MAN_SECTIONS = {
     "LOG": "log",
     "LCORES": "lcores",
     "DATAPLANE": "dataplane",
+    "FAIL-OPEN": "fail_open",
 }
 # Sections documented inside their parent key's entry: (parent section, parent key).
 INLINE = {

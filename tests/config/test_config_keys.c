@@ -47,6 +47,7 @@ static const struct {
 	{ "log", "{" PORTS ", \"log\": {}}", { "log" } },
 	{ "lcores", "{" PORTS ", \"lcores\": {}}", { "lcores" } },
 	{ "dataplane", "{" PORTS ", \"dataplane\": {}}", { "dataplane" } },
+	{ "fail_open", "{" PORTS ", \"fail_open\": {}}", { "fail_open" } },
 	{ "dataplane.mbufs",
 	  "{" PORTS ", \"dataplane\": {\"mbufs\": {}}}",
 	  { "dataplane", "mbufs" } },

@@ -891,7 +891,7 @@ struct err_case {
 #define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
-	"(known: ports, upstream, downstream, control, metrics, log, lcores, dataplane, comment, _comment)"
+	"(known: ports, upstream, downstream, control, metrics, log, lcores, dataplane, fail_open, comment, _comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"
@@ -1315,6 +1315,18 @@ static const struct err_case err_cases[] = {
 	{ TOP("'dataplane': {'ring': 1024}"),
 	  "dataplane.ring: unknown key (known: mbufs, burst, idle_sleep, rt_priority, passive_rtt, "
 	  "shard_by, steering, pdump)" },
+	/* fail-open hands frames to a kernel bridge: AF_XDP ports only */
+	{ TOP("'fail_open': {'enabled': true}"),
+	  "fail_open.enabled: needs AF_XDP ports in a Linux bridge (net_af_xdpN,iface=IF); "
+	  "ports.wan is \"net_null0\"" },
+	{ "{'ports': {'wan': 'net_af_xdp0,iface=eth0', 'lan': 'net_af_xdp1,iface=eth1'},"
+	  " 'fail_open': {'enabled': true, 'lease': '20ms'}, 'dataplane': {'idle_sleep': '5ms'}}",
+	  "fail_open.lease: must be more than 4 x dataplane.idle_sleep (5000 us): the lease is "
+	  "renewed only while every worker turns" },
+	{ TOP("'fail_open': {'lease': '5ms'}"),
+	  "fail_open.lease: \"5ms\" is out of range for a time" },
+	{ TOP("'fail_open': {'bridge': 'br0'}"),
+	  "fail_open.bridge: unknown key (known: enabled, lease, program)" },
 	/* the first error in file order is the one reported */
 	{ "{'foo': 1, 'ports': {}}", "foo: unknown key " TOP_KEYS },
 	{ DOWN("{'mtu': 1, 'bandwidth': '1mbps'}"), "downstream.mtu: 1 is out of range 68..65535" },
@@ -1334,6 +1346,25 @@ static const struct err_case err_cases[] = {
 	{ DOWN("{'bandwidth': {'min': '0bit', 'max': '10mbit'}}"),
 	  "downstream.bandwidth.min: \"0bit\" is out of range for a rate" },
 };
+
+/* Fail-open on AF_XDP ports: the lease and the program path as given. */
+static void
+test_fail_open(void **state)
+{
+	struct shaper_config c;
+
+	(void)state;
+	load_ok(TOP("'lcores': {}"), &c);
+	assert_false(c.fail_open);
+	assert_int_equal(c.fail_open_lease_ns, 100000000ull);
+	assert_string_equal(c.fail_open_program, "");
+	load_ok("{'ports': {'wan': 'net_af_xdp0,iface=eth0', 'lan': 'net_af_xdp1,iface=eth1'},"
+		" 'fail_open': {'enabled': true, 'lease': '250ms', 'program': '/opt/f.o'}}",
+		&c);
+	assert_true(c.fail_open);
+	assert_int_equal(c.fail_open_lease_ns, 250000000ull);
+	assert_string_equal(c.fail_open_program, "/opt/f.o");
+}
 
 /* "bandwidth" as bounds turns autorate on for that direction alone, starting at max. */
 static void
@@ -2208,6 +2239,7 @@ main(void)
 		cmocka_unit_test(test_bug_round_trip_precision),
 		cmocka_unit_test(test_bug_utf8_path_cut),
 		cmocka_unit_test(test_autorate_bounds),
+		cmocka_unit_test(test_fail_open),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -1,0 +1,108 @@
+/*
+ * Fail-open for AF_XDP ports (docs/deployment.md, "Fail-open"): both
+ * interfaces sit in a Linux bridge, and shaperd's XDP program
+ * (src/dataplane/failopen.bpf.c) hands frames to shaperd only while shaperd
+ * holds a lease it renews from a thread of its own, and only while every
+ * worker turns. A crash, a kill, a stop, a worker stuck or the whole process
+ * stopped (SIGSTOP, a debugger) lets the lease run out or the socket close,
+ * and the bridge forwards the frames, unshaped, within one lease.
+ */
+#ifndef SHAPER_FAILOPEN_H
+#define SHAPER_FAILOPEN_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/config.h"
+
+/* The name the XDP program and its lease map carry in the kernel. */
+#define DP_FAILOPEN_PROG_NAME "shaper_failopen"
+#define DP_FAILOPEN_MAP_NAME "shaper_lease"
+
+/*
+ * The interface an AF_XDP device string names ("net_af_xdp0,iface=eth1,..."
+ * gives "eth1"). Returns 0, or -1 when device is no net_af_xdp device or
+ * names no interface.
+ */
+int dp_failopen_iface(const char *device, char *ifname, size_t len);
+
+/*
+ * device with ",xdp_prog=PROGRAM" added when it names no program of its own,
+ * into out. Returns 0, or -1 with a message in err (not AF_XDP, too long).
+ */
+int dp_failopen_devargs(const char *device, const char *program, char *out, size_t len, char *err,
+			size_t errlen);
+
+/*
+ * Where the program is: the config's path when set, else failopen.bpf.o
+ * beside the running binary (a build tree), else the installed one.
+ */
+void dp_failopen_program_path(const char *configured, char *out, size_t len);
+
+struct dp_failopen_port {
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	int lease_fd; /* the program's shaper_lease map; -1 until found */
+};
+
+/* What the lease thread did, for the stats. */
+struct dp_failopen_counters {
+	uint64_t renewals;
+	uint64_t lapses;     /* renewals that came after the lease had run out */
+	uint64_t lapsed_ns;  /* time the bridge forwarded because of them */
+	uint64_t withheld;   /* looks at which a worker had not turned: not renewed */
+	bool holding;        /* the lease was valid at the last look */
+};
+
+struct dp_failopen {
+	struct dp_failopen_port port[SHAPER_NUM_PORTS];
+	uint64_t lease_ns;
+	unsigned int n_workers;
+	const uint64_t *beats[SHAPER_MAX_WORKERS]; /* each worker's heartbeat */
+	uint64_t last_beat[SHAPER_MAX_WORKERS]; /* at the previous look */
+	uint64_t until_ns; /* the lease last granted */
+	struct dp_failopen_counters c;
+	pthread_mutex_t lock; /* c, between the thread and stats readers */
+	pthread_t thread;
+	bool running;
+	volatile bool stop;
+};
+
+/*
+ * Before the ports start: each port's interface, and any shaper_failopen
+ * program a killed shaperd left attached taken off (the driver cannot attach
+ * its own over it). Meanwhile the bridge forwards. Returns 0 or -1 with err.
+ */
+int dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, char *err,
+			size_t errlen);
+
+/* Whether ifname is a port of a bridge (fail-open forwards nothing otherwise). */
+bool dp_failopen_in_bridge(const char *ifname);
+
+/*
+ * After the ports started and the workers run: find each program's lease
+ * map and start renewing the lease (lease_ns long, every quarter of it) for
+ * as long as every heartbeat in beats moves. Returns 0 or -1 with err.
+ */
+int dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned int n,
+		      uint64_t lease_ns, char *err, size_t errlen);
+
+/*
+ * Hand the line to the bridge now (the lease revoked), before the workers
+ * stop: nothing waits for a lease to run out on a clean stop.
+ */
+void dp_failopen_stop(struct dp_failopen *fo);
+
+void dp_failopen_counters(struct dp_failopen *fo, struct dp_failopen_counters *out);
+
+/*
+ * The lease thread's decision at one look, apart from the kernel: whether to
+ * renew (every worker turned since the last look), updating the counters.
+ * Returns the new lease end, or 0 to let the lease run out.
+ */
+uint64_t dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, uint64_t now_ns);
+
+#endif

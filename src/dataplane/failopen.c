@@ -1,0 +1,372 @@
+/*
+ * Fail-open for AF_XDP ports: see shaper/failopen.h and failopen.bpf.c.
+ * Nothing here runs on the fast path: the lease thread makes one bpf(2)
+ * call per port every quarter lease.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "shaper/failopen.h"
+#include "shaper/log.h"
+
+#ifndef SHAPER_BPF_DIR
+#define SHAPER_BPF_DIR "/usr/lib/shaper"
+#endif
+#define PROGRAM_FILE "failopen.bpf.o"
+
+static bool
+is_af_xdp(const char *device)
+{
+	return strncmp(device, "net_af_xdp", strlen("net_af_xdp")) == 0;
+}
+
+/* The value of key= among device's comma-separated arguments, or NULL. */
+static const char *
+devarg(const char *device, const char *key, size_t *vlen)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = strchr(device, ','); p != NULL; p = strchr(p + 1, ',')) {
+		if (strncmp(p + 1, key, klen) == 0 && p[1 + klen] == '=') {
+			const char *v = p + 2 + klen;
+
+			*vlen = strcspn(v, ",");
+			return v;
+		}
+	}
+	return NULL;
+}
+
+int
+dp_failopen_iface(const char *device, char *ifname, size_t len)
+{
+	size_t n = 0;
+	const char *v = is_af_xdp(device) ? devarg(device, "iface", &n) : NULL;
+
+	if (v == NULL || n == 0 || n >= len || n >= IF_NAMESIZE)
+		return -1;
+	memcpy(ifname, v, n);
+	ifname[n] = '\0';
+	return 0;
+}
+
+int
+dp_failopen_devargs(const char *device, const char *program, char *out, size_t len, char *err,
+		    size_t errlen)
+{
+	size_t n;
+	int w;
+
+	if (!is_af_xdp(device)) {
+		snprintf(err, errlen, "\"%s\" is not an AF_XDP device (net_af_xdpN,iface=...)",
+			 device);
+		return -1;
+	}
+	if (devarg(device, "xdp_prog", &n) != NULL)
+		w = snprintf(out, len, "%s", device); /* a program of the user's own */
+	else
+		w = snprintf(out, len, "%s,xdp_prog=%s", device, program);
+	if (w < 0 || (size_t)w >= len) {
+		snprintf(err, errlen, "\"%s\" with the fail-open program is too long", device);
+		return -1;
+	}
+	return 0;
+}
+
+void
+dp_failopen_program_path(const char *configured, char *out, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+
+	if (configured != NULL && configured[0] != '\0') {
+		snprintf(out, len, "%s", configured);
+		return;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *slash;
+
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash != NULL) {
+			slash[1] = '\0';
+			snprintf(out, len, "%s%s", exe, PROGRAM_FILE);
+			if (access(out, R_OK) == 0)
+				return;
+		}
+	}
+	snprintf(out, len, "%s/%s", SHAPER_BPF_DIR, PROGRAM_FILE);
+}
+
+bool
+dp_failopen_in_bridge(const char *ifname)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/brport", ifname);
+	return access(path, F_OK) == 0;
+}
+
+/* Take off a shaper_failopen program a shaperd that was killed left on ifindex. */
+static int
+detach_stale(const struct dp_failopen_port *p, char *err, size_t errlen)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(p->ifindex);
+	struct xdp_program *prog;
+	int rc = 0;
+
+	if (mp == NULL || libxdp_get_error(mp) != 0)
+		return 0; /* nothing attached */
+	if (xdp_multiprog__is_legacy(mp)) {
+		prog = xdp_multiprog__main_prog(mp);
+		if (prog != NULL && strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0)
+			rc = xdp_multiprog__detach(mp);
+	} else {
+		/* libxdp's dispatcher (bpffs mounted): take off only our component. */
+		enum xdp_attach_mode mode = xdp_multiprog__attach_mode(mp);
+
+		for (prog = xdp_multiprog__next_prog(NULL, mp); prog != NULL;
+		     prog = xdp_multiprog__next_prog(prog, mp))
+			if (strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0) {
+				rc = xdp_program__detach(prog, p->ifindex, mode, 0);
+				break;
+			}
+	}
+	xdp_multiprog__close(mp);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: cannot take off the XDP program a previous shaperd left: %s",
+			 p->ifname, strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+int
+dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, char *err,
+		    size_t errlen)
+{
+	memset(fo, 0, sizeof(*fo));
+	pthread_mutex_init(&fo->lock, NULL);
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		struct dp_failopen_port *p = &fo->port[r];
+
+		p->lease_fd = -1;
+		if (dp_failopen_iface(cfg->port[r].device, p->ifname, sizeof(p->ifname)) != 0) {
+			snprintf(err, errlen, "ports.%s: \"%s\" names no AF_XDP interface",
+				 shaper_port_name[r], cfg->port[r].device);
+			return -1;
+		}
+		p->ifindex = (int)if_nametoindex(p->ifname);
+		if (p->ifindex == 0) {
+			snprintf(err, errlen, "ports.%s: no interface \"%s\"", shaper_port_name[r],
+				 p->ifname);
+			return -1;
+		}
+		if (detach_stale(p, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The lease map of the shaper_failopen program attached to ifindex, or -errno. */
+static int
+find_lease_map(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *prog = NULL;
+	int fd = -ENOENT;
+
+	if (mp == NULL || libxdp_get_error(mp) != 0)
+		return -ENOENT;
+	if (xdp_multiprog__is_legacy(mp))
+		prog = xdp_multiprog__main_prog(mp);
+	else
+		for (prog = xdp_multiprog__next_prog(NULL, mp); prog != NULL;
+		     prog = xdp_multiprog__next_prog(prog, mp))
+			if (strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0)
+				break;
+	if (prog != NULL) {
+		struct bpf_prog_info info;
+		uint32_t ids[16], info_len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		info.nr_map_ids = 16;
+		info.map_ids = (uint64_t)(uintptr_t)ids;
+		if (bpf_obj_get_info_by_fd(xdp_program__fd(prog), &info, &info_len) == 0) {
+			for (uint32_t i = 0; i < info.nr_map_ids && i < 16 && fd < 0; i++) {
+				struct bpf_map_info mi;
+				uint32_t mi_len = sizeof(mi);
+				int m = bpf_map_get_fd_by_id(ids[i]);
+
+				if (m < 0)
+					continue;
+				memset(&mi, 0, sizeof(mi));
+				if (bpf_obj_get_info_by_fd(m, &mi, &mi_len) == 0 &&
+				    strcmp(mi.name, DP_FAILOPEN_MAP_NAME) == 0)
+					fd = m;
+				else
+					close(m);
+			}
+		} else {
+			fd = -errno;
+		}
+	}
+	xdp_multiprog__close(mp);
+	return fd;
+}
+
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* bpf_ktime_get_ns() reads CLOCK_MONOTONIC: the lease is in its nanoseconds. */
+static void
+grant(struct dp_failopen *fo, uint64_t until_ns)
+{
+	uint32_t key = 0;
+
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (fo->port[r].lease_fd >= 0)
+			(void)bpf_map_update_elem(fo->port[r].lease_fd, &key, &until_ns, BPF_ANY);
+}
+
+uint64_t
+dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, uint64_t now_ns)
+{
+	bool turned = true;
+
+	for (unsigned int i = 0; i < fo->n_workers; i++) {
+		if (beats[i] == fo->last_beat[i])
+			turned = false;
+		fo->last_beat[i] = beats[i];
+	}
+	pthread_mutex_lock(&fo->lock);
+	if (!turned) {
+		fo->c.withheld++;
+		fo->c.holding = fo->until_ns > now_ns;
+		pthread_mutex_unlock(&fo->lock);
+		return 0;
+	}
+	if (fo->until_ns != 0 && now_ns > fo->until_ns) {
+		/* Renewed late (the thread did not run in time): the bridge had the line. */
+		fo->c.lapses++;
+		fo->c.lapsed_ns += now_ns - fo->until_ns;
+	}
+	fo->c.renewals++;
+	fo->c.holding = true;
+	fo->until_ns = now_ns + fo->lease_ns;
+	pthread_mutex_unlock(&fo->lock);
+	return fo->until_ns;
+}
+
+static void *
+lease_thread(void *arg)
+{
+	struct dp_failopen *fo = arg;
+	struct timespec step = {
+		.tv_sec = (time_t)(fo->lease_ns / 4 / 1000000000u),
+		.tv_nsec = (long)(fo->lease_ns / 4 % 1000000000u),
+	};
+	bool withheld = false;
+
+	while (!fo->stop) {
+		uint64_t beats[SHAPER_MAX_WORKERS];
+		uint64_t until;
+
+		for (unsigned int i = 0; i < fo->n_workers; i++)
+			beats[i] = __atomic_load_n(fo->beats[i], __ATOMIC_RELAXED);
+		until = dp_failopen_decide(fo, beats, monotonic_ns());
+		if (until != 0) {
+			grant(fo, until);
+			if (withheld)
+				shaper_log_notice("fail-open: every worker turns again; shaperd "
+						  "takes the line back from the bridge");
+			withheld = false;
+		} else if (!withheld) {
+			shaper_log_ratelimited(SHAPER_LOG_WARNING,
+					       "fail-open: a worker has not turned for %llu ms; "
+					       "the lease runs out and the bridge forwards",
+					       (unsigned long long)(fo->lease_ns / 4 / 1000000u));
+			withheld = true;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &step, NULL);
+	}
+	return NULL;
+}
+
+int
+dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned int n,
+		  uint64_t lease_ns, char *err, size_t errlen)
+{
+	int rc;
+
+	fo->lease_ns = lease_ns;
+	fo->n_workers = n < SHAPER_MAX_WORKERS ? n : SHAPER_MAX_WORKERS;
+	for (unsigned int i = 0; i < fo->n_workers; i++) {
+		fo->beats[i] = beats[i];
+		fo->last_beat[i] = 0; /* a worker that never turned holds no lease */
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		int fd = find_lease_map(fo->port[r].ifindex);
+
+		if (fd < 0) {
+			snprintf(err, errlen,
+				 "ports.%s: %s has no XDP program with a \"%s\" map attached (%s): "
+				 "is fail_open.program shaperd's failopen.bpf.o?",
+				 shaper_port_name[r], fo->port[r].ifname, DP_FAILOPEN_MAP_NAME,
+				 strerror(-fd));
+			return -1;
+		}
+		fo->port[r].lease_fd = fd;
+	}
+	fo->stop = false;
+	rc = pthread_create(&fo->thread, NULL, lease_thread, fo);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start the fail-open lease thread: %s", strerror(rc));
+		return -1;
+	}
+	fo->running = true;
+	return 0;
+}
+
+void
+dp_failopen_stop(struct dp_failopen *fo)
+{
+	if (fo->running) {
+		fo->stop = true;
+		pthread_join(fo->thread, NULL);
+		fo->running = false;
+	}
+	grant(fo, 0); /* the bridge forwards from the next frame on */
+	pthread_mutex_lock(&fo->lock);
+	fo->until_ns = 0;
+	fo->c.holding = false;
+	pthread_mutex_unlock(&fo->lock);
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (fo->port[r].lease_fd >= 0) {
+			close(fo->port[r].lease_fd);
+			fo->port[r].lease_fd = -1;
+		}
+}
+
+void
+dp_failopen_counters(struct dp_failopen *fo, struct dp_failopen_counters *out)
+{
+	pthread_mutex_lock(&fo->lock);
+	*out = fo->c;
+	pthread_mutex_unlock(&fo->lock);
+}

@@ -1,0 +1,117 @@
+/*
+ * Fail-open's parts that need no kernel: the device strings shaperd hands
+ * net_af_xdp, and the lease thread's decision at each look. The kernel half
+ * (the XDP program and the bridge) is exercised on the namespace bed by
+ * tests/e2e/failopen_matrix.py.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shaper/failopen.h"
+
+static void
+test_iface(void **state)
+{
+	char ifname[IF_NAMESIZE];
+
+	(void)state;
+	assert_int_equal(dp_failopen_iface("net_af_xdp0,iface=eth1", ifname, sizeof(ifname)), 0);
+	assert_string_equal(ifname, "eth1");
+	assert_int_equal(dp_failopen_iface("net_af_xdp1,force_copy=1,iface=wan0,queue_count=2",
+					   ifname, sizeof(ifname)),
+			 0);
+	assert_string_equal(ifname, "wan0");
+	/* "xiface=" is another key, and a device with no iface= names nothing */
+	assert_int_equal(dp_failopen_iface("net_af_xdp0,xiface=eth1", ifname, sizeof(ifname)), -1);
+	assert_int_equal(dp_failopen_iface("net_af_packet0,iface=eth1", ifname, sizeof(ifname)),
+			 -1);
+	assert_int_equal(dp_failopen_iface("net_af_xdp0,iface=", ifname, sizeof(ifname)), -1);
+	assert_int_equal(dp_failopen_iface("net_af_xdp0,iface=averyveryverylongname", ifname,
+					   sizeof(ifname)),
+			 -1);
+}
+
+static void
+test_devargs(void **state)
+{
+	char out[256], err[128];
+
+	(void)state;
+	assert_int_equal(dp_failopen_devargs("net_af_xdp0,iface=eth1,force_copy=1", "/p/f.o", out,
+					     sizeof(out), err, sizeof(err)),
+			 0);
+	assert_string_equal(out, "net_af_xdp0,iface=eth1,force_copy=1,xdp_prog=/p/f.o");
+	/* a program of the user's own stays */
+	assert_int_equal(dp_failopen_devargs("net_af_xdp0,xdp_prog=/mine.o,iface=eth1", "/p/f.o",
+					     out, sizeof(out), err, sizeof(err)),
+			 0);
+	assert_string_equal(out, "net_af_xdp0,xdp_prog=/mine.o,iface=eth1");
+	assert_int_equal(dp_failopen_devargs("net_pcap0,iface=eth1", "/p/f.o", out, sizeof(out),
+					     err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "not an AF_XDP device"));
+	assert_int_equal(dp_failopen_devargs("net_af_xdp0,iface=eth1", "/p/f.o", out, 20, err,
+					     sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "too long"));
+}
+
+/* The lease is renewed only at a look where every worker turned since the last. */
+static void
+test_decide(void **state)
+{
+	struct dp_failopen fo;
+	struct dp_failopen_counters c;
+	uint64_t beats[2] = { 0, 0 };
+	const uint64_t ms = 1000000u;
+
+	(void)state;
+	memset(&fo, 0, sizeof(fo));
+	pthread_mutex_init(&fo.lock, NULL);
+	fo.n_workers = 2;
+	fo.lease_ns = 100 * ms;
+	/* workers that never turned hold no lease */
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1000 * ms), 0);
+	beats[0] = 5;
+	beats[1] = 9;
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1025 * ms), 1125 * ms);
+	beats[0] = 6;
+	beats[1] = 10;
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1050 * ms), 1150 * ms);
+	/* worker 1 stuck: not renewed, whatever worker 0 does */
+	beats[0] = 7;
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1075 * ms), 0);
+	beats[0] = 8;
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1100 * ms), 0);
+	dp_failopen_counters(&fo, &c);
+	assert_int_equal(c.withheld, 3);
+	assert_true(c.holding); /* 1150 not reached yet */
+	assert_int_equal(c.lapses, 0);
+	/* it turns again after the lease ran out: a lapse of 1200 - 1150 ms */
+	beats[0] = 9;
+	beats[1] = 11;
+	assert_int_equal(dp_failopen_decide(&fo, beats, 1200 * ms), 1300 * ms);
+	dp_failopen_counters(&fo, &c);
+	assert_int_equal(c.lapses, 1);
+	assert_int_equal(c.lapsed_ns, 50 * ms);
+	assert_int_equal(c.renewals, 3);
+	assert_true(c.holding);
+	pthread_mutex_destroy(&fo.lock);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_iface),
+		cmocka_unit_test(test_devargs),
+		cmocka_unit_test(test_decide),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
