@@ -31,6 +31,7 @@
 #include "shaper/dataplane.h"
 #include "shaper/watchdog.h"
 #include "shaper/failopen.h"
+#include "shaper/tc_translate.h"
 #include "shaper/metrics.h"
 #include "shaper/pdump.h"
 #include "shaper/reload.h"
@@ -71,7 +72,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: shaperd [EAL options] -- -c CONFIG.json [--check-config] [--stats-file FILE]\n"
+		"usage: shaperd [EAL options] -- -c CONFIG.json [--check-config | --print-tc] [--stats-file FILE]\n"
 		"       shaperd --version | --help\n"
 		"\n"
 		"A transparent WAN/LAN bridge that shapes both directions with CAKE,\n"
@@ -81,6 +82,8 @@ usage(FILE *f)
 		"      --log-level LEVEL error, warning, notice, info (default) or debug;\n"
 		"                        overrides log.level\n"
 		"      --check-config    validate the configuration and exit (0 = valid)\n"
+		"      --print-tc        print tc commands that give the ports' kernel\n"
+		"                        interfaces the same qdiscs (for fail-open) and exit\n"
 		"      --stats-file FILE write the exit counters as JSON to FILE\n"
 		"      --no-strict-modes start even if others could write the config file or\n"
 		"                        a socket directory (e.g. a checkout in a home)\n"
@@ -115,6 +118,7 @@ split_args(int argc, char **argv, int *eal_argc, int *app_first)
 
 static bool strict_modes = true;
 static bool log_level_given; /* --log-level wins over log.level */
+static bool print_tc;        /* --print-tc: the config in tc's words, then exit */
 
 static int
 parse_app_args(int argc, char **argv, const char **config, bool *check_only,
@@ -123,6 +127,7 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 'k' },
+		{ "print-tc", no_argument, NULL, 'T' },
 		{ "stats-file", required_argument, NULL, 's' },
 		{ "no-strict-modes", no_argument, NULL, 'S' },
 		{ "log-level", required_argument, NULL, 'L' },
@@ -140,6 +145,9 @@ parse_app_args(int argc, char **argv, const char **config, bool *check_only,
 			break;
 		case 'k':
 			*check_only = true;
+			break;
+		case 'T':
+			print_tc = true;
 			break;
 		case 's':
 			*stats_file = optarg;
@@ -856,6 +864,16 @@ main(int argc, char **argv)
 					"wire, so place the box where the LAN hosts' own addresses are visible "
 					"(inside the NAT)",
 					shaper_dir_name[d]);
+	}
+	if (print_tc) {
+		static char tc[8192];
+
+		if (shaper_config_tc(&a.cfg, tc, sizeof(tc)) != 0) {
+			shaper_log_error("the tc commands do not fit in %zu bytes", sizeof(tc));
+			return 1;
+		}
+		fputs(tc, stdout);
+		return 0;
 	}
 	if (check_only) {
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {

@@ -20,7 +20,7 @@
 
 /* The name the XDP program and its lease map carry in the kernel. */
 #define DP_FAILOPEN_PROG_NAME "shaper_failopen"
-#define DP_FAILOPEN_MAP_NAME "shaper_lease"
+#define DP_FAILOPEN_MAP_NAME  "shaper_lease"
 
 /*
  * The interface an AF_XDP device string names ("net_af_xdp0,iface=eth1,..."
@@ -51,10 +51,10 @@ struct dp_failopen_port {
 /* What the lease thread did, for the stats. */
 struct dp_failopen_counters {
 	uint64_t renewals;
-	uint64_t lapses;     /* renewals that came after the lease had run out */
-	uint64_t lapsed_ns;  /* time the bridge forwarded because of them */
-	uint64_t withheld;   /* looks at which a worker had not turned: not renewed */
-	bool holding;        /* the lease was valid at the last look */
+	uint64_t lapses;    /* renewals that came after the lease had run out */
+	uint64_t lapsed_ns; /* time the bridge forwarded because of them */
+	uint64_t withheld;  /* looks at which a worker had not turned: not renewed */
+	bool holding;       /* the lease was valid at the last look */
 };
 
 struct dp_failopen {
@@ -62,8 +62,8 @@ struct dp_failopen {
 	uint64_t lease_ns;
 	unsigned int n_workers;
 	const uint64_t *beats[SHAPER_MAX_WORKERS]; /* each worker's heartbeat */
-	uint64_t last_beat[SHAPER_MAX_WORKERS]; /* at the previous look */
-	uint64_t until_ns; /* the lease last granted */
+	uint64_t last_beat[SHAPER_MAX_WORKERS];    /* at the previous look */
+	uint64_t until_ns;                         /* the lease last granted */
 	struct dp_failopen_counters c;
 	pthread_mutex_t lock; /* c, between the thread and stats readers */
 	pthread_t thread;

@@ -29,7 +29,8 @@ struct {
 } shaper_lease SEC(".maps");
 
 SEC("xdp")
-int shaper_failopen(struct xdp_md *ctx)
+int
+shaper_failopen(struct xdp_md *ctx)
 {
 	__u32 key = 0;
 	__u64 *until = bpf_map_lookup_elem(&shaper_lease, &key);

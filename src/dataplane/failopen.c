@@ -143,7 +143,8 @@ detach_stale(const struct dp_failopen_port *p, char *err, size_t errlen)
 	}
 	xdp_multiprog__close(mp);
 	if (rc != 0) {
-		snprintf(err, errlen, "%s: cannot take off the XDP program a previous shaperd left: %s",
+		snprintf(err, errlen,
+			 "%s: cannot take off the XDP program a previous shaperd left: %s",
 			 p->ifname, strerror(-rc));
 		return -1;
 	}

@@ -1,0 +1,333 @@
+#!/usr/bin/python3
+"""The field matrix: what each event costs the line, with and without fail-open.
+
+usage: failopen_matrix.py SHAPERD [OUT.json]
+
+On the namespace bed (tools/testbed/bed.sh) with AF_XDP ports (copy mode on
+the veths), a ping every 10 ms from the LAN host to the WAN host and one TCP
+upload (iperf3) run through each event:
+
+  kill -9       SIGKILL, then started again 1 s later (the unit's
+                Restart=on-failure, RestartSec=1s)
+  SIGSTOP       the process held stopped for 2 s, then killed and started
+                again (the unit's watchdog, shortened from WatchdogSec=10s)
+  stop          SIGTERM (systemctl stop), not started again
+  restart       SIGTERM, then started again at once (systemctl restart)
+  reload        the file's rate changed and SIGHUP (systemctl reload)
+  upgrade       SIGTERM to the old binary, then a new one started (the
+                package's postinst does try-restart; here both binaries are
+                copies of the same build)
+  broken config a start on a file with an error, while nothing runs
+
+in three set-ups, one after the other in the same run:
+
+  fail-open     both ports in a Linux bridge, fail_open.enabled (100 ms lease)
+  no bridge     the ports in no bridge: what vfio-pci ports give
+  plain bridge  the same window with only the Linux bridge and no shaperd
+                at all: what a wire-like bridge loses on this machine
+
+Each probe is through if its reply came within 100 ms. "dark ms" is the
+longest stretch of probes that were not, "lost" the probes never answered,
+"shaping" whether shaperd forwards again (its counters move while the upload
+runs) by the end of the window.
+
+Asserted: with fail-open no event keeps the line dark more than 200 ms
+(the lease is 100 ms); a reload loses no probe and applies the rate, with or
+without the bridge; the broken file is refused naming its JSON path; shaping
+resumes after every event that starts shaperd again. The table is printed and
+written to OUT.json. Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+from shaperlib import Proc, request, shaperd_argv, write_config  # noqa: E402
+
+BED = os.path.join(ROOT, "tools", "testbed", "bed.sh")
+PFX = "fom%d" % (os.getpid() % 1000)
+CLI, SRV = PFX + "cli", PFX + "srv"
+LAN, WAN, BR = PFX + "lan0", PFX + "wan0", PFX + "br"
+SRV_ADDR = "10.99.0.2"
+INTERVAL = 0.010  # s between probes
+WINDOW = 4.0  # s of probes per row
+EVENT_AT = 1.0  # s into the window
+THROUGH_MS = 100.0  # a reply later than this is not "through"
+DARK_BOUND_MS = 200.0
+EVENTS = ["kill -9", "SIGSTOP", "stop", "restart", "reload", "upgrade", "broken config"]
+SETUPS = ["fail-open", "no bridge", "plain bridge"]
+
+failures = []
+
+
+def check(cond, msg):
+    print(("ok   " if cond else "FAIL ") + msg, flush=True)
+    if not cond:
+        failures.append(msg)
+
+
+def sh(*argv, check_rc=True):
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError("%s: %s" % (" ".join(argv), r.stdout.strip()))
+    return r.stdout
+
+
+def bridge(on):
+    if on:
+        sh("ip", "link", "add", BR, "type", "bridge", check_rc=False)
+        sh("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % BR, check_rc=False)
+        for ifc in (LAN, WAN):
+            sh("ip", "link", "set", ifc, "master", BR)
+        sh("ip", "link", "set", BR, "up")
+    else:
+        for ifc in (LAN, WAN):
+            sh("ip", "link", "set", ifc, "nomaster", check_rc=False)
+        sh("ip", "link", "del", BR, check_rc=False)
+
+
+def config(tmp, name, rate, fail_open, broken=False):
+    cfg = {
+        "ports": {"lan": "net_af_xdp0,iface=%s,force_copy=1" % LAN,
+                  "wan": "net_af_xdp1,iface=%s,force_copy=1" % WAN},
+        "upstream": {"bandwidth": rate},
+        "downstream": {"bandwidth": rate},
+        "control": {"socket": os.path.join(tmp, name + ".sock")},
+        "dataplane": {"idle_sleep": "20us"},
+        "fail_open": {"enabled": fail_open},
+    }
+    if broken:
+        cfg["upstream"]["bandwidth"] = "40mbps"  # not a rate: refused naming the path
+    return write_config(os.path.join(tmp, name + ".json"), cfg)
+
+
+class Daemon:
+    """shaperd as the unit runs it: one file-prefix, started again after it dies."""
+
+    def __init__(self, binary, tmp, name, fail_open):
+        self.binary, self.tmp, self.name, self.fail_open = binary, tmp, name, fail_open
+        self.sock = os.path.join(tmp, name + ".sock")
+        self.path = config(tmp, name, "40mbit", fail_open)
+        self.proc = None
+
+    def start(self, binary=None):
+        argv = shaperd_argv(binary or self.binary, self.path, None, prefix=PFX + self.name,
+                            lcores="0,1", mem_mb=512)
+        self.proc = Proc("shaperd", argv)
+        if not self.proc.wait_line("control socket", 30):
+            self.proc.stop()
+            self.proc.dump()
+            raise RuntimeError("shaperd did not start")
+        # the lease is granted by the thread's first look, a quarter lease on
+        time.sleep(0.2)
+
+    def signal(self, sig):
+        self.proc.proc.send_signal(sig)
+
+    def kill(self):
+        self.proc.proc.kill()
+        self.proc.proc.wait()
+
+    def stop(self):
+        if self.proc is not None and self.proc.proc.poll() is None:
+            self.proc.stop()
+        self.proc = None
+
+    def rx(self):
+        st = request(self.sock, "stats", timeout=5)
+        return sum(d["rx_packets"] for d in st["directions"].values())
+
+
+def start_load(tmp):
+    """A ping every 10 ms and one TCP upload for the window."""
+    sh("ip", "netns", "exec", SRV, "iperf3", "-s", "-1", "-D", "-B", SRV_ADDR)
+    time.sleep(0.2)
+    iperf = subprocess.Popen(["ip", "netns", "exec", CLI, "iperf3", "-c", SRV_ADDR, "-t",
+                              str(int(WINDOW) + 2), "-J"],
+                             stdout=open(os.path.join(tmp, "iperf.json"), "w"),
+                             stderr=subprocess.STDOUT)
+    time.sleep(0.3)
+    n = int(WINDOW / INTERVAL)
+    ping = subprocess.Popen(["ip", "netns", "exec", CLI, "ping", "-n", "-D", "-i", str(INTERVAL),
+                             "-c", str(n), "-W", "2", SRV_ADDR],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return ping, iperf, n
+
+
+def probe_result(out, n):
+    rtts = {}
+    for m in re.finditer(r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms", out):
+        rtts[int(m.group(1))] = float(m.group(2))
+    lost = sum(1 for s in range(1, n + 1) if s not in rtts)
+    run = longest = 0
+    for s in range(1, n + 1):
+        if s in rtts and rtts[s] <= THROUGH_MS:
+            run = 0
+        else:
+            run += 1
+            longest = max(longest, run)
+    return longest * INTERVAL * 1000.0, lost
+
+
+def finish_load(ping, iperf):
+    out = ping.communicate(timeout=WINDOW + 30)[0]
+    # a line left dark holds the upload open: end it and the server
+    try:
+        iperf.wait(timeout=4)
+    except subprocess.TimeoutExpired:
+        iperf.kill()
+        iperf.wait()
+    for pid in sh("ip", "netns", "pids", SRV, check_rc=False).split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def run_row(setup, event, binary, tmp):
+    name = "%s_%s" % (setup.split()[0], event.split()[0].replace("-", ""))
+    fail_open = setup == "fail-open"
+    row = {"setup": setup, "event": event}
+    d = None
+    if setup != "plain bridge" and event != "broken config":
+        d = Daemon(binary, tmp, name, fail_open)
+        d.start()
+    ping, iperf, n = start_load(tmp)
+    t0 = time.monotonic()
+    time.sleep(EVENT_AT)
+    if setup != "plain bridge":
+        if event == "kill -9":
+            d.kill()
+            time.sleep(1.0)
+            d.start()
+        elif event == "SIGSTOP":
+            d.signal(signal.SIGSTOP)
+            time.sleep(2.0)
+            d.kill()
+            d.start()
+        elif event == "stop":
+            d.stop()
+        elif event == "restart":
+            d.stop()
+            d.start()
+        elif event == "reload":
+            config(tmp, name, "30mbit", fail_open)
+            d.signal(signal.SIGHUP)
+        elif event == "upgrade":
+            # the package installs the XDP object with the binary
+            os.makedirs(os.path.join(tmp, "new"), exist_ok=True)
+            new = os.path.join(tmp, "new", "shaperd")
+            shutil.copy2(binary, new)
+            shutil.copy2(os.path.join(os.path.dirname(binary), "failopen.bpf.o"),
+                         os.path.join(tmp, "new"))
+            d.stop()
+            d.start(new)
+        elif event == "broken config":
+            path = config(tmp, name, "40mbit", fail_open, broken=True)
+            r = subprocess.run(shaperd_argv(binary, path, None, prefix=PFX + name,
+                                            lcores="0,1", mem_mb=512),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            row["refused"] = r.returncode != 0 and "upstream.bandwidth" in r.stdout
+    rest = WINDOW - (time.monotonic() - t0)
+    if rest > 0:
+        time.sleep(rest)
+    if d is not None and d.proc is not None:
+        # shaping resumed: its counters move while the upload still runs
+        try:
+            a = d.rx()
+            time.sleep(0.5)
+            row["shaping"] = d.rx() > a
+            if event == "reload":
+                st = request(d.sock, "config.get", timeout=5)
+                row["rate_after"] = st["upstream"]["bandwidth"]
+        except (OSError, KeyError) as e:
+            row["shaping"] = False
+            row["error"] = str(e)
+    else:
+        row["shaping"] = None
+    out = finish_load(ping, iperf)
+    row["dark_ms"], row["lost"] = probe_result(out, n)
+    row["probes"] = n
+    if d is not None:
+        d.stop()
+    return row
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    out_path = sys.argv[2] if len(sys.argv) > 2 else None
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "iperf3", "ping")):
+        print("SKIP: needs root, iproute2, iperf3 and ping")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="shaper_matrix.")
+    rows = []
+    try:
+        sh("bash", BED, "up", PFX)
+        for setup in SETUPS:
+            bridge(setup != "no bridge")
+            time.sleep(0.5)
+            for event in EVENTS:
+                row = run_row(setup, event, binary, tmp)
+                rows.append(row)
+                print("%-12s %-14s dark %6.0f ms  lost %3d/%d  shaping %s%s" % (
+                    setup, event, row["dark_ms"], row["lost"], row["probes"],
+                    {True: "yes", False: "NO", None: "-"}[row["shaping"]],
+                    "  (refused: %s)" % row["refused"] if "refused" in row else ""), flush=True)
+                if setup == "plain bridge":
+                    break  # one window: nothing happens to a plain bridge
+            bridge(False)
+    finally:
+        sh("bash", BED, "down", PFX, check_rc=False)
+        bridge(False)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    by = {(r["setup"], r["event"]): r for r in rows}
+    base = next(r for r in rows if r["setup"] == "plain bridge")
+    print()
+    print("| event | fail-open: dark ms / lost / shaping | no bridge: dark ms / lost / shaping |")
+    print("|---|---|---|")
+    for e in EVENTS:
+        cells = []
+        for s in ("fail-open", "no bridge"):
+            r = by[(s, e)]
+            cells.append("%.0f / %d / %s" % (r["dark_ms"], r["lost"],
+                                              {True: "yes", False: "no", None: "-"}[r["shaping"]]))
+        print("| %s | %s | %s |" % (e, cells[0], cells[1]))
+    print("| plain Linux bridge, same window | %.0f / %d / - | |" % (base["dark_ms"], base["lost"]))
+    if out_path:
+        with open(out_path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+    for e in EVENTS:
+        r = by[("fail-open", e)]
+        check(r["dark_ms"] <= DARK_BOUND_MS,
+              "fail-open, %s: dark %.0f ms (bound %.0f)" % (e, r["dark_ms"], DARK_BOUND_MS))
+        for s in ("fail-open", "no bridge"):
+            r = by[(s, e)]
+            if e in ("kill -9", "SIGSTOP", "restart", "reload", "upgrade"):
+                check(r["shaping"] is True, "%s, %s: shaperd forwards again" % (s, e))
+            if e == "reload":
+                check(r["lost"] == 0, "%s, reload: %d probes lost" % (s, r["lost"]))
+                check(str(r.get("rate_after")).lower() == "30mbit",
+                      "%s, reload: the new rate applies (%s)" % (s, r.get("rate_after")))
+            if e == "broken config":
+                check(r.get("refused") is True, "%s: the broken file is refused, naming "
+                      "upstream.bandwidth" % s)
+    check(base["lost"] == 0, "plain bridge: %d probes lost" % base["lost"])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
