@@ -128,6 +128,16 @@ int sub_load_json_text(struct sub_set *set, const char *text, const char *name, 
  */
 int sub_set_validate(struct sub_set *set, char *err, size_t errlen);
 
+/*
+ * A new zeroed node, subscriber or prefix at the end of the set's arrays
+ * (its index in *idx), for building a set in code; pointers into the
+ * arrays move. 0, -ENOMEM, or -E2BIG past the sanity bounds. A node's
+ * parent must come before it; call sub_set_validate when done.
+ */
+int sub_set_add_node(struct sub_set *set, uint32_t *idx);
+int sub_set_add_sub(struct sub_set *set, uint32_t *idx);
+int sub_set_add_prefix(struct sub_set *set, uint32_t *idx);
+
 /* Index of the node called name, or SUB_NONE. */
 uint32_t sub_node_find(const struct sub_set *set, const char *name);
 /* Index of the subscriber with circuit id, or SUB_NONE (linear: control plane only). */

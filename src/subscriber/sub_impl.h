@@ -26,11 +26,6 @@ uint32_t sub_names_get(const struct sub_names *t, const char *key);
 /* Add key (not present) -> val; key must outlive t. 0 or -ENOMEM. */
 int sub_names_put(struct sub_names *t, const char *key, uint32_t val);
 
-/* New zeroed element at the end of the set's arrays (index in *idx); 0 or -ENOMEM. */
-int sub_set_add_node(struct sub_set *set, uint32_t *idx);
-int sub_set_add_sub(struct sub_set *set, uint32_t *idx);
-int sub_set_add_prefix(struct sub_set *set, uint32_t *idx);
-
 /* snprintf into err, cut to fit. */
 void sub_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
