@@ -53,17 +53,16 @@ sub_key4(uint16_t vlan, uint8_t len, uint32_t addr)
 static inline void
 sub_mask6(const uint8_t a[16], uint8_t len, uint64_t *hi, uint64_t *lo)
 {
-	uint64_t h = 0, l = 0;
-	int i;
+	uint64_t h, l;
 
-	for (i = 0; i < 8; i++) {
-		h = h << 8 | a[i];
-		l = l << 8 | a[8 + i];
-	}
+	memcpy(&h, a, 8);
+	memcpy(&l, a + 8, 8);
+	h = __builtin_bswap64(h); /* network order: the first byte is the most significant */
+	l = __builtin_bswap64(l);
 	if (len <= 64) {
 		h &= len == 0 ? 0 : ~0ull << (64 - len);
 		l = 0;
-	} else {
+	} else if (len < 128) {
 		l &= ~0ull << (128 - len);
 	}
 	*hi = h;
@@ -206,16 +205,17 @@ sub_lookup_v4(const struct sub_lookup *l, uint16_t vlan, uint32_t addr)
 }
 
 static inline uint32_t
-sub_find6(const struct sub_lookup *l, const struct sub_lens *lens, uint16_t vlan,
-	  const uint8_t addr[16])
+sub_find6(const struct sub_lookup *l, const struct sub_lens *lens, uint16_t vlan, uint64_t ahi,
+	  uint64_t alo)
 {
 	uint8_t i;
 
 	for (i = 0; i < lens->n; i++) {
-		uint32_t meta = sub_meta6(vlan, lens->len[i]), h;
-		uint64_t hi, lo;
+		uint8_t len = lens->len[i];
+		uint32_t meta = sub_meta6(vlan, len), h;
+		uint64_t hi = len == 0 ? 0 : len < 64 ? ahi & ~0ull << (64 - len) : ahi;
+		uint64_t lo = len <= 64 ? 0 : len < 128 ? alo & ~0ull << (128 - len) : alo;
 
-		sub_mask6(addr, lens->len[i], &hi, &lo);
 		for (h = sub_mix(hi ^ lo * 3 ^ meta) & l->mask6; l->t6[h].meta != 0;
 		     h = (h + 1) & l->mask6)
 			if (l->t6[h].hi == hi && l->t6[h].lo == lo && l->t6[h].meta == meta)
@@ -227,11 +227,14 @@ sub_find6(const struct sub_lookup *l, const struct sub_lens *lens, uint16_t vlan
 uint32_t
 sub_lookup_v6(const struct sub_lookup *l, uint16_t vlan, const uint8_t addr[16])
 {
+	uint64_t hi, lo;
+
+	sub_mask6(addr, 128, &hi, &lo);
 	if (vlan != 0 && l->lens6[1].n != 0) {
-		uint32_t s = sub_find6(l, &l->lens6[1], vlan, addr);
+		uint32_t s = sub_find6(l, &l->lens6[1], vlan, hi, lo);
 
 		if (s != SUB_NONE)
 			return s;
 	}
-	return sub_find6(l, &l->lens6[0], 0, addr);
+	return sub_find6(l, &l->lens6[0], 0, hi, lo);
 }
