@@ -22,6 +22,7 @@
 #ifndef SHAPER_SUBSCRIBER_ALLOC_H
 #define SHAPER_SUBSCRIBER_ALLOC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shaper/subscriber.h"
@@ -36,6 +37,9 @@ struct sub_alloc;
  */
 struct sub_alloc *sub_alloc_create(const struct sub_set *set);
 void sub_alloc_free(struct sub_alloc *a);
+
+/* Bytes an allocator for nnodes nodes and nsubs subscribers takes (at most). */
+size_t sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs);
 
 /*
  * One allocation for direction dir. link: the link's rate now (bit/s;

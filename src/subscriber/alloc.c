@@ -211,6 +211,17 @@ fail:
 	return NULL;
 }
 
+size_t
+sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs)
+{
+	size_t nn = nnodes, ns = nsubs, ents = nn + ns, kids = ents + 1;
+
+	return sizeof(struct sub_alloc) + nn * (sizeof(uint32_t) + SUB_DIRS * sizeof(uint64_t)) +
+	       (ns * SUB_DIRS + 1) * sizeof(struct sub_plan) + (ns + 1) * sizeof(uint32_t) +
+	       (nn + 1) * sizeof(uint32_t) + ents * (sizeof(uint32_t) + 2 * sizeof(uint64_t)) +
+	       kids * 5 * sizeof(uint64_t);
+}
+
 void
 sub_alloc_free(struct sub_alloc *a)
 {
