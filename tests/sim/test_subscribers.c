@@ -398,7 +398,7 @@ static double
 scenario(struct world *w, const char *name, double *want)
 {
 	uint64_t t0 = w->now, from = t0 + WARMUP_NS, to = from + MEASURE_NS;
-	double worst = 0, sum_err = 0, node_over = 0;
+	double worst = 0, sum_err = 0, node_over = -1;
 	uint32_t i, worst_i = 0, active = 0, at_min = 0, at_max = 0, light = 0, light_bad = 0;
 	double node_got[NNODES] = { 0 };
 
