@@ -46,7 +46,11 @@ struct sub_pool *sub_pool_create(const struct sched_params *p, uint32_t count,
 /* Frees every scheduler; all must have been given back. */
 void sub_pool_free(struct sub_pool *pool);
 
-/* An empty scheduler as sched_create(p) makes it, or NULL when none is left. */
+/*
+ * An empty scheduler as sched_create(p) makes it, or NULL when none is
+ * left: the data path is then to queue the subscriber's packets in the
+ * link's own CAKE (as for unknown addresses) and try again next tick.
+ */
 struct sched *sub_pool_take(struct sub_pool *pool);
 
 /*
