@@ -93,6 +93,16 @@ struct sub_set {
 	enum sub_unknown unknown;
 	struct sub_plan unknown_plan[SUB_DIRS];
 
+	/*
+	 * Mins under a node that add up to more than its capacity: refused
+	 * (false, the default), or accepted (true) with the mins at that node
+	 * scaled down together while all are backlogged, as an HTB tree does
+	 * with such a file. mins_scaled counts the nodes (and directions)
+	 * concerned, for a warning. Set before loading.
+	 */
+	bool scale_mins;
+	uint32_t mins_scaled;
+
 	/* Where the subscribers came from, for messages. */
 	char subs_file[256];
 	char nodes_file[256]; /* network.json or the JSON form; "" if none */
@@ -122,7 +132,7 @@ int sub_load_json_text(struct sub_set *set, const char *text, const char *name, 
 
 /*
  * Check what only the whole picture shows: the mins of all subscribers
- * under a node (and the link) fit its capacity, no two prefixes overlap on
+ * under a node (and the link) fit its capacity (unless scale_mins), no two prefixes overlap on
  * the same VLAN, the unknown plan is sane. The loaders call it; call it
  * again after changing the root's capacity. 0 or -EINVAL with err.
  */

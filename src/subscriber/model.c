@@ -430,6 +430,7 @@ sub_set_validate(struct sub_set *set, char *err, size_t errlen)
 		sub_errf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	set->mins_scaled = 0;
 	for (i = 0; i < set->nnodes; i++) {
 		memset(set->nodes[i].min_sum, 0, sizeof(set->nodes[i].min_sum));
 		set->nodes[i].nsubs = 0;
@@ -453,10 +454,16 @@ sub_set_validate(struct sub_set *set, char *err, size_t errlen)
 			if (nd->capacity[d] != 0 && nd->min_sum[d] > nd->capacity[d]) {
 				char path[256];
 
+				if (set->scale_mins) {
+					set->mins_scaled++;
+					continue;
+				}
+
 				sub_node_path(set, n, path, sizeof(path));
 				sub_errf(err, errlen,
 					 "%s: node %s: the %s mins of the subscribers under it add up to "
-					 "%.1f Mbit/s, above its capacity %.1f Mbit/s",
+					 "%.1f Mbit/s, above its capacity %.1f Mbit/s (lower them, or "
+					 "scale_mins to accept)",
 					 n == SUB_ROOT || set->nodes_file[0] == '\0'
 							 ? set->subs_file
 							 : set->nodes_file,

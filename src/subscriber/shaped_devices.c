@@ -55,10 +55,11 @@ struct sub_csv {
 /*
  * The next record's fields, unquoted in place and NUL-terminated; *line is
  * where it starts. Returns the field count, 0 at the end of the file, or
- * -EINVAL (an unterminated quote, text after a closing quote).
+ * -EINVAL (an unterminated quote, text after a closing quote). Fields past
+ * max are counted, not kept, except the last one (*last).
  */
 static int
-sub_csv_record(struct sub_csv *c, char **fields, int max, uint32_t *line)
+sub_csv_record(struct sub_csv *c, char **fields, int max, uint32_t *line, char **last)
 {
 	int n = 0;
 
@@ -132,6 +133,7 @@ sub_csv_record(struct sub_csv *c, char **fields, int max, uint32_t *line)
 			*out = '\0';
 			if (n < max)
 				fields[n] = start;
+			*last = start;
 			n++;
 			if (sep == '\n') {
 				c->line++;
@@ -140,6 +142,7 @@ sub_csv_record(struct sub_csv *c, char **fields, int max, uint32_t *line)
 			if (c->p >= c->end) { /* "a,b," at the end of the file: one more, empty */
 				if (n < max)
 					fields[n] = c->p - 1;
+				*last = c->p - 1;
 				*(c->p - 1) = '\0';
 				return n + 1;
 			}
@@ -393,7 +396,7 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 {
 	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 };
 	struct sub_csv c;
-	char *fields[COL_COUNT + 1];
+	char *fields[COL_COUNT], *extra_last = NULL;
 	bool header = false, has_sqm = false;
 	uint32_t line, i;
 	size_t len;
@@ -419,7 +422,7 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 	c.p = buf;
 	c.end = buf + len;
 	c.line = 1;
-	while ((n = sub_csv_record(&c, fields, COL_COUNT + 1, &line)) > 0) {
+	while ((n = sub_csv_record(&c, fields, COL_COUNT, &line, &extra_last)) > 0) {
 		if (!header) {
 			rc = sub_csv_header(fields, n, devices_csv, line, &has_sqm, err, errlen);
 			if (rc != 0)
@@ -427,12 +430,19 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 			header = true;
 			continue;
 		}
-		if (n != (has_sqm ? COL_COUNT : COL_COUNT - 1)) {
+		if (n < (has_sqm ? COL_COUNT : COL_COUNT - 1) || n > COL_COUNT + 32) {
 			sub_errf(err, errlen, "%s:%u: %d fields, the header has %d", devices_csv,
 				 line, n, has_sqm ? COL_COUNT : COL_COUNT - 1);
 			rc = -EINVAL;
 			goto out;
 		}
+		/*
+		 * More fields than the header: an unquoted Comment with commas in
+		 * it (LibreQoS's own example has such rows). The Comment is the
+		 * only free text and is not used; sqm, if present, is the last.
+		 */
+		if (has_sqm && n > COL_COUNT)
+			fields[COL_SQM] = extra_last;
 		rc = sub_csv_row(set, fields, has_sqm, devices_csv, line, &circuits, &devices,
 				 &nodes, err, errlen);
 		if (rc != 0)

@@ -355,6 +355,14 @@ sub_jroot(struct sub_jctx *c, const json_t *root)
 	v = json_object_get(root, "unknown");
 	if (v != NULL && sub_junknown(c, v) != 0)
 		goto out;
+	v = json_object_get(root, "scale_mins");
+	if (v != NULL) {
+		if (!json_is_boolean(v)) {
+			sub_jerr(c, "scale_mins", "expected true or false");
+			goto out;
+		}
+		c->set->scale_mins = json_is_true(v);
+	}
 	v = json_object_get(root, "nodes");
 	if (v != NULL && sub_jnodes(c, v, SUB_ROOT, "nodes", &nodes) != 0)
 		goto out;

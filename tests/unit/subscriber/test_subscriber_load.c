@@ -41,9 +41,9 @@ write_file(const char *path, const char *text)
 	fclose(f);
 }
 
-/* Load csv rows (after the header) with net as network.json; 0 or -errno with err. */
+/* Load csv rows (after the header) with net as network.json into an initialised set. */
 static int
-load_csv(const char *rows, const char *net, struct sub_set *set, char *err, size_t errlen)
+load_csv_into(const char *rows, const char *net, struct sub_set *set, char *err, size_t errlen)
 {
 	char csv[128], nj[128], *text;
 	int rc;
@@ -57,9 +57,16 @@ load_csv(const char *rows, const char *net, struct sub_set *set, char *err, size
 	write_file(csv, text);
 	free(text);
 	write_file(nj, net ? net : "{}");
-	sub_set_init(set);
 	rc = sub_load_libreqos(set, csv, nj, err, errlen);
 	return rc;
+}
+
+/* The same into a fresh set; 0 or -errno with err. */
+static int
+load_csv(const char *rows, const char *net, struct sub_set *set, char *err, size_t errlen)
+{
+	sub_set_init(set);
+	return load_csv_into(rows, net, set, err, errlen);
 }
 
 static void
@@ -143,7 +150,7 @@ static void
 test_csv_quoting(void **state)
 {
 	struct sub_set set;
-	char err[512] = "";
+	char err[512] = "", path[128];
 
 	(void)state;
 	/* Doubled quotes, a comma and a line break inside quotes, CRLF, comments, spaces. */
@@ -161,6 +168,22 @@ test_csv_quoting(void **state)
 	assert_int_equal(set.subs[1].origin, 6); /* lines count the break inside quotes */
 	assert_int_equal(set.subs[1].plan[SUB_UP].max, 500000);
 	assert_int_equal(set.subs[2].nprefixes, 1);
+	sub_set_free(&set);
+
+	/*
+	 * An unquoted Comment with commas (as in LibreQoS's own example):
+	 * extra fields belong to the Comment, and sqm is the last field.
+	 */
+	snprintf(path, sizeof(path), "%s/ShapedDevices.csv", tmpdir);
+	write_file(path, "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,"
+			 "Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,"
+			 "Comment,sqm\n"
+			 "c1,a,d1,x,,,10.0.0.1,,0,0,10,10,Down=cake, Up=fq_codel,cake/fq_codel\n");
+	sub_set_init(&set);
+	if (sub_load_libreqos(&set, path, NULL, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.subs[0].sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(set.subs[0].sqm[SUB_UP], SUB_SQM_FQ_CODEL);
 	sub_set_free(&set);
 }
 
@@ -197,6 +220,20 @@ test_csv_errors(void **state)
 			net_two_aps,
 			"network.json: node Site/AP_A: the download mins of the subscribers under it add up to "
 			"70.0 Mbit/s, above its capacity 60.0");
+	/* The same accepted with scale_mins, the node counted for a warning. */
+	{
+		struct sub_set set;
+		char err[512] = "";
+
+		sub_set_init(&set);
+		set.scale_mins = true;
+		if (load_csv_into("c1,a,d1,x,AP_A,,10.0.0.1,,40,0,50,10,\nc2,a,d2,x,AP_A,,10.0.0.2,,30,"
+				  "0,50,10,\n",
+				  net_two_aps, &set, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		assert_int_equal(set.mins_scaled, 1);
+		sub_set_free(&set);
+	}
 	/* Mins that fit each AP but not their site together. */
 	expect_csv_error("c1,a,d1,x,AP_A,,10.0.0.1,,0,15,50,20,\nc2,a,d2,x,AP_B,,10.0.0.2,,0,15,"
 			 "50,20,\nc3,a,d3,x,Site,,10.0.0.3,,0,25,50,30,\n",
