@@ -1,0 +1,65 @@
+/*
+ * Hierarchical rate allocation for subscribers: subscribers under a node
+ * share the node's capacity, nodes share their parent's, and the top nodes
+ * the link's, work-conservingly. At every node the split among its children
+ * (subscribers and child nodes alike, each one share) is max-min fair with
+ * floors and ceilings: a child gets clamp(L, floor, ceiling) for the one
+ * water level L that uses up the node's rate (or every child its ceiling).
+ *
+ * A subscriber's ceiling is min(plan max, demand) and its floor min(plan
+ * min, ceiling): a backlogged subscriber borrows up to its max while the
+ * node has room and keeps its min while it is backlogged; an idle one
+ * (demand 0) takes nothing. A node's floor is the sum of its children's
+ * floors and its ceiling min(capacity, sum of its children's ceilings). If
+ * a cut of the link leaves less than the floors need, the floors are scaled
+ * down together.
+ *
+ * Pure: the result depends only on the tree, the plans, the link rate and
+ * the demands. O(children log children) per node, no allocation per run
+ * (10,000 subscribers in 50 nodes: well under a millisecond, so it can run
+ * every few milliseconds). Rates in bit/s.
+ */
+#ifndef SHAPER_SUBSCRIBER_ALLOC_H
+#define SHAPER_SUBSCRIBER_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/subscriber.h"
+
+#define SUB_DEMAND_ALL UINT64_MAX /* backlogged: can use any rate */
+
+struct sub_alloc;
+
+/*
+ * The allocator for set's tree and plans (set must be valid; it is copied,
+ * so set may change or go afterwards). NULL if out of memory.
+ */
+struct sub_alloc *sub_alloc_create(const struct sub_set *set);
+void sub_alloc_free(struct sub_alloc *a);
+
+/* Bytes an allocator for nnodes nodes and nsubs subscribers takes (at most). */
+size_t sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs);
+
+/*
+ * One allocation for direction dir. link: the link's rate now (bit/s;
+ * 0 = the root node's capacity, itself 0 = unlimited). demand[s] for every
+ * subscriber: 0 idle, the bit/s it can use, or SUB_DEMAND_ALL. Writes
+ * rate[s] for every subscriber; if node_rate is not NULL, node_rate[n] is
+ * what node n was given (the sum of its subtree's rates). Returns the total.
+ */
+uint64_t sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint64_t *demand,
+		       uint64_t *rate, uint64_t *node_rate);
+
+/*
+ * The split at one node: n children with floor[i] <= ceiling[i], total to
+ * share. out[i] = clamp(L, floor[i], ceiling[i]) for the water level L
+ * that makes the sum total (rounding remainders go one bit/s each to
+ * children between floor and ceiling), or every ceiling if they sum below
+ * total, or the floors scaled to total if they sum above it. scratch holds
+ * 2n values. Returns the sum of out.
+ */
+uint64_t sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64_t total,
+		       uint64_t *out, uint64_t *scratch);
+
+#endif

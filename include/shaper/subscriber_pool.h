@@ -1,0 +1,99 @@
+/*
+ * Memory that scales with active subscribers, not configured ones: each
+ * configured subscriber keeps only a small record while idle (struct
+ * sub_idle); a full CAKE per direction is drawn from a pool when its first
+ * packet comes and goes back once its queues have drained and COBALT has
+ * had time to forget (SUB_POOL_HOLD_NS without a packet). Pools are
+ * allocated once, at start-up, so the fast path never allocates; one pool
+ * per worker, so no locks.
+ *
+ * The data path does not use the pool yet: this is its interface and the
+ * memory estimate shaperd --check-config prints.
+ */
+#ifndef SHAPER_SUBSCRIBER_POOL_H
+#define SHAPER_SUBSCRIBER_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/sched.h"
+#include "shaper/subscriber.h"
+
+/* How long an emptied CAKE is kept before it may go back: COBALT's state
+ * (drop count, BLUE probability) has relaxed well within this. */
+#define SUB_POOL_HOLD_NS 1000000000ull
+
+/* What the data path keeps per configured subscriber, active or not. */
+struct sub_idle {
+	struct sched *cake[SUB_DIRS]; /* NULL while idle in that direction */
+	uint64_t rate[SUB_DIRS];      /* allocated bytes/s */
+	uint64_t last_pkt_ns[SUB_DIRS];
+	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS];
+	uint64_t drops[SUB_DIRS], marks[SUB_DIRS];
+	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
+};
+
+struct sub_pool;
+
+/*
+ * count schedulers made with params p (normally CAKE at a subscriber's
+ * plan; sched_set_rate moves each to its allocation), memory from a (NULL:
+ * calloc). NULL with err if p is refused or memory runs out.
+ */
+struct sub_pool *sub_pool_create(const struct sched_params *p, uint32_t count,
+				 const struct sched_alloc *a, char *err, size_t errlen);
+/* Frees every scheduler; all must have been given back. */
+void sub_pool_free(struct sub_pool *pool);
+
+/*
+ * An empty scheduler as sched_create(p) makes it, or NULL when none is
+ * left: the data path is then to queue the subscriber's packets in the
+ * link's own CAKE (as for unknown addresses) and try again next tick.
+ */
+struct sched *sub_pool_take(struct sub_pool *pool);
+
+/*
+ * Give s back (cleared with sched_reinit for its next subscriber). -EBUSY
+ * if packets are still queued in it (flush or wait), -EINVAL if it is not
+ * this pool's.
+ */
+int sub_pool_give(struct sub_pool *pool, struct sched *s);
+
+/* Schedulers left to take. */
+uint32_t sub_pool_available(const struct sub_pool *pool);
+
+/* May s go back at now? Empty, and no packet for SUB_POOL_HOLD_NS. */
+bool sub_pool_may_return(const struct sched *s, uint64_t last_pkt_ns, uint64_t now);
+
+/* ------------------------------------------------------------------------ */
+/* The memory estimate                                                       */
+
+struct sub_mem {
+	uint32_t configured, active, prefixes, nodes;
+	uint64_t config_bytes; /* the loaded set: nodes, subscribers, prefixes */
+	uint64_t idle_bytes;   /* struct sub_idle for every configured subscriber */
+	uint64_t lookup_bytes; /* the address -> subscriber table */
+	uint64_t alloc_bytes;  /* the rate allocator */
+	uint64_t sched_bytes;  /* one scheduler with the pool's params, measured */
+	uint64_t pool_bytes;   /* active x 2 directions x sched_bytes */
+	uint64_t total;
+};
+
+/*
+ * Bytes for configured subscribers with prefixes addresses under nodes
+ * nodes, active of them with a scheduler (from p) in both directions. The
+ * scheduler's size is measured by making one (and freeing it). 0, or
+ * -EINVAL with err if p is refused.
+ */
+int sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
+		     const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen);
+
+/* The same for a loaded set. */
+int sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
+			 struct sub_mem *out, char *err, size_t errlen);
+
+/* One line for people: "10000 subscribers (2000 active): 1.77 GB = ...". */
+void sub_mem_format(const struct sub_mem *m, char *buf, size_t len);
+
+#endif

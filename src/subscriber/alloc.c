@@ -1,0 +1,303 @@
+/*
+ * Hierarchical max-min allocation (see shaper/subscriber_alloc.h): one
+ * bottom-up pass for every node's floor and ceiling, then a top-down pass
+ * splitting each node's rate among its children by water-filling.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shaper/subscriber_alloc.h"
+
+struct sub_alloc {
+	uint32_t nnodes, nsubs;
+	uint32_t *parent;      /* node -> parent node (SUB_NONE for the root) */
+	uint64_t *capacity;    /* [node][dir] */
+	struct sub_plan *plan; /* [sub][dir] */
+	uint32_t *sub_node;    /* sub -> node */
+	/* Children of node n: kids[kid_start[n] .. kid_start[n + 1]); < nnodes a node, else a sub.
+	 */
+	uint32_t *kid_start, *kids;
+	uint32_t max_kids;
+	/* Per run. */
+	uint64_t *floor, *ceil; /* [node] then [sub], indexed like kids */
+	uint64_t *kfloor, *kceil, *kout, *scratch;
+};
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t
+min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * Ascending sort of plain integers: quicksort with a median-of-three pivot
+ * and insertion sort for short runs, recursing into the smaller side. Several
+ * times quicker than qsort's comparator calls, which dominated a run.
+ */
+static void
+sort_u64(uint64_t *v, uint32_t n)
+{
+	while (n > 16) {
+		uint64_t a = v[0], b = v[n / 2], c = v[n - 1], p, t;
+		uint32_t i = 0, j = n - 1;
+
+		p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
+		for (;;) {
+			while (v[i] < p)
+				i++;
+			while (v[j] > p)
+				j--;
+			if (i >= j)
+				break;
+			t = v[i];
+			v[i] = v[j];
+			v[j] = t;
+			i++;
+			j--;
+		}
+		/* v[0..j] <= p <= v[j+1..n-1] */
+		if (j + 1 < n - j - 1) {
+			sort_u64(v, j + 1);
+			v += j + 1;
+			n -= j + 1;
+		} else {
+			sort_u64(v + j + 1, n - j - 1);
+			n = j + 1;
+		}
+	}
+	for (uint32_t i = 1; i < n; i++) {
+		uint64_t x = v[i];
+		uint32_t k = i;
+
+		while (k > 0 && v[k - 1] > x) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = x;
+	}
+}
+
+uint64_t
+sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64_t total,
+	      uint64_t *out, uint64_t *scratch)
+{
+	uint64_t sum_f = 0, sum_c = 0, s, level = 0, sum = 0;
+	uint64_t *F = scratch, *C = scratch + n;
+	uint32_t i, j, k;
+
+	for (i = 0; i < n; i++) {
+		sum_f = sat_add(sum_f, floor[i]);
+		sum_c = sat_add(sum_c, ceiling[i]);
+	}
+	if (sum_c <= total) {
+		memcpy(out, ceiling, n * sizeof(*out));
+		return sum_c;
+	}
+	if (sum_f > total) {
+		/* Not even the floors fit (the link was cut below them): scale them. */
+		for (i = 0; i < n; i++) {
+			out[i] = (uint64_t)((double)floor[i] * ((double)total / (double)sum_f));
+			if (out[i] > floor[i])
+				out[i] = floor[i];
+			sum += out[i];
+		}
+		return sum;
+	}
+	memcpy(F, floor, n * sizeof(*F));
+	memcpy(C, ceiling, n * sizeof(*C));
+	sort_u64(F, n);
+	sort_u64(C, n);
+	/*
+	 * S(L) = sum clamp(L, f, c) rises with slope k = #{f <= L < c}. Walk
+	 * the breakpoints until the next one would pass total; sum_c > total
+	 * guarantees that happens before they run out.
+	 */
+	s = sum_f;
+	k = 0;
+	i = j = 0;
+	for (;;) {
+		uint64_t v = i < n && F[i] < C[j] ? F[i] : C[j];
+
+		if (k > 0 && v - level >= (total - s) / k) {
+			level += (total - s) / k;
+			break;
+		}
+		s += (uint64_t)k * (v - level);
+		level = v;
+		while (i < n && F[i] == v)
+			k++, i++;
+		while (j < n && C[j] == v)
+			k--, j++;
+	}
+	for (i = 0; i < n; i++) {
+		out[i] = level < floor[i] ? floor[i] : level > ceiling[i] ? ceiling[i] : level;
+		sum += out[i];
+	}
+	/* What division left over, one bit/s each to children still rising. */
+	for (i = 0; i < n && sum < total; i++)
+		if (out[i] < ceiling[i] && out[i] >= floor[i] && out[i] == level) {
+			out[i]++;
+			sum++;
+		}
+	return sum;
+}
+
+struct sub_alloc *
+sub_alloc_create(const struct sub_set *set)
+{
+	struct sub_alloc *a = calloc(1, sizeof(*a));
+	uint32_t nn = set->nnodes, ns = set->nsubs, i, *fill;
+	size_t ents = (size_t)nn + ns;
+
+	if (a == NULL)
+		return NULL;
+	a->nnodes = nn;
+	a->nsubs = ns;
+	a->parent = calloc(nn, sizeof(*a->parent));
+	a->capacity = calloc((size_t)nn * SUB_DIRS, sizeof(*a->capacity));
+	a->plan = calloc((size_t)ns * SUB_DIRS + 1, sizeof(*a->plan));
+	a->sub_node = calloc(ns + 1, sizeof(*a->sub_node));
+	a->kid_start = calloc(nn + 1, sizeof(*a->kid_start));
+	a->kids = calloc(ents, sizeof(*a->kids));
+	a->floor = calloc(ents, sizeof(*a->floor));
+	a->ceil = calloc(ents, sizeof(*a->ceil));
+	fill = calloc(nn, sizeof(*fill));
+	if (a->parent == NULL || a->capacity == NULL || a->plan == NULL || a->sub_node == NULL ||
+	    a->kid_start == NULL || a->kids == NULL || a->floor == NULL || a->ceil == NULL ||
+	    fill == NULL)
+		goto fail;
+	for (i = 0; i < nn; i++) {
+		a->parent[i] = set->nodes[i].parent;
+		memcpy(&a->capacity[(size_t)i * SUB_DIRS], set->nodes[i].capacity,
+		       sizeof(set->nodes[i].capacity));
+		if (i > 0)
+			a->kid_start[a->parent[i] + 1]++;
+	}
+	for (i = 0; i < ns; i++) {
+		a->sub_node[i] = set->subs[i].node;
+		memcpy(&a->plan[(size_t)i * SUB_DIRS], set->subs[i].plan,
+		       sizeof(set->subs[i].plan));
+		a->kid_start[a->sub_node[i] + 1]++;
+	}
+	for (i = 0; i < nn; i++) {
+		uint32_t kids = a->kid_start[i + 1];
+
+		if (kids > a->max_kids)
+			a->max_kids = kids;
+		a->kid_start[i + 1] += a->kid_start[i];
+	}
+	for (i = 1; i < nn; i++)
+		a->kids[a->kid_start[a->parent[i]] + fill[a->parent[i]]++] = i;
+	for (i = 0; i < ns; i++)
+		a->kids[a->kid_start[a->sub_node[i]] + fill[a->sub_node[i]]++] = nn + i;
+	free(fill);
+	fill = NULL;
+	a->kfloor = calloc(a->max_kids + 1, sizeof(*a->kfloor));
+	a->kceil = calloc(a->max_kids + 1, sizeof(*a->kceil));
+	a->kout = calloc(a->max_kids + 1, sizeof(*a->kout));
+	a->scratch = calloc(2 * (size_t)a->max_kids + 1, sizeof(*a->scratch));
+	if (a->kfloor == NULL || a->kceil == NULL || a->kout == NULL || a->scratch == NULL)
+		goto fail;
+	return a;
+fail:
+	free(fill);
+	sub_alloc_free(a);
+	return NULL;
+}
+
+size_t
+sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs)
+{
+	size_t nn = nnodes, ns = nsubs, ents = nn + ns, kids = ents + 1;
+
+	return sizeof(struct sub_alloc) + nn * (sizeof(uint32_t) + SUB_DIRS * sizeof(uint64_t)) +
+	       (ns * SUB_DIRS + 1) * sizeof(struct sub_plan) + (ns + 1) * sizeof(uint32_t) +
+	       (nn + 1) * sizeof(uint32_t) + ents * (sizeof(uint32_t) + 2 * sizeof(uint64_t)) +
+	       kids * 5 * sizeof(uint64_t);
+}
+
+void
+sub_alloc_free(struct sub_alloc *a)
+{
+	if (a == NULL)
+		return;
+	free(a->parent);
+	free(a->capacity);
+	free(a->plan);
+	free(a->sub_node);
+	free(a->kid_start);
+	free(a->kids);
+	free(a->floor);
+	free(a->ceil);
+	free(a->kfloor);
+	free(a->kceil);
+	free(a->kout);
+	free(a->scratch);
+	free(a);
+}
+
+uint64_t
+sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint64_t *demand,
+	      uint64_t *rate, uint64_t *node_rate)
+{
+	uint32_t nn = a->nnodes, i, n;
+	uint64_t *given = a->floor; /* reused top-down: what each node was given */
+	uint64_t root;
+
+	/* Subscribers: ceiling min(max, demand), floor min(min, ceiling). */
+	for (i = 0; i < a->nsubs; i++) {
+		const struct sub_plan *p = &a->plan[(size_t)i * SUB_DIRS + dir];
+		uint64_t c = min_u64(p->max, demand[i]);
+
+		a->ceil[nn + i] = c;
+		a->floor[nn + i] = min_u64(p->min, c);
+	}
+	/* Nodes, children first (a child's index is above its parent's). */
+	for (n = nn; n-- > 0;) {
+		uint64_t f = 0, c = 0, cap = a->capacity[(size_t)n * SUB_DIRS + dir];
+		uint32_t k;
+
+		for (k = a->kid_start[n]; k < a->kid_start[n + 1]; k++) {
+			f = sat_add(f, a->floor[a->kids[k]]);
+			c = sat_add(c, a->ceil[a->kids[k]]);
+		}
+		if (cap != 0) {
+			c = min_u64(c, cap);
+			f = min_u64(f, cap);
+		}
+		a->floor[n] = f;
+		a->ceil[n] = c;
+	}
+	root = a->ceil[SUB_ROOT];
+	if (link != 0)
+		root = min_u64(root, link);
+	/* Top-down: split what each node was given among its children. */
+	for (n = 0; n < nn; n++) {
+		uint32_t k0 = a->kid_start[n], m = a->kid_start[n + 1] - k0, k;
+		uint64_t total = n == SUB_ROOT ? root : given[n];
+
+		if (node_rate != NULL)
+			node_rate[n] = total;
+		for (k = 0; k < m; k++) {
+			a->kfloor[k] = a->floor[a->kids[k0 + k]];
+			a->kceil[k] = a->ceil[a->kids[k0 + k]];
+		}
+		sub_waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch);
+		for (k = 0; k < m; k++) {
+			uint32_t e = a->kids[k0 + k];
+
+			if (e < nn)
+				given[e] = a->kout[k]; /* a node later in the order: floor no longer
+							  needed */
+			else
+				rate[e - nn] = a->kout[k];
+		}
+	}
+	return root;
+}

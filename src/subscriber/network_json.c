@@ -1,0 +1,164 @@
+/*
+ * LibreQoS's network.json: an object whose keys name nodes, each with
+ * downloadBandwidthMbps, uploadBandwidthMbps, an optional type and an
+ * optional children object of the same shape. Keys other than these are
+ * left alone (integrations add their own, and LibreQoS ignores them too).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "subscriber/sub_impl.h"
+
+static int
+sub_net_mbps(const json_t *node, const char *key, const char *file, const char *path, uint64_t *out,
+	     char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(node, key);
+	double mbps;
+
+	if (v == NULL) {
+		sub_errf(err, errlen, "%s: %s: missing \"%s\"", file, path, key);
+		return -EINVAL;
+	}
+	if (!json_is_number(v)) {
+		sub_errf(err, errlen, "%s: %s.%s: must be a number of Mbit/s", file, path, key);
+		return -EINVAL;
+	}
+	mbps = json_number_value(v);
+	if (!(mbps > 0) || mbps > 1e7) {
+		sub_errf(err, errlen, "%s: %s.%s: %g Mbit/s, must be above 0 and at most 10 Tbit/s",
+			 file, path, key, mbps);
+		return -EINVAL;
+	}
+	*out = (uint64_t)llround(mbps * 1e6);
+	return 0;
+}
+
+static int
+sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const char *file,
+	      const char *path, struct sub_names *names, char *err, size_t errlen)
+{
+	const char *key;
+	const json_t *node;
+	int rc;
+
+	if (set->nodes[parent].depth + 1 > SUB_MAX_DEPTH) {
+		sub_errf(err, errlen, "%s: %s: nodes nested deeper than %u", file, path,
+			 SUB_MAX_DEPTH);
+		return -EINVAL;
+	}
+	json_object_foreach ((json_t *)obj, key, node) {
+		char sub[512];
+		const json_t *v;
+		uint32_t idx, other;
+		struct sub_node *n;
+
+		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? ".children." : "", key);
+		if (!json_is_object(node)) {
+			sub_errf(err, errlen, "%s: %s: a node must be an object", file, sub);
+			return -EINVAL;
+		}
+		if (key[0] == '\0' || strlen(key) >= SUB_ID_LEN) {
+			sub_errf(err, errlen, "%s: %s: a node name must have 1..%u characters",
+				 file, sub, SUB_ID_LEN - 1);
+			return -EINVAL;
+		}
+		other = sub_names_get(names, key);
+		if (other != SUB_NONE) {
+			char op[256];
+
+			sub_node_path(set, other, op, sizeof(op));
+			sub_errf(err, errlen,
+				 "%s: %s: duplicate node name \"%s\" (also at %s): circuits name "
+				 "their parent node, so names must be unique",
+				 file, sub, key, op);
+			return -EINVAL;
+		}
+		rc = sub_set_add_node(set, &idx);
+		if (rc != 0) {
+			sub_errf(err, errlen, "%s: %s: %s", file, sub,
+				 rc == -E2BIG ? "too many nodes" : "out of memory");
+			return rc;
+		}
+		n = &set->nodes[idx];
+		snprintf(n->name, sizeof(n->name), "%s", key);
+		n->parent = parent;
+		n->depth = set->nodes[parent].depth + 1;
+		if (sub_names_put(names, key, idx) != 0) {
+			sub_errf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		rc = sub_net_mbps(node, "downloadBandwidthMbps", file, sub, &n->capacity[SUB_DOWN],
+				  err, errlen);
+		if (rc == 0)
+			rc = sub_net_mbps(node, "uploadBandwidthMbps", file, sub,
+					  &set->nodes[idx].capacity[SUB_UP], err, errlen);
+		if (rc != 0)
+			return rc;
+		v = json_object_get(node, "type");
+		if (v != NULL) {
+			if (!json_is_string(v)) {
+				sub_errf(err, errlen, "%s: %s.type: must be a string", file, sub);
+				return -EINVAL;
+			}
+			snprintf(set->nodes[idx].type, sizeof(set->nodes[idx].type), "%s",
+				 json_string_value(v));
+		}
+		v = json_object_get(node, "children");
+		if (v != NULL) {
+			if (!json_is_object(v)) {
+				sub_errf(err, errlen, "%s: %s.children: must be an object of nodes",
+					 file, sub);
+				return -EINVAL;
+			}
+			/* set->nodes may move as it grows: pass indices, never pointers. */
+			rc = sub_net_level(set, v, idx, file, sub, names, err, errlen);
+			if (rc != 0)
+				return rc;
+		}
+	}
+	return 0;
+}
+
+int
+sub_load_network(struct sub_set *set, const char *path, struct sub_names *names, char *err,
+		 size_t errlen)
+{
+	json_error_t jerr;
+	json_t *root;
+	int rc;
+
+	snprintf(set->nodes_file, sizeof(set->nodes_file), "%s", path);
+	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		sub_errf(err, errlen, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+		return -EINVAL;
+	}
+	if (!json_is_object(root)) {
+		sub_errf(err, errlen, "%s: the top level must be an object of nodes ({} for none)",
+			 path);
+		json_decref(root);
+		return -EINVAL;
+	}
+	rc = sub_net_level(set, root, SUB_ROOT, path, "", names, err, errlen);
+	/*
+	 * The table's keys were the document's own strings: index the names
+	 * kept in set->nodes instead, which stay put now that no node is added.
+	 */
+	if (rc == 0) {
+		uint32_t i;
+
+		sub_names_free(names);
+		rc = sub_names_init(names, set->nnodes);
+		for (i = 1; rc == 0 && i < set->nnodes; i++)
+			rc = sub_names_put(names, set->nodes[i].name, i);
+		if (rc != 0)
+			sub_errf(err, errlen, "out of memory");
+	}
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,192 @@
+/*
+ * The pool of per-subscriber schedulers and the memory estimate (see
+ * shaper/subscriber_pool.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "shaper/subscriber_alloc.h"
+#include "shaper/subscriber_lookup.h"
+#include "shaper/subscriber_pool.h"
+
+struct sub_pool {
+	struct sched_params p;
+	uint32_t count, nfree;
+	struct sched **all;  /* every scheduler of the pool */
+	struct sched **free; /* a stack of the ones not taken */
+	bool *taken;         /* by index in all */
+};
+
+void
+sub_pool_free(struct sub_pool *pool)
+{
+	uint32_t i;
+
+	if (pool == NULL)
+		return;
+	for (i = 0; pool->all != NULL && i < pool->count; i++)
+		sched_free(pool->all[i]);
+	free(pool->all);
+	free(pool->free);
+	free(pool->taken);
+	free(pool);
+}
+
+struct sub_pool *
+sub_pool_create(const struct sched_params *p, uint32_t count, const struct sched_alloc *a,
+		char *err, size_t errlen)
+{
+	struct sub_pool *pool = calloc(1, sizeof(*pool));
+	uint32_t i;
+
+	if (pool == NULL)
+		goto nomem;
+	pool->p = *p;
+	pool->all = calloc(count + 1, sizeof(*pool->all));
+	pool->free = calloc(count + 1, sizeof(*pool->free));
+	pool->taken = calloc(count + 1, sizeof(*pool->taken));
+	if (pool->all == NULL || pool->free == NULL || pool->taken == NULL)
+		goto nomem;
+	for (i = 0; i < count; i++) {
+		pool->all[i] = sched_create_on(p, a, err, errlen);
+		if (pool->all[i] == NULL) {
+			sub_pool_free(pool);
+			return NULL;
+		}
+		pool->count++;
+		pool->free[pool->nfree++] = pool->all[i];
+	}
+	return pool;
+nomem:
+	sub_pool_free(pool);
+	if (err != NULL && errlen > 0)
+		snprintf(err, errlen, "out of memory for a pool of %u schedulers", count);
+	return NULL;
+}
+
+static uint32_t
+sub_pool_index(const struct sub_pool *pool, const struct sched *s)
+{
+	uint32_t i;
+
+	/* Linear: a take or give is per subscriber activation, not per packet. */
+	for (i = 0; i < pool->count && pool->all[i] != s; i++)
+		;
+	return i;
+}
+
+struct sched *
+sub_pool_take(struct sub_pool *pool)
+{
+	struct sched *s;
+
+	if (pool->nfree == 0)
+		return NULL;
+	s = pool->free[--pool->nfree];
+	pool->taken[sub_pool_index(pool, s)] = true;
+	return s;
+}
+
+int
+sub_pool_give(struct sub_pool *pool, struct sched *s)
+{
+	struct sched_stats st;
+	uint32_t i;
+
+	i = sub_pool_index(pool, s);
+	if (i == pool->count || !pool->taken[i])
+		return -EINVAL;
+	sched_get_stats(s, &st);
+	if (st.backlog_pkts != 0)
+		return -EBUSY;
+	/* Counters, flow tables, COBALT state and the rate back to the pool's. */
+	if (sched_reinit(s, &pool->p, NULL, 0) != 0)
+		return -EBUSY;
+	pool->taken[i] = false;
+	pool->free[pool->nfree++] = s;
+	return 0;
+}
+
+uint32_t
+sub_pool_available(const struct sub_pool *pool)
+{
+	return pool->nfree;
+}
+
+bool
+sub_pool_may_return(const struct sched *s, uint64_t last_pkt_ns, uint64_t now)
+{
+	return sched_next_time(s, now) == UINT64_MAX && now - last_pkt_ns >= SUB_POOL_HOLD_NS;
+}
+
+/* ------------------------------------------------------------------ memory */
+
+struct sub_count_alloc {
+	size_t bytes;
+};
+
+static void *
+sub_count_zalloc(size_t size, void *ctx)
+{
+	((struct sub_count_alloc *)ctx)->bytes += size;
+	return calloc(1, size);
+}
+
+static void
+sub_count_free(void *p, void *ctx)
+{
+	(void)ctx;
+	free(p);
+}
+
+int
+sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
+		 const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen)
+{
+	struct sub_count_alloc count = { 0 };
+	struct sched_alloc a = { sub_count_zalloc, sub_count_free, &count };
+	struct sched *s = sched_create_on(p, &a, err, errlen);
+
+	if (s == NULL)
+		return -EINVAL;
+	sched_free(s);
+	if (active > configured)
+		active = configured;
+	out->configured = configured;
+	out->active = active;
+	out->prefixes = prefixes;
+	out->nodes = nodes;
+	out->config_bytes = (uint64_t)configured * sizeof(struct sub_subscriber) +
+			    (uint64_t)prefixes * sizeof(struct sub_prefix) +
+			    (uint64_t)nodes * sizeof(struct sub_node);
+	out->idle_bytes = (uint64_t)configured * sizeof(struct sub_idle);
+	/* Every prefix counted in both tables: an upper bound. */
+	out->lookup_bytes = sub_lookup_bytes_for(prefixes, prefixes);
+	out->alloc_bytes = sub_alloc_bytes_for(nodes, configured);
+	out->sched_bytes = count.bytes;
+	out->pool_bytes = (uint64_t)active * SUB_DIRS * count.bytes;
+	out->total = out->config_bytes + out->idle_bytes + out->lookup_bytes + out->alloc_bytes +
+		     out->pool_bytes;
+	return 0;
+}
+
+int
+sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
+		     struct sub_mem *out, char *err, size_t errlen)
+{
+	return sub_mem_estimate(set->nsubs, set->nprefixes, set->nnodes, active, p, out, err,
+				errlen);
+}
+
+void
+sub_mem_format(const struct sub_mem *m, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%u subscribers (%u active, a scheduler each way): %.3f GB = pool %.3f GB (%u x 2 "
+		 "x %llu bytes) + idle state %.1f MB + configuration %.1f MB + lookup %.1f MB + "
+		 "allocator %.1f MB",
+		 m->configured, m->active, m->total / 1e9, m->pool_bytes / 1e9, m->active,
+		 (unsigned long long)m->sched_bytes, m->idle_bytes / 1e6, m->config_bytes / 1e6,
+		 m->lookup_bytes / 1e6, m->alloc_bytes / 1e6);
+}

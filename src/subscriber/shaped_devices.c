@@ -1,0 +1,478 @@
+/*
+ * LibreQoS's ShapedDevices.csv: one row per device, rows with the same
+ * Circuit ID forming one circuit (one subscriber). A real CSV reader:
+ * quoted fields may hold commas, doubled quotes and line breaks; lines
+ * starting with '#' outside quotes are comments.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "subscriber/sub_impl.h"
+
+enum sub_col {
+	COL_CIRCUIT_ID,
+	COL_CIRCUIT_NAME,
+	COL_DEVICE_ID,
+	COL_DEVICE_NAME,
+	COL_PARENT,
+	COL_MAC,
+	COL_IPV4,
+	COL_IPV6,
+	COL_DOWN_MIN,
+	COL_UP_MIN,
+	COL_DOWN_MAX,
+	COL_UP_MAX,
+	COL_COMMENT,
+	COL_SQM, /* optional */
+	COL_COUNT,
+};
+
+static const char *const sub_col_name[COL_COUNT] = {
+	"Circuit ID",
+	"Circuit Name",
+	"Device ID",
+	"Device Name",
+	"Parent Node",
+	"MAC",
+	"IPv4",
+	"IPv6",
+	"Download Min Mbps",
+	"Upload Min Mbps",
+	"Download Max Mbps",
+	"Upload Max Mbps",
+	"Comment",
+	"sqm",
+};
+
+struct sub_csv {
+	char *p, *end;
+	uint32_t line; /* line of the next character */
+};
+
+/*
+ * The next record's fields, unquoted in place and NUL-terminated; *line is
+ * where it starts. Returns the field count, 0 at the end of the file, or
+ * -EINVAL (an unterminated quote, text after a closing quote). Fields past
+ * max are counted, not kept, except the last one (*last).
+ */
+static int
+sub_csv_record(struct sub_csv *c, char **fields, int max, uint32_t *line, char **last)
+{
+	int n = 0;
+
+	/* Blank lines and comments. */
+	for (;;) {
+		char *q = c->p;
+
+		while (q < c->end && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if (q < c->end && *q == '\n') {
+			c->p = q + 1;
+			c->line++;
+			continue;
+		}
+		if (q < c->end && *q == '#') {
+			while (q < c->end && *q != '\n')
+				q++;
+			c->p = q < c->end ? q + 1 : q;
+			c->line++;
+			continue;
+		}
+		break;
+	}
+	if (c->p >= c->end)
+		return 0;
+	*line = c->line;
+	for (;;) {
+		char *out, *start;
+
+		while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
+			c->p++;
+		start = out = c->p;
+		if (c->p < c->end && *c->p == '"') {
+			c->p++;
+			for (;;) {
+				if (c->p >= c->end)
+					return -EINVAL;
+				if (*c->p == '"') {
+					if (c->p + 1 < c->end && c->p[1] == '"') {
+						*out++ = '"';
+						c->p += 2;
+						continue;
+					}
+					c->p++;
+					break;
+				}
+				if (*c->p == '\n')
+					c->line++;
+				*out++ = *c->p++;
+			}
+			while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\r'))
+				c->p++;
+			if (c->p < c->end && *c->p != ',' && *c->p != '\n')
+				return -EINVAL;
+		} else {
+			while (c->p < c->end && *c->p != ',' && *c->p != '\n') {
+				if (*c->p == '"')
+					return -EINVAL;
+				*out++ = *c->p++;
+			}
+			while (out > start &&
+			       (out[-1] == ' ' || out[-1] == '\t' || out[-1] == '\r'))
+				out--;
+		}
+		/* The separator is overwritten only after the field has been copied. */
+		{
+			char sep = c->p < c->end ? *c->p : '\n';
+
+			if (c->p < c->end)
+				c->p++;
+			*out = '\0';
+			if (n < max)
+				fields[n] = start;
+			*last = start;
+			n++;
+			if (sep == '\n') {
+				c->line++;
+				return n;
+			}
+			if (c->p >= c->end) { /* "a,b," at the end of the file: one more, empty */
+				if (n < max)
+					fields[n] = c->p - 1;
+				*last = c->p - 1;
+				*(c->p - 1) = '\0';
+				return n + 1;
+			}
+		}
+	}
+}
+
+/* "100", "2.5", "0.25": Mbit/s with up to 6 decimals, exactly in bit/s. */
+static int
+sub_parse_mbps(const char *s, uint64_t *bps)
+{
+	uint64_t whole = 0, frac = 0, scale = 1000000;
+	const char *p = s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	while (*p >= '0' && *p <= '9') {
+		whole = whole * 10 + (uint64_t)(*p++ - '0');
+		if (whole > 10000000) /* 10 Tbit/s */
+			return -EINVAL;
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		while (*p >= '0' && *p <= '9') {
+			if (scale == 1)
+				return -EINVAL; /* finer than 1 bit/s */
+			scale /= 10;
+			frac += (uint64_t)(*p++ - '0') * scale;
+		}
+	}
+	if (*p != '\0')
+		return -EINVAL;
+	*bps = whole * 1000000 + frac;
+	return 0;
+}
+
+static int
+sub_csv_header(char **f, int n, const char *file, uint32_t line, bool *has_sqm, char *err,
+	       size_t errlen)
+{
+	int i;
+
+	if (n != COL_COUNT - 1 && n != COL_COUNT) {
+		sub_errf(err, errlen,
+			 "%s:%u: the header has %d columns; ShapedDevices.csv has %d (or %d with "
+			 "sqm): Circuit ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, "
+			 "IPv4, IPv6, Download Min Mbps, Upload Min Mbps, Download Max Mbps, Upload "
+			 "Max Mbps, Comment[, sqm]",
+			 file, line, n, COL_COUNT - 1, COL_COUNT);
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++)
+		if (strcasecmp(f[i], sub_col_name[i]) != 0) {
+			sub_errf(err, errlen, "%s:%u: column %d is \"%s\", expected \"%s\"", file,
+				 line, i + 1, f[i], sub_col_name[i]);
+			return -EINVAL;
+		}
+	*has_sqm = n == COL_COUNT;
+	return 0;
+}
+
+/* The comma-separated addresses of one IPv4 or IPv6 cell. */
+static int
+sub_csv_addresses(struct sub_set *set, uint32_t s, char *cell, int family, const char *file,
+		  uint32_t line, const char *col, char *err, size_t errlen)
+{
+	char *save = NULL, *tok;
+	char why[160];
+
+	for (tok = strtok_r(cell, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		struct sub_prefix p;
+		uint32_t idx;
+		char *e;
+
+		while (*tok == ' ' || *tok == '\t')
+			tok++;
+		e = tok + strlen(tok);
+		while (e > tok && (e[-1] == ' ' || e[-1] == '\t'))
+			*--e = '\0';
+		if (*tok == '\0')
+			continue;
+		if (sub_prefix_parse(tok, &p, why, sizeof(why)) != 0) {
+			sub_errf(err, errlen, "%s:%u: %s: %s", file, line, col, why);
+			return -EINVAL;
+		}
+		if (p.family != family) {
+			sub_errf(err, errlen, "%s:%u: %s: \"%s\" is an IPv%d address", file, line,
+				 col, tok, p.family);
+			return -EINVAL;
+		}
+		if (sub_set_add_prefix(set, &idx) != 0) {
+			sub_errf(err, errlen, "%s:%u: too many addresses", file, line);
+			return -ENOMEM;
+		}
+		p.sub = s;
+		set->prefixes[idx] = p;
+		set->subs[s].nprefixes++;
+	}
+	return 0;
+}
+
+static int
+sub_csv_rates(char **f, const char *file, uint32_t line, struct sub_plan plan[SUB_DIRS], char *err,
+	      size_t errlen)
+{
+	static const int col[4] = { COL_DOWN_MIN, COL_UP_MIN, COL_DOWN_MAX, COL_UP_MAX };
+	uint64_t v[4];
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (sub_parse_mbps(f[col[i]], &v[i]) != 0) {
+			sub_errf(err, errlen,
+				 "%s:%u: %s: \"%s\" is not a rate in Mbit/s (such as 100 "
+				 "or 2.5)",
+				 file, line, sub_col_name[col[i]], f[col[i]]);
+			return -EINVAL;
+		}
+	plan[SUB_DOWN].min = v[0];
+	plan[SUB_UP].min = v[1];
+	plan[SUB_DOWN].max = v[2];
+	plan[SUB_UP].max = v[3];
+	return 0;
+}
+
+static int
+sub_csv_row(struct sub_set *set, char **f, bool has_sqm, const char *file, uint32_t line,
+	    struct sub_names *circuits, struct sub_names *devices, struct sub_names *nodes,
+	    char *err, size_t errlen)
+{
+	struct sub_plan plan[SUB_DIRS];
+	uint8_t sqm[SUB_DIRS] = { SUB_SQM_DEFAULT, SUB_SQM_DEFAULT };
+	uint32_t node = SUB_ROOT, s, other;
+	struct sub_subscriber *sub;
+	int rc;
+
+	if (f[COL_CIRCUIT_ID][0] == '\0' || strlen(f[COL_CIRCUIT_ID]) >= SUB_ID_LEN) {
+		sub_errf(err, errlen, "%s:%u: Circuit ID must have 1..%u characters", file, line,
+			 SUB_ID_LEN - 1);
+		return -EINVAL;
+	}
+	if (f[COL_DEVICE_ID][0] == '\0' || strlen(f[COL_DEVICE_ID]) >= SUB_ID_LEN) {
+		sub_errf(err, errlen, "%s:%u: Device ID must have 1..%u characters", file, line,
+			 SUB_ID_LEN - 1);
+		return -EINVAL;
+	}
+	other = sub_names_get(devices, f[COL_DEVICE_ID]);
+	if (other != SUB_NONE) {
+		sub_errf(err, errlen, "%s:%u: duplicate Device ID \"%s\" (also on line %u)", file,
+			 line, f[COL_DEVICE_ID], other);
+		return -EINVAL;
+	}
+	if (sub_names_put(devices, f[COL_DEVICE_ID], line) != 0)
+		goto nomem;
+	if (f[COL_PARENT][0] != '\0') {
+		node = sub_names_get(nodes, f[COL_PARENT]);
+		if (node == SUB_NONE) {
+			sub_errf(err, errlen,
+				 "%s:%u: circuit \"%s\": unknown parent node \"%s\" (not in "
+				 "network.json)",
+				 file, line, f[COL_CIRCUIT_ID], f[COL_PARENT]);
+			return -EINVAL;
+		}
+	}
+	rc = sub_csv_rates(f, file, line, plan, err, errlen);
+	if (rc != 0)
+		return rc;
+	if (has_sqm && sub_parse_sqm(f[COL_SQM], sqm) != 0) {
+		sub_errf(err, errlen,
+			 "%s:%u: sqm: \"%s\" is not cake, fq_codel, none or a down/up pair of them",
+			 file, line, f[COL_SQM]);
+		return -EINVAL;
+	}
+	s = sub_names_get(circuits, f[COL_CIRCUIT_ID]);
+	if (s == SUB_NONE) {
+		if (sub_set_add_sub(set, &s) != 0)
+			goto nomem;
+		sub = &set->subs[s];
+		snprintf(sub->id, sizeof(sub->id), "%s", f[COL_CIRCUIT_ID]);
+		sub_copy_name(sub->name, sizeof(sub->name), f[COL_CIRCUIT_NAME]);
+		sub->node = node;
+		memcpy(sub->plan, plan, sizeof(plan));
+		memcpy(sub->sqm, sqm, sizeof(sqm));
+		sub->origin = line;
+		/* Keys point into the file's buffer: set->subs moves as it grows. */
+		if (sub_names_put(circuits, f[COL_CIRCUIT_ID], s) != 0)
+			goto nomem;
+	} else {
+		/* Another device of the circuit: it must say the same about the circuit. */
+		sub = &set->subs[s];
+		if (sub->node != node) {
+			char a[256];
+
+			sub_node_path(set, sub->node, a, sizeof(a));
+			sub_errf(err, errlen,
+				 "%s:%u: circuit \"%s\" has parent node \"%s\" here but %s on line "
+				 "%u: one circuit id, one circuit",
+				 file, line, sub->id, f[COL_PARENT], a, sub->origin);
+			return -EINVAL;
+		}
+		if (memcmp(sub->plan, plan, sizeof(plan)) != 0 ||
+		    memcmp(sub->sqm, sqm, sizeof(sqm)) != 0) {
+			sub_errf(err, errlen,
+				 "%s:%u: circuit \"%s\" has other rates or sqm here than on line %u "
+				 "(every row of a circuit repeats them)",
+				 file, line, sub->id, sub->origin);
+			return -EINVAL;
+		}
+	}
+	rc = sub_csv_addresses(set, s, f[COL_IPV4], 4, file, line, "IPv4", err, errlen);
+	if (rc == 0)
+		rc = sub_csv_addresses(set, s, f[COL_IPV6], 6, file, line, "IPv6", err, errlen);
+	return rc;
+nomem:
+	sub_errf(err, errlen, "%s:%u: out of memory", file, line);
+	return -ENOMEM;
+}
+
+static char *
+sub_read_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf = NULL;
+	long n;
+
+	if (fp == NULL) {
+		int e = errno;
+
+		sub_errf(err, errlen, "%s: %s", path, strerror(e));
+		errno = e;
+		return NULL;
+	}
+	if (fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 || fseek(fp, 0, SEEK_SET) != 0 ||
+	    (buf = malloc((size_t)n + 1)) == NULL || fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+		sub_errf(err, errlen, "%s: cannot read the file", path);
+		free(buf);
+		fclose(fp);
+		errno = EIO;
+		return NULL;
+	}
+	fclose(fp);
+	buf[n] = '\0';
+	*len = (size_t)n;
+	return buf;
+}
+
+int
+sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *network_json, char *err,
+		  size_t errlen)
+{
+	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 };
+	struct sub_csv c;
+	char *fields[COL_COUNT], *extra_last = NULL;
+	bool header = false, has_sqm = false;
+	uint32_t line, i;
+	size_t len;
+	char *buf;
+	int n, rc = 0;
+
+	snprintf(set->subs_file, sizeof(set->subs_file), "%s", devices_csv);
+	set->subs_csv = true;
+	buf = sub_read_file(devices_csv, &len, err, errlen);
+	if (buf == NULL)
+		return -errno;
+	if (sub_names_init(&nodes, 64) != 0 || sub_names_init(&circuits, 1024) != 0 ||
+	    sub_names_init(&devices, 1024) != 0) {
+		rc = -ENOMEM;
+		sub_errf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (network_json != NULL) {
+		rc = sub_load_network(set, network_json, &nodes, err, errlen);
+		if (rc != 0)
+			goto out;
+	}
+	c.p = buf;
+	c.end = buf + len;
+	c.line = 1;
+	while ((n = sub_csv_record(&c, fields, COL_COUNT, &line, &extra_last)) > 0) {
+		if (!header) {
+			rc = sub_csv_header(fields, n, devices_csv, line, &has_sqm, err, errlen);
+			if (rc != 0)
+				goto out;
+			header = true;
+			continue;
+		}
+		if (n < (has_sqm ? COL_COUNT : COL_COUNT - 1) || n > COL_COUNT + 32) {
+			sub_errf(err, errlen, "%s:%u: %d fields, the header has %d", devices_csv,
+				 line, n, has_sqm ? COL_COUNT : COL_COUNT - 1);
+			rc = -EINVAL;
+			goto out;
+		}
+		/*
+		 * More fields than the header: an unquoted Comment with commas in
+		 * it (LibreQoS's own example has such rows). The Comment is the
+		 * only free text and is not used; sqm, if present, is the last.
+		 */
+		if (has_sqm && n > COL_COUNT)
+			fields[COL_SQM] = extra_last;
+		rc = sub_csv_row(set, fields, has_sqm, devices_csv, line, &circuits, &devices,
+				 &nodes, err, errlen);
+		if (rc != 0)
+			goto out;
+	}
+	if (n < 0) {
+		sub_errf(err, errlen,
+			 "%s:%u: a quoted field is not closed, or text follows its closing quote",
+			 devices_csv, c.line);
+		rc = -EINVAL;
+		goto out;
+	}
+	if (!header) {
+		sub_errf(err, errlen, "%s: no header row (Circuit ID, Circuit Name, ...)",
+			 devices_csv);
+		rc = -EINVAL;
+		goto out;
+	}
+	for (i = 0; i < set->nsubs; i++)
+		if (set->subs[i].nprefixes == 0) {
+			sub_errf(err, errlen, "%s:%u: circuit \"%s\" has no IPv4 or IPv6 address",
+				 devices_csv, set->subs[i].origin, set->subs[i].id);
+			rc = -EINVAL;
+			goto out;
+		}
+	rc = sub_set_validate(set, err, errlen);
+out:
+	sub_names_free(&nodes);
+	sub_names_free(&circuits);
+	sub_names_free(&devices);
+	free(buf);
+	return rc;
+}

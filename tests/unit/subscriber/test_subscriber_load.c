@@ -1,0 +1,401 @@
+/*
+ * The subscriber loaders (src/subscriber): the shipped LibreQoS samples and
+ * the JSON form load to the same circuits, and every kind of bad input is
+ * refused with a message naming the file, the line or JSON path and the
+ * fault.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shaper/subscriber.h"
+
+#define SAMPLES SHAPER_SOURCE_ROOT "/config/subscribers/"
+
+static const char csv_header[] =
+		"Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,Download Min "
+		"Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,Comment\n";
+
+static const char net_two_aps[] =
+		"{\"Site\": {\"downloadBandwidthMbps\": 100, \"uploadBandwidthMbps\": 50, \"children\": {"
+		"\"AP_A\": {\"downloadBandwidthMbps\": 60, \"uploadBandwidthMbps\": 20},"
+		"\"AP_B\": {\"downloadBandwidthMbps\": 60, \"uploadBandwidthMbps\": 20}}}}";
+
+static char tmpdir[] = "/tmp/test_subscriber_XXXXXX";
+
+static void
+write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Load csv rows (after the header) with net as network.json into an initialised set. */
+static int
+load_csv_into(const char *rows, const char *net, struct sub_set *set, char *err, size_t errlen)
+{
+	char csv[128], nj[128], *text;
+	int rc;
+
+	snprintf(csv, sizeof(csv), "%s/ShapedDevices.csv", tmpdir);
+	snprintf(nj, sizeof(nj), "%s/network.json", tmpdir);
+	text = malloc(strlen(csv_header) + strlen(rows) + 1);
+	assert_non_null(text);
+	strcpy(text, csv_header);
+	strcat(text, rows);
+	write_file(csv, text);
+	free(text);
+	write_file(nj, net ? net : "{}");
+	rc = sub_load_libreqos(set, csv, nj, err, errlen);
+	return rc;
+}
+
+/* The same into a fresh set; 0 or -errno with err. */
+static int
+load_csv(const char *rows, const char *net, struct sub_set *set, char *err, size_t errlen)
+{
+	sub_set_init(set);
+	return load_csv_into(rows, net, set, err, errlen);
+}
+
+static void
+expect_csv_error(const char *rows, const char *net, const char *want)
+{
+	struct sub_set set;
+	char err[512] = "";
+	int rc = load_csv(rows, net, &set, err, sizeof(err));
+
+	if (rc == 0 || strstr(err, want) == NULL)
+		fail_msg("rows:\n%s\nwanted an error with \"%s\", got rc %d: \"%s\"", rows, want,
+			 rc, err);
+	/* Every message names the file. */
+	assert_non_null(strstr(err, "ShapedDevices.csv") ? err : strstr(err, "network.json"));
+	sub_set_free(&set);
+}
+
+static void
+test_samples(void **state)
+{
+	struct sub_set csv, js;
+	char err[512] = "";
+	uint32_t i, s;
+
+	(void)state;
+	sub_set_init(&csv);
+	if (sub_load_libreqos(&csv, SAMPLES "ShapedDevices.csv", SAMPLES "network.json", err,
+			      sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sub_set_init(&js);
+	if (sub_load_json(&js, SAMPLES "isp-subscribers.json", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(csv.nnodes, 6); /* link + 2 sites + 3 children */
+	assert_int_equal(csv.nsubs, 5);
+	assert_int_equal(js.nsubs, 6);
+	/* A circuit of two devices is one subscriber with both addresses. */
+	s = sub_find(&csv, "c100");
+	assert_int_not_equal(s, SUB_NONE);
+	assert_int_equal(csv.subs[s].nprefixes, 3);
+	assert_string_equal(csv.subs[s].name, "12 Elm St, Apt 3");
+	assert_int_equal(csv.subs[s].plan[SUB_DOWN].max, 100000000);
+	assert_int_equal(csv.subs[s].plan[SUB_UP].min, 5000000);
+	/* Fractional Mbit/s are exact, the sqm column directional. */
+	s = sub_find(&csv, "c102");
+	assert_int_equal(csv.subs[s].plan[SUB_DOWN].max, 25500000);
+	assert_int_equal(csv.subs[s].plan[SUB_DOWN].min, 500000);
+	assert_int_equal(csv.subs[s].sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(csv.subs[s].sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	assert_int_equal(csv.nodes[sub_node_find(&csv, "Building_S1")].capacity[SUB_DOWN],
+			 200500000);
+	assert_int_equal(csv.subs[sub_find(&csv, "c104")].node, SUB_ROOT);
+	/* The two forms agree on every circuit the CSV has (plans and parents). */
+	for (i = 0; i < csv.nsubs; i++) {
+		const struct sub_subscriber *a = &csv.subs[i];
+		const struct sub_subscriber *b = &js.subs[sub_find(&js, a->id)];
+
+		if (strcmp(a->id, "c104") == 0)
+			continue; /* the JSON sample gives it no mins */
+		assert_memory_equal(a->plan, b->plan, sizeof(a->plan));
+		assert_string_equal(csv.nodes[a->node].name, js.nodes[b->node].name);
+		assert_int_equal(a->nprefixes, b->nprefixes);
+	}
+	for (i = 0; i < csv.nnodes; i++)
+		assert_memory_equal(csv.nodes[i].capacity,
+				    js.nodes[i == 0 ? 0 : sub_node_find(&js, csv.nodes[i].name)]
+						    .capacity,
+				    i == 0 ? 0 : sizeof(csv.nodes[i].capacity));
+	/* What only the JSON form says. */
+	assert_int_equal(js.nodes[SUB_ROOT].capacity[SUB_DOWN], 1500000000);
+	assert_int_equal(js.unknown, SUB_UNKNOWN_PLAN);
+	assert_int_equal(js.unknown_plan[SUB_DOWN].max, 5000000);
+	s = sub_find(&js, "c105");
+	for (i = 0; i < js.nprefixes; i++)
+		if (js.prefixes[i].sub == s)
+			assert_int_equal(js.prefixes[i].vlan, 200);
+	sub_set_free(&csv);
+	sub_set_free(&js);
+}
+
+static void
+test_csv_quoting(void **state)
+{
+	struct sub_set set;
+	char err[512] = "", path[128];
+
+	(void)state;
+	/* Doubled quotes, a comma and a line break inside quotes, CRLF, comments, spaces. */
+	if (load_csv("# a comment line\r\n"
+		     "\"c1\",\"O\"\"Brien, Main St\nBuilding 2\",\"d1\",\"x\",\"\",\"\","
+		     " \"10.0.0.1 , 10.0.0.2\" ,\"\",\"1\",\"1\",\"10\",\"5\",\"\"\r\n"
+		     "\n"
+		     "c2,plain,d2,x,,,10.0.0.3,,0,0,2.5,0.5,\n"
+		     "c3,last line without a newline,d3,x,,,10.0.0.4,,0,0,1,1,",
+		     NULL, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.nsubs, 3);
+	assert_string_equal(set.subs[0].name, "O\"Brien, Main St\nBuilding 2");
+	assert_int_equal(set.subs[0].nprefixes, 2);
+	assert_int_equal(set.subs[1].origin, 6); /* lines count the break inside quotes */
+	assert_int_equal(set.subs[1].plan[SUB_UP].max, 500000);
+	assert_int_equal(set.subs[2].nprefixes, 1);
+	sub_set_free(&set);
+
+	/*
+	 * An unquoted Comment with commas (as in LibreQoS's own example):
+	 * extra fields belong to the Comment, and sqm is the last field.
+	 */
+	snprintf(path, sizeof(path), "%s/ShapedDevices.csv", tmpdir);
+	write_file(path, "Circuit ID,Circuit Name,Device ID,Device Name,Parent Node,MAC,IPv4,IPv6,"
+			 "Download Min Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps,"
+			 "Comment,sqm\n"
+			 "c1,a,d1,x,,,10.0.0.1,,0,0,10,10,Down=cake, Up=fq_codel,cake/fq_codel\n");
+	sub_set_init(&set);
+	if (sub_load_libreqos(&set, path, NULL, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.subs[0].sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(set.subs[0].sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	sub_set_free(&set);
+}
+
+static void
+test_csv_errors(void **state)
+{
+	(void)state;
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\nc2,b,d1,x,,,10.0.0.2,,0,0,10,10,\n",
+			 NULL, "ShapedDevices.csv:3: duplicate Device ID \"d1\" (also on line 2)");
+	expect_csv_error("c1,a,d1,x,AP_Z,,10.0.0.1,,0,0,10,10,\n", net_two_aps,
+			 "ShapedDevices.csv:2: circuit \"c1\": unknown parent node \"AP_Z\"");
+	expect_csv_error("c1,a,d1,x,AP_A,,10.0.0.1,,0,0,10,10,\nc1,a,d2,x,AP_B,,10.0.0.2,,0,0,10,"
+			 "10,\n",
+			 net_two_aps,
+			 ":3: circuit \"c1\" has parent node \"AP_B\" here but Site/AP_A");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\nc1,a,d2,x,,,10.0.0.2,,0,0,20,10,\n",
+			 NULL, ":3: circuit \"c1\" has other rates or sqm here than on line 2");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,20,0,10,10,\n", NULL,
+			 ":2 (circuit \"c1\"): download min 20.0 Mbit/s is above its max 10.0");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,0,10,\n", NULL,
+			 ":2 (circuit \"c1\"): download max must be above 0");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.0/24,,0,0,10,10,\nc2,a,d2,x,,,10.0.0.7,,0,0,10,10,\n",
+			 NULL,
+			 ":3 (circuit \"c2\"): 10.0.0.7/32 overlaps 10.0.0.0/24 of circuit \"c1\" "
+			 "(line 2)");
+	expect_csv_error("c1,a,d1,x,,,,2001:db8::/56,0,0,10,10,\nc2,a,d2,x,,,,2001:db8::/48,0,0,10,"
+			 "10,\n",
+			 NULL, ":3 (circuit \"c2\"): 2001:db8::/48 overlaps 2001:db8::/56");
+	expect_csv_error("c1,a,d1,x,,,\"10.0.0.1, 10.0.0.1\",,0,0,10,10,\n", NULL,
+			 ":2 (circuit \"c1\"): 10.0.0.1/32 and 10.0.0.1/32 overlap");
+	expect_csv_error(
+			"c1,a,d1,x,AP_A,,10.0.0.1,,40,0,50,10,\nc2,a,d2,x,AP_A,,10.0.0.2,,30,0,50,"
+			"10,\n",
+			net_two_aps,
+			"network.json: node Site/AP_A: the download mins of the subscribers under it add up to "
+			"70.0 Mbit/s, above its capacity 60.0");
+	/* The same accepted with scale_mins, the node counted for a warning. */
+	{
+		struct sub_set set;
+		char err[512] = "";
+
+		sub_set_init(&set);
+		set.scale_mins = true;
+		if (load_csv_into("c1,a,d1,x,AP_A,,10.0.0.1,,40,0,50,10,\nc2,a,d2,x,AP_A,,10.0.0.2,,30,"
+				  "0,50,10,\n",
+				  net_two_aps, &set, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		assert_int_equal(set.mins_scaled, 1);
+		sub_set_free(&set);
+	}
+	/* Mins that fit each AP but not their site together. */
+	expect_csv_error("c1,a,d1,x,AP_A,,10.0.0.1,,0,15,50,20,\nc2,a,d2,x,AP_B,,10.0.0.2,,0,15,"
+			 "50,20,\nc3,a,d3,x,Site,,10.0.0.3,,0,25,50,30,\n",
+			 net_two_aps, "network.json: node Site: the upload mins");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1/33,,0,0,10,10,\n", NULL,
+			 ":2: IPv4: \"10.0.0.1/33\": the prefix length must be 0..32");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1/24,,0,0,10,10,\n", NULL,
+			 "\"10.0.0.1/24\" has host bits set past /24");
+	expect_csv_error("c1,a,d1,x,,,2001:db8::1,,0,0,10,10,\n", NULL,
+			 ":2: IPv4: \"2001:db8::1\" is an IPv6 address");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10Mbps,10,\n", NULL,
+			 ":2: Download Max Mbps: \"10Mbps\" is not a rate in Mbit/s");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10\n", NULL,
+			 ":2: 12 fields, the header has 13");
+	expect_csv_error("c1,\"a,d1,x,,,10.0.0.1,,0,0,10,10,\n", NULL,
+			 "a quoted field is not closed");
+	expect_csv_error("c1,a,d1,x,,,,,0,0,10,10,\n", NULL,
+			 ":2: circuit \"c1\" has no IPv4 or IPv6 address");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\n",
+			 "{\"A\": {\"downloadBandwidthMbps\": 1, \"uploadBandwidthMbps\": 1, "
+			 "\"children\": {\"A\": {\"downloadBandwidthMbps\": 1, "
+			 "\"uploadBandwidthMbps\": 1}}}}",
+			 "network.json: A.children.A: duplicate node name \"A\" (also at A)");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\n",
+			 "{\"A\": {\"downloadBandwidthMbps\": \"1\", \"uploadBandwidthMbps\": 1}}",
+			 "network.json: A.downloadBandwidthMbps: must be a number of Mbit/s");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\n",
+			 "{\"A\": {\"uploadBandwidthMbps\": 1}}",
+			 "network.json: A: missing \"downloadBandwidthMbps\"");
+	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\n", "{\"A\": ", "network.json:1:");
+}
+
+static void
+expect_json_error(const char *text, const char *want)
+{
+	struct sub_set set;
+	char err[512] = "";
+	int rc;
+
+	sub_set_init(&set);
+	rc = sub_load_json_text(&set, text, "subs.json", err, sizeof(err));
+	if (rc == 0 || strstr(err, want) == NULL)
+		fail_msg("%s\nwanted an error with \"%s\", got rc %d: \"%s\"", text, want, rc, err);
+	sub_set_free(&set);
+}
+
+#define ONE_SUB(extra)                                                                             \
+	"{\"nodes\": {\"AP\": {\"download\": \"100mbit\", \"upload\": \"50mbit\"}},"               \
+	"\"subscribers\": [{\"id\": \"a\", \"node\": \"AP\", \"download\": \"10mbit\", "           \
+	"\"upload\": \"5mbit\", \"addresses\": [\"10.0.0.1\"]}" extra "]}"
+
+static void
+test_json_form(void **state)
+{
+	struct sub_set set;
+	char err[512] = "";
+
+	(void)state;
+	sub_set_init(&set);
+	if (sub_load_json_text(&set, ONE_SUB(""), "subs.json", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.subs[0].plan[SUB_DOWN].max, 10000000);
+	assert_int_equal(set.unknown, SUB_UNKNOWN_LINK);
+	sub_set_free(&set);
+
+	expect_json_error(
+			ONE_SUB(",{\"id\": \"a\", \"download\": \"1mbit\", \"upload\": \"1mbit\", "
+				"\"addresses\": [\"10.0.0.2\"]}"),
+			"subs.json: subscribers[1]: duplicate id \"a\" (also subscribers[0])");
+	expect_json_error(ONE_SUB(",{\"id\": \"b\", \"node\": \"AP9\", \"download\": \"1mbit\", "
+				  "\"upload\": \"1mbit\", \"addresses\": [\"10.0.0.2\"]}"),
+			  "subs.json: subscribers[1]: node: unknown node \"AP9\"");
+	expect_json_error(
+			ONE_SUB(",{\"id\": \"b\", \"download\": {\"max\": \"1mbit\", \"min\": "
+				"\"2mbit\"}, \"upload\": \"1mbit\", \"addresses\": [\"10.0.0.2\"]}"),
+			"subs.json: subscribers[1] (\"b\"): download min 2.0 Mbit/s is above its "
+			"max 1.0");
+	expect_json_error(
+			ONE_SUB(",{\"id\": \"b\", \"download\": \"1mbps\", \"upload\": \"1mbit\", "
+				"\"addresses\": [\"10.0.0.2\"]}"),
+			"subs.json: subscribers[1].download: ");
+	expect_json_error(
+			ONE_SUB(",{\"id\": \"b\", \"download\": \"1mbit\", \"upload\": \"1mbit\", "
+				"\"addresses\": [\"10.0.0.0/30\"]}"),
+			"subs.json: subscribers[1] (\"b\"): 10.0.0.0/30 overlaps 10.0.0.1/32 of "
+			"subscribers[0] (\"a\")");
+	/* The same address on another VLAN is another subscriber's. */
+	sub_set_init(&set);
+	if (sub_load_json_text(&set,
+			       ONE_SUB(",{\"id\": \"b\", \"download\": \"1mbit\", \"upload\": "
+				       "\"1mbit\", \"addresses\": [{\"prefix\": \"10.0.0.1\", "
+				       "\"vlan\": 7}]}"),
+			       "subs.json", err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sub_set_free(&set);
+	expect_json_error(
+			ONE_SUB(",{\"id\": \"b\", \"download\": \"1mbit\", \"upload\": \"1mbit\", "
+				"\"addresses\": [{\"prefix\": \"10.0.0.1\", \"vlan\": 4095}]}"),
+			"subscribers[1].addresses[0]: vlan: expected a VLAN id 1..4094");
+	expect_json_error(ONE_SUB(",{\"id\": \"b\", \"downlaod\": \"1mbit\"}"),
+			  "subs.json: subscribers[1]: unknown key \"downlaod\"");
+	expect_json_error("{\"nodes\": {\"AP\": {\"download\": \"100mbit\"}}, \"subscribers\": []}",
+			  "subs.json: nodes.AP.upload: missing");
+	expect_json_error(
+			"{\"link\": {\"download\": \"10mbit\"}, \"subscribers\": [{\"id\": \"a\", "
+			"\"download\": {\"max\": \"20mbit\", \"min\": \"11mbit\"}, \"upload\": "
+			"\"1mbit\", \"addresses\": [\"10.0.0.1\"]}]}",
+			"subs.json: node link: the download mins of the subscribers under it add up to 11.0");
+	expect_json_error("{\"unknown\": {\"download\": \"1mbit\"}, \"subscribers\": []}",
+			  "subs.json: unknown.upload: missing");
+	expect_json_error("{\"subscribers\": [}", "subs.json:1:");
+}
+
+static void
+test_prefix_parse(void **state)
+{
+	struct sub_prefix p;
+	char err[128], buf[64];
+
+	(void)state;
+	assert_int_equal(sub_prefix_parse("100.64.0.8/29", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.family, 4);
+	assert_int_equal(p.len, 29);
+	sub_prefix_format(&p, buf, sizeof(buf));
+	assert_string_equal(buf, "100.64.0.8/29");
+	assert_int_equal(sub_prefix_parse("2001:db8:100::/56", &p, err, sizeof(err)), 0);
+	assert_int_equal(p.len, 56);
+	assert_int_equal(sub_prefix_parse("2001:db8:100::1/56", &p, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sub_prefix_parse("10.0.0.1/", &p, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sub_prefix_parse("10.0.0.1/ 8", &p, err, sizeof(err)), -EINVAL);
+	assert_int_equal(sub_prefix_parse("10.0.0", &p, err, sizeof(err)), -EINVAL);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int
+teardown(void **state)
+{
+	char p[128];
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/ShapedDevices.csv", tmpdir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/network.json", tmpdir);
+	unlink(p);
+	rmdir(tmpdir);
+	return 0;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_samples),      cmocka_unit_test(test_csv_quoting),
+		cmocka_unit_test(test_csv_errors),   cmocka_unit_test(test_json_form),
+		cmocka_unit_test(test_prefix_parse),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
