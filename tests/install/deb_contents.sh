@@ -2,7 +2,8 @@
 # Check the Debian package tools/build-deb.sh left in DEB_DIR (the newest
 # shaper_*.deb there) without installing it: dpkg-deb's listing holds the
 # binaries, man pages, the template unit, the sysusers and tmpfiles entries,
-# every config/*.json as a preset, the Grafana dashboard and the copyright
+# every config/*.json as a preset, the Grafana dashboard, the fail-open XDP
+# object and the copyright
 # file; that file is debian/copyright, whose licence text is LICENSE's; the
 # extracted shaperd runs and passes --check-config on every extracted preset;
 # Depends names the PMDs shaperd loads at run time and no test tool; the
@@ -32,7 +33,7 @@ want=(/usr/bin/shaperd /usr/bin/shapectl
 	/usr/share/man/man5/shaper.json.5.gz
 	/lib/systemd/system/shaperd@.service
 	/usr/lib/sysusers.d/shaper.conf /usr/lib/tmpfiles.d/shaper.conf
-	/usr/share/shaper/grafana/shaper-dashboard.json
+	/usr/share/shaper/grafana/shaper-dashboard.json /usr/lib/shaper/failopen.bpf.o
 	/usr/share/doc/shaper/copyright /etc/shaper/)
 for f in "$src"/config/*.json; do
 	want+=("/usr/share/shaper/presets/$(basename "$f")")

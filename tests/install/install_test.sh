@@ -54,6 +54,14 @@ else
 	bad "$datadir/shaper/grafana/shaper-dashboard.json missing or not tools/grafana's"
 fi
 
+# the fail-open XDP object, where shaperd looks for it (SHAPER_BPF_DIR = PREFIX/lib/shaper)
+bpf=$D$prefix/lib/shaper/failopen.bpf.o
+if cmp -s "$build/src/failopen.bpf.o" "$bpf" && strings "$D$bindir/shaperd" | grep -qx "$prefix/lib/shaper"; then
+	echo "ok   fail-open XDP object in $prefix/lib/shaper"
+else
+	bad "$prefix/lib/shaper/failopen.bpf.o missing, not the build's, or not where shaperd looks"
+fi
+
 # systemd
 unit=$D$unitdir/shaperd@.service
 [ -f "$unit" ] || bad "no $unitdir/shaperd@.service"
