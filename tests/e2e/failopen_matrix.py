@@ -27,7 +27,8 @@ in three set-ups, one after the other in the same run:
                 at all: what a wire-like bridge loses on this machine
 
 Each probe is through if its reply came within 100 ms. "dark ms" is the
-longest stretch of probes that were not, "lost" the probes never answered,
+longest time between two probes that got through (by ping's clock, less one
+interval), "lost" the probes never answered,
 "shaping" whether shaperd forwards again (its counters move while the upload
 runs) by the end of the window.
 
@@ -163,18 +164,26 @@ def start_load(tmp):
 
 
 def probe_result(out, n):
-    rtts = {}
-    for m in re.finditer(r"icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms", out):
-        rtts[int(m.group(1))] = float(m.group(2))
-    lost = sum(1 for s in range(1, n + 1) if s not in rtts)
-    run = longest = 0
-    for s in range(1, n + 1):
-        if s in rtts and rtts[s] <= THROUGH_MS:
-            run = 0
-        else:
-            run += 1
-            longest = max(longest, run)
-    return longest * INTERVAL * 1000.0, lost
+    """(dark ms, lost): dark is the longest time between the sending of two
+    probes that got through, less one interval, by ping's own clock (-D), so
+    a ping that falls behind its 10 ms does not shrink it; a stretch to the
+    window's end (nothing got through after it) is counted in probes at the
+    interval ping kept."""
+    sent = {}
+    lost_seqs = set(range(1, n + 1))
+    for m in re.finditer(r"\[([\d.]+)\] .*icmp_seq=(\d+) ttl=\d+ time=([\d.]+) ms", out):
+        t, seq, rtt = float(m.group(1)), int(m.group(2)), float(m.group(3))
+        lost_seqs.discard(seq)
+        if rtt <= THROUGH_MS:
+            sent[seq] = t - rtt / 1000.0
+    if len(sent) < 2:
+        return n * INTERVAL * 1000.0, len(lost_seqs)
+    seqs = sorted(sent)
+    step = (sent[seqs[-1]] - sent[seqs[0]]) / (seqs[-1] - seqs[0])
+    dark = max((seqs[0] - 1) * step, (n - seqs[-1]) * step)
+    for a, b in zip(seqs, seqs[1:]):
+        dark = max(dark, sent[b] - sent[a] - step)
+    return max(dark, 0.0) * 1000.0, len(lost_seqs)
 
 
 def finish_load(ping, iperf):
