@@ -709,17 +709,15 @@ cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, siz
 		c->tin_index[m[i].dscp] = m[i].tin;
 }
 
-/* Set one tin's threshold rate and everything derived from it (sch_cake's cake_set_rate()). */
+/* One tin's threshold rate and what derives from it (sch_cake's cake_set_rate()). */
 static void
-cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
-		const char *name)
+cake_tin_set_rate(const struct cake *c, struct cake_tin *b, uint64_t rate)
 {
 	uint64_t target_ns = (uint64_t)c->p.target_us * 1000;
 	uint64_t rtt_ns = (uint64_t)c->p.rtt_us * 1000;
 	uint64_t mtu_time, target;
 
 	sched_rate_set(&b->rate, rate);
-	b->tin_quantum = tin_quantum;
 	if (rate != 0) {
 		uint64_t q = rate >> 12;
 
@@ -736,6 +734,15 @@ cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_
 	if (b->cparams.interval < 2 * target)
 		b->cparams.interval = 2 * target;
 	b->cparams.mtu_time = mtu_time;
+}
+
+/* Configure one tin: its rate, DRR weight, BLUE steps and name. */
+static void
+cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
+		const char *name)
+{
+	cake_tin_set_rate(c, b, rate);
+	b->tin_quantum = tin_quantum;
 	b->cparams.p_inc = 1u << 24;
 	b->cparams.p_dec = 1u << 20;
 	snprintf(b->name, sizeof(b->name), "%s", name);
@@ -819,6 +826,60 @@ cake_config_tins(struct cake *c, uint64_t r)
 		cake_tin_config(c, &c->tins[i], r, 1024, name);
 	}
 	sched_rate_set(&c->rate, r);
+	c->lag = sched_lag_limit(&c->p, &c->rate);
+}
+
+/*
+ * A new link rate r for the tins configured by cake_config_tins (the same
+ * fractions of r): only the rate-derived fields change, the DSCP map,
+ * quanta and names stay. Only the tins dequeue scans: the others hold no
+ * packets and cake_update reconfigures every tin before the scan can grow.
+ * Tins past the mode (draining after a diffserv change) run at r and copy
+ * tin 0's figures.
+ */
+static void
+cake_rates_set(struct cake *c, uint64_t r)
+{
+	struct cake_tin *t = c->tins;
+	uint32_t i, done, n = c->tin_scan < CAKE_MAX_TINS ? c->tin_scan : CAKE_MAX_TINS;
+
+	cake_tin_set_rate(c, &t[0], r); /* tin 0 runs at r in every mode */
+	switch (c->p.diffserv) {
+	case SCHED_PRECEDENCE:
+	case SCHED_DIFFSERV8: {
+		uint64_t rate = r;
+
+		for (i = 1; i < n; i++) {
+			rate = (rate * 7) >> 3;
+			cake_tin_set_rate(c, &t[i], rate);
+		}
+		done = n;
+		break;
+	}
+	case SCHED_DIFFSERV4:
+		cake_tin_set_rate(c, &t[1], r >> 4);
+		cake_tin_set_rate(c, &t[2], r >> 1);
+		cake_tin_set_rate(c, &t[3], r >> 2);
+		done = 4;
+		break;
+	case SCHED_DIFFSERV3:
+		cake_tin_set_rate(c, &t[1], r >> 4);
+		cake_tin_set_rate(c, &t[2], r >> 2);
+		done = 3;
+		break;
+	case SCHED_BESTEFFORT:
+	default:
+		done = 1;
+		break;
+	}
+	for (i = done; i < n; i++) {
+		t[i].rate = t[0].rate;
+		t[i].flow_quantum = t[0].flow_quantum;
+		t[i].cparams.target = t[0].cparams.target;
+		t[i].cparams.interval = t[0].cparams.interval;
+		t[i].cparams.mtu_time = t[0].cparams.mtu_time;
+	}
+	c->rate = t[0].rate;
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
@@ -1530,8 +1591,9 @@ cake_set_rate(void *impl, uint64_t rate, uint64_t now)
 	sched_rescale_clock(&c->time_next_packet, now, old, rate);
 	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
 	for (i = 0; i < CAKE_MAX_TINS; i++)
-		sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
-	cake_config_tins(c, rate);
+		if (c->tins[i].time_next_packet > now) /* the rest are not waiting */
+			sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
+	cake_rates_set(c, rate);
 }
 
 static void
