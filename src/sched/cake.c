@@ -445,7 +445,8 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 
 /* ----------------------------------------------------------- flow lookup */
 
-static uint16_t
+/* Inlined into the burst enqueue: one call less per packet. */
+static inline __attribute__((always_inline)) uint16_t
 cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
 	uint8_t mode = c->flow_mode;
@@ -659,7 +660,7 @@ cake_ewma(uint64_t avg, uint64_t sample, unsigned int shift)
 	return avg - (avg >> shift) + (sample >> shift);
 }
 
-static uint32_t
+static inline __attribute__((always_inline)) uint32_t
 cake_overhead(struct cake *c, const struct sh_pkt *pkt)
 {
 	uint32_t net, adj;
@@ -1228,11 +1229,10 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 	sh_pkt_list_push(dropped, ack);
 }
 
-static int
-cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
-	     struct sh_pkt_list *dropped)
+static inline __attribute__((always_inline)) int
+cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+		 struct sh_pkt_list *dropped)
 {
-	struct cake *c = impl;
 	uint8_t dscp = pkt->dscp & 63;
 	struct cake_tin *b;
 	struct cake_flow *f;
@@ -1286,11 +1286,13 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
-		if (f->set == CAKE_SET_DECAYING)
+		if (f->set == CAKE_SET_DECAYING) {
 			b->decaying_flow_count--;
-		else
-			cake_busy_set(b, idx, true);
-		cake_list_move_tail(b, CAKE_LIST_NEW, idx);
+			cake_list_unlink(b, idx);
+		} else {
+			cake_busy_set(b, idx, true); /* an idle flow is in no list */
+		}
+		cake_list_append(b, CAKE_LIST_NEW, idx);
 		f->set = CAKE_SET_SPARSE;
 		b->sparse_flow_count++;
 		f->deficit = cake_flow_quantum(c, b, f);
@@ -1312,6 +1314,33 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 			self_dropped = true;
 	}
 	return self_dropped ? 1 : 0;
+}
+
+static int
+cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+	     struct sh_pkt_list *dropped)
+{
+	return cake_enqueue_one(impl, pkt, now, stamp, dropped);
+}
+
+/* A burst in one call: one function entry instead of one per packet. */
+static unsigned int
+cake_enqueue_burst(void *impl, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+		   bool stamped, struct sh_pkt_list *dropped)
+{
+	struct cake *c = impl;
+	unsigned int i, self = 0;
+
+	if (stamped) {
+		for (i = 0; i < n; i++)
+			self += (unsigned int)cake_enqueue_one(
+					c, pkts[i], now,
+					pkts[i]->enq_ns < now ? pkts[i]->enq_ns : now, dropped);
+		return self;
+	}
+	for (i = 0; i < n; i++)
+		self += (unsigned int)cake_enqueue_one(c, pkts[i], now, now, dropped);
+	return self;
 }
 
 /* ---------------------------------------------------------------- dequeue */
@@ -1794,4 +1823,5 @@ const struct sched_ops sched_cake_ops = {
 	.reinit = cake_reinit,
 	.flow_facts = cake_flow_facts,
 	.max_packets = cake_max_packets,
+	.enqueue_burst = cake_enqueue_burst,
 };
