@@ -249,6 +249,29 @@ cake_list_move_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
 	cake_list_append(b, id, idx);
 }
 
+/* cake_list_unlink for the head of its list (what dequeue serves): no predecessor. */
+static inline void
+cake_list_unlink_head(struct cake_tin *b, uint16_t idx)
+{
+	struct cake_flow *f = &b->flows[idx];
+	struct cake_list *l = &b->lists[f->list];
+
+	l->head = f->next;
+	if (f->next != CAKE_NIL)
+		b->flows[f->next].prev = CAKE_NIL;
+	else
+		l->tail = CAKE_NIL;
+	f->next = CAKE_NIL;
+	f->list = CAKE_LIST_NONE;
+}
+
+static inline void
+cake_list_head_to_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
+{
+	cake_list_unlink_head(b, idx);
+	cake_list_append(b, id, idx);
+}
+
 /* ------------------------------------------------------------ host counts */
 
 static inline bool
@@ -1398,7 +1421,10 @@ cake_pick_tin_drr(struct cake *c)
 	}
 }
 
-/* A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch). */
+/*
+ * A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch).
+ * idx is the head of its list, as dequeue found it.
+ */
 static void
 cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 {
@@ -1407,7 +1433,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 	if (cobalt_queue_empty(&f->cvars, &b->cparams, now))
 		b->unresponsive_flow_count--;
 	if (cobalt_busy(&f->cvars, now)) {
-		cake_list_move_tail(b, CAKE_LIST_DECAYING, idx);
+		cake_list_head_to_tail(b, CAKE_LIST_DECAYING, idx);
 		if (f->set == CAKE_SET_BULK) {
 			b->bulk_flow_count--;
 			cake_host_bulk_dec(c, b, f);
@@ -1418,7 +1444,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 		}
 		f->set = CAKE_SET_DECAYING;
 	} else {
-		cake_list_unlink(b, idx);
+		cake_list_unlink_head(b, idx);
 		if (f->set == CAKE_SET_SPARSE || f->set == CAKE_SET_SPARSE_WAIT) {
 			b->sparse_flow_count--;
 		} else if (f->set == CAKE_SET_BULK) {
@@ -1490,7 +1516,7 @@ retry:
 			}
 		}
 		f->deficit += cake_flow_quantum(c, b, f);
-		cake_list_move_tail(b, CAKE_LIST_OLD, idx);
+		cake_list_head_to_tail(b, CAKE_LIST_OLD, idx);
 		goto retry;
 	}
 
