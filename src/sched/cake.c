@@ -396,12 +396,12 @@ cake_busy_set(struct cake_tin *b, uint32_t idx, bool on)
 
 /*
  * Find (or claim) a host slot in the 8-way set of hash; returns its index.
- * hint: the slot the flow used last. A non-zero tag lives only in its own
- * set and at most once there, so a hit on the hint is what the search
- * would find.
+ * No shortcut through the slot the flow had before: a flow is assigned
+ * hosts when it takes a queue another flow left, and that queue's old
+ * slots are another flow's hosts far more often than this one's.
  */
 static inline __attribute__((always_inline)) uint16_t
-cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hint)
+cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash)
 {
 	uint32_t idx = hash & CAKE_QUEUE_MASK;
 	uint32_t inner = idx & (CAKE_SET_WAYS - 1);
@@ -409,8 +409,6 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hin
 	uint32_t k;
 	int w;
 
-	if (hash != 0 && tags[hint] == hash && (hint & ~(CAKE_SET_WAYS - 1)) == outer)
-		return hint;
 	w = cake_first_way(cake_match8(tags + outer, hash), inner);
 	if (w >= 0)
 		return (uint16_t)(outer + (uint32_t)w);
@@ -458,10 +456,10 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (cake_dsrc(c->flow_mode))
 		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
-					    cake_vlan_host(pkt->src_hash, mix), f->srchost);
+					    cake_vlan_host(pkt->src_hash, mix));
 	if (cake_ddst(c->flow_mode))
 		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
-					    cake_vlan_host(pkt->dst_hash, mix), f->dsthost);
+					    cake_vlan_host(pkt->dst_hash, mix));
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
