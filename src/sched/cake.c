@@ -149,6 +149,7 @@ struct cake {
 	uint8_t tin_index[64]; /* DSCP -> tin */
 	uint8_t tin_order[CAKE_MAX_TINS];
 	uint8_t flow_mode;
+	bool len_plain; /* no overhead settings: the charged length is the frame's */
 
 	struct sched_rate rate; /* global shaper */
 	uint64_t time_next_packet;
@@ -686,7 +687,10 @@ cake_overhead(struct cake *c, const struct sh_pkt *pkt)
 {
 	uint32_t net, adj;
 
-	adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
+	if (c->len_plain)
+		adj = net = pkt->len; /* what sched_adjust_len returns for these settings */
+	else
+		adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
 	c->avg_netoff = cake_ewma(c->avg_netoff, (uint64_t)pkt->net_off << 16, 8);
 	if (net < c->min_netlen)
 		c->min_netlen = net;
@@ -1001,6 +1005,8 @@ cake_set_params(struct cake *c, const struct sched_params *p)
 	if (c->p.target_us == 0)
 		c->p.target_us = 1;
 	c->flow_mode = (uint8_t)p->isolation;
+	c->len_plain = !p->overhead_mode && p->overhead == 0 && p->mpu == 0 &&
+		       p->framing == SCHED_FRAMING_NONE;
 }
 
 static void
