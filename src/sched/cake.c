@@ -149,7 +149,8 @@ struct cake {
 	uint8_t tin_index[64]; /* DSCP -> tin */
 	uint8_t tin_order[CAKE_MAX_TINS];
 	uint8_t flow_mode;
-	bool len_plain; /* no overhead settings: the charged length is the frame's */
+	bool len_plain;  /* no overhead settings: the charged length is the frame's */
+	bool dsrc, ddst; /* cake_dsrc and cake_ddst of flow_mode, once per setting */
 
 	struct sched_rate rate; /* global shaper */
 	uint64_t time_next_packet;
@@ -292,9 +293,9 @@ cake_host_bulk_inc(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return; /* not charged to any host until reassigned */
-	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] < CAKE_HOST_MAX)
+	if (c->dsrc && b->srchost_bulk[f->srchost] < CAKE_HOST_MAX)
 		b->srchost_bulk[f->srchost]++;
-	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] < CAKE_HOST_MAX)
+	if (c->ddst && b->dsthost_bulk[f->dsthost] < CAKE_HOST_MAX)
 		b->dsthost_bulk[f->dsthost]++;
 }
 
@@ -303,9 +304,9 @@ cake_host_bulk_dec(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return;
-	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > 0)
+	if (c->dsrc && b->srchost_bulk[f->srchost] > 0)
 		b->srchost_bulk[f->srchost]--;
-	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > 0)
+	if (c->ddst && b->dsthost_bulk[f->dsthost] > 0)
 		b->dsthost_bulk[f->dsthost]--;
 }
 
@@ -316,9 +317,9 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	uint32_t load = 1;
 
 	if (!(f->flags & CAKE_FLOW_REHOST)) {
-		if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > load)
+		if (c->dsrc && b->srchost_bulk[f->srchost] > load)
 			load = b->srchost_bulk[f->srchost];
-		if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > load)
+		if (c->ddst && b->dsthost_bulk[f->dsthost] > load)
 			load = b->dsthost_bulk[f->dsthost];
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
@@ -455,10 +456,10 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 	uint32_t mix = cake_vlan_mix(c, pkt);
 
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
-	if (cake_dsrc(c->flow_mode))
+	if (c->dsrc)
 		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
 					    cake_vlan_host(pkt->src_hash, mix));
-	if (cake_ddst(c->flow_mode))
+	if (c->ddst)
 		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
 					    cake_vlan_host(pkt->dst_hash, mix));
 	if (f->set == CAKE_SET_BULK)
@@ -473,7 +474,7 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
 	uint8_t mode = c->flow_mode;
 	uint32_t hash, idx, inner, outer, k;
-	bool dual = cake_dsrc(mode) || cake_ddst(mode);
+	bool dual = c->dsrc || c->ddst;
 	bool assign;
 	struct cake_flow *f;
 	int w;
@@ -1005,6 +1006,8 @@ cake_set_params(struct cake *c, const struct sched_params *p)
 	if (c->p.target_us == 0)
 		c->p.target_us = 1;
 	c->flow_mode = (uint8_t)p->isolation;
+	c->dsrc = cake_dsrc(c->flow_mode);
+	c->ddst = cake_ddst(c->flow_mode);
 	c->len_plain = !p->overhead_mode && p->overhead == 0 && p->mpu == 0 &&
 		       p->framing == SCHED_FRAMING_NONE;
 }
