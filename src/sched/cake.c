@@ -1313,7 +1313,8 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 
 	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->pkts.head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
-	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
+	if (c->overflow_timeout != 0) /* the heap is kept only while overflows are recent */
+		cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
 		if (f->set == CAKE_SET_DECAYING) {
