@@ -149,6 +149,8 @@ struct cake {
 	uint8_t tin_index[64]; /* DSCP -> tin */
 	uint8_t tin_order[CAKE_MAX_TINS];
 	uint8_t flow_mode;
+	bool len_plain;  /* no overhead settings: the charged length is the frame's */
+	bool dsrc, ddst; /* cake_dsrc and cake_ddst of flow_mode, once per setting */
 
 	struct sched_rate rate; /* global shaper */
 	uint64_t time_next_packet;
@@ -249,6 +251,29 @@ cake_list_move_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
 	cake_list_append(b, id, idx);
 }
 
+/* cake_list_unlink for the head of its list (what dequeue serves): no predecessor. */
+static inline void
+cake_list_unlink_head(struct cake_tin *b, uint16_t idx)
+{
+	struct cake_flow *f = &b->flows[idx];
+	struct cake_list *l = &b->lists[f->list];
+
+	l->head = f->next;
+	if (f->next != CAKE_NIL)
+		b->flows[f->next].prev = CAKE_NIL;
+	else
+		l->tail = CAKE_NIL;
+	f->next = CAKE_NIL;
+	f->list = CAKE_LIST_NONE;
+}
+
+static inline void
+cake_list_head_to_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
+{
+	cake_list_unlink_head(b, idx);
+	cake_list_append(b, id, idx);
+}
+
 /* ------------------------------------------------------------ host counts */
 
 static inline bool
@@ -268,9 +293,9 @@ cake_host_bulk_inc(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return; /* not charged to any host until reassigned */
-	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] < CAKE_HOST_MAX)
+	if (c->dsrc && b->srchost_bulk[f->srchost] < CAKE_HOST_MAX)
 		b->srchost_bulk[f->srchost]++;
-	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] < CAKE_HOST_MAX)
+	if (c->ddst && b->dsthost_bulk[f->dsthost] < CAKE_HOST_MAX)
 		b->dsthost_bulk[f->dsthost]++;
 }
 
@@ -279,9 +304,9 @@ cake_host_bulk_dec(const struct cake *c, struct cake_tin *b, const struct cake_f
 {
 	if (f->flags & CAKE_FLOW_REHOST)
 		return;
-	if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > 0)
+	if (c->dsrc && b->srchost_bulk[f->srchost] > 0)
 		b->srchost_bulk[f->srchost]--;
-	if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > 0)
+	if (c->ddst && b->dsthost_bulk[f->dsthost] > 0)
 		b->dsthost_bulk[f->dsthost]--;
 }
 
@@ -292,9 +317,9 @@ cake_flow_quantum(struct cake *c, struct cake_tin *b, const struct cake_flow *f)
 	uint32_t load = 1;
 
 	if (!(f->flags & CAKE_FLOW_REHOST)) {
-		if (cake_dsrc(c->flow_mode) && b->srchost_bulk[f->srchost] > load)
+		if (c->dsrc && b->srchost_bulk[f->srchost] > load)
 			load = b->srchost_bulk[f->srchost];
-		if (cake_ddst(c->flow_mode) && b->dsthost_bulk[f->dsthost] > load)
+		if (c->ddst && b->dsthost_bulk[f->dsthost] > load)
 			load = b->dsthost_bulk[f->dsthost];
 	}
 	/* The random 16-bit addend removes the rounding bias of >> 16. */
@@ -373,12 +398,12 @@ cake_busy_set(struct cake_tin *b, uint32_t idx, bool on)
 
 /*
  * Find (or claim) a host slot in the 8-way set of hash; returns its index.
- * hint: the slot the flow used last. A non-zero tag lives only in its own
- * set and at most once there, so a hit on the hint is what the search
- * would find.
+ * No shortcut through the slot the flow had before: a flow is assigned
+ * hosts when it takes a queue another flow left, and that queue's old
+ * slots are another flow's hosts far more often than this one's.
  */
 static inline __attribute__((always_inline)) uint16_t
-cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hint)
+cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash)
 {
 	uint32_t idx = hash & CAKE_QUEUE_MASK;
 	uint32_t inner = idx & (CAKE_SET_WAYS - 1);
@@ -386,8 +411,6 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint16_t hin
 	uint32_t k;
 	int w;
 
-	if (hash != 0 && tags[hint] == hash && (hint & ~(CAKE_SET_WAYS - 1)) == outer)
-		return hint;
 	w = cake_first_way(cake_match8(tags + outer, hash), inner);
 	if (w >= 0)
 		return (uint16_t)(outer + (uint32_t)w);
@@ -433,24 +456,25 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 	uint32_t mix = cake_vlan_mix(c, pkt);
 
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
-	if (cake_dsrc(c->flow_mode))
+	if (c->dsrc)
 		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
-					    cake_vlan_host(pkt->src_hash, mix), f->srchost);
-	if (cake_ddst(c->flow_mode))
+					    cake_vlan_host(pkt->src_hash, mix));
+	if (c->ddst)
 		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
-					    cake_vlan_host(pkt->dst_hash, mix), f->dsthost);
+					    cake_vlan_host(pkt->dst_hash, mix));
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
 
 /* ----------------------------------------------------------- flow lookup */
 
-static uint16_t
+/* Inlined into the burst enqueue: one call less per packet. */
+static inline __attribute__((always_inline)) uint16_t
 cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
 	uint8_t mode = c->flow_mode;
 	uint32_t hash, idx, inner, outer, k;
-	bool dual = cake_dsrc(mode) || cake_ddst(mode);
+	bool dual = c->dsrc || c->ddst;
 	bool assign;
 	struct cake_flow *f;
 	int w;
@@ -659,12 +683,15 @@ cake_ewma(uint64_t avg, uint64_t sample, unsigned int shift)
 	return avg - (avg >> shift) + (sample >> shift);
 }
 
-static uint32_t
+static inline __attribute__((always_inline)) uint32_t
 cake_overhead(struct cake *c, const struct sh_pkt *pkt)
 {
 	uint32_t net, adj;
 
-	adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
+	if (c->len_plain)
+		adj = net = pkt->len; /* what sched_adjust_len returns for these settings */
+	else
+		adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
 	c->avg_netoff = cake_ewma(c->avg_netoff, (uint64_t)pkt->net_off << 16, 8);
 	if (net < c->min_netlen)
 		c->min_netlen = net;
@@ -709,17 +736,15 @@ cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, siz
 		c->tin_index[m[i].dscp] = m[i].tin;
 }
 
-/* Set one tin's threshold rate and everything derived from it (sch_cake's cake_set_rate()). */
+/* One tin's threshold rate and what derives from it (sch_cake's cake_set_rate()). */
 static void
-cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
-		const char *name)
+cake_tin_set_rate(const struct cake *c, struct cake_tin *b, uint64_t rate)
 {
 	uint64_t target_ns = (uint64_t)c->p.target_us * 1000;
 	uint64_t rtt_ns = (uint64_t)c->p.rtt_us * 1000;
 	uint64_t mtu_time, target;
 
 	sched_rate_set(&b->rate, rate);
-	b->tin_quantum = tin_quantum;
 	if (rate != 0) {
 		uint64_t q = rate >> 12;
 
@@ -736,6 +761,15 @@ cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_
 	if (b->cparams.interval < 2 * target)
 		b->cparams.interval = 2 * target;
 	b->cparams.mtu_time = mtu_time;
+}
+
+/* Configure one tin: its rate, DRR weight, BLUE steps and name. */
+static void
+cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
+		const char *name)
+{
+	cake_tin_set_rate(c, b, rate);
+	b->tin_quantum = tin_quantum;
 	b->cparams.p_inc = 1u << 24;
 	b->cparams.p_dec = 1u << 20;
 	snprintf(b->name, sizeof(b->name), "%s", name);
@@ -819,6 +853,60 @@ cake_config_tins(struct cake *c, uint64_t r)
 		cake_tin_config(c, &c->tins[i], r, 1024, name);
 	}
 	sched_rate_set(&c->rate, r);
+	c->lag = sched_lag_limit(&c->p, &c->rate);
+}
+
+/*
+ * A new link rate r for the tins configured by cake_config_tins (the same
+ * fractions of r): only the rate-derived fields change, the DSCP map,
+ * quanta and names stay. Only the tins dequeue scans: the others hold no
+ * packets and cake_update reconfigures every tin before the scan can grow.
+ * Tins past the mode (draining after a diffserv change) run at r and copy
+ * tin 0's figures.
+ */
+static void
+cake_rates_set(struct cake *c, uint64_t r)
+{
+	struct cake_tin *t = c->tins;
+	uint32_t i, done, n = c->tin_scan < CAKE_MAX_TINS ? c->tin_scan : CAKE_MAX_TINS;
+
+	cake_tin_set_rate(c, &t[0], r); /* tin 0 runs at r in every mode */
+	switch (c->p.diffserv) {
+	case SCHED_PRECEDENCE:
+	case SCHED_DIFFSERV8: {
+		uint64_t rate = r;
+
+		for (i = 1; i < n; i++) {
+			rate = (rate * 7) >> 3;
+			cake_tin_set_rate(c, &t[i], rate);
+		}
+		done = n;
+		break;
+	}
+	case SCHED_DIFFSERV4:
+		cake_tin_set_rate(c, &t[1], r >> 4);
+		cake_tin_set_rate(c, &t[2], r >> 1);
+		cake_tin_set_rate(c, &t[3], r >> 2);
+		done = 4;
+		break;
+	case SCHED_DIFFSERV3:
+		cake_tin_set_rate(c, &t[1], r >> 4);
+		cake_tin_set_rate(c, &t[2], r >> 2);
+		done = 3;
+		break;
+	case SCHED_BESTEFFORT:
+	default:
+		done = 1;
+		break;
+	}
+	for (i = done; i < n; i++) {
+		t[i].rate = t[0].rate;
+		t[i].flow_quantum = t[0].flow_quantum;
+		t[i].cparams.target = t[0].cparams.target;
+		t[i].cparams.interval = t[0].cparams.interval;
+		t[i].cparams.mtu_time = t[0].cparams.mtu_time;
+	}
+	c->rate = t[0].rate;
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
@@ -918,6 +1006,10 @@ cake_set_params(struct cake *c, const struct sched_params *p)
 	if (c->p.target_us == 0)
 		c->p.target_us = 1;
 	c->flow_mode = (uint8_t)p->isolation;
+	c->dsrc = cake_dsrc(c->flow_mode);
+	c->ddst = cake_ddst(c->flow_mode);
+	c->len_plain = !p->overhead_mode && p->overhead == 0 && p->mpu == 0 &&
+		       p->framing == SCHED_FRAMING_NONE;
 }
 
 static void
@@ -1167,11 +1259,10 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 	sh_pkt_list_push(dropped, ack);
 }
 
-static int
-cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
-	     struct sh_pkt_list *dropped)
+static inline __attribute__((always_inline)) int
+cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+		 struct sh_pkt_list *dropped)
 {
-	struct cake *c = impl;
 	uint8_t dscp = pkt->dscp & 63;
 	struct cake_tin *b;
 	struct cake_flow *f;
@@ -1222,14 +1313,17 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 
 	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->pkts.head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
-	cake_backlog_grew(c, cake_flow_id(tin, idx), f);
+	if (c->overflow_timeout != 0) /* the heap is kept only while overflows are recent */
+		cake_backlog_grew(c, cake_flow_id(tin, idx), f);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
-		if (f->set == CAKE_SET_DECAYING)
+		if (f->set == CAKE_SET_DECAYING) {
 			b->decaying_flow_count--;
-		else
-			cake_busy_set(b, idx, true);
-		cake_list_move_tail(b, CAKE_LIST_NEW, idx);
+			cake_list_unlink(b, idx);
+		} else {
+			cake_busy_set(b, idx, true); /* an idle flow is in no list */
+		}
+		cake_list_append(b, CAKE_LIST_NEW, idx);
 		f->set = CAKE_SET_SPARSE;
 		b->sparse_flow_count++;
 		f->deficit = cake_flow_quantum(c, b, f);
@@ -1251,6 +1345,33 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 			self_dropped = true;
 	}
 	return self_dropped ? 1 : 0;
+}
+
+static int
+cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
+	     struct sh_pkt_list *dropped)
+{
+	return cake_enqueue_one(impl, pkt, now, stamp, dropped);
+}
+
+/* A burst in one call: one function entry instead of one per packet. */
+static unsigned int
+cake_enqueue_burst(void *impl, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+		   bool stamped, struct sh_pkt_list *dropped)
+{
+	struct cake *c = impl;
+	unsigned int i, self = 0;
+
+	if (stamped) {
+		for (i = 0; i < n; i++)
+			self += (unsigned int)cake_enqueue_one(
+					c, pkts[i], now,
+					pkts[i]->enq_ns < now ? pkts[i]->enq_ns : now, dropped);
+		return self;
+	}
+	for (i = 0; i < n; i++)
+		self += (unsigned int)cake_enqueue_one(c, pkts[i], now, now, dropped);
+	return self;
 }
 
 /* ---------------------------------------------------------------- dequeue */
@@ -1308,7 +1429,10 @@ cake_pick_tin_drr(struct cake *c)
 	}
 }
 
-/* A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch). */
+/*
+ * A flow found empty: decay its AQM state or retire it (cake_dequeue()'s empty-flow branch).
+ * idx is the head of its list, as dequeue found it.
+ */
 static void
 cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 {
@@ -1317,7 +1441,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 	if (cobalt_queue_empty(&f->cvars, &b->cparams, now))
 		b->unresponsive_flow_count--;
 	if (cobalt_busy(&f->cvars, now)) {
-		cake_list_move_tail(b, CAKE_LIST_DECAYING, idx);
+		cake_list_head_to_tail(b, CAKE_LIST_DECAYING, idx);
 		if (f->set == CAKE_SET_BULK) {
 			b->bulk_flow_count--;
 			cake_host_bulk_dec(c, b, f);
@@ -1328,7 +1452,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 		}
 		f->set = CAKE_SET_DECAYING;
 	} else {
-		cake_list_unlink(b, idx);
+		cake_list_unlink_head(b, idx);
 		if (f->set == CAKE_SET_SPARSE || f->set == CAKE_SET_SPARSE_WAIT) {
 			b->sparse_flow_count--;
 		} else if (f->set == CAKE_SET_BULK) {
@@ -1400,7 +1524,7 @@ retry:
 			}
 		}
 		f->deficit += cake_flow_quantum(c, b, f);
-		cake_list_move_tail(b, CAKE_LIST_OLD, idx);
+		cake_list_head_to_tail(b, CAKE_LIST_OLD, idx);
 		goto retry;
 	}
 
@@ -1530,8 +1654,9 @@ cake_set_rate(void *impl, uint64_t rate, uint64_t now)
 	sched_rescale_clock(&c->time_next_packet, now, old, rate);
 	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
 	for (i = 0; i < CAKE_MAX_TINS; i++)
-		sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
-	cake_config_tins(c, rate);
+		if (c->tins[i].time_next_packet > now) /* the rest are not waiting */
+			sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
+	cake_rates_set(c, rate);
 }
 
 static void
@@ -1732,4 +1857,5 @@ const struct sched_ops sched_cake_ops = {
 	.reinit = cake_reinit,
 	.flow_facts = cake_flow_facts,
 	.max_packets = cake_max_packets,
+	.enqueue_burst = cake_enqueue_burst,
 };

@@ -139,6 +139,11 @@ cobalt_queue_empty(struct cobalt_vars *v, const struct cobalt_params *p, uint64_
 {
 	bool down = false;
 
+	if ((v->p_drop | v->count) == 0) {
+		/* No AQM memory (the usual case): nothing decays. */
+		v->dropping = false;
+		return false;
+	}
 	cobalt_blue_decay(v, p, now, p->p_dec);
 	if (v->p_drop != 0 && (int64_t)(now - v->blue_timer) > (int64_t)p->target) {
 		v->p_drop = v->p_drop < p->p_dec ? 0 : v->p_drop - p->p_dec;
@@ -166,8 +171,21 @@ cobalt_should_drop(struct cobalt_vars *v, const struct cobalt_params *p, uint64_
 		   cobalt_rand_fn rnd, void *rnd_ctx)
 {
 	uint64_t sojourn = now - enq_ns;
-	int64_t sched = (int64_t)(now - v->drop_next);
+	int64_t sched;
 	bool over_target, next_due, drop = false;
+
+	if ((v->p_drop | v->count) == 0 && sojourn <= p->target) {
+		/*
+		 * The usual packet: no AQM memory and within target. What the
+		 * general path below does then: no signal, no BLUE draw, and
+		 * drop_next becomes the activity timeout.
+		 */
+		v->ecn_marked = false;
+		v->dropping = false;
+		v->drop_next = now + p->interval;
+		return false;
+	}
+	sched = (int64_t)(now - v->drop_next);
 
 	/*
 	 * The mtu_time terms keep at least a few packets' worth of queue on

@@ -28,9 +28,12 @@ sched_rate_set(struct sched_rate *r, uint64_t rate)
 	if (rate > 0) {
 		shft = 34;
 		rate_ns = ((uint64_t)1000000000 << 34) / (rate > 64 ? rate : 64);
-		while (rate_ns >= (1ULL << 34)) {
-			rate_ns >>= 1;
-			shft--;
+		if (rate_ns >= (1ULL << 34)) {
+			/* As many halvings as bring it below 2^34, at once. */
+			uint32_t over = (uint32_t)(64 - __builtin_clzll(rate_ns)) - 34;
+
+			rate_ns >>= over;
+			shft -= over;
 		}
 	}
 	r->rate = rate;

@@ -135,11 +135,17 @@ enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint6
 	unsigned int i, self = 0;
 
 	/* One walk of the new drops and one counter update per burst. */
-	for (i = 0; i < n; i++) {
-		uint64_t stamp = stamped && pkts[i]->enq_ns < now ? pkts[i]->enq_ns : now;
+	if (s->ops->enqueue_burst != NULL) {
+		for (i = 0; i < n; i++)
+			bytes += pkts[i]->len;
+		self = s->ops->enqueue_burst(impl, pkts, n, now, stamped, dropped);
+	} else {
+		for (i = 0; i < n; i++) {
+			uint64_t stamp = stamped && pkts[i]->enq_ns < now ? pkts[i]->enq_ns : now;
 
-		bytes += pkts[i]->len;
-		self += (unsigned int)enqueue(impl, pkts[i], now, stamp, dropped);
+			bytes += pkts[i]->len;
+			self += (unsigned int)enqueue(impl, pkts[i], now, stamp, dropped);
+		}
 	}
 	s->enqueued_pkts += n;
 	s->enqueued_bytes += bytes;

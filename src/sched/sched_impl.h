@@ -47,6 +47,13 @@ struct sched_ops {
 	 * (0 or -EINVAL with err). Without it sched_reinit creates a new one.
 	 */
 	int (*reinit)(void *impl, const struct sched_params *p, char *err, size_t errlen);
+	/*
+	 * Optional: n calls of enqueue in one (each packet's stamp as sched.c's
+	 * burst loop computes it), returning the sum of their results. Without
+	 * it sched.c calls enqueue for each packet.
+	 */
+	unsigned int (*enqueue_burst)(void *impl, struct sh_pkt *const *pkts, unsigned int n,
+				      uint64_t now, bool stamped, struct sh_pkt_list *dropped);
 };
 
 extern const struct sched_ops sched_fifo_ops;

@@ -543,6 +543,53 @@ test_validation(void **state)
 	sched_free(s);
 }
 
+/*
+ * A share-group rate change recomputes only the rate-derived fields: every
+ * tin must then read as in a scheduler configured at that rate from the
+ * start, in every diffserv mode (thresholds, quantum, target, interval).
+ */
+static void
+test_set_rate_matches_create(void **state)
+{
+	static const enum sched_diffserv modes[] = { SCHED_BESTEFFORT, SCHED_DIFFSERV3,
+						     SCHED_DIFFSERV4, SCHED_DIFFSERV8,
+						     SCHED_PRECEDENCE };
+	static const uint64_t rates[] = { MBIT(1), MBIT(7), MBIT(100), MBIT(5000) };
+	struct sched_params p;
+	struct sched_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	uint32_t m, r, t;
+
+	(void)state;
+	assert_non_null(a);
+	assert_non_null(b);
+	for (m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+		for (r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+			struct sched *fresh, *moved;
+
+			cake_params(&p, rates[r]);
+			p.diffserv = modes[m];
+			fresh = mk(&p);
+			p.rate = MBIT(33);
+			moved = mk(&p);
+			assert_int_equal(sched_set_rate(moved, rates[r], 1000000), 0);
+			sched_get_stats(fresh, a);
+			sched_get_stats(moved, b);
+			assert_int_equal(a->tin_count, b->tin_count);
+			for (t = 0; t < a->tin_count; t++) {
+				assert_string_equal(a->tins[t].name, b->tins[t].name);
+				assert_int_equal(a->tins[t].threshold_rate,
+						 b->tins[t].threshold_rate);
+				assert_int_equal(a->tins[t].flow_quantum, b->tins[t].flow_quantum);
+				assert_int_equal(a->tins[t].target_us, b->tins[t].target_us);
+				assert_int_equal(a->tins[t].interval_us, b->tins[t].interval_us);
+			}
+			sched_free(fresh);
+			sched_free(moved);
+		}
+	free(a);
+	free(b);
+}
+
 int
 main(void)
 {
@@ -556,6 +603,7 @@ main(void)
 		cmocka_unit_test(test_wash),
 		cmocka_unit_test(test_overhead),
 		cmocka_unit_test(test_validation),
+		cmocka_unit_test(test_set_rate_matches_create),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

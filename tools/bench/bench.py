@@ -50,7 +50,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import gen_pcap  # noqa: E402
 import shaperlib  # noqa: E402
-from shaperlib import Control, eal_args, shaperd_argv, start_logged, write_config  # noqa: E402
+from shaperlib import Control, ControlError, eal_args, shaperd_argv, start_logged, write_config  # noqa: E402
 
 CAKE4 = {"discipline": "cake", "diffserv": "diffserv4", "isolation": "triple-isolate"}
 MODES = {
@@ -403,8 +403,28 @@ def run_ceiling(args, eal, traffic):
 
 # ------------------------------------------------------------------ shaperd
 
+# How long a run waits for the data plane's first statistics snapshot: it is
+# published a few ms after the ports come up; until then "stats" answers busy.
+SNAPSHOT_WAIT_S = 30
+
+
+def stats_when_ready(ctl, wait=SNAPSHOT_WAIT_S):
+    """The "stats" result, asking again while the daemon answers busy (no
+    snapshot yet just after start, or the worker late to answer)."""
+    deadline = time.monotonic() + wait
+    while True:
+        rep = ctl.call("stats")
+        if "error" not in rep:
+            return rep["result"]
+        err = rep["error"]
+        code = err.get("code") if isinstance(err, dict) else None
+        if code != "busy" or time.monotonic() >= deadline:
+            raise ControlError("control: %s" % err)
+        time.sleep(0.02)
+
+
 def sample(ctl):
-    st = ctl.result("stats")
+    st = stats_when_ready(ctl)
     t = time.monotonic()
     lan, wan = st["ports"]["lan"], st["ports"]["wan"]
     up = st["directions"]["upstream"]
@@ -796,7 +816,8 @@ def aggregate(plan, runs_data, tsc):
         if ceil:
             rows.append({"traffic": key, "mode": "ceiling (testpmd io)", "mpps": med(ceil) / 1e6,
                          "spread": spread(ceil), "gbps": med(ceil_bps) / 1e9, "ratio": 1.0,
-                         "ns": 1e9 / med(ceil), "cycles": tsc / med(ceil), "runs": len(ceil)})
+                         "ns": 1e9 / med(ceil), "cycles": tsc / med(ceil), "runs": len(ceil),
+                         "per_run": [x / 1e6 for x in ceil]})
         for mode in modes:
             rs = [(r["modes"].get((key, mode)), r["ceiling"].get(key)) for r in runs_data]
             rs = [(m, c) for m, c in rs if m]
@@ -809,6 +830,7 @@ def aggregate(plan, runs_data, tsc):
                    "ratio": med(ratios) if ratios else float("nan"),
                    "ratio_min": min(ratios) if ratios else float("nan"),
                    "ratio_max": max(ratios) if ratios else float("nan"),
+                   "ratio_spread": spread(ratios), "ratios": ratios,
                    "ns": 1e9 / med(rx), "cycles": tsc / med(rx),
                    "tx_mpps": med([m["tx_pps"] for m, _ in rs]) / 1e6,
                    "tx_gbps": med([m["tx_bps"] for m, _ in rs]) / 1e9,
@@ -848,6 +870,21 @@ def fmt_table(rows):
             r["traffic"], r["mode"], r["mpps"], r["spread"], r["gbps"], ratio, r["ns"],
             r["cycles"], r["tx_mpps"], r["tx_gbps"], r["drop_mpps"],
             " (%s)" % drops if drops else ""))
+    return "\n".join(out)
+
+
+def fmt_spreads(rows):
+    """Per traffic, the ceiling's runs and each mode's ratio runs: how far
+    apart runs of the same figure land on this machine."""
+    out = []
+    for r in rows:
+        if r["mode"].startswith("ceiling"):
+            out.append("- %s ceiling: %s Mpps over %d run(s), spread %.0f %%" % (
+                r["traffic"], ", ".join("%.2f" % x for x in r["per_run"]), r["runs"],
+                r["spread"]))
+        elif r.get("ratios"):
+            out.append("  - %s x ceiling: %s, spread %.0f %%" % (
+                r["mode"], ", ".join("%.2f" % x for x in r["ratios"]), r["ratio_spread"]))
     return "\n".join(out)
 
 
@@ -1004,6 +1041,10 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None
     w(fmt_table(rows))
     w("")
     w("`spread` = (max - min) / median of the processed rate over the runs.")
+    w("")
+    w("The runs behind each median (the ceiling, and each mode's ratio to its run's ceiling):")
+    w("")
+    w(fmt_spreads(rows))
     w("")
     if warnings:
         w("## Anomalies seen during the run")
@@ -1230,6 +1271,8 @@ def main():
     if rows:
         log("")
         log(fmt_table(rows))
+        log("")
+        log(fmt_spreads(rows))
     if cg_rtt:
         log("")
         log(fmt_cg_rtt(cg_rtt))

@@ -381,6 +381,23 @@ sb_measure(struct sb *b, uint64_t packets)
 		sb_turn(b);
 }
 
+/*
+ * --set-rate N: N share-group rate changes of a direction's scheduler, as a
+ * shard's share_tick makes them (alternating its rate and 9/10 of it, 100 µs
+ * apart). Kept out of line so callgrind can count it alone
+ * (--toggle-collect=sb_set_rates).
+ */
+__attribute__((noinline)) void sb_set_rates(struct sched *s, uint64_t n, uint64_t now);
+
+__attribute__((noinline)) void
+sb_set_rates(struct sched *s, uint64_t n, uint64_t now)
+{
+	uint64_t rate = sched_get_params(s)->rate;
+
+	for (uint64_t i = 0; i < n; i++)
+		(void)sched_set_rate(s, (i & 1) ? rate : rate / 10 * 9, now + i * 100000);
+}
+
 static uint64_t
 mono_ns(void)
 {
@@ -395,7 +412,7 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: sched_bench --pcap FILE [--dir JSON] [--packets N] [--warmup N]\n"
 		   "                   [--burst N] [--offered BITS_PER_S] [--pool N] [--rtt]\n"
-		   "                   [--rtt-flows N] [--shards N]\n"
+		   "                   [--rtt-flows N] [--shards N] [--set-rate N]\n"
 		   "  --dir      one direction's settings, as in shaperd's config\n"
 		   "             (default {\"discipline\":\"cake\"}); both directions\n"
 		   "             get them\n"
@@ -407,6 +424,9 @@ usage(FILE *f)
 		   "  --rtt-flows  the RTT table's size (default: the daemon's)\n"
 		   "  --shards   run as shard 0 of N sharing each direction's rate\n"
 		   "             (default 1: alone)\n"
+		   "  --set-rate after the packets, N rate changes of the upstream\n"
+		   "             scheduler (a shaped rate; count them with callgrind's\n"
+		   "             --toggle-collect=sb_set_rates)\n"
 		   "Prints one JSON line with the counters of the measured packets and ns\n"
 		   "per packet.\n");
 }
@@ -425,12 +445,13 @@ main(int argc, char **argv)
 		{ "rtt", no_argument, NULL, 'r' },
 		{ "rtt-flows", required_argument, NULL, 'F' },
 		{ "shards", required_argument, NULL, 's' },
+		{ "set-rate", required_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct sb b;
 	const char *pcap = NULL, *dir = "{\"discipline\": \"cake\"}";
-	uint64_t packets = 1000000, warmup = 0;
+	uint64_t packets = 1000000, warmup = 0, set_rates = 0;
 	double offered = 0;
 	char err[SHAPER_ERR_LEN];
 	struct sched_stats *st;
@@ -443,7 +464,7 @@ main(int argc, char **argv)
 	b.burst = 32;
 	b.pool_len = 65536;
 	b.rtt_flows = SB_RTT_FLOWS;
-	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:rF:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:d:n:w:b:o:P:rF:s:R:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			pcap = optarg;
@@ -474,6 +495,9 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			b.shards = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'R':
+			set_rates = strtoull(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(stdout);
@@ -538,6 +562,13 @@ main(int argc, char **argv)
 	t0 = mono_ns();
 	sb_measure(&b, packets);
 	t1 = mono_ns();
+	if (set_rates != 0) {
+		if (sched_get_params(b.dir[SHAPER_UP].s)->rate == 0) {
+			fprintf(stderr, "sched_bench: --set-rate needs a shaped rate\n");
+			return 2;
+		}
+		sb_set_rates(b.dir[SHAPER_UP].s, set_rates, b.now);
+	}
 
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)
@@ -552,7 +583,7 @@ main(int argc, char **argv)
 	       "\"delivered_bytes\": %llu, \"sim_ns\": %llu, \"ns_per_pkt\": %.2f, "
 	       "\"drops_aqm\": %llu, \"drops_overflow\": %llu, \"backlog_pkts\": %llu, "
 	       "\"starved\": %llu, \"offered_bps\": %.0f, \"two_way\": %s, \"shards\": %u, "
-	       "\"steered\": %llu, \"share_ticks\": %llu",
+	       "\"steered\": %llu, \"share_ticks\": %llu, \"set_rates\": %llu",
 	       b.n_frames, (unsigned long long)(b.offered - off0),
 	       (unsigned long long)(b.delivered - del0), (unsigned long long)(b.dropped - drop0),
 	       (unsigned long long)(b.delivered_bytes - bytes0), (unsigned long long)(b.now - now0),
@@ -561,7 +592,8 @@ main(int argc, char **argv)
 	       (unsigned long long)b.starved, offered, b.two_way ? "true" : "false",
 	       b.shards > 1 ? b.shards : 1,
 	       (unsigned long long)(b.dir[SHAPER_UP].steered + b.dir[SHAPER_DOWN].steered),
-	       (unsigned long long)(b.dir[SHAPER_UP].share.ticks + b.dir[SHAPER_DOWN].share.ticks));
+	       (unsigned long long)(b.dir[SHAPER_UP].share.ticks + b.dir[SHAPER_DOWN].share.ticks),
+	       (unsigned long long)set_rates);
 	if (b.rtt != NULL)
 		printf(", \"rtt\": {\"tcp_packets\": %llu, \"samples_wan\": %llu, "
 		       "\"samples_lan\": %llu, \"evictions\": %llu, \"no_room\": %llu, "
