@@ -107,8 +107,9 @@ htb_parent(struct out *o, const char *dev, const struct sched_params *p)
 	if (p->rate == 0)
 		return "root";
 	put(o, "tc qdisc replace dev %s root handle 1: htb default 1\n", dev);
-	put(o, "tc class replace dev %s parent 1: classid 1:1 htb rate %" PRIu64 "bit ceil %" PRIu64
-	       "bit\n",
+	put(o,
+	    "tc class replace dev %s parent 1: classid 1:1 htb rate %" PRIu64 "bit ceil %" PRIu64
+	    "bit\n",
 	    dev, p->rate * 8, p->rate * 8);
 	return "parent 1:1";
 }
@@ -158,8 +159,8 @@ shaper_config_tc(const struct shaper_config *c, char *out, size_t len)
 		const struct sched_params *p = &c->dir[d];
 
 		put(&o, "# %s (%s): %s on %s's egress\n", shaper_dir_name[d],
-		    d == SHAPER_UP ? "LAN to WAN" : "WAN to LAN", shaper_discipline_name(p->discipline),
-		    dev[d]);
+		    d == SHAPER_UP ? "LAN to WAN" : "WAN to LAN",
+		    shaper_discipline_name(p->discipline), dev[d]);
 		switch (p->discipline) {
 		case SCHED_DISC_CAKE:
 			cake(&o, dev[d], p);
@@ -172,9 +173,11 @@ shaper_config_tc(const struct shaper_config *c, char *out, size_t len)
 			break;
 		}
 		if (c->autorate[d].enabled)
-			put(&o, "# autorate: tc keeps the starting rate; it does not follow the line\n");
+			put(&o,
+			    "# autorate: tc keeps the starting rate; it does not follow the line\n");
 		if (c->emulate[d].delay_ns != 0 || c->emulate[d].loss_ppm != 0)
-			put(&o, "# emulate: not translated (netem would do it; it is a test tool)\n");
+			put(&o,
+			    "# emulate: not translated (netem would do it; it is a test tool)\n");
 	}
 	return o.full ? -1 : 0;
 }

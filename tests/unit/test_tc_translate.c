@@ -58,12 +58,13 @@ test_fq_codel_under_htb(void **state)
 	     " \"downstream\": {\"discipline\": \"fifo\", \"limit\": 500}}",
 	     &c);
 	/* no iface= (vfio-pci): placeholders the user replaces */
-	assert_non_null(strstr(out, "tc qdisc replace dev WAN_IF root handle 1: htb default 1\n"
-				    "tc class replace dev WAN_IF parent 1: classid 1:1 htb rate "
-				    "10000000bit ceil 10000000bit\n"
-				    "tc qdisc replace dev WAN_IF parent 1:1 fq_codel limit 10240 "
-				    "flows 1024 quantum 1514 target 5000us interval 100000us "
-				    "memory_limit 33554432 noecn ce_threshold 1000us drop_batch 64\n"));
+	assert_non_null(strstr(out,
+			       "tc qdisc replace dev WAN_IF root handle 1: htb default 1\n"
+			       "tc class replace dev WAN_IF parent 1: classid 1:1 htb rate "
+			       "10000000bit ceil 10000000bit\n"
+			       "tc qdisc replace dev WAN_IF parent 1:1 fq_codel limit 10240 "
+			       "flows 1024 quantum 1514 target 5000us interval 100000us "
+			       "memory_limit 33554432 noecn ce_threshold 1000us drop_batch 64\n"));
 	/* unshaped: no rate limiter, the FIFO at the root */
 	assert_non_null(strstr(out, "tc qdisc replace dev LAN_IF root pfifo limit 500\n"));
 	assert_null(strstr(out, "dev LAN_IF root handle 1: htb"));
