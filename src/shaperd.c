@@ -907,7 +907,7 @@ main(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, ctl_reload_on_sighup); /* only notes it: run_control reloads */
-	dp_clock_init();
+	dp_clock_begin();                     /* the TSC's calibration runs while the ports start */
 	if (a.cfg.pdump) {
 		if (dp_pdump_init(err, sizeof(err)) != 0) {
 			shaper_log_error("dataplane.pdump: %s", err);
@@ -1009,6 +1009,7 @@ main(int argc, char **argv)
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		if (a.pool[d] != NULL && dp_port_keeps_rx_mbufs(&a.port[dir_input_port(d)]))
 			driver_held += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
+	dp_clock_init();
 	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
 		exit_code = 1;
 		goto out_run;

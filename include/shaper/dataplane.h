@@ -61,8 +61,11 @@ void dp_telemetry_shutdown(void);
 
 /*
  * Nanoseconds since start from the TSC (set up once by dp_clock_init, which
- * measures the TSC's frequency for 100 ms against CLOCK_MONOTONIC_RAW).
+ * measures the TSC's frequency against CLOCK_MONOTONIC_RAW over at least
+ * 100 ms from dp_clock_begin, sleeping only for what start-up between the
+ * two did not already take; without dp_clock_begin, over 100 ms from now).
  */
+void dp_clock_begin(void);
 void dp_clock_init(void);
 uint64_t dp_now_ns(void);
 uint64_t dp_tsc_hz(void); /* the frequency in use */

@@ -2,7 +2,10 @@
  * The data plane's clock: TSC ticks since start, in nanoseconds. DPDK's
  * rte_get_tsc_hz() is a rounded figure on some machines (a VM seen here
  * reports 2450 MHz for a 2445.4 MHz TSC: every rate 0.19 % off), so the
- * frequency is measured once at start against CLOCK_MONOTONIC_RAW.
+ * frequency is measured once at start against CLOCK_MONOTONIC_RAW: from
+ * dp_clock_begin (right after EAL starts) to dp_clock_init (once the ports
+ * are up), so the 100 ms it needs overlaps the start-up instead of adding to
+ * every restart's outage.
  */
 #include <stdio.h>
 #include <time.h>
@@ -11,6 +14,11 @@
 
 #include "shaper/dataplane.h"
 #include "shaper/log.h"
+
+#define CALIBRATION_MS 100 /* the least time between the two (tsc, ns) pairs */
+
+/* The first pair, from dp_clock_begin; ns 0 = not taken. */
+static uint64_t cal_tsc0, cal_ns0;
 
 /* TSC -> ns as a 32.32 fixed-point multiply, precomputed once. */
 static uint64_t tsc_start;
@@ -71,9 +79,29 @@ dp_tsc_hz_measure(unsigned int ms)
 }
 
 void
+dp_clock_begin(void)
+{
+	clock_pair(&cal_tsc0, &cal_ns0);
+}
+
+void
 dp_clock_init(void)
 {
-	uint64_t dpdk_hz = rte_get_tsc_hz(), hz = dp_tsc_hz_measure(100);
+	uint64_t dpdk_hz = rte_get_tsc_hz(), hz = 0, tsc1 = 0, ns1 = 0, since;
+
+	if (cal_ns0 == 0)
+		dp_clock_begin();
+	since = mono_raw_ns() - cal_ns0;
+	if (cal_ns0 != 0 && since < (uint64_t)CALIBRATION_MS * 1000000u) {
+		uint64_t rest = (uint64_t)CALIBRATION_MS * 1000000u - since;
+		struct timespec nap = { .tv_sec = (time_t)(rest / 1000000000u),
+					.tv_nsec = (long)(rest % 1000000000u) };
+
+		nanosleep(&nap, NULL);
+	}
+	clock_pair(&tsc1, &ns1);
+	if (cal_ns0 != 0 && ns1 != 0)
+		hz = dp_tsc_hz_from_samples(cal_tsc0, cal_ns0, tsc1, ns1);
 
 	/* A measurement far from DPDK's figure is a broken clock, not a rounding. */
 	if (hz == 0 || hz < dpdk_hz - dpdk_hz / 20 || hz > dpdk_hz + dpdk_hz / 20) {
