@@ -113,7 +113,7 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 	a = &d->rtt->ar[d->dir];
 	if (d->dir == SHAPER_UP)
 		autorate_attribute(a, &d->rtt->ar[SHAPER_DOWN]);
-	if (!autorate_tick(a, now, d->stats.tx_bytes))
+	if (!autorate_tick(a, now, d->stats.tx_bytes, d->stats.rx_bytes))
 		return;
 	p = *sched_get_params(d->sched);
 	p.rate = a->rate;
