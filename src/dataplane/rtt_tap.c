@@ -92,7 +92,7 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
-		if (s->side != RTT_SIDE_WAN)
+		if (s->side != RTT_SIDE_WAN || !s->established)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)

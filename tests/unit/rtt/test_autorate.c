@@ -125,33 +125,74 @@ test_up(void **state)
 	assert_int_equal(d.a.rate, MBIT(100));
 }
 
-/* The downstream one-way delay from TSvals: rises above each flow's own baseline. */
+/* The downstream one-way delay from TSvals: rises above each flow's own settled baseline. */
 static void
 test_owd(void **state)
+{
+	static struct owd_table t;
+	uint64_t now = MS(5000);
+	uint32_t ts = 777000;
+
+	(void)state;
+	owd_table_init(&t);
+	/* A flow's first packet starts its baseline; its clock offset is its own. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts, now), -1);
+	/* Nothing counts before the baseline has settled (half a second of packets). */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 10, now + MS(10)), -1);
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 400, now + MS(400)), -1);
+	/* Settled, the clock at 1 kHz: the same offset is no rise. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 600, now + MS(600)), 0);
+	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 601, now + MS(607)), MS(6));
+	/* A faster path than the baseline lowers it. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 700, now + MS(699)), 0);
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 701, now + MS(701)), MS(1));
+	/* The baseline outlives one window, not two (a packet a second keeps the flow). */
+	for (uint32_t s = 1; s <= 30; s++) {
+		int64_t r = owd_observe(&t, 0x1234, ts + 700 + s * 1000 + 4,
+					now + MS(699) + MS(s * 1000) + MS(9));
+		if (s < 10)
+			assert_int_equal(r, MS(5));
+		if (s > 21)
+			assert_int_equal(r, 0);
+	}
+	/* Another flow, across the 2^32 wrap. */
+	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
+	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 500, now + MS(0x20 + 500)), 0);
+	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 501, now + MS(0x20 + 504)), MS(3));
+}
+
+/* Flows whose TSval clock is not at 1 kHz are left out; slots are not stolen; stale ones go. */
+static void
+test_owd_flows(void **state)
 {
 	static struct owd_table t;
 	uint64_t now = MS(5000);
 
 	(void)state;
 	owd_table_init(&t);
-	/* A flow's first packet sets its baseline; its clock offset is its own. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777000, now), -1);
-	/* The same offset 10 ms later: no rise. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777010, now + MS(10)), 0);
-	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777011, now + MS(17)), MS(6));
-	/* Another flow, another offset (and TSvals across the 2^32 wrap). */
-	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
-	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u, now + MS(0x20) + MS(3)), MS(3));
-	/* A faster path than the baseline lowers it. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777100, now + MS(99)), 0);
-	assert_int_equal(owd_observe(&t, 0x1234, 777101, now + MS(101)), MS(1));
-	/* The baseline outlives one window, not two. */
-	assert_int_equal(owd_observe(&t, 0x1234, 787100, now + MS(10000) + MS(104)), MS(5));
-	assert_int_equal(owd_observe(&t, 0x1234, 797200, now + MS(20000) + MS(208)), MS(4));
-	assert_int_equal(owd_observe(&t, 0x1234, 807300, now + MS(30000) + MS(312)), MS(4));
-	/* A flow that lands in a used slot starts over. */
-	assert_int_equal(owd_observe(&t, 0x1234 + OWD_SLOTS, 5, now), -1);
+	/* A microsecond clock (Linux can send one): its offset falls by 999 us a ms. */
+	assert_int_equal(owd_observe(&t, 0x10, 1000000, now), -1);
+	for (uint32_t ms = 10; ms <= 2000; ms += 10)
+		assert_int_equal(owd_observe(&t, 0x10, 1000000 + ms * 1000, now + MS(ms)), -1);
+	assert_int_equal(t.c.bad_clock, 1);
+	/* A 100 Hz clock likewise. */
+	assert_int_equal(owd_observe(&t, 0x11, 5000, now), -1);
+	assert_int_equal(owd_observe(&t, 0x11, 5000 + 60, now + MS(600)), -1);
+	assert_int_equal(t.c.bad_clock, 2);
+	/* A flow landing in a busy slot is not timed, and the owner keeps its baseline. */
+	assert_int_equal(owd_observe(&t, 0x20, 100, now), -1);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now + MS(100)), -1);
+	assert_int_equal(t.c.collisions, 1);
+	assert_int_equal(owd_observe(&t, 0x20, 100 + 600, now + MS(602)), MS(2));
+	/* Once the owner is quiet for OWD_STALE_MS, the slot goes to the newcomer. */
+	now += MS(602) + MS(OWD_STALE_MS);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now), -1);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9 + 600, now + MS(600)), 0);
+	/* An owner back after a long silence starts over (its old baseline is stale). */
+	assert_int_equal(owd_observe(&t, 0x30, 100, now), -1);
+	assert_int_equal(owd_observe(&t, 0x30, 100 + 600, now + MS(600)), 0);
+	assert_int_equal(owd_observe(&t, 0x30, 100 + 9600, now + MS(600 + 9000 + 30)), -1);
 }
 
 /* One interval of each direction: the RTT's rise, and the downstream one-way rise. */
@@ -408,6 +449,7 @@ main(void)
 		cmocka_unit_test(test_down),
 		cmocka_unit_test(test_up),
 		cmocka_unit_test(test_owd),
+		cmocka_unit_test(test_owd_flows),
 		cmocka_unit_test(test_attribute),
 		cmocka_unit_test(test_cut_at_any_load),
 		cmocka_unit_test(test_threshold_at_low_rate),
