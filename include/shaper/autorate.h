@@ -69,6 +69,9 @@ struct autorate_params {
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
 
+/* Whether two sets of parameters are alike, field by field. */
+bool autorate_params_same(const struct autorate_params *a, const struct autorate_params *b);
+
 enum autorate_action {
 	AUTORATE_HOLD = 0,
 	AUTORATE_UP = 1,

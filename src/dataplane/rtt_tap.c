@@ -50,7 +50,12 @@ dp_rtt_create(const struct shaper_config *c)
 		struct autorate_params p;
 
 		r->ar_on[d] = ac->enabled;
-		autorate_params_default(&p, ac->min_rate, ac->max_rate);
+		if (ac->enabled)
+			p = ac->tune;
+		else
+			autorate_params_default(&p, 0, 0);
+		p.min_rate = ac->min_rate;
+		p.max_rate = ac->max_rate;
 		p.start_rate = ac->start_rate;
 		p.after_modem = d == SHAPER_DOWN;
 		autorate_init(&r->ar[d], &p);

@@ -44,6 +44,26 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->path_max_ns = 60000000ull;
 }
 
+bool
+autorate_params_same(const struct autorate_params *a, const struct autorate_params *b)
+{
+	return a->min_rate == b->min_rate && a->max_rate == b->max_rate &&
+	       a->start_rate == b->start_rate && a->base_rate == b->base_rate &&
+	       a->interval_ns == b->interval_ns && a->early_samples == b->early_samples &&
+	       a->bloat_ns == b->bloat_ns && a->clear_ns == b->clear_ns &&
+	       a->frame_bytes == b->frame_bytes && a->refractory_ns == b->refractory_ns &&
+	       a->cut_min_pct == b->cut_min_pct && a->cut_max_pct == b->cut_max_pct &&
+	       a->drain_ns == b->drain_ns && a->loaded_pct == b->loaded_pct &&
+	       a->idle_pct == b->idle_pct && a->up_fast_pct == b->up_fast_pct &&
+	       a->up_slow_pct == b->up_slow_pct && a->near_lo_pct == b->near_lo_pct &&
+	       a->near_hi_pct == b->near_hi_pct && a->standing_intervals == b->standing_intervals &&
+	       a->standing_cut_pct == b->standing_cut_pct && a->decay_pct == b->decay_pct &&
+	       a->decay_without_samples == b->decay_without_samples &&
+	       a->owd_stale_ns == b->owd_stale_ns && a->path_flat_ns == b->path_flat_ns &&
+	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
+	       a->after_modem == b->after_modem;
+}
+
 static const char *const reason_names[AR_WHY_N] = {
 	[AR_WHY_NO_SAMPLES] = "no_samples",
 	[AR_WHY_CUT_BLOAT] = "cut_bloat",
@@ -204,7 +224,7 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
 	bool falling = own + a->p.path_flat_ns < a->cut_delay_ns;
 
-	if (rising || a->series_rate == 0 || own > a->p.path_max_ns) {
+	if (rising || a->series_rate == 0 || own > a->p.path_max_ns || a->p.path_checks == 0) {
 		cut_bloat(a, now, through, own, bloat);
 		return;
 	}
@@ -340,7 +360,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		decide(a, AUTORATE_UP, AR_WHY_RAISE);
 	} else if (own > clear && !idle) {
 		a->mid_intervals = mid + 1;
-		if (a->mid_intervals >= a->p.standing_intervals &&
+		if (a->p.standing_intervals != 0 && a->mid_intervals >= a->p.standing_intervals &&
 		    (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
 			a->mid_intervals = 0;
 			a->bloat_rate = through;
