@@ -130,8 +130,9 @@ struct autorate {
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s sent over the last interval */
 	uint64_t arrived_rate;   /* bytes/s that arrived to be shaped over the last interval */
-	uint64_t last_delay_ns;  /* delay_min of the last interval with samples, path_ns off */
-	uint32_t last_samples;   /* samples in the last interval */
+	uint64_t through_rate;  /* what the line carried, as the last interval's decision took it */
+	uint64_t last_delay_ns; /* delay_min of the last interval with samples, path_ns off */
+	uint32_t last_samples;  /* samples in the last interval */
 	uint64_t ups, downs;
 	uint64_t why[AR_WHY_N]; /* decisions by reason */
 	uint8_t last_action;    /* enum autorate_action */

@@ -325,6 +325,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		through = a->arrived_rate;
 	else
 		through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+	a->through_rate = through;
 	mid = a->mid_intervals;
 	a->mid_intervals = 0;
 	if (own < a->flat_min_ns)
