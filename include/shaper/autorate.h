@@ -19,7 +19,8 @@
  *  - Clear (rise under the clear threshold) while loaded: raise, slowly
  *    near the rate of the last bloat.
  *  - A rise standing between clear and bloat: a small cut after a while.
- *  - Idle (or no samples, when so configured): decay towards `base_rate`.
+ *  - Clear but not loaded, or idle (or no samples, when so configured):
+ *    move towards `base_rate`.
  * Both thresholds grow by the time one `frame_bytes` frame takes at the
  * current rate: at 2 Mbit/s a 1514-byte frame alone is 6 ms of queue.
  * Plain C, no allocation, time passed in; one instance per direction, fed
@@ -62,10 +63,12 @@ struct autorate_params {
 };
 
 /*
- * Defaults: 100 ms interval (4 samples at bloat end it early), bloat 8 ms, clear 3 ms, frame 1514
- * B, refractory 300 ms, cuts 10-50 %, drain 1 s, loaded 75 %, idle 10 %, raise 5 % (1 % from 90 to
- * 102 % of the last bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold without
- * samples, one-way figures stale after 1 s, path 2 ms flat for 2 checks up to 60 ms.
+ * Defaults: 100 ms interval (4 samples at bloat end it early), bloat 8 ms,
+ * clear 3 ms, frame 1514 B, refractory 300 ms, cuts 10-50 %, drain 1 s,
+ * loaded 75 %, idle 10 %, raise 5 % (1 % from 92 to 101 % of the last
+ * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
+ * without samples, one-way figures stale after 1 s, path 2 ms flat for 2
+ * checks up to 60 ms.
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
 
@@ -96,6 +99,14 @@ enum autorate_reason {
 /* "no_samples", "cut_bloat", ... (the names stats and metrics use). */
 const char *autorate_reason_name(unsigned int why);
 
+#define AR_OWD_RECENT 8 /* intervals of one-way rises the upstream's share is taken against */
+/*
+ * A direction this many times less loaded than the other is not cut
+ * without one-way figures, nor with them for a share under this many
+ * times the bloat threshold.
+ */
+#define AR_LOAD_RATIO 4
+
 struct autorate {
 	struct autorate_params p;
 	uint64_t rate; /* bytes/s the shaper should run at */
@@ -114,6 +125,10 @@ struct autorate {
 	 * upstream, the downstream controller's, copied by autorate_attribute.
 	 */
 	uint64_t owd_last_ns, owd_last_at;
+	uint32_t load_pct;       /* sent or arrived over the last interval, percent of the rate */
+	uint32_t other_load_pct; /* the other direction's (autorate_attribute) */
+	uint64_t owd_recent[AR_OWD_RECENT]; /* the last intervals' one-way rises (downstream) */
+	uint32_t owd_recent_i;
 
 	/* Memory of the cuts. */
 	uint64_t last_down_ns;
@@ -125,7 +140,7 @@ struct autorate {
 	uint64_t flat_delay_ns; /* the lowest rise since then */
 	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	uint64_t path_ns;       /* the part of every rise known to be the path's */
-	uint64_t path_own_ns;   /* ... and of this direction's share */
+	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
 
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s sent over the last interval */
@@ -163,9 +178,12 @@ autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
  * direction whose share is at least half the threshold (one of them is),
  * and a direction raises when its own share is clear. Call this before the
  * upstream's tick with the downstream's controller. Without one-way figures
- * (no timestamps, stale ones, or down NULL) each decides on the RTT alone.
+ * (no timestamps, stale ones, or down NULL) each decides on the RTT alone,
+ * except that a direction AR_LOAD_RATIO times less loaded (share of its
+ * rate) than the other is not cut (its traffic is the other's ACKs), nor
+ * with one-way figures unless its share is AR_LOAD_RATIO times bloat.
  */
-void autorate_attribute(struct autorate *up, const struct autorate *down);
+void autorate_attribute(struct autorate *up, struct autorate *down);
 
 /* The threshold t (ns) at the current rate: t plus one frame's time. */
 uint64_t autorate_threshold(const struct autorate *a, uint64_t t);

@@ -32,8 +32,8 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->idle_pct = 10;
 	p->up_fast_pct = 5;
 	p->up_slow_pct = 1;
-	p->near_lo_pct = 90;
-	p->near_hi_pct = 102;
+	p->near_lo_pct = 92;
+	p->near_hi_pct = 101;
 	p->standing_intervals = 5;
 	p->standing_cut_pct = 3;
 	p->decay_pct = 1;
@@ -111,13 +111,35 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	a->delay_min = UINT64_MAX;
 	a->owd_min = UINT64_MAX;
 	a->owd_last_ns = UINT64_MAX;
+	for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+		a->owd_recent[i] = UINT64_MAX;
 	a->last_why = AR_WHY_NO_SAMPLES;
 }
 
 void
-autorate_attribute(struct autorate *up, const struct autorate *down)
+autorate_attribute(struct autorate *up, struct autorate *down)
 {
-	up->owd_last_ns = down != NULL ? down->owd_last_ns : UINT64_MAX;
+	uint64_t m = UINT64_MAX;
+
+	up->other_load_pct = down != NULL ? down->load_pct : 0;
+	if (down != NULL)
+		down->other_load_pct = up->load_pct;
+	/*
+	 * The RTT samples the upstream decides on completed up to a round trip
+	 * after their packets met the queues; the one-way figures are of now.
+	 * A downstream queue that drains after a cut would leave the RTT high
+	 * and the one-way rise low, and read as the upstream's: its share is
+	 * taken against the highest one-way rise of the last few intervals,
+	 * less what the downstream has taken as its path's.
+	 */
+	if (down != NULL && down->owd_last_ns != UINT64_MAX) {
+		m = 0;
+		for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+			if (down->owd_recent[i] != UINT64_MAX && down->owd_recent[i] > m)
+				m = down->owd_recent[i];
+		m = m > down->path_own_ns ? m - down->path_own_ns : 0;
+	}
+	up->owd_last_ns = m;
 }
 
 uint64_t
@@ -126,14 +148,21 @@ autorate_threshold(const struct autorate *a, uint64_t t)
 	return t + (a->rate != 0 ? (uint64_t)a->p.frame_bytes * 1000000000ull / a->rate : 0);
 }
 
-/* This direction's share of an RTT rise (see autorate_attribute). */
+/*
+ * This direction's share of the RTT's rise delay (the path's part already
+ * off; see autorate_attribute): downstream its one-way rise less the part
+ * it took as the path's, upstream the rest of the RTT's.
+ */
 static uint64_t
-own_share(const struct autorate *a, uint64_t delay)
+own_share(struct autorate *a, uint64_t delay)
 {
 	if (a->owd_last_ns == UINT64_MAX)
 		return delay;
-	if (a->p.after_modem)
-		return a->owd_last_ns;
+	if (a->p.after_modem) {
+		if (a->owd_last_ns < a->path_own_ns)
+			a->path_own_ns = a->owd_last_ns;
+		return a->owd_last_ns - a->path_own_ns;
+	}
 	return delay > a->owd_last_ns ? delay - a->owd_last_ns : 0;
 }
 
@@ -241,7 +270,8 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		return;
 	}
 	a->path_ns += a->flat_delay_ns;
-	a->path_own_ns += a->flat_min_ns;
+	if (a->p.after_modem && a->owd_last_ns != UINT64_MAX)
+		a->path_own_ns += a->flat_min_ns;
 	a->rate = clamp_rate(a, a->series_rate);
 	a->series_rate = 0;
 	a->flat_checks = 0;
@@ -287,14 +317,20 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		if (a->owd_n != 0) {
 			a->owd_last_ns = a->owd_min;
 			a->owd_last_at = now;
+			a->owd_recent[a->owd_recent_i++ % AR_OWD_RECENT] = a->owd_min;
 		} else if (a->owd_last_ns != UINT64_MAX &&
 			   now - a->owd_last_at > a->p.owd_stale_ns) {
 			a->owd_last_ns = UINT64_MAX; /* stale: decide on the RTT alone */
+			for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+				a->owd_recent[i] = UINT64_MAX;
 		}
 	}
 	a->owd_min = UINT64_MAX;
 	a->owd_n = 0;
 	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
+	a->load_pct = (uint32_t)((a->delivered_rate > a->arrived_rate ? a->delivered_rate
+								      : a->arrived_rate) *
+				 100 / (a->rate != 0 ? a->rate : 1));
 	idle = a->delivered_rate * 100 < (uint64_t)a->p.idle_pct * a->rate &&
 	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
 	if (n == 0) {
@@ -306,13 +342,10 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		return a->rate != old;
 	}
 	/* The path's part goes as soon as the baselines have it (or the path is back). */
-	own = own_share(a, raw);
 	if (raw < a->path_ns)
 		a->path_ns = raw;
-	if (own < a->path_own_ns)
-		a->path_own_ns = own;
 	delay = raw - a->path_ns;
-	own -= a->path_own_ns;
+	own = own_share(a, delay);
 	a->last_delay_ns = delay;
 	bloat = autorate_threshold(a, a->p.bloat_ns);
 	clear = autorate_threshold(a, a->p.clear_ns);
@@ -334,11 +367,16 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		a->flat_delay_ns = delay;
 	if (delay >= bloat) {
 		/*
-		 * The other direction's queue (autorate_attribute), or with no
-		 * one-way figures, a direction that carries next to nothing: not
-		 * ours to cut (what could a cut of an idle direction drain?).
+		 * The other direction's queue (autorate_attribute). A direction
+		 * that carries next to nothing, or far less of its rate than the
+		 * other of its own (the ACKs of the other's downloads), is cut
+		 * only on a one-way figure that puts a large rise in it: the
+		 * split of a small one is too uncertain to starve the ACKs.
 		 */
-		if (own < bloat / 2 || (idle && a->owd_last_ns == UINT64_MAX))
+		bool lesser = idle || a->load_pct * AR_LOAD_RATIO < a->other_load_pct;
+
+		if (own < bloat / 2 ||
+		    (lesser && (a->owd_last_ns == UINT64_MAX || own < AR_LOAD_RATIO * bloat)))
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
 			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
@@ -371,10 +409,13 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		} else {
 			decide(a, AUTORATE_HOLD, AR_WHY_HOLD);
 		}
-	} else if (idle) {
-		decay(a);
 	} else {
-		decide(a, AUTORATE_HOLD, AR_WHY_HOLD);
+		/*
+		 * Clear but not loaded, or idle: nothing says where the line is;
+		 * drift towards base (a direction that carries only the other's
+		 * ACKs, cut once, finds its way back).
+		 */
+		decay(a);
 	}
 	return a->rate != old;
 }

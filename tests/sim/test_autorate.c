@@ -49,6 +49,8 @@
 #define CODEL_IV   100.0
 #define MODEM_BUF  1000000.0 /* bytes, each direction */
 #define SHAPER_BUF 4000000.0
+#define ACK_SHARE  30.0 /* a delayed ACK (66 B) for two full segments: about 1/45, and options */
+#define ACK_SHARE  30.0 /* a delayed ACK (66 B) for two full segments: about 1/45, and options */
 
 enum {
 	UP = 0,
@@ -222,6 +224,41 @@ dump(const struct scen *s, const struct run *r)
 			r->rate[UP][t], r->good[UP][t], r->qd[UP][t]);
 }
 
+/* AR_JSONL=file with AR_DUMP=name: the run as stats lines, for tools/autorate_plot.py. */
+static void
+jsonl_line(FILE *f, const struct run *r, uint64_t now, const double *m, const double *dq)
+{
+	static const char *const name[2] = { "upstream", "downstream" };
+
+	fprintf(f, "{\"directions\": {");
+	for (int d = 0; d < 2; d++) {
+		const struct autorate *a = &r->a[d];
+
+		fprintf(f,
+			"%s\"%s\": {\"time_ns\": %llu, \"rtt\": {\"autorate\": {\"rate\": %llu, "
+			"\"delivered\": %llu, \"delay_us\": %llu",
+			d ? ", " : "", name[d], (unsigned long long)now,
+			(unsigned long long)a->rate, (unsigned long long)a->delivered_rate,
+			(unsigned long long)(a->last_delay_ns / 1000));
+#ifndef AR_OLD
+		fprintf(f,
+			", \"line\": %llu, \"path_us\": %llu, \"decisions\": {\"cut_bloat\": %llu, "
+			"\"cut_standing\": %llu, \"path\": %llu}",
+			(unsigned long long)a->through_rate,
+			(unsigned long long)(a->path_ns / 1000),
+			(unsigned long long)a->why[AR_WHY_CUT_BLOAT],
+			(unsigned long long)a->why[AR_WHY_CUT_STANDING],
+			(unsigned long long)a->why[AR_WHY_PATH]);
+#endif
+		fprintf(f, "}}}");
+	}
+	fprintf(f, "}, \"modem\": {");
+	for (int d = 0; d < 2; d++)
+		fprintf(f, "%s\"%s\": {\"rate\": %.0f, \"queue_us\": %.0f}", d ? ", " : "", name[d],
+			m[d] * 1000.0, dq[d] * 1000.0);
+	fprintf(f, "}}\n");
+}
+
 static void
 simulate(const struct scen *s, struct run *r)
 {
@@ -232,6 +269,11 @@ simulate(const struct scen *s, struct run *r)
 	uint64_t sent[2] = { 0 }, arrived[2] = { 0 };
 	double sent_frac[2] = { 0 }, arr_frac[2] = { 0 };
 
+	FILE *jsonl = NULL;
+
+	if (getenv("AR_JSONL") != NULL && getenv("AR_DUMP") != NULL &&
+	    strcmp(getenv("AR_DUMP"), s->name) == 0)
+		jsonl = fopen(getenv("AR_JSONL"), "w");
 	memset(fl, 0, sizeof(fl));
 	memset(hist, 0, sizeof(hist));
 	for (int d = 0; d < 2; d++) {
@@ -252,7 +294,8 @@ simulate(const struct scen *s, struct run *r)
 	}
 	r->samples = 0;
 	for (uint32_t t = 0; t < s->run_ms; t++) {
-		double m[2], rt[2], dq[2], in[2] = { 0 }, path = s->path != NULL ? s->path(t) : 0;
+		double m[2], rt[2], dq[2], in[2] = { 0 }, ack[2] = { 0 },
+					   path = s->path != NULL ? s->path(t) : 0;
 		uint64_t now = MS(t);
 
 		s->flows(fl, t, &seed);
@@ -277,6 +320,7 @@ simulate(const struct scen *s, struct run *r)
 			if (f->left >= 0 && x > f->left)
 				x = f->left;
 			in[d] += x;
+			ack[d ^ 1] += x / ACK_SHARE;
 			if (f->left >= 0) {
 				f->left -= x;
 				if (f->left <= 0) {
@@ -321,6 +365,7 @@ simulate(const struct scen *s, struct run *r)
 		}
 		/* Upstream: shaper, then modem. Downstream: modem, then shaper. */
 		for (int d = 0; d < 2; d++) {
+			in[d] += ack[d]; /* the ACKs of the other direction's data */
 			double out, ms_out;
 
 			if (d == UP) {
@@ -391,6 +436,8 @@ simulate(const struct scen *s, struct run *r)
 					r->a[d].last_why, r->a[d].last_delay_ns / 1e6,
 					r->a[d].last_samples);
 #endif
+		if (jsonl != NULL && t % 100 == 0)
+			jsonl_line(jsonl, r, now, m, dq);
 		if (s->autorate[DOWN])
 			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN]);
 		if (s->autorate[UP]) {
@@ -399,6 +446,8 @@ simulate(const struct scen *s, struct run *r)
 		}
 	}
 	dump(s, r);
+	if (jsonl != NULL)
+		fclose(jsonl);
 }
 
 static void
@@ -474,19 +523,23 @@ share(const struct run *r, int d, uint32_t from, uint32_t to)
 	return got / cap;
 }
 
-/* Seconds from `from` until the induced latency, past its peak, is under `ms` (-1: never). */
+/*
+ * Seconds from `from` until the induced latency, once over `ms`, is back
+ * under it (0: never over; -1: never back). The later probes' peaks are in
+ * the median and p95 figures.
+ */
 static double
 settled_after(const struct run *r, int d, uint32_t from, uint32_t to, double ms)
 {
-	uint32_t top = from;
+	uint32_t t = from;
 
-	for (uint32_t t = from; t < from + 3000 && t < to; t++)
-		if (r->qd[d][t] > r->qd[d][top])
-			top = t;
-	for (uint32_t t = top; t < to; t++)
-		if (r->qd[d][t] < ms)
-			return (t - from) / 1000.0;
-	return -1;
+	while (t < to && r->qd[d][t] < ms)
+		t++;
+	if (t == to)
+		return 0;
+	while (t < to && r->qd[d][t] >= ms)
+		t++;
+	return t < to ? (t - from) / 1000.0 : -1;
 }
 
 /* Seconds from `from` until the goodput over the next second is at least frac of the modem. */
@@ -667,22 +720,32 @@ falls(double to, int d)
 	struct scen s = scen("fall", 30000, d == DOWN ? modem_fall : modem_fall_up,
 			     d == DOWN ? flows_down : flows_up);
 	struct run r;
-	double settle, good, pk, p95;
+	double settle, good, pk, p95, med;
+	char name[32];
 
+	/* fall_down_10, fall_up_25, ... (for AR_DUMP) */
+	snprintf(name, sizeof(name), "fall_%s_%.0f", d == DOWN ? "down" : "up", to * 100);
+	s.name = name;
 	fall_to = to;
 	simulate(&s, &r);
 	settle = settled_after(&r, d, 10000, 30000, 15.0);
 	p95 = pct(r.qd[d], 12000, 30000, 95);
+	med = median(r.qd[d], 12000, 30000);
 	good = share(&r, d, 15000, 30000);
 	pk = peak(r.qd[d], 10000, 30000);
 	SIM_FIGURE("autorate %s falls 100%% -> %.0f%%: induced latency peak %.0f ms, under 15 ms "
-		   "after %.2f s (-1: never), from 2 s on p95 %.1f ms; goodput %.3f of the new "
-		   "modem from 5 s on, rate %.1f Mbit/s at the end (modem %.1f), %llu cuts",
-		   d == DOWN ? "downstream" : "upstream", to * 100, pk, settle, p95, good,
-		   r.rate[d][29999], r.cap[d][29999], (unsigned long long)r.a[d].downs);
+		   "after %.2f s (-1: never), from 2 s on median %.1f ms, p95 %.1f ms; goodput %.3f "
+		   "of the new modem from 5 s on, rate %.1f Mbit/s at the end (modem %.1f), %llu "
+		   "cuts; the other direction (ACKs) at %.1f Mbit/s",
+		   d == DOWN ? "downstream" : "upstream", to * 100, pk, settle, med, p95, good,
+		   r.rate[d][29999], r.cap[d][29999], (unsigned long long)r.a[d].downs,
+		   r.rate[d ^ 1][29999]);
 	CHECK(settle >= 0 && settle <= 2.0);
-	CHECK(median(r.qd[d], 12000, 30000) <= 5.0);
+	/* 5 ms, and one frame's time at the new rate (6 ms at 2 Mbit/s) */
+	CHECK(med <= 5.0 + 1514 * 8 / (r.cap[d][29999] * 1000.0));
 	CHECK(good >= 0.85);
+	/* The other direction, carrying only ACKs, is not cut for this one's queue. */
+	CHECK(r.rate[d ^ 1][29999] >= 0.5 * s.max[d ^ 1]);
 	run_free(&r);
 }
 

@@ -105,7 +105,9 @@ test_up(void **state)
 	(void)state;
 	start(&d, MBIT(10), MBIT(100));
 	d.a.rate = MBIT(40);
-	assert_false(interval(&d, 50, 0)); /* at baseline but not loaded */
+	assert_true(interval(&d, 50, 0)); /* at baseline but not loaded: towards base (max) */
+	assert_int_equal(d.a.last_why, AR_WHY_DECAY);
+	d.a.rate = MBIT(40);
 	assert_true(interval(&d, 100, 1)); /* loaded at baseline: 5 % up */
 	assert_int_equal(d.a.rate, MBIT(42));
 	/* A bloat at 42 makes the next approach to 42 careful. */
@@ -420,6 +422,70 @@ test_early(void **state)
 	assert_false(autorate_tick(&d.a, d.now + MS(60), d.bytes, d.bytes));
 }
 
+/*
+ * The direction that carries the other's ACKs (a fifth of the other's load share) is
+ * not cut for a rise without one-way figures, nor for a small one the figures put in it.
+ */
+static void
+test_lesser_direction(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_int_equal(up.a.other_load_pct, 100);
+	assert_false(interval(&up, 20, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	/* Loaded alike: both cut, as before. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 100, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	/* One-way figures that put a large rise in the lesser direction: cut. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	autorate_owd_sample(&down.a, MS(1));
+	interval(&down, 100, 60);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 20, 60));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	/* ... a small one: not. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	autorate_owd_sample(&down.a, MS(1));
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_false(interval(&up, 20, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+}
+
+/* The upstream's share is taken against the highest one-way rise of the last intervals. */
+static void
+test_owd_recent(void **state)
+{
+	struct drive up, down;
+	static const int64_t owd[3] = { 30, 12, 1 }; /* a downstream queue draining */
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	for (int i = 0; i < 3; i++) {
+		autorate_owd_sample(&down.a, MS(owd[i]));
+		interval(&down, 100, 30);
+	}
+	autorate_attribute(&up.a, &down.a);
+	assert_int_equal(up.a.owd_last_ns, MS(30));
+	assert_false(interval(&up, 100,
+			      30)); /* the RTT still shows the queue: not the upstream's */
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+}
+
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
 static void
 test_owd_stale(void **state)
@@ -458,6 +524,8 @@ main(void)
 		cmocka_unit_test(test_decay_to_base),
 		cmocka_unit_test(test_early),
 		cmocka_unit_test(test_owd_stale),
+		cmocka_unit_test(test_lesser_direction),
+		cmocka_unit_test(test_owd_recent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
