@@ -7,7 +7,9 @@
  * Reno: each sends cwnd per round trip (so it is clocked by whichever
  * queue is the bottleneck, the modem's when the modem is slower), grows a
  * segment per round trip (doubling in slow start) and halves on a drop,
- * once per round trip. Each flow gives one WAN-side RTT sample per round
+ * once per round trip; its ACKs (a thirtieth of its bytes) go the other
+ * way through the other direction's shaper and modem. Each flow gives one
+ * WAN-side RTT sample per round
  * trip (what the passive tap gets: one TSval in flight), against a
  * baseline kept as src/rtt/rtt.c keeps it (the lowest over this 10 s
  * window and the last, counted once the flow has two earlier samples), and
@@ -20,7 +22,8 @@
  * steady load both ways, halving and recovery, a satellite path stepping
  * +25 ms and back every 15 s, a far-end server whose queue grows on one
  * flow, churning short flows, upload only, one direction falling while the
- * other stays, idle then load, and flows without timestamps.
+ * other stays, idle then load, flows without timestamps, and a queue
+ * standing in the modem (drained, not taken as the path's).
  *
  * Built with -DAR_OLD against the controller before these changes (a copy
  * of its autorate.c and .h) the same scenarios print what it did.
@@ -97,6 +100,8 @@ struct scen {
 	bool autorate[2];
 	double min[2], max[2], base[2]; /* Mbit/s; base 0: the default */
 	bool decay_without_samples;
+	uint32_t inject_t;   /* at this ms (0: never) ... */
+	double inject_ms[2]; /* ... this much queue appears in each modem (a burst of others) */
 };
 
 struct run {
@@ -363,6 +368,9 @@ simulate(const struct scen *s, struct run *r)
 					autorate_owd_sample(&r->a[DOWN], MS(rise));
 			}
 		}
+		if (s->inject_t != 0 && t == s->inject_t)
+			for (int d = 0; d < 2; d++)
+				mq[d] += s->inject_ms[d] * m[d];
 		/* Upstream: shaper, then modem. Downstream: modem, then shaper. */
 		for (int d = 0; d < 2; d++) {
 			in[d] += ack[d]; /* the ACKs of the other direction's data */
@@ -839,6 +847,41 @@ test_path_steps(void **state)
 	run_free(&r);
 }
 
+/*
+ * A queue standing in the modem: the shaper's bound is the modem's rate, so
+ * once 20 ms of queue is there (a burst of someone else's at 10 s), TCP
+ * keeps it full and nothing the raise and bloat rules do moves it unless it
+ * is cut below the line. It must drain, and not be taken as the path's.
+ */
+static void
+test_standing_queue(void **state)
+{
+	struct scen s = scen("standing", 30000, modem_steady, flows_rrul);
+	struct run r;
+	double settle, lat, g;
+
+	(void)state;
+	s.max[DOWN] = 100;
+	s.max[UP] = 20;
+	s.inject_t = 10000;
+	s.inject_ms[DOWN] = 20;
+	s.inject_ms[UP] = 5.5;
+	simulate(&s, &r);
+	settle = settled_after(&r, DOWN, 10000, 30000, 3.0);
+	lat = median(r.qd[DOWN], 13000, 30000);
+	g = share(&r, DOWN, 13000, 30000);
+	SIM_FIGURE("autorate standing queue of 20 ms down / 5.5 ms up at the modem's rate: down "
+		   "under 3 ms after %.2f s, then median %.2f ms / %.2f ms up, goodput %.3f down / "
+		   "%.3f up; %llu taken as the path's",
+		   settle, lat, median(r.qd[UP], 13000, 30000), g, share(&r, UP, 13000, 30000),
+		   (unsigned long long)(why(&r.a[DOWN], AR_WHY_PATH) + why(&r.a[UP], AR_WHY_PATH)));
+	CHECK(settle >= 0 && settle <= 3.0);
+	CHECK(lat <= 3.0 && median(r.qd[UP], 13000, 30000) <= 3.0);
+	CHECK(g >= 0.90 && share(&r, UP, 13000, 30000) >= 0.88);
+	CHECK(why(&r.a[DOWN], AR_WHY_PATH) + why(&r.a[UP], AR_WHY_PATH) == 0);
+	run_free(&r);
+}
+
 /* A far-end server's own queue grows on one flow of eight: not the line's; no cuts for it. */
 static void
 test_far_end_queue(void **state)
@@ -996,7 +1039,7 @@ main(void)
 		cmocka_unit_test(test_path_steps),    cmocka_unit_test(test_far_end_queue),
 		cmocka_unit_test(test_churn),         cmocka_unit_test(test_upload_only),
 		cmocka_unit_test(test_asymmetric),    cmocka_unit_test(test_idle_then_load),
-		cmocka_unit_test(test_no_timestamps),
+		cmocka_unit_test(test_no_timestamps), cmocka_unit_test(test_standing_queue),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
