@@ -56,10 +56,12 @@ struct autorate_params {
 	uint32_t decay_pct;          /* idle: per interval towards base_rate */
 	bool decay_without_samples;  /* no samples for an interval: decay (true) or hold */
 	uint64_t owd_stale_ns;       /* a one-way figure older than this is forgotten */
-	uint64_t path_flat_ns;       /* a rise that moves less than this after a cut ... */
-	uint32_t path_checks;        /* ... for this many refractory periods ... */
-	uint64_t path_max_ns;        /* ... and is no larger than this is the path's */
-	bool after_modem;            /* downstream: gets the one-way rise (autorate_owd_sample) */
+	uint32_t owd_recent;   /* upstream: its share against the highest of this many intervals' */
+	uint32_t lesser_ratio; /* a direction this many times less loaded than the other ... */
+	uint64_t path_flat_ns; /* a rise that moves less than this after a cut ... */
+	uint32_t path_checks;  /* ... for this many refractory periods ... */
+	uint64_t path_max_ns;  /* ... and is no larger than this is the path's */
+	bool after_modem;      /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
 /*
@@ -67,7 +69,8 @@ struct autorate_params {
  * clear 3 ms, frame 1514 B, refractory 300 ms, cuts 10-50 %, drain 1 s,
  * loaded 75 %, idle 10 %, raise 5 % (1 % from 92 to 101 % of the last
  * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
- * without samples, one-way figures stale after 1 s, path 2 ms flat for 2
+ * without samples, one-way figures stale after 1 s and the upstream's share
+ * against the last 8 intervals', lesser ratio 4, path 2 ms flat for 2
  * checks up to 60 ms.
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
@@ -99,13 +102,7 @@ enum autorate_reason {
 /* "no_samples", "cut_bloat", ... (the names stats and metrics use). */
 const char *autorate_reason_name(unsigned int why);
 
-#define AR_OWD_RECENT 8 /* intervals of one-way rises the upstream's share is taken against */
-/*
- * A direction this many times less loaded than the other is not cut
- * without one-way figures, nor with them for a share under this many
- * times the bloat threshold.
- */
-#define AR_LOAD_RATIO 4
+#define AR_OWD_RECENT_MAX 16 /* owd_recent's largest */
 
 struct autorate {
 	struct autorate_params p;
@@ -127,7 +124,7 @@ struct autorate {
 	uint64_t owd_last_ns, owd_last_at;
 	uint32_t load_pct;       /* sent or arrived over the last interval, percent of the rate */
 	uint32_t other_load_pct; /* the other direction's (autorate_attribute) */
-	uint64_t owd_recent[AR_OWD_RECENT]; /* the last intervals' one-way rises (downstream) */
+	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
 	uint32_t owd_recent_i;
 
 	/* Memory of the cuts. */
@@ -179,9 +176,9 @@ autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
  * and a direction raises when its own share is clear. Call this before the
  * upstream's tick with the downstream's controller. Without one-way figures
  * (no timestamps, stale ones, or down NULL) each decides on the RTT alone,
- * except that a direction AR_LOAD_RATIO times less loaded (share of its
+ * except that a direction lesser_ratio times less loaded (share of its
  * rate) than the other is not cut (its traffic is the other's ACKs), nor
- * with one-way figures unless its share is AR_LOAD_RATIO times bloat.
+ * with one-way figures unless its share is lesser_ratio times bloat.
  */
 void autorate_attribute(struct autorate *up, struct autorate *down);
 

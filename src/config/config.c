@@ -697,6 +697,8 @@ static const struct ar_key ar_keys[] = {
 	ARK("decay", AR_U32, decay_pct, 0, 100),
 	ARK("no_samples", AR_NO_SAMPLES, decay_without_samples, 0, 0),
 	ARK("owd_stale", AR_TIME, owd_stale_ns, AR_MS(1), AR_MS(600000)),
+	ARK("owd_recent", AR_U32, owd_recent, 1, AR_OWD_RECENT_MAX),
+	ARK("lesser_ratio", AR_U32, lesser_ratio, 0, 1000),
 	ARK("path_flat", AR_TIME, path_flat_ns, 0, AR_MS(1000)),
 	ARK("path_checks", AR_U32, path_checks, 0, 100),
 	ARK("path_max", AR_TIME, path_max_ns, 0, AR_MS(10000)),

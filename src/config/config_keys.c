@@ -95,6 +95,8 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "autorate", "decay", "1", "1", true },
 	{ "autorate", "no_samples", "\"hold\"", "hold", true },
 	{ "autorate", "owd_stale", "\"1s\"", "1s", true },
+	{ "autorate", "owd_recent", "8", "8", true },
+	{ "autorate", "lesser_ratio", "4", "4", true },
 	{ "autorate", "path_flat", "\"2ms\"", "2ms", true },
 	{ "autorate", "path_checks", "2", "2", true },
 	{ "autorate", "path_max", "\"60ms\"", "60ms", true },

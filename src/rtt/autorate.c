@@ -39,6 +39,8 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->decay_pct = 1;
 	p->decay_without_samples = false;
 	p->owd_stale_ns = 1000000000ull;
+	p->owd_recent = 8;
+	p->lesser_ratio = 4;
 	p->path_flat_ns = 2000000ull;
 	p->path_checks = 2;
 	p->path_max_ns = 60000000ull;
@@ -59,7 +61,8 @@ autorate_params_same(const struct autorate_params *a, const struct autorate_para
 	       a->near_hi_pct == b->near_hi_pct && a->standing_intervals == b->standing_intervals &&
 	       a->standing_cut_pct == b->standing_cut_pct && a->decay_pct == b->decay_pct &&
 	       a->decay_without_samples == b->decay_without_samples &&
-	       a->owd_stale_ns == b->owd_stale_ns && a->path_flat_ns == b->path_flat_ns &&
+	       a->owd_stale_ns == b->owd_stale_ns && a->owd_recent == b->owd_recent &&
+	       a->lesser_ratio == b->lesser_ratio && a->path_flat_ns == b->path_flat_ns &&
 	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
 	       a->after_modem == b->after_modem;
 }
@@ -106,12 +109,14 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 		a->p.cut_max_pct = 90;
 	if (a->p.cut_min_pct > a->p.cut_max_pct)
 		a->p.cut_min_pct = a->p.cut_max_pct;
+	if (a->p.owd_recent == 0 || a->p.owd_recent > AR_OWD_RECENT_MAX)
+		a->p.owd_recent = a->p.owd_recent == 0 ? 1 : AR_OWD_RECENT_MAX;
 	a->rate = clamp_rate(a, p->start_rate != 0 ? p->start_rate : a->p.max_rate);
 	a->p.base_rate = clamp_rate(a, p->base_rate != 0 ? p->base_rate : a->rate);
 	a->delay_min = UINT64_MAX;
 	a->owd_min = UINT64_MAX;
 	a->owd_last_ns = UINT64_MAX;
-	for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
 		a->owd_recent[i] = UINT64_MAX;
 	a->last_why = AR_WHY_NO_SAMPLES;
 }
@@ -134,7 +139,7 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	 */
 	if (down != NULL && down->owd_last_ns != UINT64_MAX) {
 		m = 0;
-		for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+		for (unsigned int i = 0; i < down->p.owd_recent; i++)
 			if (down->owd_recent[i] != UINT64_MAX && down->owd_recent[i] > m)
 				m = down->owd_recent[i];
 		m = m > down->path_own_ns ? m - down->path_own_ns : 0;
@@ -317,11 +322,11 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		if (a->owd_n != 0) {
 			a->owd_last_ns = a->owd_min;
 			a->owd_last_at = now;
-			a->owd_recent[a->owd_recent_i++ % AR_OWD_RECENT] = a->owd_min;
+			a->owd_recent[a->owd_recent_i++ % a->p.owd_recent] = a->owd_min;
 		} else if (a->owd_last_ns != UINT64_MAX &&
 			   now - a->owd_last_at > a->p.owd_stale_ns) {
 			a->owd_last_ns = UINT64_MAX; /* stale: decide on the RTT alone */
-			for (unsigned int i = 0; i < AR_OWD_RECENT; i++)
+			for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
 				a->owd_recent[i] = UINT64_MAX;
 		}
 	}
@@ -373,10 +378,12 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		 * only on a one-way figure that puts a large rise in it: the
 		 * split of a small one is too uncertain to starve the ACKs.
 		 */
-		bool lesser = idle || a->load_pct * AR_LOAD_RATIO < a->other_load_pct;
+		bool lesser = idle ||
+			      (a->p.lesser_ratio != 0 &&
+			       (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct);
 
 		if (own < bloat / 2 ||
-		    (lesser && (a->owd_last_ns == UINT64_MAX || own < AR_LOAD_RATIO * bloat)))
+		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
 			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
