@@ -1,13 +1,30 @@
 /*
  * Autorate: finds the rate of a line whose speed changes under the shaper
  * (cable, LTE, satellite) from the WAN-side RTT of the users' own flows.
- * When the RTT rises above the flows' baselines while the direction is
- * busy, the queue has moved out of the shaper into the modem: lower the
- * rate. While the direction is loaded and the RTT stays at baseline, raise
- * it. A rise that stands between the clear and bloat thresholds for half a
- * second (default interval) gets a small cut so that it drains. When idle,
- * or with no samples, hold. Plain C, no allocation, time
- * passed in; one instance per direction, fed the same WAN-side samples.
+ * Each interval it takes the lowest rise above the flows' baselines among
+ * that interval's samples (a standing queue lifts every sample; delayed
+ * ACKs and scheduling noise lift only some).
+ *
+ *  - Bloat (the rise at the bloat threshold, whatever the load): the queue
+ *    has moved out of the shaper into the modem. The rate is cut below what
+ *    got through (downstream the modem's own output, upstream what we sent),
+ *    by 10 % at the threshold up to `cut_max_pct` for a queue that would
+ *    take longer than `drain_ns` to drain; not again within `refractory_ns`,
+ *    and not while the rise is already falling (the queue is draining).
+ *  - A rise that stays flat after a cut (within `path_flat_ns`, for
+ *    `path_checks` refractory periods, and no larger than `path_max_ns`)
+ *    did not drain: it is the path's (a satellite switch, a handover, a
+ *    reroute), not a queue. It is taken into the baseline and the rate
+ *    goes back to where it was before the cuts.
+ *  - Clear (rise under the clear threshold) while loaded: raise, slowly
+ *    near the rate of the last bloat.
+ *  - A rise standing between clear and bloat: a small cut after a while.
+ *  - Clear but not loaded, or idle (or no samples, when so configured):
+ *    move towards `base_rate`.
+ * Both thresholds grow by the time one `frame_bytes` frame takes at the
+ * current rate: at 2 Mbit/s a 1514-byte frame alone is 6 ms of queue.
+ * Plain C, no allocation, time passed in; one instance per direction, fed
+ * the same WAN-side samples.
  */
 #ifndef SHAPER_AUTORATE_H
 #define SHAPER_AUTORATE_H
@@ -18,16 +35,48 @@
 struct autorate_params {
 	uint64_t min_rate, max_rate; /* bytes/s: the bounds from the config */
 	uint64_t start_rate;         /* bytes/s, 0 = max_rate */
+	uint64_t base_rate;          /* bytes/s the rate decays to when idle; 0 = start_rate */
 	uint64_t interval_ns;        /* one decision per interval */
-	uint64_t bloat_ns;           /* RTT above baseline that means a queue beyond us */
-	uint64_t clear_ns;           /* RTT above baseline that still counts as none */
-	uint32_t busy_pct;           /* delivered/rate at least this: a lowering may help */
-	uint32_t loaded_pct;         /* delivered/rate at least this: the rate is the limit */
-	bool after_modem;            /* downstream: gets the one-way rise (autorate_owd_sample) */
+	uint32_t early_samples; /* as many samples all at bloat end an interval early (0: never) */
+	uint64_t bloat_ns;      /* rise above baseline that means a queue beyond us */
+	uint64_t clear_ns;      /* rise above baseline that still counts as none */
+	uint32_t frame_bytes;   /* both thresholds grow by this frame's time at the rate */
+	uint64_t refractory_ns; /* after a cut, no other before this */
+	uint32_t cut_min_pct;   /* a cut at the bloat threshold */
+	uint32_t cut_max_pct;   /* the largest cut */
+	uint64_t drain_ns;      /* a cut is sized to drain the rise within this */
+	uint32_t loaded_pct;    /* delivered/rate at least this: the rate is the limit */
+	uint32_t idle_pct;      /* delivered/rate under this: idle, decay towards base */
+	uint32_t up_fast_pct;   /* raise per interval away from the last bloat rate */
+	uint32_t up_slow_pct;   /* ... near it */
+	uint32_t near_lo_pct;   /* "near": from this share of the last bloat rate */
+	uint32_t near_hi_pct;   /* ... to this one */
+	uint32_t standing_intervals; /* loaded intervals between clear and bloat before ... */
+	uint32_t standing_cut_pct;   /* ... a cut this size, to drain the standing queue */
+	uint32_t decay_pct;          /* idle: per interval towards base_rate */
+	bool decay_without_samples;  /* no samples for an interval: decay (true) or hold */
+	uint64_t owd_stale_ns;       /* a one-way figure older than this is forgotten */
+	uint32_t owd_recent;   /* upstream: its share against the highest of this many intervals' */
+	uint32_t lesser_ratio; /* a direction this many times less loaded than the other ... */
+	uint64_t path_flat_ns; /* a rise that moves less than this after a cut ... */
+	uint32_t path_checks;  /* ... for this many refractory periods ... */
+	uint64_t path_max_ns;  /* ... and is no larger than this is the path's */
+	bool after_modem;      /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
-/* Defaults: 100 ms interval, 8 ms bloat, 3 ms clear, busy 30 %, loaded 75 %. */
+/*
+ * Defaults: 100 ms interval (4 samples at bloat end it early), bloat 8 ms,
+ * clear 3 ms, frame 1514 B, refractory 300 ms, cuts 10-50 %, drain 1 s,
+ * loaded 75 %, idle 10 %, raise 5 % (1 % from 92 to 101 % of the last
+ * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
+ * without samples, one-way figures stale after 1 s and the upstream's share
+ * against the last 8 intervals', lesser ratio 4, path 2 ms flat for 2
+ * checks up to 60 ms.
+ */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
+
+/* Whether two sets of parameters are alike, field by field. */
+bool autorate_params_same(const struct autorate_params *a, const struct autorate_params *b);
 
 enum autorate_action {
 	AUTORATE_HOLD = 0,
@@ -35,12 +84,32 @@ enum autorate_action {
 	AUTORATE_DOWN = 2,
 };
 
+/* Why the last decision was taken (counted in autorate.why[]). */
+enum autorate_reason {
+	AR_WHY_NO_SAMPLES = 0, /* hold (or decay): no sample this interval */
+	AR_WHY_CUT_BLOAT,      /* cut: the rise at the bloat threshold */
+	AR_WHY_CUT_STANDING,   /* cut: a rise standing between clear and bloat */
+	AR_WHY_RAISE,          /* raise: clear and loaded */
+	AR_WHY_DECAY,          /* towards base_rate: idle */
+	AR_WHY_PATH,           /* a flat rise taken as the path's; the rate restored */
+	AR_WHY_REFRACTORY,     /* hold: bloat, but within the refractory period */
+	AR_WHY_DRAINING,       /* hold: bloat, but falling since the last cut */
+	AR_WHY_OTHER_DIR,      /* hold: the rise is the other direction's queue */
+	AR_WHY_HOLD,           /* hold: none of the above */
+	AR_WHY_N,
+};
+
+/* "no_samples", "cut_bloat", ... (the names stats and metrics use). */
+const char *autorate_reason_name(unsigned int why);
+
+#define AR_OWD_RECENT_MAX 16 /* owd_recent's largest */
+
 struct autorate {
 	struct autorate_params p;
 	uint64_t rate; /* bytes/s the shaper should run at */
 
 	/* This interval. */
-	uint64_t tick_start, tick_bytes;
+	uint64_t tick_start, tick_bytes, tick_arrived;
 	uint64_t delay_min; /* lowest RTT above baseline among this interval's samples */
 	uint32_t nsamples;
 	uint64_t owd_min; /* lowest downstream one-way rise among this interval's packets */
@@ -49,26 +118,42 @@ struct autorate {
 
 	/*
 	 * Whose queue a rise is in: the downstream one-way rise of the last
-	 * interval that had any (UINT64_MAX: none seen); for the upstream,
-	 * the downstream controller's, copied by autorate_attribute.
+	 * interval that had any (UINT64_MAX: none seen, or stale); for the
+	 * upstream, the downstream controller's, copied by autorate_attribute.
 	 */
-	uint64_t owd_last_ns;
+	uint64_t owd_last_ns, owd_last_at;
+	uint32_t load_pct;       /* sent or arrived over the last interval, percent of the rate */
+	uint32_t other_load_pct; /* the other direction's (autorate_attribute) */
+	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
+	uint32_t owd_recent_i;
 
-	/* Memory of the last lowering. */
+	/* Memory of the cuts. */
 	uint64_t last_down_ns;
 	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
-	uint32_t mid_intervals; /* busy intervals in a row between clear and bloat */
+	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
+	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */
+	uint64_t cut_delay_ns;  /* the rise the last bloat cut answered */
+	uint64_t flat_min_ns;   /* the lowest own share of the rise since then */
+	uint64_t flat_delay_ns; /* the lowest rise since then */
+	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
+	uint64_t path_ns;       /* the part of every rise known to be the path's */
+	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
 
 	/* For stats. */
-	uint64_t delivered_rate; /* bytes/s over the last interval */
-	uint64_t last_delay_ns;  /* delay_min of the last interval with samples */
+	uint64_t delivered_rate; /* bytes/s sent over the last interval */
+	uint64_t arrived_rate;   /* bytes/s that arrived to be shaped over the last interval */
+	uint64_t through_rate;  /* what the line carried, as the last interval's decision took it */
+	uint64_t last_delay_ns; /* delay_min of the last interval with samples, path_ns off */
+	uint32_t last_samples;  /* samples in the last interval */
 	uint64_t ups, downs;
-	uint8_t last_action; /* enum autorate_action */
+	uint64_t why[AR_WHY_N]; /* decisions by reason */
+	uint8_t last_action;    /* enum autorate_action */
+	uint8_t last_why;       /* enum autorate_reason */
 };
 
 void autorate_init(struct autorate *a, const struct autorate_params *p);
 
-/* One RTT sample (ns) with its flow's baseline (ns). */
+/* One RTT sample (ns) with its flow's baseline (ns), from a flow whose baseline is established. */
 void autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns);
 
 /* A downstream packet's one-way delay above its flow's baseline (ns; owd.h). */
@@ -90,15 +175,22 @@ autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
  * direction whose share is at least half the threshold (one of them is),
  * and a direction raises when its own share is clear. Call this before the
  * upstream's tick with the downstream's controller. Without one-way figures
- * (no timestamps, or down NULL) each decides on the RTT alone.
+ * (no timestamps, stale ones, or down NULL) each decides on the RTT alone,
+ * except that a direction lesser_ratio times less loaded (share of its
+ * rate) than the other is not cut (its traffic is the other's ACKs), nor
+ * with one-way figures unless its share is lesser_ratio times bloat.
  */
-void autorate_attribute(struct autorate *up, const struct autorate *down);
+void autorate_attribute(struct autorate *up, struct autorate *down);
+
+/* The threshold t (ns) at the current rate: t plus one frame's time. */
+uint64_t autorate_threshold(const struct autorate *a, uint64_t t);
 
 /*
  * Call often (every worker turn is fine): at the end of each interval it
- * decides. delivered_bytes is the direction's running count of bytes sent.
- * Returns true when a->rate changed.
+ * decides. sent_bytes is the direction's running count of bytes sent (what
+ * the shaper let through), arrived_bytes of bytes received to be shaped
+ * (downstream: what the modem delivered). Returns true when a->rate changed.
  */
-bool autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes);
+bool autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shaper/autorate.h"
 #include "shaper/limits.h"
 #include "shaper/log.h"
 #include "shaper/sched.h"
@@ -106,6 +107,8 @@ struct shaper_autorate_config {
 	bool enabled;
 	uint64_t min_rate, max_rate; /* bytes/s */
 	uint64_t start_rate;         /* bytes/s; the direction's rate starts here */
+	/* The controller's tuning (min, max, start and after_modem unused here). */
+	struct autorate_params tune;
 };
 
 struct shaper_config {

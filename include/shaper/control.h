@@ -60,8 +60,12 @@ struct ctl_rtt {
 	uint64_t interval_ns, iv_samples, iv_min_ns, iv_median_ns, iv_p99_ns;
 	/* Autorate of this direction. */
 	bool autorate;
-	uint8_t ar_action; /* enum autorate_action of the last decision */
+	uint8_t ar_action;   /* enum autorate_action of the last decision */
+	uint8_t ar_why;      /* enum autorate_reason of the last decision */
+	uint32_t ar_samples; /* in the last interval */
 	uint64_t ar_rate, ar_min, ar_max, ar_delivered, ar_delay_ns, ar_ups, ar_downs;
+	uint64_t ar_base, ar_arrived, ar_through, ar_path_ns;
+	uint64_t ar_decisions[AR_WHY_N]; /* by reason, since start */
 };
 
 /* The "rtt" object of a direction's stats (json_t *), NULL when RTT is off. */

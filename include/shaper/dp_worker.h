@@ -37,6 +37,23 @@
 #define DP_RTT_FLOWS       32768         /* flows timed at once (64 B each, 2.3 MB in all) */
 #define DP_RTT_INTERVAL_NS 1000000000ull /* "the last interval" of stats and telemetry */
 
+/*
+ * Autorate's cuts and path decisions, for the log: written by the worker,
+ * read by dp_rtt_log_decisions on another thread (one of each).
+ */
+#define DP_AR_EVENTS 64
+struct dp_ar_event {
+	uint64_t time_ns, from, to; /* the rate before and after, bytes/s */
+	uint64_t delay_ns, line, path_ns;
+	uint8_t why; /* enum autorate_reason */
+};
+struct dp_ar_log {
+	uint32_t head; /* the worker's: events written */
+	uint32_t tail; /* the reader's: events taken */
+	uint64_t lost; /* events not written: the reader was DP_AR_EVENTS behind */
+	struct dp_ar_event ev[DP_AR_EVENTS];
+};
+
 struct dp_rtt {
 	struct rtt_table *table;
 	struct autorate ar[SHAPER_NUM_DIRS];
@@ -46,11 +63,18 @@ struct dp_rtt {
 	uint64_t iv_start[RTT_SIDES];
 	struct rtt_hist iv_base[RTT_SIDES];
 	struct ctl_rtt last[RTT_SIDES];
+	struct dp_ar_log log[SHAPER_NUM_DIRS];
 };
 
 /* NULL on allocation failure. Autorate per c->autorate[]. */
 struct dp_rtt *dp_rtt_create(const struct shaper_config *c);
 void dp_rtt_free(struct dp_rtt *r);
+/*
+ * Not the worker: a rate-limited log line (info) for each cut and path
+ * decision of autorate the worker has made since the last call. Call it
+ * now and then (the daemon's main loop, about once a second).
+ */
+void dp_rtt_log_decisions(struct dp_rtt *r);
 /* Worker: time the TCP packets of a classified burst of direction dir. */
 void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 		  uint64_t now);

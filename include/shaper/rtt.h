@@ -58,11 +58,20 @@ enum rtt_method {
 #define RTT_HIST_BUCKETS 40             /* half-octave buckets from 100 us */
 #define RTT_HIST_UNIT_NS 100000ull      /* bucket 0 is [0, 100 us) */
 
+/*
+ * A sample counts against its flow's baseline (for autorate) once the flow
+ * has this many earlier samples on that side: never against itself, and not
+ * on the handshake alone (a flow's first sample, SYN to SYN-ACK).
+ */
+#define RTT_BASE_SAMPLES 2
+
 struct rtt_sample {
 	uint64_t rtt_ns;
-	uint64_t base_ns; /* the flow's baseline for this side, this sample included */
+	uint64_t base_ns; /* the flow's baseline for this side before this sample (its first:
+			     itself) */
 	uint8_t side;     /* enum rtt_side */
 	uint8_t method;   /* enum rtt_method */
+	bool established; /* the flow had RTT_BASE_SAMPLES earlier samples of this side */
 };
 
 /* One flow and direction (of the packets recorded). */
@@ -89,7 +98,8 @@ struct rtt_flow {
 	uint32_t last_us[RTT_SIDES];       /* the newest sample of each side */
 	uint32_t win_min_us[RTT_SIDES][2]; /* this window's and the last window's minimum */
 	uint32_t win_start;
-	uint8_t state; /* enum rtt_flow_state */
+	uint8_t state;               /* enum rtt_flow_state */
+	uint8_t nsamples[RTT_SIDES]; /* samples of each side so far (saturating) */
 } __attribute__((aligned(64)));
 
 /* Half a cache line per bucket. */

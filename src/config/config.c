@@ -79,7 +79,7 @@ errf(char *err, size_t errlen, const char *path, const char *fmt, ...)
 int
 unknown_key(const char *section, const char *path, const char *what, char *err, size_t errlen)
 {
-	char list[256];
+	char list[512];
 
 	shaper_config_key_list(section, list, sizeof(list));
 	errf(err, errlen, path, "unknown %s (known: %s)", what, list);
@@ -657,6 +657,116 @@ key_rate(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 
 #define AUTORATE_EXAMPLE "{\"min\": \"20mbit\", \"max\": \"100mbit\"}"
 
+/* Autorate's tuning keys (next to min, max, start): defaults in autorate_params_default. */
+enum ar_kind {
+	AR_TIME,
+	AR_U32,
+	AR_RATE,
+	AR_NO_SAMPLES
+};
+struct ar_key {
+	const char *name;
+	enum ar_kind kind;
+	size_t off;
+	uint64_t lo, hi; /* ns for times, bytes/s for rates */
+};
+#define AR_MS(x) ((uint64_t)(x)*1000000ull)
+#define ARK(n, kind, f, lo, hi)                                                                    \
+	{                                                                                          \
+		n, kind, offsetof(struct autorate_params, f), lo, hi                               \
+	}
+static const struct ar_key ar_keys[] = {
+	ARK("base", AR_RATE, base_rate, 1, 0),
+	ARK("interval", AR_TIME, interval_ns, AR_MS(10), AR_MS(1000)),
+	ARK("early_samples", AR_U32, early_samples, 0, 1000),
+	ARK("bloat", AR_TIME, bloat_ns, AR_MS(1), AR_MS(1000)),
+	ARK("clear", AR_TIME, clear_ns, 0, AR_MS(1000)),
+	ARK("frame", AR_U32, frame_bytes, 0, 65535),
+	ARK("refractory", AR_TIME, refractory_ns, 0, AR_MS(10000)),
+	ARK("cut_min", AR_U32, cut_min_pct, 1, 90),
+	ARK("cut_max", AR_U32, cut_max_pct, 1, 90),
+	ARK("drain", AR_TIME, drain_ns, AR_MS(10), AR_MS(60000)),
+	ARK("loaded", AR_U32, loaded_pct, 1, 100),
+	ARK("idle", AR_U32, idle_pct, 0, 100),
+	ARK("raise_fast", AR_U32, up_fast_pct, 0, 100),
+	ARK("raise_slow", AR_U32, up_slow_pct, 0, 100),
+	ARK("near_low", AR_U32, near_lo_pct, 0, 1000),
+	ARK("near_high", AR_U32, near_hi_pct, 0, 1000),
+	ARK("standing_intervals", AR_U32, standing_intervals, 0, 1000),
+	ARK("standing_cut", AR_U32, standing_cut_pct, 0, 90),
+	ARK("decay", AR_U32, decay_pct, 0, 100),
+	ARK("no_samples", AR_NO_SAMPLES, decay_without_samples, 0, 0),
+	ARK("owd_stale", AR_TIME, owd_stale_ns, AR_MS(1), AR_MS(600000)),
+	ARK("owd_recent", AR_U32, owd_recent, 1, AR_OWD_RECENT_MAX),
+	ARK("lesser_ratio", AR_U32, lesser_ratio, 0, 1000),
+	ARK("path_flat", AR_TIME, path_flat_ns, 0, AR_MS(1000)),
+	ARK("path_checks", AR_U32, path_checks, 0, 100),
+	ARK("path_max", AR_TIME, path_max_ns, 0, AR_MS(10000)),
+};
+
+static int
+ar_tune_key(const json_t *x, const char *sub, const struct ar_key *ak, uint64_t rate_hi,
+	    struct autorate_params *t, char *err, size_t errlen)
+{
+	static const struct name_val no_samples[] = { { "hold", 0 }, { "decay", 1 } };
+	char *f = (char *)t + ak->off;
+	uint64_t u;
+	long long i;
+	int e;
+
+	switch (ak->kind) {
+	case AR_TIME:
+		if (get_unit(x, sub, shaper_parse_time, "time", ak->lo, ak->hi, &u, err, errlen) !=
+		    0)
+			return -1;
+		memcpy(f, &u, sizeof(u));
+		return 0;
+	case AR_RATE:
+		if (get_unit(x, sub, shaper_parse_rate, "rate", ak->lo, rate_hi, &u, err, errlen) !=
+		    0)
+			return -1;
+		memcpy(f, &u, sizeof(u));
+		return 0;
+	case AR_U32: {
+		uint32_t v;
+
+		if (get_int(x, sub, (long long)ak->lo, (long long)ak->hi, &i, err, errlen) != 0)
+			return -1;
+		v = (uint32_t)i;
+		memcpy(f, &v, sizeof(v));
+		return 0;
+	}
+	case AR_NO_SAMPLES: {
+		bool b;
+
+		if (get_enum(x, sub, no_samples, 2, &e, "choice", err, errlen) != 0)
+			return -1;
+		b = e == 1;
+		memcpy(f, &b, sizeof(b));
+		return 0;
+	}
+	}
+	return -1;
+}
+
+/* The tuning's keys that must keep an order: clear <= bloat, cut_min <= cut_max, ... */
+static int
+ar_tune_check(const struct shaper_autorate_config *ar, const char *path, char *err, size_t errlen)
+{
+	const struct autorate_params *t = &ar->tune;
+	const char *bad = t->clear_ns > t->bloat_ns         ? "clear\" is above \"bloat"
+			  : t->cut_min_pct > t->cut_max_pct ? "cut_min\" is above \"cut_max"
+			  : t->near_lo_pct > t->near_hi_pct ? "near_low\" is above \"near_high"
+			  : t->base_rate < ar->min_rate || t->base_rate > ar->max_rate
+					  ? "base\" is outside \"min\"..\"max"
+					  : NULL;
+
+	if (bad == NULL)
+		return 0;
+	errf(err, errlen, path, "\"%s\"", bad);
+	return -1;
+}
+
 /* "100mbit", or autorate's bounds: {"min": .., "max": .., "start": ..}. */
 static int
 key_bandwidth(const json_t *v, const struct dir_key *k, struct dir_parse *d)
@@ -680,15 +790,27 @@ key_bandwidth(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 		     "autorate bounds are set in the config file, not changed live");
 		return -1;
 	}
+	autorate_params_default(&ar.tune, 0, 0);
 	json_object_foreach ((json_t *)v, key, x) {
 		uint64_t *out = strcmp(key, "min") == 0     ? &ar.min_rate
 				: strcmp(key, "max") == 0   ? &ar.max_rate
 				: strcmp(key, "start") == 0 ? &ar.start_rate
 							    : NULL;
+		const struct ar_key *ak = NULL;
 
 		join_path(sub, sizeof(sub), d->path, key);
-		if (out == NULL || !shaper_config_key_known("autorate", key))
+		for (size_t i = 0;
+		     out == NULL && ak == NULL && i < sizeof(ar_keys) / sizeof(*ar_keys); i++)
+			if (strcmp(key, ar_keys[i].name) == 0)
+				ak = &ar_keys[i];
+		if ((out == NULL && ak == NULL) || !shaper_config_key_known("autorate", key))
 			return unknown_key("autorate", sub, "key", d->err, d->errlen);
+		if (ak != NULL) {
+			if (ar_tune_key(x, sub, ak, (uint64_t)k->hi, &ar.tune, d->err, d->errlen) !=
+			    0)
+				return -1;
+			continue;
+		}
 		if (get_unit(x, sub, shaper_parse_rate, "rate", 1, (uint64_t)k->hi, out, d->err,
 			     d->errlen) != 0)
 			return -1;
@@ -710,6 +832,10 @@ key_bandwidth(const json_t *v, const struct dir_key *k, struct dir_parse *d)
 		errf(d->err, d->errlen, sub, "is outside [min, max]");
 		return -1;
 	}
+	if (ar.tune.base_rate == 0)
+		ar.tune.base_rate = ar.start_rate;
+	if (ar_tune_check(&ar, d->path, d->err, d->errlen) != 0)
+		return -1;
 	*d->ar = ar;
 	d->n->rate = ar.start_rate;
 	return 0;

@@ -266,6 +266,64 @@ rtt_labels(FILE *f, const char *name, const char *dir, const json_t *rtt, const 
 	put_label(f, "part", ctl_json_str(rtt, "part"), false);
 }
 
+/* Autorate's decisions by reason, and the figures it decides on. */
+static void
+autorate_families(FILE *f, const json_t *dirs)
+{
+	static const struct {
+		const char *name, *type, *help, *key;
+		enum scale conv;
+	} g[] = {
+		{ "shaper_autorate_delay_seconds", "gauge",
+		  "Lowest rise of the WAN-side RTT over the flows' baselines in autorate's last "
+		  "interval with samples",
+		  "delay_us", V_US_TO_S },
+		{ "shaper_autorate_path_seconds", "gauge",
+		  "Part of the RTT's rise autorate has taken as a longer path, not a queue",
+		  "path_us", V_US_TO_S },
+		{ "shaper_autorate_delivered_bytes_per_second", "gauge",
+		  "What the direction sent over autorate's last interval", "delivered", V_INT },
+		{ "shaper_autorate_line_bytes_per_second", "gauge",
+		  "What the line carried as autorate's last decision took it", "line", V_INT },
+		{ "shaper_autorate_base_bytes_per_second", "gauge",
+		  "Rate autorate decays to while the direction is idle", "base", V_INT },
+	};
+	const char *k, *reason;
+	json_t *d, *ar, *n;
+	bool any = false;
+
+	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]); m++) {
+		any = false;
+		json_object_foreach ((json_t *)dirs, k, d) {
+			if ((ar = json_object_get(json_object_get(d, "rtt"), "autorate")) == NULL)
+				continue;
+			if (!any)
+				header(f, g[m].name, g[m].type, g[m].help);
+			any = true;
+			fprintf(f, "%s{", g[m].name);
+			put_label(f, "direction", k, true);
+			fputc('}', f);
+			put_value(f, ar, g[m].key, g[m].conv);
+		}
+	}
+	any = false;
+	json_object_foreach ((json_t *)dirs, k, d) {
+		if ((ar = json_object_get(json_object_get(d, "rtt"), "autorate")) == NULL)
+			continue;
+		if (!any)
+			header(f, "shaper_autorate_decisions_total", "counter",
+			       "Autorate's decisions by reason (cut_bloat, cut_standing, raise, decay, "
+			       "path; holds: no_samples, refractory, draining, other_direction, hold)");
+		any = true;
+		json_object_foreach (json_object_get(ar, "decisions"), reason, n) {
+			fprintf(f, "shaper_autorate_decisions_total{");
+			put_label(f, "direction", k, true);
+			put_label(f, "reason", reason, false);
+			fprintf(f, "} %lld\n", (long long)json_integer_value(n));
+		}
+	}
+}
+
 /*
  * Passive RTT as a Prometheus histogram (cumulative le buckets in seconds)
  * with the last interval's min/median/p99, and autorate's rate and decisions.
@@ -334,6 +392,7 @@ rtt_families(FILE *f, const json_t *dirs)
 		fputc('}', f);
 		put_value(f, ar, "rate", V_INT);
 	}
+	autorate_families(f, dirs);
 }
 
 int

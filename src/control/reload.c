@@ -143,8 +143,9 @@ autorate_differs(const struct shaper_autorate_config *a, const struct shaper_aut
 {
 	if (a->enabled != b->enabled)
 		return true;
-	return a->enabled && (a->min_rate != b->min_rate || a->max_rate != b->max_rate ||
-			      a->start_rate != b->start_rate);
+	return a->enabled &&
+	       (a->min_rate != b->min_rate || a->max_rate != b->max_rate ||
+		a->start_rate != b->start_rate || !autorate_params_same(&a->tune, &b->tune));
 }
 
 static bool

@@ -15,7 +15,7 @@ static const char *const action_names[] = { "hold", "up", "down" };
 void *
 ctl_rtt_json(const struct ctl_rtt *r)
 {
-	json_t *o = json_object(), *hist = json_array(), *iv, *ar;
+	json_t *o = json_object(), *hist = json_array(), *iv, *ar, *dec;
 
 	json_object_set_new(o, "part", json_string(r->part == RTT_SIDE_WAN ? "wan" : "lan"));
 	json_object_set_new(o, "samples", J_U64(r->hist.samples));
@@ -51,6 +51,17 @@ ctl_rtt_json(const struct ctl_rtt *r)
 		json_object_set_new(ar, "downs", J_U64(r->ar_downs));
 		json_object_set_new(ar, "last",
 				    json_string(action_names[r->ar_action < 3 ? r->ar_action : 0]));
+		json_object_set_new(ar, "why", json_string(autorate_reason_name(r->ar_why)));
+		json_object_set_new(ar, "samples", J_U64(r->ar_samples));
+		json_object_set_new(ar, "base", J_U64(r->ar_base));
+		json_object_set_new(ar, "arrived", J_U64(r->ar_arrived));
+		json_object_set_new(ar, "line", J_U64(r->ar_through));
+		json_object_set_new(ar, "path_us", J_U64(r->ar_path_ns / 1000));
+		dec = json_object();
+		for (unsigned int i = 0; i < AR_WHY_N; i++)
+			json_object_set_new(dec, autorate_reason_name(i),
+					    J_U64(r->ar_decisions[i]));
+		json_object_set_new(ar, "decisions", dec);
 		json_object_set_new(o, "autorate", ar);
 	}
 	return o;

@@ -50,7 +50,12 @@ dp_rtt_create(const struct shaper_config *c)
 		struct autorate_params p;
 
 		r->ar_on[d] = ac->enabled;
-		autorate_params_default(&p, ac->min_rate, ac->max_rate);
+		if (ac->enabled)
+			p = ac->tune;
+		else
+			autorate_params_default(&p, 0, 0);
+		p.min_rate = ac->min_rate;
+		p.max_rate = ac->max_rate;
 		p.start_rate = ac->start_rate;
 		p.after_modem = d == SHAPER_DOWN;
 		autorate_init(&r->ar[d], &p);
@@ -92,7 +97,7 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
-		if (s->side != RTT_SIDE_WAN)
+		if (s->side != RTT_SIDE_WAN || !s->established)
 			continue;
 		/* Both directions' queues beyond the WAN port show in the WAN side. */
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
@@ -101,11 +106,71 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	}
 }
 
+/* Worker: one decision into the log's ring, or counted as lost if the reader is behind. */
+static void
+log_push(struct dp_ar_log *l, const struct autorate *a, uint64_t from, uint64_t now)
+{
+	uint32_t head = l->head, tail = __atomic_load_n(&l->tail, __ATOMIC_ACQUIRE);
+	struct dp_ar_event *e;
+
+	if (head - tail >= DP_AR_EVENTS) {
+		l->lost++;
+		return;
+	}
+	e = &l->ev[head % DP_AR_EVENTS];
+	*e = (struct dp_ar_event){ .time_ns = now,
+				   .from = from,
+				   .to = a->rate,
+				   .delay_ns = a->last_delay_ns,
+				   .line = a->through_rate,
+				   .path_ns = a->path_ns,
+				   .why = a->last_why };
+	__atomic_store_n(&l->head, head + 1, __ATOMIC_RELEASE);
+}
+
+void
+dp_rtt_log_decisions(struct dp_rtt *r)
+{
+	static struct shaper_log_limit limit[SHAPER_NUM_DIRS] = {
+		SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST, SHAPER_LOG_INTERVAL_S),
+		SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST, SHAPER_LOG_INTERVAL_S),
+	};
+
+	if (r == NULL)
+		return;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		struct dp_ar_log *l = &r->log[d];
+		uint32_t tail = l->tail, head = __atomic_load_n(&l->head, __ATOMIC_ACQUIRE);
+
+		for (; tail != head; tail++) {
+			const struct dp_ar_event *e = &l->ev[tail % DP_AR_EVENTS];
+
+			if (e->why == AR_WHY_PATH)
+				shaper_log_limited(
+						&limit[d], SHAPER_LOG_INFO,
+						"autorate %s: a rise of %.1f ms did not drain after "
+						"cuts: taken as the path's, rate back to %.2f Mbit/s",
+						shaper_dir_name[d], e->path_ns / 1e6,
+						e->to / 125000.0);
+			else
+				shaper_log_limited(
+						&limit[d], SHAPER_LOG_INFO,
+						"autorate %s: %s %.2f -> %.2f Mbit/s (rise %.1f ms, "
+						"the line carried %.2f Mbit/s)",
+						shaper_dir_name[d], autorate_reason_name(e->why),
+						e->from / 125000.0, e->to / 125000.0,
+						e->delay_ns / 1e6, e->line / 125000.0);
+		}
+		__atomic_store_n(&l->tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
 void
 dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 {
 	struct autorate *a;
 	struct sched_params p;
+	uint64_t from;
 	char err[256];
 
 	if (d->rtt == NULL || !d->rtt->ar_on[d->dir] || sched_move_active(&d->move))
@@ -113,8 +178,12 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 	a = &d->rtt->ar[d->dir];
 	if (d->dir == SHAPER_UP)
 		autorate_attribute(a, &d->rtt->ar[SHAPER_DOWN]);
-	if (!autorate_tick(a, now, d->stats.tx_bytes))
+	from = a->rate;
+	if (!autorate_tick(a, now, d->stats.tx_bytes, d->stats.rx_bytes))
 		return;
+	if (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
+	    a->last_why == AR_WHY_PATH)
+		log_push(&d->rtt->log[d->dir], a, from, now);
 	p = *sched_get_params(d->sched);
 	p.rate = a->rate;
 	/* A rate the pool cannot back (a derived memlimit grows with it) is not taken. */
@@ -204,6 +273,13 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		out->ar_delay_ns = a->last_delay_ns;
 		out->ar_ups = a->ups;
 		out->ar_downs = a->downs;
+		out->ar_why = a->last_why;
+		out->ar_samples = a->last_samples;
+		out->ar_base = a->p.base_rate;
+		out->ar_arrived = a->arrived_rate;
+		out->ar_through = a->through_rate;
+		out->ar_path_ns = a->path_ns;
+		memcpy(out->ar_decisions, a->why, sizeof(out->ar_decisions));
 	}
 }
 

@@ -1,30 +1,17 @@
 /*
  * The autorate controller (see include/shaper/autorate.h). Each interval
- * takes the lowest "RTT above baseline" of its samples: a standing queue in
- * the modem lifts every sample, while delayed ACKs and scheduling noise lift
- * only some. Lowering is multiplicative and sized by how far the RTT rose,
- * from what actually got through (downstream, the modem sits before us and
- * delivers less than we allow). Raising is fast far from the rate of the
+ * takes the lowest "RTT above baseline" of its samples. Lowering is
+ * multiplicative, sized by how far the RTT rose and how long the queue
+ * would take to drain, from what actually got through (downstream, the
+ * modem sits before us and delivers its own rate; upstream, TCP is clocked
+ * by the modem): so it acts at any load, a line that fell to a tenth as
+ * much as one that lost a tenth. Raising is fast far from the rate of the
  * last bloat and slow near it, so the line is probed gently where it broke
- * before and regained quickly when it has grown. A queue standing between
- * the clear and bloat thresholds is drained by a small cut after a while.
+ * before and regained quickly when it has grown.
  */
 #include <string.h>
 
 #include "shaper/autorate.h"
-
-#define AR_DOWN_COOLDOWN 3   /* intervals between two lowerings: let the queue drain */
-#define AR_UP_FAST_PCT   5   /* raise per interval away from the last bloat rate */
-#define AR_UP_SLOW_PCT   1   /* raise per interval near it */
-#define AR_NEAR_LO_PCT   85  /* "near": from this share of the last bloat rate ... */
-#define AR_NEAR_HI_PCT   110 /* ... to this one */
-/*
- * A queue that stands between clear and bloat is neither cut nor drained by
- * the rules above: with the shaper at the modem's rate it never moves. After
- * this many busy intervals in that band, lower a little so that it drains.
- */
-#define AR_MID_INTERVALS 5
-#define AR_MID_CUT_PCT   3
 
 void
 autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate)
@@ -33,10 +20,80 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->min_rate = min_rate;
 	p->max_rate = max_rate;
 	p->interval_ns = 100000000ull;
+	p->early_samples = 4;
 	p->bloat_ns = 8000000ull;
 	p->clear_ns = 3000000ull;
-	p->busy_pct = 30;
+	p->frame_bytes = 1514;
+	p->refractory_ns = 300000000ull;
+	p->cut_min_pct = 10;
+	p->cut_max_pct = 50;
+	p->drain_ns = 1000000000ull;
 	p->loaded_pct = 75;
+	p->idle_pct = 10;
+	p->up_fast_pct = 5;
+	p->up_slow_pct = 1;
+	p->near_lo_pct = 92;
+	p->near_hi_pct = 101;
+	p->standing_intervals = 5;
+	p->standing_cut_pct = 3;
+	p->decay_pct = 1;
+	p->decay_without_samples = false;
+	p->owd_stale_ns = 1000000000ull;
+	p->owd_recent = 8;
+	p->lesser_ratio = 4;
+	p->path_flat_ns = 2000000ull;
+	p->path_checks = 2;
+	p->path_max_ns = 60000000ull;
+}
+
+bool
+autorate_params_same(const struct autorate_params *a, const struct autorate_params *b)
+{
+	return a->min_rate == b->min_rate && a->max_rate == b->max_rate &&
+	       a->start_rate == b->start_rate && a->base_rate == b->base_rate &&
+	       a->interval_ns == b->interval_ns && a->early_samples == b->early_samples &&
+	       a->bloat_ns == b->bloat_ns && a->clear_ns == b->clear_ns &&
+	       a->frame_bytes == b->frame_bytes && a->refractory_ns == b->refractory_ns &&
+	       a->cut_min_pct == b->cut_min_pct && a->cut_max_pct == b->cut_max_pct &&
+	       a->drain_ns == b->drain_ns && a->loaded_pct == b->loaded_pct &&
+	       a->idle_pct == b->idle_pct && a->up_fast_pct == b->up_fast_pct &&
+	       a->up_slow_pct == b->up_slow_pct && a->near_lo_pct == b->near_lo_pct &&
+	       a->near_hi_pct == b->near_hi_pct && a->standing_intervals == b->standing_intervals &&
+	       a->standing_cut_pct == b->standing_cut_pct && a->decay_pct == b->decay_pct &&
+	       a->decay_without_samples == b->decay_without_samples &&
+	       a->owd_stale_ns == b->owd_stale_ns && a->owd_recent == b->owd_recent &&
+	       a->lesser_ratio == b->lesser_ratio && a->path_flat_ns == b->path_flat_ns &&
+	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
+	       a->after_modem == b->after_modem;
+}
+
+static const char *const reason_names[AR_WHY_N] = {
+	[AR_WHY_NO_SAMPLES] = "no_samples",
+	[AR_WHY_CUT_BLOAT] = "cut_bloat",
+	[AR_WHY_CUT_STANDING] = "cut_standing",
+	[AR_WHY_RAISE] = "raise",
+	[AR_WHY_DECAY] = "decay",
+	[AR_WHY_PATH] = "path",
+	[AR_WHY_REFRACTORY] = "refractory",
+	[AR_WHY_DRAINING] = "draining",
+	[AR_WHY_OTHER_DIR] = "other_direction",
+	[AR_WHY_HOLD] = "hold",
+};
+
+const char *
+autorate_reason_name(unsigned int why)
+{
+	return why < AR_WHY_N ? reason_names[why] : "hold";
+}
+
+static uint64_t
+clamp_rate(const struct autorate *a, uint64_t r)
+{
+	if (r < a->p.min_rate)
+		return a->p.min_rate;
+	if (r > a->p.max_rate)
+		return a->p.max_rate;
+	return r;
 }
 
 void
@@ -48,30 +105,69 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 		a->p.interval_ns = 100000000ull;
 	if (a->p.max_rate < a->p.min_rate)
 		a->p.max_rate = a->p.min_rate;
-	a->rate = p->start_rate != 0 ? p->start_rate : a->p.max_rate;
-	if (a->rate < a->p.min_rate)
-		a->rate = a->p.min_rate;
-	if (a->rate > a->p.max_rate)
-		a->rate = a->p.max_rate;
+	if (a->p.cut_max_pct > 90)
+		a->p.cut_max_pct = 90;
+	if (a->p.cut_min_pct > a->p.cut_max_pct)
+		a->p.cut_min_pct = a->p.cut_max_pct;
+	if (a->p.owd_recent == 0 || a->p.owd_recent > AR_OWD_RECENT_MAX)
+		a->p.owd_recent = a->p.owd_recent == 0 ? 1 : AR_OWD_RECENT_MAX;
+	a->rate = clamp_rate(a, p->start_rate != 0 ? p->start_rate : a->p.max_rate);
+	a->p.base_rate = clamp_rate(a, p->base_rate != 0 ? p->base_rate : a->rate);
 	a->delay_min = UINT64_MAX;
 	a->owd_min = UINT64_MAX;
 	a->owd_last_ns = UINT64_MAX;
+	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
+		a->owd_recent[i] = UINT64_MAX;
+	a->last_why = AR_WHY_NO_SAMPLES;
 }
 
 void
-autorate_attribute(struct autorate *up, const struct autorate *down)
+autorate_attribute(struct autorate *up, struct autorate *down)
 {
-	up->owd_last_ns = down != NULL ? down->owd_last_ns : UINT64_MAX;
+	uint64_t m = UINT64_MAX;
+
+	up->other_load_pct = down != NULL ? down->load_pct : 0;
+	if (down != NULL)
+		down->other_load_pct = up->load_pct;
+	/*
+	 * The RTT samples the upstream decides on completed up to a round trip
+	 * after their packets met the queues; the one-way figures are of now.
+	 * A downstream queue that drains after a cut would leave the RTT high
+	 * and the one-way rise low, and read as the upstream's: its share is
+	 * taken against the highest one-way rise of the last few intervals,
+	 * less what the downstream has taken as its path's.
+	 */
+	if (down != NULL && down->owd_last_ns != UINT64_MAX) {
+		m = 0;
+		for (unsigned int i = 0; i < down->p.owd_recent; i++)
+			if (down->owd_recent[i] != UINT64_MAX && down->owd_recent[i] > m)
+				m = down->owd_recent[i];
+		m = m > down->path_own_ns ? m - down->path_own_ns : 0;
+	}
+	up->owd_last_ns = m;
 }
 
-/* This direction's share of an RTT rise (see autorate_attribute). */
+uint64_t
+autorate_threshold(const struct autorate *a, uint64_t t)
+{
+	return t + (a->rate != 0 ? (uint64_t)a->p.frame_bytes * 1000000000ull / a->rate : 0);
+}
+
+/*
+ * This direction's share of the RTT's rise delay (the path's part already
+ * off; see autorate_attribute): downstream its one-way rise less the part
+ * it took as the path's, upstream the rest of the RTT's.
+ */
 static uint64_t
-own_share(const struct autorate *a, uint64_t delay)
+own_share(struct autorate *a, uint64_t delay)
 {
 	if (a->owd_last_ns == UINT64_MAX)
 		return delay;
-	if (a->p.after_modem)
-		return a->owd_last_ns;
+	if (a->p.after_modem) {
+		if (a->owd_last_ns < a->path_own_ns)
+			a->path_own_ns = a->owd_last_ns;
+		return a->owd_last_ns - a->path_own_ns;
+	}
 	return delay > a->owd_last_ns ? delay - a->owd_last_ns : 0;
 }
 
@@ -86,97 +182,247 @@ autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns)
 }
 
 static uint64_t
-clamp_rate(const struct autorate *a, uint64_t r)
+less(uint64_t v, uint64_t by)
 {
-	if (r < a->p.min_rate)
-		return a->p.min_rate;
-	if (r > a->p.max_rate)
-		return a->p.max_rate;
-	return r;
+	return v > by ? v - by : 0;
+}
+
+static void
+decide(struct autorate *a, enum autorate_action act, enum autorate_reason why)
+{
+	a->last_action = (uint8_t)act;
+	a->last_why = (uint8_t)why;
+	a->why[why]++;
+	if (act == AUTORATE_UP)
+		a->ups++;
+	else if (act == AUTORATE_DOWN)
+		a->downs++;
+}
+
+/* Idle: a step of decay_pct towards the base rate. */
+static void
+decay(struct autorate *a)
+{
+	uint64_t b = a->p.base_rate, step = a->rate * a->p.decay_pct / 100;
+
+	if (step == 0)
+		step = 1;
+	if (a->rate == b) {
+		decide(a, AUTORATE_HOLD, AR_WHY_DECAY);
+		return;
+	}
+	if (a->rate > b)
+		a->rate = a->rate - b > step ? a->rate - step : b;
+	else
+		a->rate = b - a->rate > step ? a->rate + step : b;
+	decide(a, a->rate > b ? AUTORATE_DOWN : AUTORATE_UP, AR_WHY_DECAY);
 }
 
 /*
- * Lower the rate to `to`, remembering `through` (what got through) as about
- * the line's rate; not within the cooldown of the last lowering, which lets
- * the queue drain first. Returns true if it lowered.
+ * Cut for a rise of own (ns): 10 % at the threshold to 30 % at three times
+ * it, or more if the queue would take longer than drain_ns to drain at the
+ * line's rate; between cut_min_pct and cut_max_pct, from through.
  */
-static bool
-lower(struct autorate *a, uint64_t now, uint64_t through, uint64_t to)
+static void
+cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
 {
-	if (a->last_down_ns != 0 && now - a->last_down_ns < AR_DOWN_COOLDOWN * a->p.interval_ns)
-		return false;
+	uint64_t over = less(own, bloat);
+	double lo = a->p.cut_min_pct / 100.0, hi = a->p.cut_max_pct / 100.0;
+	double cut = lo + 0.20 * (over >= 2 * bloat ? 1.0 : (double)over / (double)(2 * bloat));
+	double drain = (double)own / (double)a->p.drain_ns;
+
+	if (drain > cut)
+		cut = drain;
+	if (cut > hi)
+		cut = hi;
+	if (a->series_rate == 0)
+		a->series_rate = a->rate;
 	a->bloat_rate = through;
-	a->rate = clamp_rate(a, to);
+	a->rate = clamp_rate(a, (uint64_t)((double)through * (1.0 - cut)));
 	a->last_down_ns = now;
-	a->last_action = AUTORATE_DOWN;
-	a->downs++;
-	return true;
+	a->cut_delay_ns = own;
+	a->flat_min_ns = own;
+	a->flat_delay_ns = UINT64_MAX;
+	a->flat_checks = 0;
+	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
+}
+
+/*
+ * Bloat after a cut and its refractory period. Rising: cut again. Falling:
+ * the queue drains, wait. Flat for path_checks periods and not too large:
+ * the path's, not a queue: take it into the baseline, undo the cuts.
+ */
+static void
+bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+{
+	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
+	bool falling = own + a->p.path_flat_ns < a->cut_delay_ns;
+
+	if (rising || a->series_rate == 0 || own > a->p.path_max_ns || a->p.path_checks == 0) {
+		cut_bloat(a, now, through, own, bloat);
+		return;
+	}
+	if (falling) {
+		a->cut_delay_ns = own;
+		a->flat_checks = 0;
+		a->last_down_ns = now;
+		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
+		return;
+	}
+	a->last_down_ns = now; /* the next check one refractory period on */
+	if (++a->flat_checks < a->p.path_checks) {
+		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
+		return;
+	}
+	a->path_ns += a->flat_delay_ns;
+	if (a->p.after_modem && a->owd_last_ns != UINT64_MAX)
+		a->path_own_ns += a->flat_min_ns;
+	a->rate = clamp_rate(a, a->series_rate);
+	a->series_rate = 0;
+	a->flat_checks = 0;
+	decide(a, AUTORATE_UP, AR_WHY_PATH);
 }
 
 bool
-autorate_tick(struct autorate *a, uint64_t now, uint64_t delivered_bytes)
+autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
 {
-	uint64_t dt, old = a->rate, delay, got, own, through;
+	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear;
 	uint32_t n = a->nsamples, mid;
-	bool busy;
+	bool loaded, idle;
 
 	if (!a->started) {
 		a->started = true;
 		a->tick_start = now;
-		a->tick_bytes = delivered_bytes;
+		a->tick_bytes = sent_bytes;
+		a->tick_arrived = arrived_bytes;
 		return false;
 	}
-	if (now - a->tick_start < a->p.interval_ns)
+	/*
+	 * An interval ends early when its first early_samples samples, half
+	 * of it on, all show bloat: a queue growing at TCP's additive increase
+	 * gains 25 ms in 100 ms on a 10 Mbit/s line.
+	 */
+	if (now - a->tick_start < a->p.interval_ns &&
+	    (a->p.early_samples == 0 || a->nsamples < a->p.early_samples ||
+	     now - a->tick_start < a->p.interval_ns / 2 ||
+	     less(a->delay_min, a->path_ns) < autorate_threshold(a, a->p.bloat_ns)))
 		return false;
 	dt = now - a->tick_start;
-	got = delivered_bytes - a->tick_bytes;
+	got = sent_bytes - a->tick_bytes;
 	a->delivered_rate = (uint64_t)((double)got * 1e9 / (double)dt);
+	a->arrived_rate = (uint64_t)((double)(arrived_bytes - a->tick_arrived) * 1e9 / (double)dt);
 	a->tick_start = now;
-	a->tick_bytes = delivered_bytes;
-	delay = a->delay_min;
+	a->tick_bytes = sent_bytes;
+	a->tick_arrived = arrived_bytes;
+	raw = a->delay_min;
 	a->delay_min = UINT64_MAX;
 	a->nsamples = 0;
-	if (a->p.after_modem && a->owd_n != 0)
-		a->owd_last_ns = a->owd_min;
+	a->last_samples = n;
+	if (a->p.after_modem) {
+		if (a->owd_n != 0) {
+			a->owd_last_ns = a->owd_min;
+			a->owd_last_at = now;
+			a->owd_recent[a->owd_recent_i++ % a->p.owd_recent] = a->owd_min;
+		} else if (a->owd_last_ns != UINT64_MAX &&
+			   now - a->owd_last_at > a->p.owd_stale_ns) {
+			a->owd_last_ns = UINT64_MAX; /* stale: decide on the RTT alone */
+			for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
+				a->owd_recent[i] = UINT64_MAX;
+		}
+	}
 	a->owd_min = UINT64_MAX;
 	a->owd_n = 0;
-	a->last_action = AUTORATE_HOLD;
-	if (n == 0)
-		return false; /* no TCP to listen to: nothing is known */
-	a->last_delay_ns = delay;
-
+	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
+	a->load_pct = (uint32_t)((a->delivered_rate > a->arrived_rate ? a->delivered_rate
+								      : a->arrived_rate) *
+				 100 / (a->rate != 0 ? a->rate : 1));
+	idle = a->delivered_rate * 100 < (uint64_t)a->p.idle_pct * a->rate &&
+	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
+	if (n == 0) {
+		/* No TCP to listen to: nothing is known. */
+		if (a->p.decay_without_samples)
+			decay(a);
+		else
+			decide(a, AUTORATE_HOLD, AR_WHY_NO_SAMPLES);
+		return a->rate != old;
+	}
+	/* The path's part goes as soon as the baselines have it (or the path is back). */
+	if (raw < a->path_ns)
+		a->path_ns = raw;
+	delay = raw - a->path_ns;
 	own = own_share(a, delay);
-	busy = a->delivered_rate * 100 >= (uint64_t)a->p.busy_pct * a->rate;
-	/* Downstream the modem sits before us and delivers less than we allow. */
-	through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+	a->last_delay_ns = delay;
+	bloat = autorate_threshold(a, a->p.bloat_ns);
+	clear = autorate_threshold(a, a->p.clear_ns);
+	/*
+	 * What the line carries: downstream the modem sits before us, and with a
+	 * queue in it what arrives is its rate; upstream TCP is clocked by the
+	 * modem, and what we sent is at most our rate.
+	 */
+	if (a->p.after_modem)
+		through = a->arrived_rate;
+	else
+		through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+	a->through_rate = through;
 	mid = a->mid_intervals;
 	a->mid_intervals = 0;
-	if (delay >= a->p.bloat_ns && busy) {
-		/* The other direction's queue (autorate_attribute): not ours to cut. */
-		if (own < a->p.bloat_ns / 2)
-			return false;
-		uint64_t over = delay - a->p.bloat_ns;
-		/* 10 % off at the threshold, up to 30 % off at three times it. */
-		double cut = 0.10 +
-			     0.20 * (over >= 2 * a->p.bloat_ns
-						     ? 1.0
-						     : (double)over / (double)(2 * a->p.bloat_ns));
+	if (own < a->flat_min_ns)
+		a->flat_min_ns = own;
+	if (delay < a->flat_delay_ns)
+		a->flat_delay_ns = delay;
+	if (delay >= bloat) {
+		/*
+		 * The other direction's queue (autorate_attribute). A direction
+		 * that carries next to nothing, or far less of its rate than the
+		 * other of its own (the ACKs of the other's downloads), is cut
+		 * only on a one-way figure that puts a large rise in it: the
+		 * split of a small one is too uncertain to starve the ACKs.
+		 */
+		bool lesser = idle ||
+			      (a->p.lesser_ratio != 0 &&
+			       (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct);
 
-		lower(a, now, through, (uint64_t)((double)through * (1.0 - cut)));
-	} else if (own <= a->p.clear_ns &&
-		   a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate) {
-		bool near = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * AR_NEAR_LO_PCT &&
-			    a->rate * 100 < a->bloat_rate * AR_NEAR_HI_PCT;
-		uint64_t step = a->rate * (near ? AR_UP_SLOW_PCT : AR_UP_FAST_PCT) / 100;
+		if (own < bloat / 2 ||
+		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
+			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
+		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
+			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
+		else if (a->series_rate != 0)
+			bloat_again(a, now, through, own, bloat);
+		else
+			cut_bloat(a, now, through, own, bloat);
+		return a->rate != old;
+	}
+	/* Below the threshold: the series of cuts, if any, is over. */
+	a->series_rate = 0;
+	a->flat_checks = 0;
+	if (own <= clear && loaded) {
+		bool near = a->bloat_rate != 0 &&
+			    a->rate * 100 >= a->bloat_rate * a->p.near_lo_pct &&
+			    a->rate * 100 < a->bloat_rate * a->p.near_hi_pct;
+		uint64_t step = a->rate * (near ? a->p.up_slow_pct : a->p.up_fast_pct) / 100;
 
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
-		a->last_action = AUTORATE_UP;
-		a->ups++;
-	} else if (own > a->p.clear_ns && own < a->p.bloat_ns && busy) {
+		decide(a, AUTORATE_UP, AR_WHY_RAISE);
+	} else if (own > clear && !idle) {
 		a->mid_intervals = mid + 1;
-		if (a->mid_intervals >= AR_MID_INTERVALS &&
-		    lower(a, now, through, through * (100 - AR_MID_CUT_PCT) / 100))
+		if (a->p.standing_intervals != 0 && a->mid_intervals >= a->p.standing_intervals &&
+		    (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
 			a->mid_intervals = 0;
+			a->bloat_rate = through;
+			a->rate = clamp_rate(a, through * (100 - a->p.standing_cut_pct) / 100);
+			a->last_down_ns = now;
+			decide(a, AUTORATE_DOWN, AR_WHY_CUT_STANDING);
+		} else {
+			decide(a, AUTORATE_HOLD, AR_WHY_HOLD);
+		}
+	} else {
+		/*
+		 * Clear but not loaded, or idle: nothing says where the line is;
+		 * drift towards base (a direction that carries only the other's
+		 * ACKs, cut once, finds its way back).
+		 */
+		decay(a);
 	}
 	return a->rate != old;
 }

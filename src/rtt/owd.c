@@ -16,6 +16,30 @@ below(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) < 0;
 }
 
+/* A new flow in slot s (its first packet here). */
+static void
+slot_start(struct owd_slot *s, uint32_t tag, uint32_t tsval, uint32_t off, uint32_t now_ms)
+{
+	s->tag = tag;
+	s->min_cur = s->min_prev = off;
+	s->win_start_ms = s->first_ms = s->last_ms = now_ms;
+	s->first_tsval = tsval;
+	s->state = OWD_SETTLING;
+}
+
+/* Settled: is the flow's TSval clock at about 1 kHz against ours? */
+static uint32_t
+clock_check(struct owd_table *t, const struct owd_slot *s, uint32_t tsval, uint32_t now_ms)
+{
+	uint64_t ticks = (uint32_t)(tsval - s->first_tsval), ms = now_ms - s->first_ms;
+
+	if (ticks * 100 < ms * OWD_RATE_LO_PCT || ticks * 100 > ms * OWD_RATE_HI_PCT) {
+		t->c.bad_clock++;
+		return OWD_BAD_CLOCK;
+	}
+	return OWD_OK;
+}
+
 int64_t
 owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t now)
 {
@@ -26,11 +50,20 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	uint32_t base;
 
 	if (s->tag != tag) {
-		s->tag = tag;
-		s->min_cur = s->min_prev = off;
-		s->win_start_ms = now_ms;
+		/* Another flow's slot: taken over only once that flow has gone quiet. */
+		if (s->tag != 0 && now_ms - s->last_ms < OWD_STALE_MS) {
+			t->c.collisions++;
+			return -1;
+		}
+		slot_start(s, tag, tsval, off, now_ms);
 		return -1;
 	}
+	if (now_ms - s->last_ms >= OWD_STALE_MS) {
+		/* Back after a long silence: its baseline is stale, start over. */
+		slot_start(s, tag, tsval, off, now_ms);
+		return -1;
+	}
+	s->last_ms = now_ms;
 	if (now_ms - s->win_start_ms >= OWD_WINDOW_MS) {
 		s->min_prev = s->min_cur;
 		s->min_cur = off;
@@ -38,6 +71,13 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	} else if (below(off, s->min_cur)) {
 		s->min_cur = off;
 	}
+	if (s->state == OWD_SETTLING) {
+		if (now_ms - s->first_ms < OWD_SETTLE_MS)
+			return -1;
+		s->state = clock_check(t, s, tsval, now_ms);
+	}
+	if (s->state != OWD_OK)
+		return -1;
 	base = below(s->min_prev, s->min_cur) ? s->min_prev : s->min_cur;
 	if (below(off, base))
 		return 0;

@@ -345,8 +345,17 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 	uint32_t *wm = f->win_min_us[side];
 	struct rtt_hist *h = &t->hist[side];
 
+	uint32_t base;
+
 	if (!(f->state & RTT_SAMPLED) || now_w - f->win_start >= RTT_WIN_UNITS)
 		window_turn(f, now_w);
+	/* Against the flow's earlier samples: a sample is never its own baseline. */
+	base = wm[0] < wm[1] ? wm[0] : wm[1];
+	out->established = base != UINT32_MAX && f->nsamples[side] >= RTT_BASE_SAMPLES;
+	if (base == UINT32_MAX)
+		base = us;
+	if (f->nsamples[side] < UINT8_MAX)
+		f->nsamples[side]++;
 	if (us < wm[0])
 		wm[0] = us;
 	f->last_us[side] = us;
@@ -359,7 +368,7 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 		t->hi_ns[side] = rtt;
 	t->c.samples++;
 	out->rtt_ns = rtt;
-	out->base_ns = (uint64_t)(wm[0] < wm[1] ? wm[0] : wm[1]) * 1000;
+	out->base_ns = (uint64_t)base * 1000;
 	out->side = (uint8_t)side;
 	out->method = (uint8_t)method;
 }

@@ -32,6 +32,7 @@ MD_SECTIONS = {
     "## ports": "port",
     "### Keys for every discipline": "dir",
     "#### emulate": "emulate",
+    "#### autorate": "autorate",
     "### cake": "dir.cake",
     "### fq_codel": "dir.fq_codel",
     "### fifo": "dir.fifo",
@@ -47,6 +48,7 @@ MAN_SECTIONS = {
     "PORTS": "port",
     "Every discipline": "dir",
     "emulate": "emulate",
+    "autorate": "autorate",
     "cake": "dir.cake",
     "fq_codel": "dir.fq_codel",
     "fifo": "dir.fifo",
@@ -60,7 +62,6 @@ MAN_SECTIONS = {
 # Sections documented inside their parent key's entry: (parent section, parent key).
 INLINE = {
     "ports": ("top", "ports"),
-    "autorate": ("dir", "bandwidth"),
     "control.sockets": ("control", "sockets"),
     "dataplane.mbufs": ("dataplane", "mbufs"),
 }

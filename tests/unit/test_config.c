@@ -1342,7 +1342,21 @@ static const struct err_case err_cases[] = {
 	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'start': '1mbit'}}"),
 	  "downstream.bandwidth.start: is outside [min, max]" },
 	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'step': '1mbit'}}"),
-	  "downstream.bandwidth.step: unknown key (known: min, max, start)" },
+	  "downstream.bandwidth.step: unknown key (known: min, max, start, base, interval, "
+	  "early_samples, bloat, clear, frame, refractory, cut_min, cut_max, drain, loaded, idle, "
+	  "raise_fast, raise_slow, near_low, near_high, standing_intervals, standing_cut, decay, "
+	  "no_samples, owd_stale, owd_recent, lesser_ratio, path_flat, path_checks, path_max)" },
+	/* autorate's tuning */
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'bloat': '2ms', 'clear': '3ms'}}"),
+	  "downstream.bandwidth: \"clear\" is above \"bloat\"" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'base': '20mbit'}}"),
+	  "downstream.bandwidth: \"base\" is outside \"min\"..\"max\"" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'cut_max': 95}}"),
+	  "downstream.bandwidth.cut_max: 95 is out of range 1..90" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'no_samples': 'guess'}}"),
+	  "downstream.bandwidth.no_samples: \"guess\" is not a valid choice (one of: hold, decay)" },
+	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'interval': '1ms'}}"),
+	  "downstream.bandwidth.interval: \"1ms\" is out of range for a time" },
 	{ DOWN("{'bandwidth': {'min': '0bit', 'max': '10mbit'}}"),
 	  "downstream.bandwidth.min: \"0bit\" is out of range for a rate" },
 };
@@ -1382,6 +1396,17 @@ test_autorate_bounds(void **state)
 	load_ok(DOWN("{'bandwidth': {'min': '20mbit', 'max': '100mbit', 'start': '50mbit'}}"), &c);
 	assert_int_equal(c.dir[SHAPER_DOWN].rate, 6250000);
 	assert_int_equal(c.autorate[SHAPER_DOWN].start_rate, 6250000);
+	/* The tuning: defaults, base at start, and keys that set it. */
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.base_rate, 6250000);
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.bloat_ns, 8000000);
+	load_ok(DOWN("{'bandwidth': {'min': '20mbit', 'max': '100mbit', 'base': '40mbit', "
+		     "'bloat': '15ms', 'cut_max': 40, 'no_samples': 'decay', 'path_checks': 0}}"),
+		&c);
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.base_rate, 5000000);
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.bloat_ns, 15000000);
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.cut_max_pct, 40);
+	assert_true(c.autorate[SHAPER_DOWN].tune.decay_without_samples);
+	assert_int_equal(c.autorate[SHAPER_DOWN].tune.path_checks, 0);
 	load_ok(DOWN("{'bandwidth': '30mbit'}"), &c);
 	assert_false(c.autorate[SHAPER_DOWN].enabled);
 }

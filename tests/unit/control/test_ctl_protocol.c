@@ -1637,6 +1637,12 @@ test_stats_rtt(void **state)
 	rt->ar_max = 12500000;
 	rt->ar_action = AUTORATE_DOWN;
 	rt->ar_downs = 2;
+	rt->ar_why = AR_WHY_CUT_BLOAT;
+	rt->ar_delay_ns = 12000000;
+	rt->ar_path_ns = 25000000;
+	rt->ar_through = 10000000;
+	rt->ar_decisions[AR_WHY_CUT_BLOAT] = 2;
+	rt->ar_decisions[AR_WHY_PATH] = 1;
 	r = ok("{'id':11,'cmd':'stats'}");
 	assert_null(jpath(r, "directions.upstream.rtt"));
 	assert_str_at(r, "directions.downstream.rtt.part", "wan");
@@ -1647,6 +1653,11 @@ test_stats_rtt(void **state)
 	assert_int_at(r, "directions.downstream.rtt.interval.p99_us", 88000);
 	assert_int_at(r, "directions.downstream.rtt.autorate.rate", 11000000);
 	assert_str_at(r, "directions.downstream.rtt.autorate.last", "down");
+	assert_str_at(r, "directions.downstream.rtt.autorate.why", "cut_bloat");
+	assert_int_at(r, "directions.downstream.rtt.autorate.path_us", 25000);
+	assert_int_at(r, "directions.downstream.rtt.autorate.line", 10000000);
+	assert_int_at(r, "directions.downstream.rtt.autorate.decisions.cut_bloat", 2);
+	assert_int_at(r, "directions.downstream.rtt.autorate.decisions.raise", 0);
 	v = jpath(r, "directions.downstream.rtt.histogram_us");
 	assert_int_equal(json_array_size(v), 2);
 	assert_int_equal(json_integer_value(json_array_get(json_array_get(v, 0), 0)), 38400);
@@ -1670,6 +1681,12 @@ test_stats_rtt(void **state)
 	assert_non_null(strstr(text,
 			       "shaper_autorate_rate_bytes_per_second{direction=\"downstream\"}"
 			       " 11000000\n"));
+	assert_non_null(strstr(text, "shaper_autorate_decisions_total{direction=\"downstream\","
+				     "reason=\"path\"} 1\n"));
+	assert_non_null(strstr(text, "shaper_autorate_delay_seconds{direction=\"downstream\"} "
+				     "0.012\n"));
+	assert_non_null(strstr(text, "shaper_autorate_line_bytes_per_second{direction="
+				     "\"downstream\"} 10000000\n"));
 	assert_null(strstr(text, "direction=\"upstream\",part="));
 	free(text);
 	memset(rt, 0, sizeof(*rt));

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -33,7 +34,7 @@ start(struct drive *d, uint64_t min, uint64_t max)
 	autorate_init(&d->a, &p);
 	d->now = MS(1000);
 	d->bytes = 0;
-	autorate_tick(&d->a, d->now, d->bytes);
+	autorate_tick(&d->a, d->now, d->bytes, d->bytes);
 }
 
 /* One 100 ms interval sending at share_pct of the rate, with one sample at delay (or none). */
@@ -44,7 +45,7 @@ interval(struct drive *d, uint32_t share_pct, int64_t delay_ms)
 		autorate_sample(&d->a, MS(30) + MS(delay_ms), MS(30));
 	d->bytes += d->a.rate / 10 * share_pct / 100;
 	d->now += MS(100);
-	return autorate_tick(&d->a, d->now, d->bytes);
+	return autorate_tick(&d->a, d->now, d->bytes, d->bytes);
 }
 
 static void
@@ -64,7 +65,7 @@ test_hold(void **state)
 	/* Not before a whole interval has passed. */
 	autorate_sample(&d.a, MS(100), MS(30));
 	d.now += MS(50);
-	assert_false(autorate_tick(&d.a, d.now, d.bytes + MBIT(100)));
+	assert_false(autorate_tick(&d.a, d.now, d.bytes + MBIT(100), d.bytes + MBIT(100)));
 }
 
 static void
@@ -74,13 +75,17 @@ test_down(void **state)
 
 	(void)state;
 	start(&d, MBIT(10), MBIT(100));
-	/* Just over the threshold: 10 % off. */
-	assert_true(interval(&d, 100, 8));
+	/* At the threshold (8 ms and one frame's time at the rate): 10 % off. */
+	assert_false(interval(&d, 100, 8));
+	autorate_sample(&d.a, MS(30) + autorate_threshold(&d.a, MS(8)), MS(30));
+	assert_true(interval(&d, 100, -1));
 	assert_int_equal(d.a.rate, MBIT(90));
 	assert_int_equal(d.a.last_action, AUTORATE_DOWN);
-	/* Cooldown: the queue needs time to drain. */
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+	/* Refractory: the queue needs time to drain. */
 	assert_false(interval(&d, 100, 40));
 	assert_false(interval(&d, 100, 40));
+	assert_int_equal(d.a.last_why, AR_WHY_REFRACTORY);
 	/* Far over it: 30 % off, from what got through (downstream: 60 % of the rate). */
 	assert_true(interval(&d, 60, 40));
 	assert_in_range(d.a.rate, MBIT(90) * 60 / 100 * 70 / 100 - 1000,
@@ -100,7 +105,9 @@ test_up(void **state)
 	(void)state;
 	start(&d, MBIT(10), MBIT(100));
 	d.a.rate = MBIT(40);
-	assert_false(interval(&d, 50, 0)); /* at baseline but not loaded */
+	assert_true(interval(&d, 50, 0)); /* at baseline but not loaded: towards base (max) */
+	assert_int_equal(d.a.last_why, AR_WHY_DECAY);
+	d.a.rate = MBIT(40);
 	assert_true(interval(&d, 100, 1)); /* loaded at baseline: 5 % up */
 	assert_int_equal(d.a.rate, MBIT(42));
 	/* A bloat at 42 makes the next approach to 42 careful. */
@@ -109,7 +116,7 @@ test_up(void **state)
 	for (int i = 0; i < 3; i++)
 		interval(&d, 100, 0);
 	assert_true(d.a.rate > r);
-	while (d.a.rate < MBIT(42) * 85 / 100)
+	while (d.a.rate < MBIT(42) * 90 / 100)
 		assert_true(interval(&d, 100, 0));
 	r = d.a.rate;
 	assert_true(interval(&d, 100, 0));
@@ -120,33 +127,74 @@ test_up(void **state)
 	assert_int_equal(d.a.rate, MBIT(100));
 }
 
-/* The downstream one-way delay from TSvals: rises above each flow's own baseline. */
+/* The downstream one-way delay from TSvals: rises above each flow's own settled baseline. */
 static void
 test_owd(void **state)
+{
+	static struct owd_table t;
+	uint64_t now = MS(5000);
+	uint32_t ts = 777000;
+
+	(void)state;
+	owd_table_init(&t);
+	/* A flow's first packet starts its baseline; its clock offset is its own. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts, now), -1);
+	/* Nothing counts before the baseline has settled (half a second of packets). */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 10, now + MS(10)), -1);
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 400, now + MS(400)), -1);
+	/* Settled, the clock at 1 kHz: the same offset is no rise. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 600, now + MS(600)), 0);
+	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 601, now + MS(607)), MS(6));
+	/* A faster path than the baseline lowers it. */
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 700, now + MS(699)), 0);
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 701, now + MS(701)), MS(1));
+	/* The baseline outlives one window, not two (a packet a second keeps the flow). */
+	for (uint32_t s = 1; s <= 30; s++) {
+		int64_t r = owd_observe(&t, 0x1234, ts + 700 + s * 1000 + 4,
+					now + MS(699) + MS(s * 1000) + MS(9));
+		if (s < 10)
+			assert_int_equal(r, MS(5));
+		if (s > 21)
+			assert_int_equal(r, 0);
+	}
+	/* Another flow, across the 2^32 wrap. */
+	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
+	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 500, now + MS(0x20 + 500)), 0);
+	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 501, now + MS(0x20 + 504)), MS(3));
+}
+
+/* Flows whose TSval clock is not at 1 kHz are left out; slots are not stolen; stale ones go. */
+static void
+test_owd_flows(void **state)
 {
 	static struct owd_table t;
 	uint64_t now = MS(5000);
 
 	(void)state;
 	owd_table_init(&t);
-	/* A flow's first packet sets its baseline; its clock offset is its own. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777000, now), -1);
-	/* The same offset 10 ms later: no rise. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777010, now + MS(10)), 0);
-	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777011, now + MS(17)), MS(6));
-	/* Another flow, another offset (and TSvals across the 2^32 wrap). */
-	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
-	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u, now + MS(0x20) + MS(3)), MS(3));
-	/* A faster path than the baseline lowers it. */
-	assert_int_equal(owd_observe(&t, 0x1234, 777100, now + MS(99)), 0);
-	assert_int_equal(owd_observe(&t, 0x1234, 777101, now + MS(101)), MS(1));
-	/* The baseline outlives one window, not two. */
-	assert_int_equal(owd_observe(&t, 0x1234, 787100, now + MS(10000) + MS(104)), MS(5));
-	assert_int_equal(owd_observe(&t, 0x1234, 797200, now + MS(20000) + MS(208)), MS(4));
-	assert_int_equal(owd_observe(&t, 0x1234, 807300, now + MS(30000) + MS(312)), MS(4));
-	/* A flow that lands in a used slot starts over. */
-	assert_int_equal(owd_observe(&t, 0x1234 + OWD_SLOTS, 5, now), -1);
+	/* A microsecond clock (Linux can send one): its offset falls by 999 us a ms. */
+	assert_int_equal(owd_observe(&t, 0x10, 1000000, now), -1);
+	for (uint32_t ms = 10; ms <= 2000; ms += 10)
+		assert_int_equal(owd_observe(&t, 0x10, 1000000 + ms * 1000, now + MS(ms)), -1);
+	assert_int_equal(t.c.bad_clock, 1);
+	/* A 100 Hz clock likewise. */
+	assert_int_equal(owd_observe(&t, 0x11, 5000, now), -1);
+	assert_int_equal(owd_observe(&t, 0x11, 5000 + 60, now + MS(600)), -1);
+	assert_int_equal(t.c.bad_clock, 2);
+	/* A flow landing in a busy slot is not timed, and the owner keeps its baseline. */
+	assert_int_equal(owd_observe(&t, 0x20, 100, now), -1);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now + MS(100)), -1);
+	assert_int_equal(t.c.collisions, 1);
+	assert_int_equal(owd_observe(&t, 0x20, 100 + 600, now + MS(602)), MS(2));
+	/* Once the owner is quiet for OWD_STALE_MS, the slot goes to the newcomer. */
+	now += MS(602) + MS(OWD_STALE_MS);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now), -1);
+	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9 + 600, now + MS(600)), 0);
+	/* An owner back after a long silence starts over (its old baseline is stale). */
+	assert_int_equal(owd_observe(&t, 0x30, 100, now), -1);
+	assert_int_equal(owd_observe(&t, 0x30, 100 + 600, now + MS(600)), 0);
+	assert_int_equal(owd_observe(&t, 0x30, 100 + 9600, now + MS(600 + 9000 + 30)), -1);
 }
 
 /* One interval of each direction: the RTT's rise, and the downstream one-way rise. */
@@ -170,7 +218,7 @@ start_dir(struct drive *d, bool after_modem)
 	autorate_init(&d->a, &p);
 	d->now = MS(1000);
 	d->bytes = 0;
-	autorate_tick(&d->a, d->now, d->bytes);
+	autorate_tick(&d->a, d->now, d->bytes, d->bytes);
 }
 
 static void
@@ -217,13 +265,267 @@ test_attribute(void **state)
 	assert_true(up.a.owd_last_ns == UINT64_MAX);
 }
 
+/* A line that fell far below the rate: the direction delivers 10 % of it, and is cut to that. */
+static void
+test_cut_at_any_load(void **state)
+{
+	struct drive d;
+
+	(void)state;
+	start(&d, MBIT(1), MBIT(100));
+	assert_true(interval(&d, 10, 40));
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+	/* 30 % off what got through (10 Mbit/s), not off the rate. */
+	assert_in_range(d.a.rate, MBIT(7) - 1000, MBIT(7) + 1000);
+	/* Downstream what arrived is the modem's rate, whatever we sent. */
+	start_dir(&d, true);
+	d.a.p.min_rate = MBIT(1);
+	autorate_sample(&d.a, MS(30) + MS(40), MS(30));
+	d.bytes += MBIT(100) / 10 / 10;
+	d.now += MS(100);
+	assert_true(autorate_tick(&d.a, d.now, d.bytes / 2, d.bytes));
+	assert_in_range(d.a.rate, MBIT(7) - 1000, MBIT(7) + 1000);
+	/* A queue that takes long to drain is cut by more, up to cut_max_pct. */
+	start(&d, MBIT(1), MBIT(100));
+	assert_true(interval(&d, 10, 800));
+	assert_in_range(d.a.rate, MBIT(5) - 1000, MBIT(5) + 1000);
+}
+
+/* At a low rate the thresholds grow by a frame's time: 1514 B at 1 Mbit/s is 12 ms. */
+static void
+test_threshold_at_low_rate(void **state)
+{
+	struct drive d;
+
+	(void)state;
+	start(&d, MBIT(1) / 2, MBIT(1));
+	assert_in_range(autorate_threshold(&d.a, MS(8)), MS(20), MS(20) + 200000);
+	assert_false(interval(&d, 100, 17)); /* over clear (3 ms and a frame), under bloat */
+	assert_int_equal(d.a.last_why, AR_WHY_HOLD);
+	assert_true(interval(&d, 100, 25));
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+}
+
+/* A rise that stays flat after a cut is the path's: taken into the baseline, the rate restored. */
+static void
+test_path_step(void **state)
+{
+	struct drive d;
+	int i;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	d.a.rate = MBIT(80);
+	assert_true(interval(&d, 100, 25));
+	assert_true(d.a.rate < MBIT(80));
+	for (i = 0; i < 20 && d.a.last_why != AR_WHY_PATH; i++)
+		interval(&d, 100, 25);
+	assert_int_equal(d.a.last_why, AR_WHY_PATH);
+	assert_int_equal(d.a.rate, MBIT(80));
+	assert_int_equal(d.a.path_ns, MS(25));
+	assert_true(i <= 8); /* within a second */
+	/* Now 25 ms reads as none: loaded, the rate rises. */
+	for (i = 0; i < 3; i++) {
+		assert_true(interval(&d, 100, 25));
+		assert_int_equal(d.a.last_why, AR_WHY_RAISE);
+	}
+	/* A queue on top of the new path is seen. */
+	assert_true(interval(&d, 100, 45));
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+	/* The path back (samples at the old baseline): the part goes at once. */
+	interval(&d, 100, 0);
+	assert_int_equal(d.a.path_ns, 0);
+}
+
+/* A queue that grows after a cut is cut again; one that drains is waited for; neither is the path.
+ */
+static void
+test_rising_and_draining(void **state)
+{
+	struct drive d;
+	int64_t q = 30;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	assert_true(interval(&d, 100, q));
+	for (int i = 0; i < 30; i++) {
+		q = q > 12 ? q - 3 : 12; /* draining, slowly, then standing at 12 ms */
+		interval(&d, 100, q);
+		assert_true(d.a.last_why != AR_WHY_PATH || q == 12);
+	}
+	/* Larger than path_max_ns: never the path. */
+	start(&d, MBIT(5), MBIT(100));
+	for (int i = 0; i < 30; i++) {
+		interval(&d, 100, 200);
+		assert_true(d.a.last_why != AR_WHY_PATH);
+	}
+	assert_int_equal(d.a.rate, MBIT(5));
+}
+
+/* Idle: the rate decays towards base; without samples it holds, or decays when so configured. */
+static void
+test_decay_to_base(void **state)
+{
+	struct autorate_params p;
+	struct drive d;
+
+	(void)state;
+	autorate_params_default(&p, MBIT(10), MBIT(100));
+	p.base_rate = MBIT(50);
+	autorate_init(&d.a, &p);
+	d.now = MS(1000);
+	d.bytes = 0;
+	autorate_tick(&d.a, d.now, 0, 0);
+	assert_int_equal(d.a.rate, MBIT(100));
+	assert_true(interval(&d, 2, 0));
+	assert_int_equal(d.a.rate, MBIT(99));
+	assert_int_equal(d.a.last_why, AR_WHY_DECAY);
+	for (int i = 0; i < 200; i++)
+		interval(&d, 2, 0);
+	assert_int_equal(d.a.rate, MBIT(50));
+	/* From below, up to base. */
+	d.a.rate = MBIT(20);
+	for (int i = 0; i < 200; i++)
+		interval(&d, 0, 1);
+	assert_int_equal(d.a.rate, MBIT(50));
+	/* No samples: hold ... */
+	d.a.rate = MBIT(90);
+	assert_false(interval(&d, 0, -1));
+	assert_int_equal(d.a.last_why, AR_WHY_NO_SAMPLES);
+	assert_true(d.a.why[AR_WHY_NO_SAMPLES] >= 1);
+	/* ... or decay. */
+	d.a.p.decay_without_samples = true;
+	assert_true(interval(&d, 0, -1));
+	assert_true(d.a.rate < MBIT(90));
+	assert_string_equal(autorate_reason_name(AR_WHY_DECAY), "decay");
+	assert_string_equal(autorate_reason_name(AR_WHY_N), "hold");
+}
+
+/* Four samples at bloat half an interval in end the interval early. */
+static void
+test_early(void **state)
+{
+	struct drive d;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	for (int i = 0; i < 4; i++)
+		autorate_sample(&d.a, MS(30) + MS(20), MS(30));
+	d.bytes += MBIT(100) / 40;
+	assert_false(autorate_tick(&d.a, d.now + MS(25), d.bytes, d.bytes)); /* too soon */
+	assert_true(autorate_tick(&d.a, d.now + MS(50), d.bytes, d.bytes));
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+	/* Three are not enough. */
+	start(&d, MBIT(5), MBIT(100));
+	for (int i = 0; i < 3; i++)
+		autorate_sample(&d.a, MS(30) + MS(20), MS(30));
+	assert_false(autorate_tick(&d.a, d.now + MS(60), d.bytes, d.bytes));
+}
+
+/*
+ * The direction that carries the other's ACKs (a fifth of the other's load share) is
+ * not cut for a rise without one-way figures, nor for a small one the figures put in it.
+ */
+static void
+test_lesser_direction(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_int_equal(up.a.other_load_pct, 100);
+	assert_false(interval(&up, 20, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	/* Loaded alike: both cut, as before. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 100, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	/* One-way figures that put a large rise in the lesser direction: cut. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	autorate_owd_sample(&down.a, MS(1));
+	interval(&down, 100, 60);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 20, 60));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	/* ... a small one: not. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	autorate_owd_sample(&down.a, MS(1));
+	interval(&down, 100, 20);
+	autorate_attribute(&up.a, &down.a);
+	assert_false(interval(&up, 20, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+}
+
+/* The upstream's share is taken against the highest one-way rise of the last intervals. */
+static void
+test_owd_recent(void **state)
+{
+	struct drive up, down;
+	static const int64_t owd[3] = { 30, 12, 1 }; /* a downstream queue draining */
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	for (int i = 0; i < 3; i++) {
+		autorate_owd_sample(&down.a, MS(owd[i]));
+		interval(&down, 100, 30);
+	}
+	autorate_attribute(&up.a, &down.a);
+	assert_int_equal(up.a.owd_last_ns, MS(30));
+	assert_false(interval(&up, 100,
+			      30)); /* the RTT still shows the queue: not the upstream's */
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+}
+
+/* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
+static void
+test_owd_stale(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	autorate_owd_sample(&down.a, MS(1));
+	interval(&down, 100, 1);
+	assert_int_equal(down.a.owd_last_ns, MS(1));
+	for (int i = 0; i < 10; i++)
+		interval(&down, 100, 1);
+	assert_int_equal(down.a.owd_last_ns, MS(1)); /* 1 s: not yet */
+	interval(&down, 100, 1);
+	assert_true(down.a.owd_last_ns == UINT64_MAX);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(up.a.owd_last_ns == UINT64_MAX);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hold),      cmocka_unit_test(test_down),
-		cmocka_unit_test(test_up),        cmocka_unit_test(test_owd),
+		cmocka_unit_test(test_hold),
+		cmocka_unit_test(test_down),
+		cmocka_unit_test(test_up),
+		cmocka_unit_test(test_owd),
+		cmocka_unit_test(test_owd_flows),
 		cmocka_unit_test(test_attribute),
+		cmocka_unit_test(test_cut_at_any_load),
+		cmocka_unit_test(test_threshold_at_low_rate),
+		cmocka_unit_test(test_path_step),
+		cmocka_unit_test(test_rising_and_draining),
+		cmocka_unit_test(test_decay_to_base),
+		cmocka_unit_test(test_early),
+		cmocka_unit_test(test_owd_stale),
+		cmocka_unit_test(test_lesser_direction),
+		cmocka_unit_test(test_owd_recent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -430,12 +430,27 @@ test_baseline(void **state)
 		feed(t, &up, now, NULL);
 		dn.tsecr = v;
 		assert_int_equal(feed(t, &dn, now + r, &smp), r);
+		/* Against earlier samples only: the first two (the handshake's among them) do not
+		 * count. */
+		assert_int_equal(smp.established, i >= RTT_BASE_SAMPLES);
 		if (i < 100 || now < MS(10000))
 			assert_int_equal(smp.base_ns, MS(20));
 		now += MS(80);
 	}
 	/* Two windows without 20 ms: the baseline has moved up. */
 	assert_int_equal(smp.base_ns, MS(60));
+	/* A sample below the baseline is measured against the earlier ones, not itself. */
+	up.tsval = v;
+	feed(t, &up, now, NULL);
+	dn.tsecr = v++;
+	assert_int_equal(feed(t, &dn, now + MS(30), &smp), MS(30));
+	assert_int_equal(smp.base_ns, MS(60));
+	now += MS(80);
+	up.tsval = v;
+	feed(t, &up, now, NULL);
+	dn.tsecr = v;
+	assert_int_equal(feed(t, &dn, now + MS(35), &smp), MS(35));
+	assert_int_equal(smp.base_ns, MS(30));
 	rtt_table_free(t);
 }
 
