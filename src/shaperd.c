@@ -657,7 +657,11 @@ run_control(struct app *a)
 
 		watch_links(a, &next_link_check);
 		shaper_log_flush_suppressed(); /* "N similar messages suppressed", when due */
-		ctl_reload_poll(&a->be);       /* after a SIGHUP, even with no control socket */
+		for (unsigned int i = 0; i < a->n_shards; i++)
+			if (a->rtt[i] != NULL)
+				dp_rtt_log_decisions(
+						a->rtt[i]); /* autorate's cuts, from the workers */
+		ctl_reload_poll(&a->be); /* after a SIGHUP, even with no control socket */
 		if (wd_on)
 			feed_watchdog(a, &wd, &wd_reported);
 		if (srv != NULL)
