@@ -768,17 +768,32 @@ static int
 prepare_fail_open(struct app *a)
 {
 	char program[sizeof(a->cfg.fail_open_program) + 64], err[SHAPER_ERR_LEN];
+	char tc_program[sizeof(program)];
+	bool any_tc = false;
 
-	dp_failopen_program_path(a->cfg.fail_open_program, program, sizeof(program));
-	if (access(program, R_OK) != 0) {
-		shaper_log_error("fail_open.program: cannot read %s: %s", program, strerror(errno));
-		return -1;
+	dp_failopen_program_path(a->cfg.fail_open_program, "failopen.bpf.o", program,
+				 sizeof(program));
+	/* the tc object sits beside the XDP one */
+	snprintf(tc_program, sizeof(tc_program), "%s", program);
+	{
+		char *slash = strrchr(tc_program, '/');
+		size_t at = slash != NULL ? (size_t)(slash + 1 - tc_program) : 0;
+
+		snprintf(tc_program + at, sizeof(tc_program) - at, "failopen_tc.bpf.o");
 	}
 	if (dp_failopen_prepare(&a->failopen, &a->cfg, err, sizeof(err)) != 0) {
 		shaper_log_error("fail_open: %s", err);
 		return -1;
 	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		const char *need = a->failopen.port[r].tc ? tc_program : program;
+
+		any_tc |= a->failopen.port[r].tc;
+		if (access(need, R_OK) != 0) {
+			shaper_log_error("fail_open.program: cannot read %s: %s", need,
+					 strerror(errno));
+			return -1;
+		}
 		if (dp_failopen_devargs(a->cfg.port[r].device, program, a->sized.port[r].device,
 					sizeof(a->sized.port[r].device), err, sizeof(err)) != 0) {
 			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
@@ -789,7 +804,11 @@ prepare_fail_open(struct app *a)
 					   "its frames while shaperd does not",
 					   a->failopen.port[r].ifname);
 	}
-	shaper_log_info("fail_open: XDP program %s", program);
+	if (any_tc && dp_failopen_attach_tc(&a->failopen, tc_program, err, sizeof(err)) != 0) {
+		shaper_log_error("fail_open: %s", err);
+		return -1;
+	}
+	shaper_log_info("fail_open: %s", any_tc ? tc_program : program);
 	return 0;
 }
 
@@ -1038,6 +1057,9 @@ out_run:
 	dp_request_stop();
 	teardown(&a);
 out_ports:
+	/* A start that failed leaves no program of ours on the ports (a second call is a no-op). */
+	if (a.cfg.fail_open)
+		dp_failopen_stop(&a.failopen);
 	/* Telemetry answers until rte_eal_cleanup: stop it reaching what is freed below. */
 	dp_telemetry_shutdown();
 	counters = collect_counters(&a);

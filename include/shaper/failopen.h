@@ -1,7 +1,8 @@
 /*
- * Fail-open for AF_XDP ports (docs/deployment.md, "Fail-open"): both
- * interfaces sit in a Linux bridge, and shaperd's XDP program
- * (src/dataplane/failopen.bpf.c) hands frames to shaperd only while shaperd
+ * Fail-open for AF_XDP and af_packet ports (docs/deployment.md,
+ * "Fail-open"): both interfaces sit in a Linux bridge, and shaperd's XDP
+ * program (src/dataplane/failopen.bpf.c) hands frames to shaperd, or its tc
+ * program (failopen_tc.bpf.c) keeps them from the bridge, only while shaperd
  * holds a lease it renews from a thread of its own, and only while every
  * worker turns. A crash, a kill, a stop, a worker stuck or the whole process
  * stopped (SIGSTOP, a debugger) lets the lease run out or the socket close,
@@ -23,29 +24,37 @@
 #define DP_FAILOPEN_MAP_NAME  "shaper_lease"
 
 /*
- * The interface an AF_XDP device string names ("net_af_xdp0,iface=eth1,..."
- * gives "eth1"). Returns 0, or -1 when device is no net_af_xdp device or
- * names no interface.
+ * The interface an AF_XDP or af_packet device string names
+ * ("net_af_xdp0,iface=eth1,..." gives "eth1"). Returns 0, or -1 when device
+ * is neither or names no interface.
  */
 int dp_failopen_iface(const char *device, char *ifname, size_t len);
 
 /*
- * device with ",xdp_prog=PROGRAM" added when it names no program of its own,
- * into out. Returns 0, or -1 with a message in err (not AF_XDP, too long).
+ * device with ",xdp_prog=PROGRAM" added (AF_XDP) when it names no program of
+ * its own, into out; an af_packet device as it is. Returns 0, or -1 with a
+ * message in err (neither kind, too long).
  */
 int dp_failopen_devargs(const char *device, const char *program, char *out, size_t len, char *err,
 			size_t errlen);
 
 /*
- * Where the program is: the config's path when set, else failopen.bpf.o
- * beside the running binary (a build tree), else the installed one.
+ * Where a program is: the config's path when set, else file
+ * (failopen.bpf.o, failopen_tc.bpf.o) beside the running binary (a build
+ * tree), else the installed one.
  */
-void dp_failopen_program_path(const char *configured, char *out, size_t len);
+void dp_failopen_program_path(const char *configured, const char *file, char *out, size_t len);
+
+struct bpf_object;
 
 struct dp_failopen_port {
 	char ifname[IF_NAMESIZE];
 	int ifindex;
 	int lease_fd; /* the program's shaper_lease map; -1 until found */
+	/* af_packet: failopen_tc.bpf.o on tc's ingress hook, loaded by shaperd */
+	bool tc;
+	bool tc_attached;
+	struct bpf_object *obj;
 };
 
 /* What the lease thread did, for the stats. */
@@ -78,6 +87,13 @@ struct dp_failopen {
  */
 int dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, char *err,
 			size_t errlen);
+
+/*
+ * af_packet ports: load failopen_tc.bpf.o (program) and put it on each such
+ * port's tc ingress hook, passing every frame until the lease is granted.
+ * Before the ports start. Returns 0 or -1 with err.
+ */
+int dp_failopen_attach_tc(struct dp_failopen *fo, const char *program, char *err, size_t errlen);
 
 /* Whether ifname is a port of a bridge (fail-open forwards nothing otherwise). */
 bool dp_failopen_in_bridge(const char *ifname);

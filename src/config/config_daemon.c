@@ -640,7 +640,7 @@ parse_fail_open(const json_t *v, struct shaper_config *c, char *err, size_t errl
 	return 0;
 }
 
-/* Fail-open hands frames to a kernel bridge: only AF_XDP ports can. */
+/* Fail-open hands frames to a kernel bridge: only ports the kernel still sees can. */
 static int
 check_fail_open(const struct shaper_config *c, char *err, size_t errlen)
 {
@@ -649,10 +649,12 @@ check_fail_open(const struct shaper_config *c, char *err, size_t errlen)
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
 		const char *dev = c->port[r].device;
 
-		if (strncmp(dev, "net_af_xdp", 10) != 0 || strstr(dev, ",iface=") == NULL) {
+		if ((strncmp(dev, "net_af_xdp", 10) != 0 &&
+		     strncmp(dev, "net_af_packet", 13) != 0) ||
+		    strstr(dev, ",iface=") == NULL) {
 			errf(err, errlen, "fail_open.enabled",
-			     "needs AF_XDP ports in a Linux bridge (net_af_xdpN,iface=IF); "
-			     "ports.%s is \"%s\"",
+			     "needs AF_XDP or af_packet ports in a Linux bridge (net_af_xdpN,iface=IF "
+			     "or net_af_packetN,iface=IF); ports.%s is \"%s\"",
 			     shaper_port_name[r], dev);
 			return -1;
 		}

@@ -7,6 +7,8 @@
  * shaperd stops renewing the lease: either way the bridge forwards, unshaped,
  * with no one acting.
  *
+ * af_packet ports have failopen_tc.bpf.c instead.
+ *
  * shaperd finds the maps by name: xsks_map is the one DPDK's net_af_xdp
  * driver fills with its sockets; shaper_lease holds the CLOCK_MONOTONIC
  * nanosecond (bpf_ktime_get_ns) until which shaperd forwards.

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -20,12 +21,19 @@
 #ifndef SHAPER_BPF_DIR
 #define SHAPER_BPF_DIR "/usr/lib/shaper"
 #endif
-#define PROGRAM_FILE "failopen.bpf.o"
+#define TC_HANDLE   1 /* fixed, so a restarted shaperd replaces its own filter */
+#define TC_PRIORITY 1
 
 static bool
 is_af_xdp(const char *device)
 {
 	return strncmp(device, "net_af_xdp", strlen("net_af_xdp")) == 0;
+}
+
+static bool
+is_af_packet(const char *device)
+{
+	return strncmp(device, "net_af_packet", strlen("net_af_packet")) == 0;
 }
 
 /* The value of key= among device's comma-separated arguments, or NULL. */
@@ -49,7 +57,8 @@ int
 dp_failopen_iface(const char *device, char *ifname, size_t len)
 {
 	size_t n = 0;
-	const char *v = is_af_xdp(device) ? devarg(device, "iface", &n) : NULL;
+	const char *v = is_af_xdp(device) || is_af_packet(device) ? devarg(device, "iface", &n)
+								  : NULL;
 
 	if (v == NULL || n == 0 || n >= len || n >= IF_NAMESIZE)
 		return -1;
@@ -65,8 +74,18 @@ dp_failopen_devargs(const char *device, const char *program, char *out, size_t l
 	size_t n;
 	int w;
 
+	if (is_af_packet(device)) {
+		/* its program goes on tc's ingress hook, not through the driver */
+		w = snprintf(out, len, "%s", device);
+		if (w < 0 || (size_t)w >= len) {
+			snprintf(err, errlen, "\"%s\" is too long", device);
+			return -1;
+		}
+		return 0;
+	}
 	if (!is_af_xdp(device)) {
-		snprintf(err, errlen, "\"%s\" is not an AF_XDP device (net_af_xdpN,iface=...)",
+		snprintf(err, errlen,
+			 "\"%s\" is neither an AF_XDP nor an af_packet device (net_af_xdpN,iface=...)",
 			 device);
 		return -1;
 	}
@@ -82,7 +101,7 @@ dp_failopen_devargs(const char *device, const char *program, char *out, size_t l
 }
 
 void
-dp_failopen_program_path(const char *configured, char *out, size_t len)
+dp_failopen_program_path(const char *configured, const char *file, char *out, size_t len)
 {
 	char exe[PATH_MAX];
 	ssize_t n;
@@ -99,12 +118,12 @@ dp_failopen_program_path(const char *configured, char *out, size_t len)
 		slash = strrchr(exe, '/');
 		if (slash != NULL) {
 			slash[1] = '\0';
-			snprintf(out, len, "%s%s", exe, PROGRAM_FILE);
+			snprintf(out, len, "%s%s", exe, file);
 			if (access(out, R_OK) == 0)
 				return;
 		}
 	}
-	snprintf(out, len, "%s/%s", SHAPER_BPF_DIR, PROGRAM_FILE);
+	snprintf(out, len, "%s/%s", SHAPER_BPF_DIR, file);
 }
 
 bool
@@ -161,8 +180,10 @@ dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, cha
 		struct dp_failopen_port *p = &fo->port[r];
 
 		p->lease_fd = -1;
+		p->tc = is_af_packet(cfg->port[r].device);
 		if (dp_failopen_iface(cfg->port[r].device, p->ifname, sizeof(p->ifname)) != 0) {
-			snprintf(err, errlen, "ports.%s: \"%s\" names no AF_XDP interface",
+			snprintf(err, errlen,
+				 "ports.%s: \"%s\" names no AF_XDP or af_packet interface",
 				 shaper_port_name[r], cfg->port[r].device);
 			return -1;
 		}
@@ -172,10 +193,91 @@ dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, cha
 				 p->ifname);
 			return -1;
 		}
-		if (detach_stale(p, err, errlen) != 0)
+		if (!p->tc && detach_stale(p, err, errlen) != 0)
 			return -1;
 	}
 	return 0;
+}
+
+static int
+silent(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	(void)level;
+	(void)fmt;
+	(void)ap;
+	return 0;
+}
+
+/*
+ * af_packet: shaperd's own tc program on the interface's ingress, replacing
+ * the one a killed shaperd left (same handle and priority). Until the lease
+ * is granted it passes every frame, so the bridge keeps the line.
+ */
+static int
+attach_tc(struct dp_failopen_port *p, const char *program, char *err, size_t errlen)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = p->ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY,
+			    .flags = BPF_TC_F_REPLACE);
+	libbpf_print_fn_t old_print;
+	struct bpf_program *prog;
+	int rc;
+
+	p->obj = bpf_object__open_file(program, NULL);
+	if (p->obj == NULL || libbpf_get_error(p->obj) != 0) {
+		p->obj = NULL;
+		snprintf(err, errlen, "cannot open %s", program);
+		return -1;
+	}
+	rc = bpf_object__load(p->obj);
+	prog = bpf_object__find_program_by_name(p->obj, DP_FAILOPEN_PROG_NAME "_tc");
+	if (rc != 0 || prog == NULL) {
+		snprintf(err, errlen, "%s: cannot load its %s_tc program: %s", program,
+			 DP_FAILOPEN_PROG_NAME, rc != 0 ? strerror(-rc) : "not in the file");
+		return -1;
+	}
+	p->lease_fd = bpf_object__find_map_fd_by_name(p->obj, DP_FAILOPEN_MAP_NAME);
+	/* The clsact qdisc; there already (a restart) is fine, and not worth libbpf's warning. */
+	old_print = libbpf_set_print(silent);
+	rc = bpf_tc_hook_create(&hook);
+	libbpf_set_print(old_print);
+	if (rc != 0 && rc != -EEXIST) {
+		snprintf(err, errlen, "%s: cannot add tc's ingress hook: %s", p->ifname,
+			 strerror(-rc));
+		return -1;
+	}
+	opts.prog_fd = bpf_program__fd(prog);
+	rc = bpf_tc_attach(&hook, &opts);
+	if (rc != 0 || p->lease_fd < 0) {
+		snprintf(err, errlen, "%s: cannot attach the fail-open tc program: %s", p->ifname,
+			 strerror(rc != 0 ? -rc : ENOENT));
+		return -1;
+	}
+	p->tc_attached = true;
+	return 0;
+}
+
+int
+dp_failopen_attach_tc(struct dp_failopen *fo, const char *program, char *err, size_t errlen)
+{
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+		if (fo->port[r].tc && attach_tc(&fo->port[r], program, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
+/* At a clean stop: the filter off, so the kernel path holds no program of ours. */
+static void
+detach_tc(struct dp_failopen_port *p)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = p->ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = TC_HANDLE, .priority = TC_PRIORITY);
+
+	if (p->tc_attached)
+		(void)bpf_tc_detach(&hook, &opts);
+	p->tc_attached = false;
 }
 
 /* The lease map of the shaper_failopen program attached to ifindex, or -errno. */
@@ -322,8 +424,11 @@ dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned
 		fo->last_beat[i] = 0; /* a worker that never turned holds no lease */
 	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		int fd = find_lease_map(fo->port[r].ifindex);
+		int fd;
 
+		if (fo->port[r].tc)
+			continue; /* its lease map came with its object (attach_tc) */
+		fd = find_lease_map(fo->port[r].ifindex);
 		if (fd < 0) {
 			snprintf(err, errlen,
 				 "ports.%s: %s has no XDP program with a \"%s\" map attached (%s): "
@@ -357,11 +462,18 @@ dp_failopen_stop(struct dp_failopen *fo)
 	fo->until_ns = 0;
 	fo->c.holding = false;
 	pthread_mutex_unlock(&fo->lock);
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
-		if (fo->port[r].lease_fd >= 0) {
-			close(fo->port[r].lease_fd);
-			fo->port[r].lease_fd = -1;
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		struct dp_failopen_port *p = &fo->port[r];
+
+		if (p->tc) {
+			detach_tc(p);
+			bpf_object__close(p->obj); /* closes the lease map's fd too */
+			p->obj = NULL;
+		} else if (p->lease_fd >= 0) {
+			close(p->lease_fd);
 		}
+		p->lease_fd = -1;
+	}
 }
 
 void

@@ -4,7 +4,7 @@
 usage: failopen_matrix.py SHAPERD [OUT.json]
 
 On the namespace bed (tools/testbed/bed.sh) with AF_XDP ports (copy mode on
-the veths), a ping every 10 ms from the LAN host to the WAN host and one TCP
+the veths; af_packet in one set-up), a ping every 10 ms from the LAN host to the WAN host and one TCP
 upload (iperf3) run through each event:
 
   kill -9       SIGKILL, then started again 1 s later (the unit's
@@ -22,13 +22,14 @@ upload (iperf3) run through each event:
 in three set-ups, one after the other in the same run:
 
   fail-open     both ports in a Linux bridge, fail_open.enabled (100 ms lease)
+  fail-open af_packet  the same with af_packet ports (the tc program)
   no bridge     the ports in no bridge: what vfio-pci ports give
   plain bridge  the same window with only the Linux bridge and no shaperd
                 at all: what a wire-like bridge loses on this machine
 
 Each probe is through if its reply came within 100 ms. "dark ms" is the
 longest time between two probes that got through (by ping's clock, less one
-interval), "lost" the probes never answered,
+interval), "lost" the probes never answered, "dup" the replies ping saw twice,
 "shaping" whether shaperd forwards again (its counters move while the upload
 runs) by the end of the window.
 
@@ -64,7 +65,8 @@ EVENT_AT = 1.0  # s into the window
 THROUGH_MS = 100.0  # a reply later than this is not "through"
 DARK_BOUND_MS = 200.0
 EVENTS = ["kill -9", "SIGSTOP", "stop", "restart", "reload", "upgrade", "broken config"]
-SETUPS = ["fail-open", "no bridge", "plain bridge"]
+SETUPS = ["fail-open", "fail-open af_packet", "no bridge", "plain bridge"]
+FAIL_OPEN = ("fail-open", "fail-open af_packet")
 
 failures = []
 
@@ -95,10 +97,14 @@ def bridge(on):
         sh("ip", "link", "del", BR, check_rc=False)
 
 
-def config(tmp, name, rate, fail_open, broken=False):
+def config(tmp, name, rate, fail_open, broken=False, pmd="af_xdp"):
+    if pmd == "af_packet":
+        ports = {"lan": "net_af_packet0,iface=%s" % LAN, "wan": "net_af_packet1,iface=%s" % WAN}
+    else:
+        ports = {"lan": "net_af_xdp0,iface=%s,force_copy=1" % LAN,
+                 "wan": "net_af_xdp1,iface=%s,force_copy=1" % WAN}
     cfg = {
-        "ports": {"lan": "net_af_xdp0,iface=%s,force_copy=1" % LAN,
-                  "wan": "net_af_xdp1,iface=%s,force_copy=1" % WAN},
+        "ports": ports,
         "upstream": {"bandwidth": rate},
         "downstream": {"bandwidth": rate},
         "control": {"socket": os.path.join(tmp, name + ".sock")},
@@ -113,10 +119,10 @@ def config(tmp, name, rate, fail_open, broken=False):
 class Daemon:
     """shaperd as the unit runs it: one file-prefix, started again after it dies."""
 
-    def __init__(self, binary, tmp, name, fail_open):
+    def __init__(self, binary, tmp, name, fail_open, pmd):
         self.binary, self.tmp, self.name, self.fail_open = binary, tmp, name, fail_open
         self.sock = os.path.join(tmp, name + ".sock")
-        self.path = config(tmp, name, "40mbit", fail_open)
+        self.path = config(tmp, name, "40mbit", fail_open, pmd=pmd)
         self.proc = None
 
     def start(self, binary=None):
@@ -203,12 +209,14 @@ def finish_load(ping, iperf):
 
 
 def run_row(setup, event, binary, tmp):
-    name = "%s_%s" % (setup.split()[0], event.split()[0].replace("-", ""))
-    fail_open = setup == "fail-open"
+    pmd = "af_packet" if setup.endswith("af_packet") else "af_xdp"
+    name = "%s%s_%s" % (setup.split()[0], "p" if pmd == "af_packet" else "",
+                        event.split()[0].replace("-", ""))
+    fail_open = setup in FAIL_OPEN
     row = {"setup": setup, "event": event}
     d = None
     if setup != "plain bridge" and event != "broken config":
-        d = Daemon(binary, tmp, name, fail_open)
+        d = Daemon(binary, tmp, name, fail_open, pmd)
         d.start()
     ping, iperf, n = start_load(tmp)
     t0 = time.monotonic()
@@ -229,19 +237,19 @@ def run_row(setup, event, binary, tmp):
             d.stop()
             d.start()
         elif event == "reload":
-            config(tmp, name, "30mbit", fail_open)
+            config(tmp, name, "30mbit", fail_open, pmd=pmd)
             d.signal(signal.SIGHUP)
         elif event == "upgrade":
             # the package installs the XDP object with the binary
             os.makedirs(os.path.join(tmp, "new"), exist_ok=True)
             new = os.path.join(tmp, "new", "shaperd")
             shutil.copy2(binary, new)
-            shutil.copy2(os.path.join(os.path.dirname(binary), "failopen.bpf.o"),
-                         os.path.join(tmp, "new"))
+            for obj in ("failopen.bpf.o", "failopen_tc.bpf.o"):
+                shutil.copy2(os.path.join(os.path.dirname(binary), obj), os.path.join(tmp, "new"))
             d.stop()
             d.start(new)
         elif event == "broken config":
-            path = config(tmp, name, "40mbit", fail_open, broken=True)
+            path = config(tmp, name, "40mbit", fail_open, broken=True, pmd=pmd)
             r = subprocess.run(shaperd_argv(binary, path, None, prefix=PFX + name,
                                             lcores="0,1", mem_mb=512),
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -265,6 +273,7 @@ def run_row(setup, event, binary, tmp):
         row["shaping"] = None
     out = finish_load(ping, iperf)
     row["dark_ms"], row["lost"] = probe_result(out, n)
+    row["dups"] = len(re.findall(r"\(DUP!\)", out))
     row["probes"] = n
     if d is not None:
         d.stop()
@@ -290,8 +299,8 @@ def main():
             for event in EVENTS:
                 row = run_row(setup, event, binary, tmp)
                 rows.append(row)
-                print("%-12s %-14s dark %6.0f ms  lost %3d/%d  shaping %s%s" % (
-                    setup, event, row["dark_ms"], row["lost"], row["probes"],
+                print("%-20s %-14s dark %6.0f ms  lost %3d/%d  dup %3d  shaping %s%s" % (
+                    setup, event, row["dark_ms"], row["lost"], row["probes"], row["dups"],
                     {True: "yes", False: "NO", None: "-"}[row["shaping"]],
                     "  (refused: %s)" % row["refused"] if "refused" in row else ""), flush=True)
                 if setup == "plain bridge":
@@ -305,25 +314,28 @@ def main():
     by = {(r["setup"], r["event"]): r for r in rows}
     base = next(r for r in rows if r["setup"] == "plain bridge")
     print()
-    print("| event | fail-open: dark ms / lost / shaping | no bridge: dark ms / lost / shaping |")
-    print("|---|---|---|")
+    cols = ("fail-open", "fail-open af_packet", "no bridge")
+    print("| event | %s |" % " | ".join("%s: dark ms / lost / dup / shaping" % c for c in cols))
+    print("|---|---|---|---|")
     for e in EVENTS:
         cells = []
-        for s in ("fail-open", "no bridge"):
+        for s in cols:
             r = by[(s, e)]
-            cells.append("%.0f / %d / %s" % (r["dark_ms"], r["lost"],
-                                              {True: "yes", False: "no", None: "-"}[r["shaping"]]))
-        print("| %s | %s | %s |" % (e, cells[0], cells[1]))
-    print("| plain Linux bridge, same window | %.0f / %d / - | |" % (base["dark_ms"], base["lost"]))
+            cells.append("%.0f / %d / %d / %s" % (r["dark_ms"], r["lost"], r["dups"],
+                                                  {True: "yes", False: "no", None: "-"}[r["shaping"]]))
+        print("| %s | %s |" % (e, " | ".join(cells)))
+    print("| plain Linux bridge, same window | %.0f / %d / %d / - | | |" % (
+        base["dark_ms"], base["lost"], base["dups"]))
     if out_path:
         with open(out_path, "w") as f:
             json.dump(rows, f, indent=1)
 
     for e in EVENTS:
-        r = by[("fail-open", e)]
-        check(r["dark_ms"] <= DARK_BOUND_MS,
-              "fail-open, %s: dark %.0f ms (bound %.0f)" % (e, r["dark_ms"], DARK_BOUND_MS))
-        for s in ("fail-open", "no bridge"):
+        for s in FAIL_OPEN:
+            r = by[(s, e)]
+            check(r["dark_ms"] <= DARK_BOUND_MS,
+                  "%s, %s: dark %.0f ms (bound %.0f)" % (s, e, r["dark_ms"], DARK_BOUND_MS))
+        for s in FAIL_OPEN + ("no bridge",):
             r = by[(s, e)]
             if e in ("kill -9", "SIGSTOP", "restart", "reload", "upgrade"):
                 check(r["shaping"] is True, "%s, %s: shaperd forwards again" % (s, e))

@@ -33,7 +33,7 @@ want=(/usr/bin/shaperd /usr/bin/shapectl
 	/usr/share/man/man5/shaper.json.5.gz
 	/lib/systemd/system/shaperd@.service
 	/usr/lib/sysusers.d/shaper.conf /usr/lib/tmpfiles.d/shaper.conf
-	/usr/share/shaper/grafana/shaper-dashboard.json /usr/lib/shaper/failopen.bpf.o
+	/usr/share/shaper/grafana/shaper-dashboard.json /usr/lib/shaper/failopen.bpf.o /usr/lib/shaper/failopen_tc.bpf.o
 	/usr/share/doc/shaper/copyright /etc/shaper/)
 for f in "$src"/config/*.json; do
 	want+=("/usr/share/shaper/presets/$(basename "$f")")

@@ -54,13 +54,15 @@ else
 	bad "$datadir/shaper/grafana/shaper-dashboard.json missing or not tools/grafana's"
 fi
 
-# the fail-open XDP object, where shaperd looks for it (SHAPER_BPF_DIR = PREFIX/lib/shaper)
-bpf=$D$prefix/lib/shaper/failopen.bpf.o
-if cmp -s "$build/src/failopen.bpf.o" "$bpf" && strings "$D$bindir/shaperd" | grep -qx "$prefix/lib/shaper"; then
-	echo "ok   fail-open XDP object in $prefix/lib/shaper"
-else
-	bad "$prefix/lib/shaper/failopen.bpf.o missing, not the build's, or not where shaperd looks"
-fi
+# the fail-open objects, where shaperd looks for them (SHAPER_BPF_DIR = PREFIX/lib/shaper)
+for obj in failopen.bpf.o failopen_tc.bpf.o; do
+	if cmp -s "$build/src/$obj" "$D$prefix/lib/shaper/$obj" &&
+		strings "$D$bindir/shaperd" | grep -qx "$prefix/lib/shaper"; then
+		echo "ok   fail-open object $obj in $prefix/lib/shaper"
+	else
+		bad "$prefix/lib/shaper/$obj missing, not the build's, or not where shaperd looks"
+	fi
+done
 
 # systemd
 unit=$D$unitdir/shaperd@.service

@@ -1317,8 +1317,8 @@ static const struct err_case err_cases[] = {
 	  "shard_by, steering, pdump)" },
 	/* fail-open hands frames to a kernel bridge: AF_XDP ports only */
 	{ TOP("'fail_open': {'enabled': true}"),
-	  "fail_open.enabled: needs AF_XDP ports in a Linux bridge (net_af_xdpN,iface=IF); "
-	  "ports.wan is \"net_null0\"" },
+	  "fail_open.enabled: needs AF_XDP or af_packet ports in a Linux bridge "
+	  "(net_af_xdpN,iface=IF or net_af_packetN,iface=IF); ports.wan is \"net_null0\"" },
 	{ "{'ports': {'wan': 'net_af_xdp0,iface=eth0', 'lan': 'net_af_xdp1,iface=eth1'},"
 	  " 'fail_open': {'enabled': true, 'lease': '20ms'}, 'dataplane': {'idle_sleep': '5ms'}}",
 	  "fail_open.lease: must be more than 4 x dataplane.idle_sleep (5000 us): the lease is "

@@ -28,8 +28,9 @@ test_iface(void **state)
 	assert_string_equal(ifname, "wan0");
 	/* "xiface=" is another key, and a device with no iface= names nothing */
 	assert_int_equal(dp_failopen_iface("net_af_xdp0,xiface=eth1", ifname, sizeof(ifname)), -1);
-	assert_int_equal(dp_failopen_iface("net_af_packet0,iface=eth1", ifname, sizeof(ifname)),
-			 -1);
+	assert_int_equal(dp_failopen_iface("net_af_packet0,iface=eth1", ifname, sizeof(ifname)), 0);
+	assert_string_equal(ifname, "eth1");
+	assert_int_equal(dp_failopen_iface("net_pcap0,iface=eth1", ifname, sizeof(ifname)), -1);
 	assert_int_equal(dp_failopen_iface("net_af_xdp0,iface=", ifname, sizeof(ifname)), -1);
 	assert_int_equal(dp_failopen_iface("net_af_xdp0,iface=averyveryverylongname", ifname,
 					   sizeof(ifname)),
@@ -54,7 +55,12 @@ test_devargs(void **state)
 	assert_int_equal(dp_failopen_devargs("net_pcap0,iface=eth1", "/p/f.o", out, sizeof(out),
 					     err, sizeof(err)),
 			 -1);
-	assert_non_null(strstr(err, "not an AF_XDP device"));
+	assert_non_null(strstr(err, "neither an AF_XDP nor an af_packet device"));
+	/* af_packet: its program goes on tc's hook, the device string stays */
+	assert_int_equal(dp_failopen_devargs("net_af_packet0,iface=eth1", "/p/f.o", out,
+					     sizeof(out), err, sizeof(err)),
+			 0);
+	assert_string_equal(out, "net_af_packet0,iface=eth1");
 	assert_int_equal(dp_failopen_devargs("net_af_xdp0,iface=eth1", "/p/f.o", out, 20, err,
 					     sizeof(err)),
 			 -1);
