@@ -66,6 +66,7 @@ struct app {
 	/* What config.reload and SIGHUP read again. */
 	struct ctl_config_file config_file;
 	struct dp_failopen failopen; /* with fail_open: the lease on the ports' XDP program */
+	struct dp_ar_group *ar_group; /* autorate with several workers */
 };
 
 static void
@@ -301,23 +302,17 @@ report(struct app *a, json_t *root, unsigned int mbufs_in_use, unsigned int kept
 /*
  * Passive RTT needs both directions of a flow in one table: each worker
  * has one for the two directions of its shard (a host's or a flow's
- * packets both ways are on one shard). Autorate steers one link rate,
- * so it runs with one worker.
+ * packets both ways are on one shard). Autorate steers one link rate: with
+ * several workers, shard 0's controller steers the share group's link rate
+ * from every shard's samples (dp_rtt_group_create).
  */
 static int
 setup_rtt(struct app *a)
 {
-	if (a->n_shards != 1) {
-		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-			if (a->cfg.autorate[d].enabled) {
-				shaper_log_error("%s.bandwidth: autorate runs with one worker for "
-						 "now (lcores.workers with one entry)",
-						 shaper_dir_name[d]);
-				return -1;
-			}
-	}
-	if (!a->cfg.passive_rtt && !a->cfg.autorate[SHAPER_UP].enabled &&
-	    !a->cfg.autorate[SHAPER_DOWN].enabled)
+	char err[SHAPER_ERR_LEN];
+	bool autorate = a->cfg.autorate[SHAPER_UP].enabled || a->cfg.autorate[SHAPER_DOWN].enabled;
+
+	if (!a->cfg.passive_rtt && !autorate)
 		return 0; /* dataplane.passive_rtt off: no table, no per-packet cost */
 	for (unsigned int i = 0; i < a->n_shards; i++) {
 		struct dp_rtt *r = dp_rtt_create(&a->cfg);
@@ -328,6 +323,14 @@ setup_rtt(struct app *a)
 		}
 		a->rtt[i] = r;
 		a->dir[SHAPER_UP][i]->rtt = a->dir[SHAPER_DOWN][i]->rtt = r;
+	}
+	if (autorate && a->n_shards > 1) {
+		a->ar_group = dp_rtt_group_create(a->rtt, a->dir[SHAPER_UP], a->dir[SHAPER_DOWN],
+						  a->n_shards, err, sizeof(err));
+		if (a->ar_group == NULL) {
+			shaper_log_error("autorate: %s", err);
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1089,6 +1092,7 @@ out_ports:
 		dp_steer_free(shards, made);
 		rte_free(a.share[d]);
 	}
+	dp_rtt_group_free(a.ar_group);
 	for (unsigned int i = 0; i < a.n_shards; i++) {
 		dp_rtt_free(a.rtt[i]);
 		dp_lcore_free(a.lc[i]);

@@ -8,6 +8,7 @@
 #define SHAPER_DP_WORKER_H
 
 #include <stdalign.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -54,6 +55,30 @@ struct dp_ar_log {
 	struct dp_ar_event ev[DP_AR_EVENTS];
 };
 
+/*
+ * Autorate with several workers: one controller, on shard 0's worker (the
+ * leader), steers the share group's link rate. The other workers hand it
+ * their flows' samples through a ring each (single producer, single
+ * consumer: no locks) and apply the rate it publishes to their shard, as
+ * config.set would.
+ */
+struct dp_dir;
+struct rte_ring;
+
+struct dp_ar_sample {
+	uint32_t kind; /* 0: an RTT sample for both directions; 1: a downstream one-way rise */
+	uint32_t pad;
+	uint64_t a, b; /* rtt_ns and base_ns, or the rise */
+};
+
+struct dp_ar_group {
+	unsigned int n;                              /* shards */
+	struct rte_ring *ring[SHAPER_MAX_WORKERS];   /* worker i -> the leader; [0] unused */
+	struct dp_dir *dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* to sum what the line carried */
+	_Atomic uint64_t rate[SHAPER_NUM_DIRS];      /* the leader's, for every shard to take */
+	uint64_t lost;                               /* samples a full ring turned away */
+};
+
 struct dp_rtt {
 	struct rtt_table *table;
 	struct autorate ar[SHAPER_NUM_DIRS];
@@ -64,7 +89,20 @@ struct dp_rtt {
 	struct rtt_hist iv_base[RTT_SIDES];
 	struct ctl_rtt last[RTT_SIDES];
 	struct dp_ar_log log[SHAPER_NUM_DIRS];
+	/* With several workers and autorate: the group, and which shard this is. */
+	struct dp_ar_group *group;
+	unsigned int shard;
+	uint64_t applied[SHAPER_NUM_DIRS]; /* the group rate this shard last took */
 };
+
+/*
+ * Several workers with autorate: link their tables into one group (rings
+ * made on the leader's socket). NULL with a message in err on failure.
+ */
+struct dp_ar_group *dp_rtt_group_create(struct dp_rtt **r, struct dp_dir *const *up,
+					struct dp_dir *const *down, unsigned int n, char *err,
+					size_t errlen);
+void dp_rtt_group_free(struct dp_ar_group *g);
 
 /* NULL on allocation failure. Autorate per c->autorate[]. */
 struct dp_rtt *dp_rtt_create(const struct shaper_config *c);

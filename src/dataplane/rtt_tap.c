@@ -10,7 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
 #include "shaper/dataplane.h"
+#include "shaper/share.h"
+
+#define AR_RING_SIZE 4096 /* samples a follower may hand over between the leader's turns */
 
 static inline enum rtt_dir
 rtt_dir_of(enum shaper_dir d)
@@ -73,6 +79,102 @@ dp_rtt_free(struct dp_rtt *r)
 	free(r);
 }
 
+/* A sample into this worker's controllers. */
+static void
+ar_feed(struct dp_rtt *r, const struct dp_ar_sample *x)
+{
+	if (x->kind == 1) {
+		autorate_owd_sample(&r->ar[SHAPER_DOWN], x->a);
+		return;
+	}
+	/* Both directions' queues beyond the WAN port show in the WAN side. */
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (r->ar_on[d])
+			autorate_sample(&r->ar[d], x->a, x->b);
+}
+
+/* A sample: to the leader's ring on a follower, else into our controllers. */
+static void
+ar_take(struct dp_rtt *r, const struct dp_ar_sample *x)
+{
+	if (r->group != NULL && r->shard != 0) {
+		struct dp_ar_sample copy = *x; /* the ring's API takes no const */
+
+		if (rte_ring_sp_enqueue_elem(r->group->ring[r->shard], &copy, sizeof(copy)) != 0)
+			__atomic_fetch_add(&r->group->lost, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	ar_feed(r, x);
+}
+
+/* The leader: every follower's samples since its last turn. */
+static void
+ar_drain(struct dp_rtt *r)
+{
+	struct dp_ar_sample x[64];
+
+	for (unsigned int i = 1; i < r->group->n; i++) {
+		unsigned int got;
+
+		do {
+			got = rte_ring_sc_dequeue_burst_elem(r->group->ring[i], x, sizeof(x[0]), 64,
+							     NULL);
+			for (unsigned int k = 0; k < got; k++)
+				ar_feed(r, &x[k]);
+		} while (got == 64);
+	}
+}
+
+struct dp_ar_group *
+dp_rtt_group_create(struct dp_rtt **r, struct dp_dir *const *up, struct dp_dir *const *down,
+		    unsigned int n, char *err, size_t errlen)
+{
+	struct dp_ar_group *g = calloc(1, sizeof(*g));
+
+	if (g == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	g->n = n;
+	for (unsigned int i = 0; i < n; i++) {
+		g->dir[SHAPER_UP][i] = up[i];
+		g->dir[SHAPER_DOWN][i] = down[i];
+		if (i > 0) {
+			char name[RTE_RING_NAMESIZE];
+
+			snprintf(name, sizeof(name), "shaper_ar%u", i);
+			g->ring[i] = rte_ring_create_elem(name, sizeof(struct dp_ar_sample),
+							  AR_RING_SIZE, (int)rte_socket_id(),
+							  RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (g->ring[i] == NULL) {
+				snprintf(err, errlen, "cannot make autorate's sample ring %u: %s", i,
+					 rte_strerror(rte_errno));
+				dp_rtt_group_free(g);
+				return NULL;
+			}
+		}
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		atomic_store(&g->rate[d], r[0]->ar[d].rate);
+	for (unsigned int i = 0; i < n; i++) {
+		r[i]->group = g;
+		r[i]->shard = i;
+		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+			r[i]->applied[d] = r[0]->ar[d].rate;
+	}
+	return g;
+}
+
+void
+dp_rtt_group_free(struct dp_ar_group *g)
+{
+	if (g == NULL)
+		return;
+	for (unsigned int i = 0; i < g->n; i++)
+		rte_ring_free(g->ring[i]);
+	free(g);
+}
+
 void
 dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 	     uint64_t now)
@@ -92,17 +194,14 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 				continue;
 			rise = owd_observe(r->owd, pkts[i]->flow_hash, tsval, now);
 			if (rise >= 0)
-				autorate_owd_sample(&r->ar[SHAPER_DOWN], (uint64_t)rise);
+				ar_take(r, &(struct dp_ar_sample){ .kind = 1, .a = (uint64_t)rise });
 		}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
 		if (s->side != RTT_SIDE_WAN || !s->established)
 			continue;
-		/* Both directions' queues beyond the WAN port show in the WAN side. */
-		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-			if (r->ar_on[d])
-				autorate_sample(&r->ar[d], s->rtt_ns, s->base_ns);
+		ar_take(r, &(struct dp_ar_sample){ .kind = 0, .a = s->rtt_ns, .b = s->base_ns });
 	}
 }
 
@@ -165,31 +264,67 @@ dp_rtt_log_decisions(struct dp_rtt *r)
 	}
 }
 
-void
-dp_rtt_autorate(struct dp_dir *d, uint64_t now)
+/* The rate into this shard's scheduler, as config.set would apply it. */
+static bool
+ar_apply(struct dp_dir *d, uint64_t rate, uint64_t now)
 {
-	struct autorate *a;
-	struct sched_params p;
-	uint64_t from;
+	struct sched_params p = *sched_get_params(d->sched);
 	char err[256];
 
-	if (d->rtt == NULL || !d->rtt->ar_on[d->dir] || sched_move_active(&d->move))
-		return;
-	a = &d->rtt->ar[d->dir];
-	if (d->dir == SHAPER_UP)
-		autorate_attribute(a, &d->rtt->ar[SHAPER_DOWN]);
-	from = a->rate;
-	if (!autorate_tick(a, now, d->stats.tx_bytes, d->stats.rx_bytes))
-		return;
-	if (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
-	    a->last_why == AR_WHY_PATH)
-		log_push(&d->rtt->log[d->dir], a, from, now);
-	p = *sched_get_params(d->sched);
-	p.rate = a->rate;
+	p.rate = rate;
 	/* A rate the pool cannot back (a derived memlimit grows with it) is not taken. */
 	if (dp_budget_check_update(d, &p, err, sizeof(err)) != 0 ||
 	    sched_update(d->sched, &p, err, sizeof(err)) != 0)
-		a->rate = sched_get_params(d->sched)->rate;
+		return false;
+	dp_share_reapply(d, now); /* with shards: back to this shard's part of the link */
+	return true;
+}
+
+void
+dp_rtt_autorate(struct dp_dir *d, uint64_t now)
+{
+	struct dp_rtt *r = d->rtt;
+	struct dp_ar_group *g;
+	struct autorate *a;
+	uint64_t from, sent, arrived, want;
+
+	if (r == NULL || !r->ar_on[d->dir] || sched_move_active(&d->move))
+		return;
+	g = r->group;
+	a = &r->ar[d->dir];
+	if (g == NULL || r->shard == 0) {
+		if (g != NULL)
+			ar_drain(r);
+		if (d->dir == SHAPER_UP)
+			autorate_attribute(a, &r->ar[SHAPER_DOWN]);
+		from = a->rate;
+		sent = d->stats.tx_bytes;
+		arrived = d->stats.rx_bytes;
+		/* The leader judges what the whole line carried, every shard's part. */
+		for (unsigned int i = 1; g != NULL && i < g->n; i++) {
+			sent += __atomic_load_n(&g->dir[d->dir][i]->stats.tx_bytes, __ATOMIC_RELAXED);
+			arrived +=
+				__atomic_load_n(&g->dir[d->dir][i]->stats.rx_bytes, __ATOMIC_RELAXED);
+		}
+		if (autorate_tick(a, now, sent, arrived)) {
+			if (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
+			    a->last_why == AR_WHY_PATH)
+				log_push(&r->log[d->dir], a, from, now);
+			if (g == NULL) {
+				if (!ar_apply(d, a->rate, now))
+					a->rate = sched_get_params(d->sched)->rate;
+				return;
+			}
+			share_group_set_rate(d->share_group, a->rate);
+			atomic_store_explicit(&g->rate[d->dir], a->rate, memory_order_release);
+		}
+		if (g == NULL)
+			return;
+	}
+	/* Every shard, the leader too: take the group's rate when it moved. */
+	want = atomic_load_explicit(&g->rate[d->dir], memory_order_acquire);
+	if (want != r->applied[d->dir] && ar_apply(d, want, now))
+		r->applied[d->dir] = want;
 }
 
 void

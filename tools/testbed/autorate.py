@@ -225,6 +225,8 @@ def main():
                     help="the upstream's ACK filter, both modes (aggressive: what CAKE "
                     "advises for a link as asymmetric as 100/20)")
     ap.add_argument("--prefix", default="ar")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="shaperd's workers (more than one share the link; both on CPU 1)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     rc = bed_run.preflight("autorate.py", bed_run.BED_TOOLS + ("tc",))
@@ -245,6 +247,7 @@ def main():
         bed = bed_run.Bed(args.prefix, shaperd, tmp, mode)
         bed.wan_opts = ",qdisc_bypass=0"  # the upstream modem's tbf must see the frames
         bed.rt_priority, bed.probe_rt = 50, 10
+        bed.workers = args.workers
         bed.pin_cpus = bed_run.load_cpus()
         try:
             raws[mode] = run_mode(args, mode, bed, tmp)

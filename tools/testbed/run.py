@@ -129,6 +129,7 @@ class Bed:
         self.pin_cpus = None  # taskset list for the load and the probes (not shaperd)
         self.nice = 0  # shaperd's nice value
         self.rt_priority = 0  # shaperd's workers under SCHED_FIFO (dataplane.rt_priority)
+        self.workers = 1  # more: both on CPU 1 (lcores 1..N), af_packet with qpairs=N
         self.probe_rt = 0  # probes under SCHED_FIFO at this priority (0 = not)
         self.wan_opts = ""  # more af_packet options for the WAN port (",qdisc_bypass=0")
         self.sock = os.path.join(tmp, name + ".sock")
@@ -175,18 +176,21 @@ class Bed:
     def start_daemon(self, cfg):
         path = os.path.join(self.tmp, self.name + ".json")
         cfg = dict(cfg)
-        cfg["ports"] = {"lan": "net_af_packet0,iface=%slan0" % self.pfx,
-                        "wan": "net_af_packet1,iface=%swan0%s" % (self.pfx, self.wan_opts)}
+        qp = ",qpairs=%d" % self.workers if self.workers > 1 else ""
+        cfg["ports"] = {"lan": "net_af_packet0,iface=%slan0%s" % (self.pfx, qp),
+                        "wan": "net_af_packet1,iface=%swan0%s%s" % (self.pfx, qp, self.wan_opts)}
         cfg["control"] = {"enabled": True, "socket": self.sock, "mode": "0600"}
-        cfg["lcores"] = {"workers": [1]}
+        cfg["lcores"] = {"workers": list(range(1, self.workers + 1))}
         cfg["dataplane"] = {"idle_sleep": "20us"}
         if self.rt_priority:  # left out at 0, so builds older than the key run too
             cfg["dataplane"]["rt_priority"] = self.rt_priority
         write_config(path, cfg, indent=1)
         self.stats_file = os.path.join(self.tmp, self.name + ".stats")
         self.log_file = os.path.join(self.tmp, self.name + ".log")
+        lcores = "0,1" if self.workers == 1 else "0@0," + ",".join(
+            "%d@1" % (i + 1) for i in range(self.workers))
         argv = (["nice", "-n", str(self.nice)] if self.nice else []) + shaperd_argv(
-            self.shaperd, path, self.stats_file,
+            self.shaperd, path, self.stats_file, lcores=lcores,
             prefix="bed_%s_%s_%d" % (self.pfx, self.name.replace("/", "_"), os.getpid()))
         self.daemon = start_logged(argv, self.log_file)
         for _ in range(100):
