@@ -65,7 +65,7 @@ struct app {
 	struct ctl_server *srv; /* opened before EAL, served once the workers run */
 	/* What config.reload and SIGHUP read again. */
 	struct ctl_config_file config_file;
-	struct dp_failopen failopen; /* with fail_open: the lease on the ports' XDP program */
+	struct dp_failopen failopen;  /* with fail_open: the lease on the ports' XDP program */
 	struct dp_ar_group *ar_group; /* autorate with several workers */
 };
 

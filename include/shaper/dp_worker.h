@@ -72,11 +72,11 @@ struct dp_ar_sample {
 };
 
 struct dp_ar_group {
-	unsigned int n;                              /* shards */
-	struct rte_ring *ring[SHAPER_MAX_WORKERS];   /* worker i -> the leader; [0] unused */
+	unsigned int n;                            /* shards */
+	struct rte_ring *ring[SHAPER_MAX_WORKERS]; /* worker i -> the leader; [0] unused */
 	struct dp_dir *dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* to sum what the line carried */
-	_Atomic uint64_t rate[SHAPER_NUM_DIRS];      /* the leader's, for every shard to take */
-	uint64_t lost;                               /* samples a full ring turned away */
+	_Atomic uint64_t rate[SHAPER_NUM_DIRS]; /* the leader's, for every shard to take */
+	uint64_t lost;                          /* samples a full ring turned away */
 };
 
 struct dp_rtt {

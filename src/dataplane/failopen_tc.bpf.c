@@ -21,7 +21,8 @@ struct {
 } shaper_lease SEC(".maps");
 
 SEC("tc")
-int shaper_failopen_tc(struct __sk_buff *skb)
+int
+shaper_failopen_tc(struct __sk_buff *skb)
 {
 	__u32 key = 0;
 	__u64 *until = bpf_map_lookup_elem(&shaper_lease, &key);

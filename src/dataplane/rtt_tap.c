@@ -147,8 +147,8 @@ dp_rtt_group_create(struct dp_rtt **r, struct dp_dir *const *up, struct dp_dir *
 							  AR_RING_SIZE, (int)rte_socket_id(),
 							  RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (g->ring[i] == NULL) {
-				snprintf(err, errlen, "cannot make autorate's sample ring %u: %s", i,
-					 rte_strerror(rte_errno));
+				snprintf(err, errlen, "cannot make autorate's sample ring %u: %s",
+					 i, rte_strerror(rte_errno));
 				dp_rtt_group_free(g);
 				return NULL;
 			}
@@ -194,7 +194,8 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 				continue;
 			rise = owd_observe(r->owd, pkts[i]->flow_hash, tsval, now);
 			if (rise >= 0)
-				ar_take(r, &(struct dp_ar_sample){ .kind = 1, .a = (uint64_t)rise });
+				ar_take(r,
+					&(struct dp_ar_sample){ .kind = 1, .a = (uint64_t)rise });
 		}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
@@ -302,9 +303,10 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 		arrived = d->stats.rx_bytes;
 		/* The leader judges what the whole line carried, every shard's part. */
 		for (unsigned int i = 1; g != NULL && i < g->n; i++) {
-			sent += __atomic_load_n(&g->dir[d->dir][i]->stats.tx_bytes, __ATOMIC_RELAXED);
-			arrived +=
-				__atomic_load_n(&g->dir[d->dir][i]->stats.rx_bytes, __ATOMIC_RELAXED);
+			sent += __atomic_load_n(&g->dir[d->dir][i]->stats.tx_bytes,
+						__ATOMIC_RELAXED);
+			arrived += __atomic_load_n(&g->dir[d->dir][i]->stats.rx_bytes,
+						   __ATOMIC_RELAXED);
 		}
 		if (autorate_tick(a, now, sent, arrived)) {
 			if (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
