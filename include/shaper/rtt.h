@@ -87,6 +87,7 @@ enum rtt_flow_state {
 	RTT_ARMED = 1u << 1,   /* half[dir] has a sample in flight */
 	RTT_HAS_TS = 1u << 4,  /* timestamps seen: no sequence sampling */
 	RTT_SAMPLED = 1u << 5, /* win_start and win_min are valid */
+	RTT_DEPARTED = 1u << 6, /* (shifted by enum rtt_dir) the armed packet left our queue */
 };
 
 /*
@@ -162,6 +163,16 @@ bool rtt_tsval(const struct sh_pkt *p, uint32_t *tsval);
 
 /* The flow with this flow_hash (classify_flow_hash of its 5-tuple), or NULL. */
 const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
+
+/*
+ * The packets of direction dir left shaperd's own queue at now: a flow's
+ * sample in flight (with timestamps) is timed from here, so the RTT beyond
+ * the port leaves out the time the packet waited in our scheduler (for
+ * flows without timestamps the enqueue time stays). Lookup only: no flow
+ * is created.
+ */
+void rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+		  enum rtt_dir dir, uint64_t now);
 
 /*
  * The lowest and highest sample of a side since the last call (0, 0 if

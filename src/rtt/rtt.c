@@ -38,6 +38,8 @@ _Static_assert(RTT_MAX_NS / 1000 <= UINT32_MAX, "a sample fits 32-bit us");
 /* The state bits of direction dir. */
 #define ST_HAVE(dir)  ((uint8_t)(RTT_HAVE << (2 * (dir))))
 #define ST_ARMED(dir) ((uint8_t)(RTT_ARMED << (2 * (dir))))
+/* The armed packet of dir has left our own queue (rtt_departed): its time is final. */
+#define ST_DEPARTED(dir) ((uint8_t)(RTT_DEPARTED << (dir)))
 
 static inline bool
 after32(uint32_t a, uint32_t b)
@@ -396,6 +398,7 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 			mine->want = tsval;
 			mine->ns = now;
 			st |= ST_ARMED(dir);
+			st &= (uint8_t)~ST_DEPARTED(dir);
 		} else {
 			t->c.ts_full++;
 		}
@@ -444,6 +447,7 @@ seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uin
 			st |= ST_HAVE(dir);
 			if (!(st & ST_ARMED(dir))) {
 				st |= ST_ARMED(dir);
+				st &= (uint8_t)~ST_DEPARTED(dir);
 				mine->want = end;
 				mine->ns = now;
 			}
@@ -583,6 +587,33 @@ observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 	}
 	t->c.packets += tcp;
 	return (unsigned int)(o - out);
+}
+
+void
+rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
+	     uint64_t now)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		const struct sh_pkt *p = pkts[i];
+		uint32_t idx, m, tsval;
+		struct rtt_flow *f;
+
+		if (p->l4_proto != 6)
+			continue;
+		idx = bucket_idx(t, p->flow_hash);
+		m = match4(t->buckets[idx].tag, tag_of(p->flow_hash));
+		if (m == 0)
+			continue;
+		f = &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)];
+		/* Only the first packet of the armed TSval moves its time (repeats follow it). */
+		if ((f->state & (ST_ARMED(dir) | ST_DEPARTED(dir) | RTT_HAS_TS)) !=
+			    (ST_ARMED(dir) | RTT_HAS_TS) ||
+		    !rtt_tsval(p, &tsval) || tsval != f->half[dir].want)
+			continue;
+		if (now > f->half[dir].ns)
+			f->half[dir].ns = now;
+		f->state |= ST_DEPARTED(dir);
+	}
 }
 
 unsigned int

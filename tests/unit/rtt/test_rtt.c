@@ -238,6 +238,40 @@ test_ts_repeats(void **state)
 }
 
 /*
+ * A sample is timed from when its packet left our own queue: the WAN side
+ * leaves out the time the upstream scheduler held it. Only the first packet
+ * of the armed TSval counts; a repeat departing later does not move it, nor
+ * does a packet of another TSval.
+ */
+static void
+test_departed(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000, .tsval = 700 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
+	struct sh_pkt *burst[] = { &pkt };
+
+	(void)state;
+	feed(t, &up, MS(0), NULL); /* armed at enqueue */
+	up.tsval = 701;
+	build(&up);
+	rtt_departed(t, burst, 1, RTT_UP, MS(10)); /* not the armed TSval */
+	up.tsval = 700;
+	build(&up);
+	rtt_departed(t, burst, 1, RTT_DOWN, MS(12)); /* the other direction's queue */
+	rtt_departed(t, burst, 1, RTT_UP, MS(15));   /* it left our queue 15 ms on */
+	rtt_departed(t, burst, 1, RTT_UP, MS(25));   /* a repeat leaving later: no change */
+	dn.tsecr = 700;
+	assert_int_equal(feed(t, &dn, MS(55), NULL), MS(40)); /* not 55 */
+	/* Armed again: timed from its enqueue until it departs. */
+	up.tsval = 800;
+	feed(t, &up, MS(60), NULL);
+	dn.tsecr = 800;
+	assert_int_equal(feed(t, &dn, MS(100), NULL), MS(40));
+	rtt_table_free(t);
+}
+
+/*
  * One TSval per direction in flight: the ones sent while it awaits its echo
  * are not timed; an echo of a later TSval (the one in flight was never
  * echoed itself, e.g. its segment was lost) ends it without a sample.
@@ -538,6 +572,7 @@ main(void)
 		cmocka_unit_test(test_ts_ipv6),
 		cmocka_unit_test(test_ts_vlan),
 		cmocka_unit_test(test_ts_repeats),
+		cmocka_unit_test(test_departed),
 		cmocka_unit_test(test_ts_one_in_flight),
 		cmocka_unit_test(test_wraparound),
 		cmocka_unit_test(test_seq_sampling),
