@@ -20,14 +20,13 @@
  * replaces what the file says. 0, or -errno with a message naming the file
  * and line or JSON path. The caller frees set (sub_set_free) either way.
  */
-int sub_config_load(const struct shaper_config *cfg, struct sub_set *set, char *err,
-		    size_t errlen);
+int sub_config_load(const struct shaper_config *cfg, struct sub_set *set, char *err, size_t errlen);
 
 /*
  * The parameters of one subscriber's CAKE in direction d: the direction's
  * own CAKE settings when it runs CAKE (else CAKE's defaults), shaping at
  * the largest plan max of set in that direction (the allocation moves each
- * to its rate).
+ * to its rate), at the subscriber size (sub_pool_cake_size).
  */
 void sub_config_sched_params(const struct shaper_config *cfg, const struct sub_set *set,
 			     enum shaper_dir d, struct sched_params *out);

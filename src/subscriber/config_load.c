@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "shaper/subscriber_config.h"
+#include "shaper/subscriber_pool.h"
 
 /* The subscriber model's direction of a daemon direction. */
 static enum sub_dir
@@ -26,8 +27,8 @@ sub_config_load(const struct shaper_config *cfg, struct sub_set *set, char *err,
 	if (sc->file[0] != '\0')
 		rc = sub_load_json(set, sc->file, err, errlen);
 	else if (sc->devices[0] != '\0')
-		rc = sub_load_libreqos(set, sc->devices, sc->network[0] != '\0' ? sc->network : NULL,
-				       err, errlen);
+		rc = sub_load_libreqos(set, sc->devices,
+				       sc->network[0] != '\0' ? sc->network : NULL, err, errlen);
 	else {
 		snprintf(err, errlen, "subscribers: neither devices nor file is given");
 		return -EINVAL;
@@ -41,7 +42,8 @@ sub_config_load(const struct shaper_config *cfg, struct sub_set *set, char *err,
 	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		enum sub_dir sd = sub_dir_of((enum shaper_dir)d);
-		uint64_t rate = cfg->autorate[d].enabled ? cfg->autorate[d].max_rate : cfg->dir[d].rate;
+		uint64_t rate = cfg->autorate[d].enabled ? cfg->autorate[d].max_rate
+							 : cfg->dir[d].rate;
 
 		if (set->nodes[SUB_ROOT].capacity[sd] == 0)
 			set->nodes[SUB_ROOT].capacity[sd] = rate * 8u;
@@ -82,4 +84,5 @@ sub_config_sched_params(const struct shaper_config *cfg, const struct sub_set *s
 	if (set->unknown == SUB_UNKNOWN_PLAN && set->unknown_plan[sd].max > top)
 		top = set->unknown_plan[sd].max;
 	out->rate = top / 8u > 0 ? top / 8u : 1;
+	sub_pool_cake_size(out);
 }

@@ -113,8 +113,7 @@ test_preset(void **state)
 	if (shaper_config_load_file(ROOT "/config/isp-subscribers.json", &cfg, err, sizeof(err)) !=
 	    0)
 		fail_msg("%s", err);
-	assert_string_equal(cfg.subscribers.devices,
-			    ROOT "/config/subscribers/ShapedDevices.csv");
+	assert_string_equal(cfg.subscribers.devices, ROOT "/config/subscribers/ShapedDevices.csv");
 	assert_string_equal(cfg.subscribers.network, ROOT "/config/subscribers/network.json");
 	if (sub_config_load(&cfg, &set, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
