@@ -32,6 +32,9 @@ struct sub_idle {
 	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS];
 	uint64_t drops[SUB_DIRS], marks[SUB_DIRS];
 	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
+	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
+	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
+	uint32_t heap_pos[SUB_DIRS];   /* place among the ready subscribers, or SUB_NONE */
 };
 
 /*
