@@ -58,8 +58,7 @@ void sub_sched_free(struct sub_sched *ss);
  * address (the destination going down, the source going up) on its VLAN
  * (the inner of two tags), or SUB_NONE.
  */
-uint32_t sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir,
-			    const struct sh_pkt *pkt);
+uint32_t sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt);
 
 /*
  * Queue pkt for subscriber sub (SUB_NONE: the link's scheduler) at now.
@@ -77,23 +76,29 @@ int sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, stru
 unsigned int sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **out,
 				     unsigned int max, uint64_t now, struct sh_pkt_list *dropped);
 
-/* Earliest time a dequeue (or the allocation) has work; never later than the next tick. */
+/*
+ * Earliest time a dequeue has work: a packet due, or the allocation while
+ * CAKEs are taken; UINT64_MAX when nothing is queued and none is taken.
+ */
 uint64_t sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now);
 
 /* The link's rate in bytes/s from now (autorate, a share of the link); 0 = the set's capacity. */
 void sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate);
 
-/* Every queued packet onto out (shutdown); CAKEs go back to the pool. */
-void sub_sched_flush(struct sub_sched *ss, struct sh_pkt_list *out);
+/* Every packet queued in direction dir onto out (shutdown); CAKEs go back to the pool. */
+void sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out);
+
+/* Packets queued in direction dir: every subscriber's CAKE and the link's scheduler. */
+uint64_t sub_sched_backlog_pkts(const struct sub_sched *ss, enum sub_dir dir);
 
 struct sub_sched_stats {
-	uint64_t taken, given;  /* CAKEs drawn from and returned to the pool */
-	uint64_t pool_empty;    /* packets queued in the link's scheduler for want of a CAKE */
-	uint64_t unknown;       /* packets of addresses no subscriber owns */
-	uint64_t allocations;   /* allocation runs */
-	uint64_t link_waits;    /* dequeues held back by the link's pacer */
-	uint32_t active;        /* CAKEs taken now */
-	uint32_t pool_free;     /* CAKEs left */
+	uint64_t taken, given; /* CAKEs drawn from and returned to the pool */
+	uint64_t pool_empty;   /* packets queued in the link's scheduler for want of a CAKE */
+	uint64_t unknown;      /* packets of addresses no subscriber owns */
+	uint64_t allocations;  /* allocation runs */
+	uint64_t link_waits;   /* dequeues held back by the link's pacer */
+	uint32_t active;       /* CAKEs taken now */
+	uint32_t pool_free;    /* CAKEs left */
 };
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);

@@ -770,13 +770,24 @@ parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t er
 static int
 check_subscribers(const struct shaper_config *c, char *err, size_t errlen)
 {
-	if (!shaper_subscribers_enabled(c) || c->n_workers == 1)
+	if (!shaper_subscribers_enabled(c))
 		return 0;
-	errf(err, errlen, "subscribers",
-	     "needs exactly one worker for now (lcores.workers lists %u): subscribers are not "
-	     "sharded across workers yet",
-	     c->n_workers);
-	return -1;
+	if (c->n_workers != 1) {
+		errf(err, errlen, "subscribers",
+		     "needs exactly one worker for now (lcores.workers lists %u): subscribers are "
+		     "not sharded across workers yet",
+		     c->n_workers);
+		return -1;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (c->autorate[d].enabled) {
+			errf(err, errlen, "subscribers",
+			     "%s.bandwidth: autorate with subscribers is not built yet (give the "
+			     "link's rate)",
+			     shaper_dir_name[d]);
+			return -1;
+		}
+	return 0;
 }
 
 /*

@@ -23,10 +23,11 @@ struct sub_sched_dir {
 	uint64_t link_bps;  /* bit/s handed to the allocation; 0 = the set's capacity */
 	uint64_t link_next; /* the pacer's clock */
 	uint64_t next_tick, last_tick;
-	uint32_t *heap;  /* subscriber indices with packets, min-heap on key */
-	uint64_t *key;   /* key[pos]: the scheduler's next time */
+	uint32_t *heap; /* subscriber indices with packets, min-heap on key */
+	uint64_t *key;  /* key[pos]: the scheduler's next time */
 	uint32_t nheap;
 	uint64_t *demand, *rate; /* per subscriber (and the link's entry), bit/s */
+	uint64_t queued;         /* packets in all its schedulers */
 	struct sub_sched_stats st;
 };
 
@@ -368,7 +369,8 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 
 			s->cake[dir] = c;
 			d->st.taken++;
-			/* Its plan until the allocation says more; the link pacer bounds the sum. */
+			/* Its plan until the allocation says more; the link pacer bounds the sum.
+			 */
 			if (r != 0 && sched_set_rate(c, r, now) == 0)
 				s->rate[dir] = r;
 		}
@@ -378,6 +380,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 	s->packets[dir]++;
 	s->last_pkt_ns[dir] = now;
 	s->drops[dir] += dropped->count - before;
+	d->queued = d->queued + 1 - (dropped->count - before);
 	heap_set(ss, dir, sub, sched_next_time(s->cake[dir], now));
 	return self;
 }
@@ -405,6 +408,7 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 		}
 		pkt = sched_dequeue(s->cake[dir], now, dropped);
 		s->drops[dir] += dropped->count - before;
+		d->queued -= (dropped->count - before) + (pkt != NULL);
 		next = sched_next_time(s->cake[dir], now);
 		if (pkt != NULL) {
 			uint32_t len = pkt->adj_len != 0 ? pkt->adj_len : pkt->len;
@@ -429,6 +433,9 @@ sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	const struct sub_sched_dir *d = &ss->d[dir];
 	uint64_t t = d->next_tick;
 
+	/* Nothing queued and no CAKE to give back: nothing to do until a packet comes. */
+	if (d->queued == 0 && d->st.taken == d->st.given)
+		return UINT64_MAX;
 	if (d->nheap != 0) {
 		uint64_t k = d->key[0];
 
@@ -441,25 +448,31 @@ sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 }
 
 void
-sub_sched_flush(struct sub_sched *ss, struct sh_pkt_list *out)
+sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 {
-	for (int dir = 0; dir < SUB_DIRS; dir++) {
-		struct sub_sched_dir *d = &ss->d[dir];
+	struct sub_sched_dir *d = &ss->d[dir];
 
-		for (uint32_t i = 0; i <= ss->nsubs; i++) {
-			struct sub_idle *s = &ss->subs[i];
+	for (uint32_t i = 0; i <= ss->nsubs; i++) {
+		struct sub_idle *s = &ss->subs[i];
 
-			if (s->cake[dir] == NULL)
-				continue;
-			sched_flush(s->cake[dir], out);
-			if (s->heap_pos[dir] != SUB_NONE)
-				heap_set(ss, (enum sub_dir)dir, i, UINT64_MAX);
-			if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
-				s->cake[dir] = NULL;
-				d->st.given++;
-			}
+		if (s->cake[dir] == NULL)
+			continue;
+		sched_flush(s->cake[dir], out);
+		if (s->heap_pos[dir] != SUB_NONE)
+			heap_set(ss, dir, i, UINT64_MAX);
+		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
+			s->cake[dir] = NULL;
+			s->rate[dir] = 0;
+			d->st.given++;
 		}
 	}
+	d->queued = 0;
+}
+
+uint64_t
+sub_sched_backlog_pkts(const struct sub_sched *ss, enum sub_dir dir)
+{
+	return ss->d[dir].queued;
 }
 
 void

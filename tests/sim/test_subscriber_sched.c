@@ -176,7 +176,8 @@ world_free(struct world *w)
 	struct sh_pkt_list rest;
 
 	sh_pkt_list_init(&rest);
-	sub_sched_flush(w->ss, &rest);
+	sub_sched_flush(w->ss, SUB_DOWN, &rest);
+	sub_sched_flush(w->ss, SUB_UP, &rest);
 	sub_sched_free(w->ss);
 	sched_free(w->link[SUB_DOWN]);
 	sched_free(w->link[SUB_UP]);
@@ -243,6 +244,10 @@ run(struct world *w, uint64_t until)
 				first = i;
 			}
 		assert_true(++guard < 200000000ull);
+		if (t_src >= until && t_deq >= until) {
+			w->now = until; /* nothing to do before the end */
+			break;
+		}
 		if (t_src < t_deq) {
 			w->now = t_src > w->now ? t_src : w->now;
 			emit(w, first);
@@ -279,6 +284,7 @@ check_accounting(const struct world *w)
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		drops += w->dropped[r];
 	assert_int_equal(w->sent, w->delivered + drops + (NPKTS - w->nfree));
+	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), NPKTS - w->nfree);
 	/* Only the schedulers' own reasons: nothing vanished unnamed. */
 	assert_int_equal(drops, w->dropped[SHAPER_DROP_AQM] + w->dropped[SHAPER_DROP_OVERFLOW]);
 }
@@ -330,8 +336,8 @@ test_room(void **state)
 
 		worst = fmax(worst, fabs(got - want) / want);
 		dev_worst = fmax(dev_worst, fabs(d0 - d1) / (d0 + d1));
-		printf("# c%u: plan %.0f Mbit/s, got %.4f (devices %.4f / %.4f)\n", i, want, got, d0,
-		       d1);
+		printf("# c%u: plan %.0f Mbit/s, got %.4f (devices %.4f / %.4f)\n", i, want, got,
+		       d0, d1);
 	}
 	unk = got_mbit(w, SUB_NONE, -1, 2 * SIM_NS);
 	sub_sched_get_stats(w->ss, SUB_DOWN, &st);

@@ -91,6 +91,9 @@ test_refusals(void **state)
 		"subscribers.active", "");
 	refused("{" PORTS ", \"subscribers\": {\"files\": \"s.json\"}}", "subscribers.files",
 		"unknown key");
+	refused("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", \"max\": "
+		"\"20mbit\"}}, \"subscribers\": {\"file\": \"s.json\"}}",
+		"subscribers", "upstream.bandwidth: autorate");
 	/* Two workers without subscribers stay fine. */
 	char err[SHAPER_ERR_LEN];
 	assert_int_equal(load("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {}}",
