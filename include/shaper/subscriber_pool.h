@@ -7,8 +7,8 @@
  * allocated once, at start-up, so the fast path never allocates; one pool
  * per worker, so no locks.
  *
- * The data path does not use the pool yet: this is its interface and the
- * memory estimate shaperd --check-config prints.
+ * The per-subscriber scheduler (shaper/subscriber_sched.h) draws from it;
+ * the memory estimate here is what shaperd --check-config prints.
  */
 #ifndef SHAPER_SUBSCRIBER_POOL_H
 #define SHAPER_SUBSCRIBER_POOL_H
@@ -91,7 +91,7 @@ bool sub_pool_may_return(const struct sched *s, uint64_t last_pkt_ns, uint64_t n
 struct sub_mem {
 	uint32_t configured, active, prefixes, nodes;
 	uint64_t config_bytes; /* the loaded set: nodes, subscribers, prefixes */
-	uint64_t idle_bytes;   /* struct sub_idle for every configured subscriber */
+	uint64_t idle_bytes;   /* the scheduler's state for every configured subscriber */
 	uint64_t lookup_bytes; /* the address -> subscriber table */
 	uint64_t alloc_bytes;  /* the rate allocator */
 	uint64_t sched_bytes;  /* one scheduler with the pool's params, measured */

@@ -103,6 +103,9 @@ struct sub_sched_stats {
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);
 
+/* Bytes its per-subscriber state takes for nsubs subscribers (pools and lookup aside). */
+size_t sub_sched_bytes_for(uint32_t nsubs);
+
 /* Subscriber sub's record (counters, rate, its CAKE); sub < nsubs of the set. */
 const struct sub_idle *sub_sched_sub(const struct sub_sched *ss, uint32_t sub);
 

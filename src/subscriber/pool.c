@@ -9,6 +9,7 @@
 #include "shaper/subscriber_alloc.h"
 #include "shaper/subscriber_lookup.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_sched.h"
 
 struct sub_pool {
 	struct sched_params p;
@@ -160,7 +161,7 @@ sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_
 	out->config_bytes = (uint64_t)configured * sizeof(struct sub_subscriber) +
 			    (uint64_t)prefixes * sizeof(struct sub_prefix) +
 			    (uint64_t)nodes * sizeof(struct sub_node);
-	out->idle_bytes = (uint64_t)configured * sizeof(struct sub_idle);
+	out->idle_bytes = sub_sched_bytes_for(configured); /* the record of each, and its place */
 	/* Every prefix counted in both tables: an upper bound. */
 	out->lookup_bytes = sub_lookup_bytes_for(prefixes, prefixes);
 	out->alloc_bytes = sub_alloc_bytes_for(nodes, configured);

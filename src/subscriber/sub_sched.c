@@ -127,6 +127,16 @@ heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 
 /* ---------------------------------------------------------------- create */
 
+size_t
+sub_sched_bytes_for(uint32_t nsubs)
+{
+	/* Per subscriber and the link's entry: its record, and per direction its heap slot,
+	 * key, demand, rate and plan. */
+	size_t per = sizeof(struct sub_idle) + SUB_DIRS * (sizeof(uint32_t) + 4 * sizeof(uint64_t));
+
+	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
+}
+
 void
 sub_sched_free(struct sub_sched *ss)
 {

@@ -53,29 +53,29 @@ static const struct {
 	uint64_t offered_bps;
 	double want_mbit; /* what it should get */
 } srcs[NSRC] = {
-	{ { 100, 64, 0, 1 }, 0, 3000000, 2 },   /* c0, plan 2 */
-	{ { 100, 64, 1, 1 }, 0, 6000000, 4 },   /* c1, plan 4 */
-	{ { 100, 64, 2, 2 }, 0, 9000000, 6 },   /* c2, plan 6 (its second address) */
-	{ { 100, 64, 3, 1 }, 0, 12000000, 8 },  /* c3, plan 8 */
-	{ { 10, 0, 0, 1 }, 200, 4500000, 3 },   /* c4: only on VLAN 200, plan 3 */
-	{ { 10, 0, 0, 1 }, 0, 5000000, 5 },     /* nobody's untagged: the link's CAKE */
+	{ { 100, 64, 0, 1 }, 0, 3000000, 2 },  /* c0, plan 2 */
+	{ { 100, 64, 1, 1 }, 0, 6000000, 4 },  /* c1, plan 4 */
+	{ { 100, 64, 2, 2 }, 0, 9000000, 6 },  /* c2, plan 6 (its second address) */
+	{ { 100, 64, 3, 1 }, 0, 12000000, 8 }, /* c3, plan 8 */
+	{ { 10, 0, 0, 1 }, 200, 4500000, 3 },  /* c4: only on VLAN 200, plan 3 */
+	{ { 10, 0, 0, 1 }, 0, 5000000, 5 },    /* nobody's untagged: the link's CAKE */
 };
 
 static const char subs_json[] =
-	"{\"link\": {\"download\": \"100mbit\", \"upload\": \"100mbit\"},"
-	" \"nodes\": {\"AP\": {\"download\": \"50mbit\", \"upload\": \"50mbit\"}},"
-	" \"subscribers\": ["
-	"  {\"id\": \"c0\", \"node\": \"AP\", \"download\": \"2mbit\", \"upload\": \"1mbit\","
-	"   \"addresses\": [\"100.64.0.1\", \"100.64.0.2\"]},"
-	"  {\"id\": \"c1\", \"node\": \"AP\", \"download\": \"4mbit\", \"upload\": \"1mbit\","
-	"   \"addresses\": [\"100.64.1.0/30\"]},"
-	"  {\"id\": \"c2\", \"node\": \"AP\", \"download\": \"6mbit\", \"upload\": \"1mbit\","
-	"   \"addresses\": [\"100.64.2.1\", \"100.64.2.2\"]},"
-	"  {\"id\": \"c3\", \"download\": \"8mbit\", \"upload\": \"1mbit\","
-	"   \"addresses\": [\"100.64.3.0/29\", \"2001:db8:3::/56\"]},"
-	"  {\"id\": \"c4\", \"download\": \"3mbit\", \"upload\": \"1mbit\","
-	"   \"addresses\": [{\"prefix\": \"10.0.0.1\", \"vlan\": 200}]}"
-	" ]}";
+		"{\"link\": {\"download\": \"100mbit\", \"upload\": \"100mbit\"},"
+		" \"nodes\": {\"AP\": {\"download\": \"50mbit\", \"upload\": \"50mbit\"}},"
+		" \"subscribers\": ["
+		"  {\"id\": \"c0\", \"node\": \"AP\", \"download\": \"2mbit\", \"upload\": \"1mbit\","
+		"   \"addresses\": [\"100.64.0.1\", \"100.64.0.2\"]},"
+		"  {\"id\": \"c1\", \"node\": \"AP\", \"download\": \"4mbit\", \"upload\": \"1mbit\","
+		"   \"addresses\": [\"100.64.1.0/30\"]},"
+		"  {\"id\": \"c2\", \"node\": \"AP\", \"download\": \"6mbit\", \"upload\": \"1mbit\","
+		"   \"addresses\": [\"100.64.2.1\", \"100.64.2.2\"]},"
+		"  {\"id\": \"c3\", \"download\": \"8mbit\", \"upload\": \"1mbit\","
+		"   \"addresses\": [\"100.64.3.0/29\", \"2001:db8:3::/56\"]},"
+		"  {\"id\": \"c4\", \"download\": \"3mbit\", \"upload\": \"1mbit\","
+		"   \"addresses\": [{\"prefix\": \"10.0.0.1\", \"vlan\": 200}]}"
+		" ]}";
 
 static uint16_t
 ring_port(const char *name, struct rte_ring *r)
@@ -269,7 +269,8 @@ test_worker_subscribers(void **state)
 	queued = sub_sched_backlog_pkts(down.subs, SUB_DOWN);
 	assert_int_equal(down.stats.rx_packets, sent);
 	assert_int_equal(down.stats.rx_packets, down.stats.tx_packets + dropped + queued);
-	assert_true(down.stats.dropped[SHAPER_DROP_AQM] + down.stats.dropped[SHAPER_DROP_OVERFLOW] ==
+	assert_true(down.stats.dropped[SHAPER_DROP_AQM] +
+				    down.stats.dropped[SHAPER_DROP_OVERFLOW] ==
 		    dropped);
 	assert_true(dropped > 0); /* offered 1.5 x: the CAKEs dropped the rest */
 
