@@ -93,6 +93,7 @@ struct sub_mem {
 	uint64_t config_bytes; /* the loaded set: nodes, subscribers, prefixes */
 	uint64_t idle_bytes;   /* the scheduler's state for every configured subscriber */
 	uint64_t lookup_bytes; /* the address -> subscriber table */
+	uint64_t lpm_bytes;    /* the worker's rte_lpm and rte_lpm6 for prefixes on no VLAN */
 	uint64_t alloc_bytes;  /* the rate allocator */
 	uint64_t sched_bytes;  /* one scheduler with the pool's params, measured */
 	uint64_t pool_bytes;   /* active x 2 directions x sched_bytes */
@@ -108,7 +109,13 @@ struct sub_mem {
 int sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
 		     const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen);
 
-/* The same for a loaded set. */
+/*
+ * Bytes of rte_lpm (v4 prefixes, v4_groups of them past /24) and rte_lpm6
+ * (v6 prefixes reaching v6_groups 8-bit steps past /24 in all); 0 for none.
+ */
+uint64_t sub_lpm_bytes_for(uint32_t v4, uint32_t v4_groups, uint32_t v6, uint32_t v6_groups);
+
+/* The same for a loaded set (its tables sized from its prefixes). */
 int sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
 			 struct sub_mem *out, char *err, size_t errlen);
 

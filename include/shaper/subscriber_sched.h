@@ -43,6 +43,16 @@ struct sub_sched_config {
 	/* The link's scheduler per direction, for unknown addresses (the caller's). */
 	struct sched *link[SUB_DIRS];
 	const struct sched_alloc *mem; /* NULL: calloc */
+	/*
+	 * A faster longest-prefix match for the prefixes on no VLAN (the
+	 * worker's rte_lpm and rte_lpm6): the subscriber owning the address,
+	 * or SUB_NONE. Used for every frame unless it is tagged and the set
+	 * has VLAN-qualified prefixes; NULL: the set's own lookup. ctx is the
+	 * caller's and must outlive the scheduler.
+	 */
+	uint32_t (*lookup_v4)(const void *ctx, uint32_t addr);
+	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
+	const void *lookup_ctx;
 };
 
 /*
@@ -102,6 +112,9 @@ struct sub_sched_stats {
 };
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);
+
+/* The lookup_ctx it was made with (for its owner to free after sub_sched_free). */
+const void *sub_sched_lookup_ctx(const struct sub_sched *ss);
 
 /* Bytes its per-subscriber state takes for nsubs subscribers (pools and lookup aside). */
 size_t sub_sched_bytes_for(uint32_t nsubs);

@@ -36,6 +36,10 @@ struct sub_sched {
 	struct sub_idle *subs;
 	uint64_t *plan_max[SUB_DIRS]; /* bit/s, for a fresh CAKE's rate until the next tick */
 	struct sub_lookup *lookup;
+	bool vlan_prefixes; /* some prefix is VLAN-qualified: tagged frames need lookup */
+	uint32_t (*lookup_v4)(const void *ctx, uint32_t addr);
+	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
+	const void *lookup_ctx;
 	struct sub_alloc *alloc;
 	struct sub_sched_dir d[SUB_DIRS];
 };
@@ -206,6 +210,11 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	if (ss == NULL)
 		goto nomem;
 	ss->nsubs = set->nsubs;
+	for (i = 0; i < set->nprefixes; i++)
+		ss->vlan_prefixes |= set->prefixes[i].vlan != 0;
+	ss->lookup_v4 = cfg->lookup_v4;
+	ss->lookup_v6 = cfg->lookup_v6;
+	ss->lookup_ctx = cfg->lookup_ctx;
 	ss->subs = calloc(n, sizeof(*ss->subs));
 	ss->lookup = sub_lookup_create(set);
 	ss->alloc = alloc_with_link(set);
@@ -268,18 +277,29 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
 
 	if (l3 == SH_OFF_NONE)
 		return SUB_NONE;
-	vkey = classify_vlan_key(pkt);
-	vlan = (uint16_t)((vkey & 0xfffu) != 0 ? vkey & 0xfffu : vkey >> 12);
+	/* Only a set with VLAN-qualified prefixes needs the frame's VLAN. */
+	vlan = 0;
+	if (ss->vlan_prefixes) {
+		vkey = classify_vlan_key(pkt);
+		vlan = (uint16_t)((vkey & 0xfffu) != 0 ? vkey & 0xfffu : vkey >> 12);
+	}
 	ip = pkt->data + l3;
 	if ((pkt->flags & SH_PKT_IPV4) && l3 + 20 <= pkt->hdr_len) {
 		const uint8_t *a = ip + (dir == SUB_DOWN ? 16 : 12);
+		uint32_t addr = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 |
+				a[3];
 
-		return sub_lookup_v4(ss->lookup, vlan,
-				     (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 |
-						     (uint32_t)a[2] << 8 | a[3]);
+		if (vlan == 0 && ss->lookup_v4 != NULL)
+			return ss->lookup_v4(ss->lookup_ctx, addr);
+		return sub_lookup_v4(ss->lookup, vlan, addr);
 	}
-	if ((pkt->flags & SH_PKT_IPV6) && l3 + 40 <= pkt->hdr_len)
-		return sub_lookup_v6(ss->lookup, vlan, ip + (dir == SUB_DOWN ? 24 : 8));
+	if ((pkt->flags & SH_PKT_IPV6) && l3 + 40 <= pkt->hdr_len) {
+		const uint8_t *a = ip + (dir == SUB_DOWN ? 24 : 8);
+
+		if (vlan == 0 && ss->lookup_v6 != NULL)
+			return ss->lookup_v6(ss->lookup_ctx, a);
+		return sub_lookup_v6(ss->lookup, vlan, a);
+	}
 	return SUB_NONE;
 }
 
@@ -493,6 +513,12 @@ sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sch
 	*st = d->st;
 	st->pool_free = sub_pool_available(d->pool);
 	st->active = (uint32_t)(d->st.taken - d->st.given);
+}
+
+const void *
+sub_sched_lookup_ctx(const struct sub_sched *ss)
+{
+	return ss->lookup_ctx;
 }
 
 const struct sub_idle *
