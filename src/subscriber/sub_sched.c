@@ -21,6 +21,7 @@ struct sub_sched_dir {
 	struct sub_pool *pool;
 	uint64_t link_rate; /* bytes/s for the pacer; 0 = none */
 	uint64_t link_bps;  /* bit/s handed to the allocation; 0 = the set's capacity */
+	uint64_t root_cap;  /* the set's capacity of the link, bit/s (0 = unlimited) */
 	uint64_t link_next; /* the pacer's clock */
 	uint64_t next_tick, last_tick;
 	uint32_t *heap; /* subscriber indices with packets, min-heap on key */
@@ -236,6 +237,7 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 			sub_sched_free(ss);
 			return NULL;
 		}
+		d->root_cap = set->nodes[SUB_ROOT].capacity[dir];
 		sub_sched_set_link_rate(ss, (enum sub_dir)dir, 0);
 		for (i = 0; i < set->nsubs; i++)
 			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
@@ -246,9 +248,6 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	/* The link's own scheduler stays with its entry: it never goes to a pool. */
 	ss->subs[set->nsubs].cake[SUB_DOWN] = cfg->link[SUB_DOWN];
 	ss->subs[set->nsubs].cake[SUB_UP] = cfg->link[SUB_UP];
-	/* The root's capacity, for the pacer while no rate is set. */
-	for (int dir = 0; dir < SUB_DIRS; dir++)
-		ss->d[dir].link_rate = set->nodes[SUB_ROOT].capacity[dir] / 8;
 	return ss;
 nomem:
 	sub_sched_free(ss);
@@ -262,8 +261,7 @@ sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate)
 	struct sub_sched_dir *d = &ss->d[dir];
 
 	d->link_bps = rate * 8;
-	if (rate != 0)
-		d->link_rate = rate;
+	d->link_rate = rate != 0 ? rate : d->root_cap / 8; /* 0: no pacer */
 }
 
 /* -------------------------------------------------------------- classify */
@@ -309,7 +307,7 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
 static uint64_t
 demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 {
-	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps;
+	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
 	uint32_t backlog = sched_backlog_pkts(s->cake[dir]);
 
 	s->tick_bytes[dir] = s->bytes[dir];
@@ -320,9 +318,15 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 		return SUB_DEMAND_ALL; /* a standing queue: all it can get */
 	if (s->arrivals[dir] == 0 && backlog == 0)
 		return 0;
-	/* Keeping up: its arrivals and 1/32 more, and what drains a queued frame within a tick. */
-	return s->arrivals[dir] + s->arrivals[dir] / 32 +
-	       (uint64_t)backlog * 8u * 1514u * 1000000000ull / SUB_SCHED_TICK_NS;
+	/*
+	 * Keeping up: its arrivals and 1/32 more. What it is given and does not
+	 * use is lost to the others until the next tick, so no more than that;
+	 * but at least enough to send a frame left in its queue within four
+	 * ticks, or a subscriber whose arrivals stopped would keep it.
+	 */
+	keep_up = s->arrivals[dir] + s->arrivals[dir] / 32;
+	drain = (uint64_t)backlog * 8u * 1514u * 1000000000ull / (4 * SUB_SCHED_TICK_NS);
+	return keep_up > drain ? keep_up : drain;
 }
 
 static void

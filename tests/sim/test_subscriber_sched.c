@@ -383,6 +383,41 @@ test_node_full(void **state)
 	world_free(w);
 }
 
+/*
+ * The link cut to 40 Mbit/s (as an operator's config change does): the
+ * unknown address keeps its 3, c6 its 10, and the access point's six share
+ * the other 27 equally (4.5 each, below every plan).
+ */
+static void
+test_link_cut(void **state)
+{
+	static const double share[NSUB] = { 4.5, 4.5, 4.5, 4.5, 4.5, 4.5, 10 };
+	struct world *w = world_new(90, 8);
+	double worst = 0, total;
+
+	(void)state;
+	set_on(w, true);
+	run(w, 1 * SIM_NS);
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8);
+	reset_window(w, 2 * SIM_NS);
+	run(w, 4 * SIM_NS);
+	total = got_mbit(w, SUB_NONE, -1, 2 * SIM_NS);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		double got = got_mbit(w, i, -1, 2 * SIM_NS);
+
+		worst = fmax(worst, fabs(got - share[i]) / share[i]);
+		total += got;
+		printf("# c%u: share %.1f Mbit/s, got %.4f\n", i, share[i], got);
+	}
+	SIM_FIGURE("per-subscriber CAKEs, link cut to 40 Mbit/s: every subscriber within %.3f %% "
+		   "of its share; %.3f Mbit/s in all",
+		   worst * 100, total);
+	assert_true(worst < 0.01);
+	assert_true(total <= 40 * 1.001);
+	check_accounting(w);
+	world_free(w);
+}
+
 static void
 test_quiet_and_small_pool(void **state)
 {
@@ -430,6 +465,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_node_full),
+		cmocka_unit_test(test_link_cut),
 		cmocka_unit_test(test_quiet_and_small_pool),
 	};
 
