@@ -29,6 +29,8 @@
 #include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/dataplane.h"
+#include "shaper/subscriber_config.h"
+#include "shaper/subscriber_pool.h"
 #include "shaper/watchdog.h"
 #include "shaper/failopen.h"
 #include "shaper/tc_translate.h"
@@ -910,6 +912,34 @@ main(int argc, char **argv)
 			printf("%s: mbuf pool of %u (holds up to %llu at once, %u bytes each)\n",
 			       shaper_dir_name[d], a.pool_mbufs[d], (unsigned long long)b.total,
 			       dp_mbuf_truesize_planned());
+		}
+		if (shaper_subscribers_enabled(&a.cfg)) {
+			struct sub_set set;
+			struct sched_params sp;
+			struct sub_mem m;
+			char line[512];
+
+			if (sub_config_load(&a.cfg, &set, err, sizeof(err)) != 0) {
+				shaper_log_error("%s", err);
+				sub_set_free(&set);
+				return 1;
+			}
+			sub_config_sched_params(&a.cfg, &set, SHAPER_DOWN, &sp);
+			if (sub_mem_estimate_set(&set, a.cfg.subscribers.active, &sp, &m, err,
+						 sizeof(err)) != 0) {
+				shaper_log_error("subscribers: %s", err);
+				sub_set_free(&set);
+				return 1;
+			}
+			sub_mem_format(&m, line, sizeof(line));
+			printf("subscribers: %u under %u nodes from %s\n", set.nsubs,
+			       set.nnodes - 1, set.subs_file);
+			printf("subscribers: memory %s\n", line);
+			if (set.mins_scaled != 0)
+				printf("subscribers: mins above a node's capacity at %u nodes "
+				       "(scaled, as scale_mins asks)\n",
+				       set.mins_scaled);
+			sub_set_free(&set);
 		}
 		printf("%s: configuration is valid\n", config_path);
 		return 0;

@@ -111,6 +111,27 @@ struct shaper_autorate_config {
 	struct autorate_params tune;
 };
 
+/*
+ * subscribers: per-subscriber plans under a tree of nodes, read from
+ * LibreQoS's ShapedDevices.csv (+ network.json) or from the JSON form
+ * (docs/subscribers.md). Off while neither devices nor file is given.
+ * Relative paths are resolved against the config file's directory when the
+ * file is loaded (shaper_config_load_file).
+ */
+#define SHAPER_SUBS_PATH_LEN   512
+#define SHAPER_SUBS_ACTIVE_DEF 1000u /* CAKEs in each direction's pool */
+
+struct shaper_subscribers_config {
+	char devices[SHAPER_SUBS_PATH_LEN]; /* ShapedDevices.csv; "" = none */
+	char network[SHAPER_SUBS_PATH_LEN]; /* network.json; "" = a flat network */
+	char file[SHAPER_SUBS_PATH_LEN];    /* the JSON form; "" = none */
+	uint32_t active;                    /* subscribers with a CAKE at once, per direction */
+	bool scale_mins;                    /* accept mins above a node's capacity */
+	/* Addresses no subscriber owns: the link's CAKE (false) or a plan each (true). */
+	bool unknown_plan;
+	uint64_t unknown_rate[SHAPER_NUM_DIRS]; /* bytes/s: the plan's max per direction */
+};
+
 struct shaper_config {
 	struct shaper_port_config port[SHAPER_NUM_PORTS];
 	struct sched_params dir[SHAPER_NUM_DIRS];
@@ -160,7 +181,15 @@ struct shaper_config {
 	bool fail_open;
 	uint64_t fail_open_lease_ns;                 /* 100 ms */
 	char fail_open_program[SHAPER_PATH_LEN * 2]; /* "" (auto): beside shaperd, or installed */
+	struct shaper_subscribers_config subscribers;
 };
+
+/* Whether the config names subscriber files. */
+static inline bool
+shaper_subscribers_enabled(const struct shaper_config *c)
+{
+	return c->subscribers.devices[0] != '\0' || c->subscribers.file[0] != '\0';
+}
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];
 extern const char *const shaper_port_name[SHAPER_NUM_PORTS];

@@ -24,6 +24,7 @@
 #include "shaper/rtt.h"
 #include "shaper/sched.h"
 #include "shaper/share.h"
+#include "shaper/subscriber_sched.h"
 
 #include "shaper/dp_mailbox.h"
 #include "shaper/dp_steer.h"
@@ -138,6 +139,13 @@ struct dp_dir {
 	enum share_by share_by;   /* what the weight counts: hosts or flows */
 	struct share_hosts hosts; /* the active hosts (or flows), the shard's weight */
 	struct sched *sched;
+	/*
+	 * Per-subscriber shaping (one worker only): every frame goes to its
+	 * subscriber's CAKE, and sched is the link's own scheduler inside it
+	 * (unknown addresses). NULL = the link's scheduler alone. Shared by
+	 * the worker's two directions (dp_subs_attach).
+	 */
+	struct sub_sched *subs;
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
@@ -241,6 +249,17 @@ void dp_dir_drain(struct dp_dir *d);
  * releases a frame.
  */
 unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due);
+
+/*
+ * Per-subscriber shaping for a worker's two directions (src/dataplane/subs.c):
+ * load the files c->subscribers names, make the per-subscriber scheduler
+ * around each direction's scheduler (which serves unknown addresses) and
+ * hang it on both. 0, or -errno with err. Before the worker runs.
+ */
+int dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config *c, char *err,
+		   size_t errlen);
+/* After dp_dir_drain of both directions: free it (the link schedulers stay). */
+void dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS]);
 
 /* Worker: autorate's decision for d, applied with sched_update. */
 void dp_rtt_autorate(struct dp_dir *d, uint64_t now);

@@ -124,6 +124,15 @@ struct sched_params {
 	/* A host is its address on its VLAN (ids of the outer two tags), for
 	 * trunks where address space repeats across VLANs; false = the address. */
 	bool vlan_hosts;
+	/*
+	 * The size of a CAKE, fixed when it is made (not config keys): flow
+	 * queues per tin, a power of two 16..1024 (0 = 1024, as sch_cake), and
+	 * whether only the tins of the diffserv mode get queues (a later
+	 * change to a mode with more tins is then refused). A subscriber's CAKE
+	 * is made small this way: 4 tins x 256 queues is a ninth of 8 x 1024.
+	 */
+	uint32_t cake_queues;
+	bool cake_mode_tins;
 
 	/* fifo */
 	uint32_t fifo_limit_pkts;  /* 0 = no packet limit */
@@ -146,6 +155,10 @@ struct sched_params {
 
 /* Fill p with tc's defaults for the given discipline. */
 void sched_params_default(struct sched_params *p, enum sched_discipline d);
+
+/* CAKE's flow queues per tin, and tins with queues, for p (cake_queues, cake_mode_tins). */
+uint32_t sched_cake_queues(const struct sched_params *p);
+uint32_t sched_cake_tins(const struct sched_params *p);
 
 /*
  * Sojourn-time histogram (enqueue to dequeue, as the scheduler saw it), in

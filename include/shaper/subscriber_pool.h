@@ -7,8 +7,8 @@
  * allocated once, at start-up, so the fast path never allocates; one pool
  * per worker, so no locks.
  *
- * The data path does not use the pool yet: this is its interface and the
- * memory estimate shaperd --check-config prints.
+ * The per-subscriber scheduler (shaper/subscriber_sched.h) draws from it;
+ * the memory estimate here is what shaperd --check-config prints.
  */
 #ifndef SHAPER_SUBSCRIBER_POOL_H
 #define SHAPER_SUBSCRIBER_POOL_H
@@ -32,7 +32,26 @@ struct sub_idle {
 	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS];
 	uint64_t drops[SUB_DIRS], marks[SUB_DIRS];
 	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
+	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
+	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
+	uint32_t heap_pos[SUB_DIRS];   /* place among the ready subscribers, or SUB_NONE */
 };
+
+/*
+ * A subscriber's CAKE is smaller than the link's: SUB_CAKE_QUEUES flow
+ * queues per tin (a household has tens of flows, not thousands) and only
+ * the tins of its diffserv mode. diffserv4 at this size is about 125 kB,
+ * against 885 kB for 8 tins x 1024 queues.
+ */
+#define SUB_CAKE_QUEUES 256u
+
+/* Make CAKE params p the subscriber size (leaves everything else). */
+static inline void
+sub_pool_cake_size(struct sched_params *p)
+{
+	p->cake_queues = SUB_CAKE_QUEUES;
+	p->cake_mode_tins = true;
+}
 
 struct sub_pool;
 
@@ -72,8 +91,9 @@ bool sub_pool_may_return(const struct sched *s, uint64_t last_pkt_ns, uint64_t n
 struct sub_mem {
 	uint32_t configured, active, prefixes, nodes;
 	uint64_t config_bytes; /* the loaded set: nodes, subscribers, prefixes */
-	uint64_t idle_bytes;   /* struct sub_idle for every configured subscriber */
+	uint64_t idle_bytes;   /* the scheduler's state for every configured subscriber */
 	uint64_t lookup_bytes; /* the address -> subscriber table */
+	uint64_t lpm_bytes;    /* the worker's rte_lpm and rte_lpm6 for prefixes on no VLAN */
 	uint64_t alloc_bytes;  /* the rate allocator */
 	uint64_t sched_bytes;  /* one scheduler with the pool's params, measured */
 	uint64_t pool_bytes;   /* active x 2 directions x sched_bytes */
@@ -89,7 +109,13 @@ struct sub_mem {
 int sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
 		     const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen);
 
-/* The same for a loaded set. */
+/*
+ * Bytes of rte_lpm (v4 prefixes, v4_groups of them past /24) and rte_lpm6
+ * (v6 prefixes reaching v6_groups 8-bit steps past /24 in all); 0 for none.
+ */
+uint64_t sub_lpm_bytes_for(uint32_t v4, uint32_t v4_groups, uint32_t v6, uint32_t v6_groups);
+
+/* The same for a loaded set (its tables sized from its prefixes). */
 int sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
 			 struct sub_mem *out, char *err, size_t errlen);
 

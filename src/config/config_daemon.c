@@ -51,6 +51,7 @@ shaper_config_default(struct shaper_config *c)
 	c->fail_open_lease_ns = 100000000ull; /* 100 ms */
 	c->idle_sleep_us = 0;
 	c->passive_rtt = true;
+	c->subscribers.active = SHAPER_SUBS_ACTIVE_DEF;
 }
 
 /* One pool size: "auto" (0) or an integer. */
@@ -670,6 +671,151 @@ check_fail_open(const struct shaper_config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/* subscribers.unknown: "link", or {"download": rate, "upload": rate}. */
+static int
+parse_subs_unknown(const json_t *v, struct shaper_subscribers_config *sc, char *err, size_t errlen)
+{
+	const char *key;
+	json_t *x;
+
+	if (json_is_string(v) && strcmp(json_string_value(v), "link") == 0) {
+		sc->unknown_plan = false;
+		memset(sc->unknown_rate, 0, sizeof(sc->unknown_rate));
+		return 0;
+	}
+	if (!json_is_object(v)) {
+		errf(err, errlen, "subscribers.unknown",
+		     "expected \"link\" or {\"download\": rate, \"upload\": rate}, got %s",
+		     json_type_name(v));
+		return -1;
+	}
+	json_object_foreach ((json_t *)v, key, x) {
+		char sub[64];
+		int d;
+
+		snprintf(sub, sizeof(sub), "subscribers.unknown.%s", key);
+		if (strcmp(key, "download") == 0)
+			d = SHAPER_DOWN;
+		else if (strcmp(key, "upload") == 0)
+			d = SHAPER_UP;
+		else {
+			errf(err, errlen, sub, "unknown key (known: download, upload)");
+			return -1;
+		}
+		if (get_unit(x, sub, shaper_parse_rate, "rate", 125, UINT64_MAX / 8,
+			     &sc->unknown_rate[d], err, errlen) != 0)
+			return -1;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (sc->unknown_rate[d] == 0) {
+			errf(err, errlen, "subscribers.unknown",
+			     "missing \"%s\": a plan for unknown addresses needs a rate each way",
+			     d == SHAPER_DOWN ? "download" : "upload");
+			return -1;
+		}
+	sc->unknown_plan = true;
+	return 0;
+}
+
+static int
+parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	struct shaper_subscribers_config *sc = &c->subscribers;
+	const char *key;
+	json_t *x;
+	char sub[160];
+	long long n;
+
+	if (expect_object(v, "subscribers", err, errlen) != 0)
+		return -1;
+	json_object_foreach ((json_t *)v, key, x) {
+		join_path(sub, sizeof(sub), "subscribers", key);
+		REFUSE_UNLISTED("subscribers", key, sub);
+		if (strcmp(key, "devices") == 0) {
+			if (get_string(x, sub, sc->devices, sizeof(sc->devices), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "network") == 0) {
+			if (get_string(x, sub, sc->network, sizeof(sc->network), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "file") == 0) {
+			if (get_string(x, sub, sc->file, sizeof(sc->file), err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "active") == 0) {
+			if (get_int(x, sub, 1, 1000000, &n, err, errlen) != 0)
+				return -1;
+			sc->active = (uint32_t)n;
+		} else if (strcmp(key, "scale_mins") == 0) {
+			if (get_bool(x, sub, &sc->scale_mins, err, errlen) != 0)
+				return -1;
+		} else if (strcmp(key, "unknown") == 0) {
+			if (parse_subs_unknown(x, sc, err, errlen) != 0)
+				return -1;
+		} else {
+			return unknown_key("subscribers", sub, "key", err, errlen);
+		}
+	}
+	if (sc->devices[0] != '\0' && sc->file[0] != '\0') {
+		errf(err, errlen, "subscribers.file",
+		     "give either devices (LibreQoS's ShapedDevices.csv, with network) or file "
+		     "(the JSON form), not both");
+		return -1;
+	}
+	if (sc->network[0] != '\0' && sc->devices[0] == '\0') {
+		errf(err, errlen, "subscribers.network",
+		     "network.json describes the nodes of a ShapedDevices.csv: give devices too");
+		return -1;
+	}
+	return 0;
+}
+
+/* One worker shapes every subscriber for now: the per-subscriber scheduler is not sharded. */
+static int
+check_subscribers(const struct shaper_config *c, char *err, size_t errlen)
+{
+	if (!shaper_subscribers_enabled(c))
+		return 0;
+	if (c->n_workers != 1) {
+		errf(err, errlen, "subscribers",
+		     "needs exactly one worker for now (lcores.workers lists %u): subscribers are "
+		     "not sharded across workers yet",
+		     c->n_workers);
+		return -1;
+	}
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (c->autorate[d].enabled) {
+			errf(err, errlen, "subscribers",
+			     "%s.bandwidth: autorate with subscribers is not built yet (give the "
+			     "link's rate)",
+			     shaper_dir_name[d]);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * A relative subscriber path names a file beside the config file (so a
+ * preset and its samples move together); "" stays "".
+ */
+static int
+resolve_beside(char *p, size_t len, const char *config_path, const char *key, char *err,
+	       size_t errlen)
+{
+	const char *slash = strrchr(config_path, '/');
+	char buf[SHAPER_SUBS_PATH_LEN];
+	int n;
+
+	if (p[0] == '\0' || p[0] == '/' || slash == NULL)
+		return 0;
+	n = snprintf(buf, sizeof(buf), "%.*s/%s", (int)(slash - config_path), config_path, p);
+	if (n < 0 || (size_t)n >= len || (size_t)n >= sizeof(buf)) {
+		errf(err, errlen, key, "\"%s\" beside %s is longer than %zu characters", p,
+		     config_path, len - 1);
+		return -1;
+	}
+	memcpy(p, buf, (size_t)n + 1);
+	return 0;
+}
+
 static int
 parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen)
 {
@@ -726,6 +872,9 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		} else if (strcmp(key, "fail_open") == 0) {
 			if (parse_fail_open(v, c, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "subscribers") == 0) {
+			if (parse_subscribers(v, c, err, errlen) != 0)
+				return -1;
 		} else if (strcmp(key, "comment") == 0 || strcmp(key, "_comment") == 0) {
 			continue; /* JSON has no comments; allow a note */
 		} else {
@@ -746,6 +895,8 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 		     c->port[0].device);
 		return -1;
 	}
+	if (check_subscribers(c, err, errlen) != 0)
+		return -1;
 	return check_fail_open(c, err, errlen);
 }
 
@@ -776,8 +927,17 @@ shaper_config_load_file(const char *path, struct shaper_config *c, char *err, si
 {
 	json_error_t jerr;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	struct shaper_subscribers_config *sc = &c->subscribers;
 
-	return load_json(root, &jerr, path, c, err, errlen);
+	if (load_json(root, &jerr, path, c, err, errlen) != 0)
+		return -1;
+	if (resolve_beside(sc->devices, sizeof(sc->devices), path, "subscribers.devices", err,
+			   errlen) != 0 ||
+	    resolve_beside(sc->network, sizeof(sc->network), path, "subscribers.network", err,
+			   errlen) != 0 ||
+	    resolve_beside(sc->file, sizeof(sc->file), path, "subscribers.file", err, errlen) != 0)
+		return -1;
+	return 0;
 }
 
 int

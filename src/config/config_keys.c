@@ -19,6 +19,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "top", "lcores", "{}", NULL, true },
 	{ "top", "dataplane", "{}", NULL, true },
 	{ "top", "fail_open", "{}", NULL, true },
+	{ "top", "subscribers", "{}", NULL, true },
 	{ "top", "comment", "\"what the file is for\"", NULL, true },
 	{ "top", "_comment", "\"what the file is for\"", NULL, true },
 
@@ -136,6 +137,13 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "fail_open", "enabled", "false", "false", true },
 	{ "fail_open", "lease", "\"100ms\"", "100ms", true },
 	{ "fail_open", "program", "\"auto\"", "auto", true },
+
+	{ "subscribers", "devices", "\"\"", "", true },
+	{ "subscribers", "network", "\"\"", "", true },
+	{ "subscribers", "file", "\"\"", "", true },
+	{ "subscribers", "active", "1000", "1000", true },
+	{ "subscribers", "scale_mins", "false", "false", true },
+	{ "subscribers", "unknown", "\"link\"", "link", true },
 
 	{ "dataplane.mbufs", "upstream", "\"auto\"", "auto", true },
 	{ "dataplane.mbufs", "downstream", "\"auto\"", "auto", true },

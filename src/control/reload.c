@@ -228,6 +228,8 @@ restart_keys(const struct shaper_config *s, const struct shaper_config *f,
 		restart_key(pl, "fail_open.lease");
 	if (strcmp(s->fail_open_program, f->fail_open_program) != 0)
 		restart_key(pl, "fail_open.program");
+	if (memcmp(&s->subscribers, &f->subscribers, sizeof(s->subscribers)) != 0)
+		restart_key(pl, "subscribers");
 }
 
 void

@@ -4,6 +4,7 @@
  * allows, transmit, and free the scheduler's drops counted by reason.
  * Time is read once per turn and passed into the scheduler.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -134,6 +135,41 @@ dp_share_reapply(struct dp_dir *d, uint64_t now)
 		share_shard_rebind(&d->share, d->sched, now);
 }
 
+static inline enum sub_dir
+sub_dir_of(const struct dp_dir *d)
+{
+	return d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+}
+
+/* The scheduler's backlog and next time, per subscriber or the link's own. */
+static inline uint64_t
+dir_next_time(const struct dp_dir *d, uint64_t now)
+{
+	return d->subs != NULL ? sub_sched_next_time(d->subs, sub_dir_of(d), now)
+			       : sched_next_time(d->sched, now);
+}
+
+static inline unsigned int
+dir_dequeue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max, uint64_t now,
+		  struct sh_pkt_list *drops)
+{
+	if (d->subs != NULL)
+		return sub_sched_dequeue_burst(d->subs, sub_dir_of(d), pkts, max, now, drops);
+	return sched_dequeue_burst(d->sched, pkts, max, now, drops);
+}
+
+/* Each frame to its subscriber's CAKE (the link's for an address no subscriber owns). */
+static void
+enqueue_subs(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t now,
+	     struct sh_pkt_list *drops)
+{
+	enum sub_dir sd = sub_dir_of(d);
+
+	for (unsigned int i = 0; i < n; i++)
+		sub_sched_enqueue(d->subs, sd, sub_sched_classify(d->subs, sd, pkts[i]), pkts[i],
+				  now, drops);
+}
+
 /* Hand a burst (received here, or steered here) to the scheduler. */
 static void
 enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t now,
@@ -143,6 +179,10 @@ enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t n
 		return;
 	if (d->rtt != NULL)
 		dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
+	if (d->subs != NULL) {
+		enqueue_subs(d, pkts, n, now, drops);
+		return;
+	}
 	if (d->share_group != NULL)
 		note_hosts(d, pkts, n);
 	if (sched_move_active(&d->move))
@@ -213,12 +253,12 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
        struct sh_pkt_list *drops)
 {
 	/* Ask the scheduler only once the shaper can release (keeps overlimits honest). */
-	bool due = sched_next_time(d->sched, now) <= now;
+	bool due = dir_next_time(d, now) <= now;
 	unsigned int n_out = 0, i;
 
 	if (d->emu == NULL) {
 		if (due) {
-			n_out = sched_dequeue_burst(d->sched, pkts, room, now, drops);
+			n_out = dir_dequeue_burst(d, pkts, room, now, drops);
 			for (i = 0; i < n_out; i++)
 				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
 			/* A host whose backlog drains is active though it sends nothing new. */
@@ -227,8 +267,7 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
 		}
 	} else {
 		/* The emulated path holds what the shaper released until its time. */
-		unsigned int n_sched =
-				due ? sched_dequeue_burst(d->sched, pkts, burst, now, drops) : 0;
+		unsigned int n_sched = due ? dir_dequeue_burst(d, pkts, burst, now, drops) : 0;
 
 		if (d->share_group != NULL)
 			note_hosts(d, pkts, n_sched);
@@ -280,8 +319,10 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 		free_drops(d, &drops);
 	if (d->share_group != NULL && share_due(&d->share, now))
 		share_tick(&d->share, d->sched, share_hosts_count(&d->hosts, now), now);
-	t = sched_next_time(d->sched, now);
-	d->backlogged = t != UINT64_MAX || d->n_pending != 0;
+	t = dir_next_time(d, now);
+	d->backlogged = (d->subs != NULL ? sub_sched_backlog_pkts(d->subs, sub_dir_of(d)) != 0
+					 : t != UINT64_MAX) ||
+			d->n_pending != 0;
 	if (d->emu != NULL && emu_next_time(d->emu) < t)
 		t = emu_next_time(d->emu);
 	if (d->n_pending != 0)
@@ -296,7 +337,8 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 void
 dp_dir_count_queued(const struct dp_dir *d, struct ctl_dir_counters *c)
 {
-	c->sched_qlen = sched_backlog_pkts(d->sched);
+	c->sched_qlen = d->subs != NULL ? sub_sched_backlog_pkts(d->subs, sub_dir_of(d))
+					: sched_backlog_pkts(d->sched);
 	c->swap_qlen = 0;
 	if (sched_move_active(&d->move))
 		c->swap_qlen = sched_backlog_pkts(d->move.from) + d->move.staged.count;
@@ -382,8 +424,19 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
 		if (m->rc == 0)
 			dp_share_reapply(d, now);
+		if (m->rc == 0 && d->subs != NULL)
+			sub_sched_set_link_rate(d->subs, sub_dir_of(d), m->params.rate);
 		break;
 	case DP_MSG_SWAP:
+		if (d->subs != NULL) {
+			/* The per-subscriber scheduler holds the link's: it cannot be swapped live.
+			 */
+			m->rc = -EINVAL;
+			snprintf(m->err, sizeof(m->err),
+				 "the discipline cannot change while subscribers are shaped "
+				 "(restart shaperd)");
+			break;
+		}
 		if (!sched_move_active(&d->move)) {
 			/* The new one serves from now on; the old backlog moves over. */
 			carry_sched_counters(d, d->sched);
@@ -546,6 +599,8 @@ dp_dir_drain(struct dp_dir *d)
 	sh_pkt_list_init(&out);
 	if (d->emu != NULL)
 		emu_flush(d->emu, &out);
+	if (d->subs != NULL)
+		sub_sched_flush(d->subs, sub_dir_of(d), &out); /* the link's scheduler too */
 	sched_flush(d->sched, &out);
 	/* Frames other workers steered here (every worker has stopped). */
 	{

@@ -3,7 +3,8 @@
  * the Piece of CAKE paper, Høiland-Jørgensen et al., 2018).
  *
  * Design note. Each direction has up to 8 tins (DSCP classes). Each tin
- * holds 1024 flow queues, found by an 8-way set-associative lookup on the
+ * holds 1024 flow queues (fewer if params.cake_queues asks: a subscriber's
+ * CAKE), found by an 8-way set-associative lookup on the
  * flow hash (or a host hash, depending on the isolation mode), so distinct
  * flows rarely share a queue. Inside a tin, DRR++ serves flows from three
  * lists: new (sparse flows, served first), old (bulk rotation) and decaying
@@ -21,9 +22,11 @@
  * memory drops from the head of the fattest queue, found with a max-heap
  * kept up to date only while overflows are recent.
  *
- * Layout: all tables are allocated once at create (all 8 tins, whatever the
- * mode, so a diffserv change never strands packets without state). Queue
- * indices are masks (1024 queues), list links are 16-bit indices, rate
+ * Layout: all tables are allocated once at create, in one block (all 8
+ * tins, whatever the mode, so a diffserv change never strands packets
+ * without state; or only the mode's tins with params.cake_mode_tins, and a
+ * change to a mode with more is refused). Queue indices are masks (a power
+ * of two of queues per tin), list links are 16-bit indices, rate
  * conversions are multiply+shift. What the set-associative searches read
  * (flow tags, a busy bit per queue, host tags and host bulk counts) sits in
  * dense per-tin arrays, so one search reads one or two cache lines and
@@ -45,11 +48,10 @@
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
-#define CAKE_QUEUES           1024u
-#define CAKE_QUEUE_MASK       (CAKE_QUEUES - 1)
+#define CAKE_QUEUES           1024u /* per tin, unless params.cake_queues says fewer */
+#define CAKE_QUEUES_MIN       16u
 #define CAKE_SET_WAYS         8u
 #define CAKE_MAX_TINS         SCHED_MAX_TINS
-#define CAKE_HEAP_LEN         (CAKE_MAX_TINS * CAKE_QUEUES)
 #define CAKE_NIL              0xffffu /* end of a flow list */
 #define CAKE_PKT_LIMIT        10240u  /* only caps the derived byte limit */
 #define CAKE_OVERFLOW_TIMEOUT 65535u
@@ -97,18 +99,19 @@ enum cake_list_id {
 };
 
 struct cake_tin {
-	struct cake_flow flows[CAKE_QUEUES];
+	/* The tin's queues (cake_layout: nq of each; NULL past the allocated tins). */
+	struct cake_flow *flows;
 	/*
 	 * What the 8-way lookups read, kept dense so a set's ways share one
 	 * cache line: flow tags, a busy bit per way (flow set != NONE), and
 	 * the host tables (tags and bulk flow counts) as separate arrays.
 	 */
-	uint32_t tags[CAKE_QUEUES];
-	uint8_t busy[CAKE_QUEUES / CAKE_SET_WAYS];
-	uint32_t srchost_tag[CAKE_QUEUES];
-	uint32_t dsthost_tag[CAKE_QUEUES];
-	uint16_t srchost_bulk[CAKE_QUEUES];
-	uint16_t dsthost_bulk[CAKE_QUEUES];
+	uint32_t *tags;
+	uint8_t *busy; /* nq / 8 bytes */
+	uint32_t *srchost_tag;
+	uint32_t *dsthost_tag;
+	uint16_t *srchost_bulk;
+	uint16_t *dsthost_bulk;
 	struct cake_list lists[CAKE_LIST_COUNT]; /* new, old, decaying */
 	uint32_t sparse_flow_count, bulk_flow_count;
 	uint32_t decaying_flow_count, unresponsive_flow_count;
@@ -143,10 +146,15 @@ struct cake_heap_ent {
 
 struct cake {
 	struct sched_params p;
-	uint32_t tin_cnt;      /* tins of the current diffserv mode */
-	uint32_t tin_scan;     /* tins dequeue looks at (> tin_cnt while old ones drain) */
-	uint32_t cur_tin;      /* unshaped tin DRR position */
-	uint8_t tin_index[64]; /* DSCP -> tin */
+	/* The shape of the allocation, fixed at create. */
+	uint32_t nq, qmask, qshift; /* queues per tin (a power of two), nq - 1, log2(nq) */
+	uint32_t tin_alloc;         /* tins with queues: 8, or the mode's with cake_mode_tins */
+	uint32_t slots;             /* tin_alloc x nq: queue ids below this */
+	size_t bytes;               /* the whole block */
+	uint32_t tin_cnt;           /* tins of the current diffserv mode */
+	uint32_t tin_scan;          /* tins dequeue looks at (> tin_cnt while old ones drain) */
+	uint32_t cur_tin;           /* unshaped tin DRR position */
+	uint8_t tin_index[64];      /* DSCP -> tin */
 	uint8_t tin_order[CAKE_MAX_TINS];
 	uint8_t flow_mode;
 	bool len_plain;  /* no overhead settings: the charged length is the frame's */
@@ -163,7 +171,7 @@ struct cake {
 	uint32_t overflow_timeout;
 	bool resync; /* config changed: clocks may be stale */
 
-	uint32_t flush_pos; /* cake_flush_some's place: tin << 10 | queue */
+	uint32_t flush_pos; /* cake_flush_some's place: tin << qshift | queue */
 
 	uint64_t rng;
 	uint16_t quantum_div[CAKE_HOST_MAX + 1];
@@ -176,16 +184,103 @@ struct cake {
 	uint64_t avg_netoff; /* EWMA of net_off << 16 */
 
 	/*
-	 * Overflow heap over every queue of the scanned tins, id = (tin << 10)
-	 * | queue. Each entry carries its key (the flow's backlog) so a sift compares
+	 * Overflow heap over every queue of the scanned tins, id = (tin <<
+	 * qshift) | queue. Each entry carries its key (the flow's backlog) so a sift compares
 	 * without following the id; positions live in a dense array. Kept only
 	 * while overflow_timeout runs; rebuilt from the flows otherwise.
 	 */
-	uint32_t heap_len;                        /* entries in use: tin_scan x 1024 */
-	struct cake_heap_ent heap[CAKE_HEAP_LEN]; /* max-heap on key */
-	uint16_t heap_pos[CAKE_HEAP_LEN];         /* id -> position in heap[] */
+	uint32_t heap_len;          /* entries in use: tin_scan x nq */
+	struct cake_heap_ent *heap; /* slots entries: max-heap on key */
+	uint16_t *heap_pos;         /* slots entries: id -> position in heap[] */
 	struct cake_tin tins[CAKE_MAX_TINS];
 };
+
+/* ---------------------------------------------------------------- layout */
+
+#define CAKE_ALIGN(x) (((x) + (size_t)63) & ~(size_t)63)
+
+uint32_t
+sched_cake_queues(const struct sched_params *p)
+{
+	return p->cake_queues != 0 ? p->cake_queues : CAKE_QUEUES;
+}
+
+/* Tins the diffserv mode d uses. */
+static uint32_t
+cake_mode_tins(enum sched_diffserv d)
+{
+	switch (d) {
+	case SCHED_BESTEFFORT:
+		return 1;
+	case SCHED_DIFFSERV3:
+		return 3;
+	case SCHED_DIFFSERV4:
+		return 4;
+	default:
+		return CAKE_MAX_TINS;
+	}
+}
+
+uint32_t
+sched_cake_tins(const struct sched_params *p)
+{
+	return p->cake_mode_tins ? cake_mode_tins(p->diffserv) : CAKE_MAX_TINS;
+}
+
+static size_t
+cake_tin_bytes(uint32_t nq)
+{
+	return CAKE_ALIGN(nq * sizeof(struct cake_flow)) + 3 * CAKE_ALIGN(nq * sizeof(uint32_t)) +
+	       CAKE_ALIGN(nq / CAKE_SET_WAYS) + 2 * CAKE_ALIGN(nq * sizeof(uint16_t));
+}
+
+/* The block for nq queues in each of tins tins: struct cake, the tins' tables, the heap. */
+static size_t
+cake_block_bytes(uint32_t nq, uint32_t tins)
+{
+	size_t slots = (size_t)nq * tins;
+
+	return CAKE_ALIGN(sizeof(struct cake)) + tins * cake_tin_bytes(nq) +
+	       CAKE_ALIGN(slots * sizeof(struct cake_heap_ent)) +
+	       CAKE_ALIGN(slots * sizeof(uint16_t));
+}
+
+static void *
+cake_take(char **m, size_t bytes)
+{
+	void *p = *m;
+
+	*m += CAKE_ALIGN(bytes);
+	return p;
+}
+
+/* Point the tables into the block after the struct (its shape from p). */
+static void
+cake_layout(struct cake *c, const struct sched_params *p)
+{
+	char *m = (char *)c + CAKE_ALIGN(sizeof(*c));
+	uint32_t i, nq = sched_cake_queues(p);
+
+	c->nq = nq;
+	c->qmask = nq - 1;
+	c->qshift = (uint32_t)__builtin_ctz(nq);
+	c->tin_alloc = sched_cake_tins(p);
+	c->slots = c->tin_alloc * nq;
+	c->bytes = cake_block_bytes(nq, c->tin_alloc);
+	for (i = 0; i < c->tin_alloc; i++) {
+		struct cake_tin *b = &c->tins[i];
+
+		b->flows = cake_take(&m, nq * sizeof(struct cake_flow));
+		b->tags = cake_take(&m, nq * sizeof(uint32_t));
+		b->srchost_tag = cake_take(&m, nq * sizeof(uint32_t));
+		b->dsthost_tag = cake_take(&m, nq * sizeof(uint32_t));
+		b->busy = cake_take(&m, nq / CAKE_SET_WAYS);
+		b->srchost_bulk = cake_take(&m, nq * sizeof(uint16_t));
+		b->dsthost_bulk = cake_take(&m, nq * sizeof(uint16_t));
+	}
+	c->heap = cake_take(&m, c->slots * sizeof(struct cake_heap_ent));
+	c->heap_pos = cake_take(&m, c->slots * sizeof(uint16_t));
+}
 
 /* ---------------------------------------------------------------- random */
 
@@ -403,9 +498,9 @@ cake_busy_set(struct cake_tin *b, uint32_t idx, bool on)
  * slots are another flow's hosts far more often than this one's.
  */
 static inline __attribute__((always_inline)) uint16_t
-cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash)
+cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint32_t qmask)
 {
-	uint32_t idx = hash & CAKE_QUEUE_MASK;
+	uint32_t idx = hash & qmask;
 	uint32_t inner = idx & (CAKE_SET_WAYS - 1);
 	uint32_t outer = idx - inner;
 	uint32_t k;
@@ -458,10 +553,10 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 	f->flags &= (uint8_t)~CAKE_FLOW_REHOST;
 	if (c->dsrc)
 		f->srchost = cake_host_slot(b->srchost_tag, b->srchost_bulk,
-					    cake_vlan_host(pkt->src_hash, mix));
+					    cake_vlan_host(pkt->src_hash, mix), c->qmask);
 	if (c->ddst)
 		f->dsthost = cake_host_slot(b->dsthost_tag, b->dsthost_bulk,
-					    cake_vlan_host(pkt->dst_hash, mix));
+					    cake_vlan_host(pkt->dst_hash, mix), c->qmask);
 	if (f->set == CAKE_SET_BULK)
 		cake_host_bulk_inc(c, b, f);
 }
@@ -490,7 +585,7 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 		hash = cake_vlan_host(hash, cake_vlan_mix(c, pkt));
 	}
 
-	idx = hash & CAKE_QUEUE_MASK;
+	idx = hash & c->qmask;
 	if (b->tags[idx] == hash && cake_busy(b, idx)) {
 		b->way_directs++;
 		k = idx;
@@ -534,7 +629,7 @@ found:
  * A 4-ary max-heap: half the depth of a binary one, so a sift-up (every
  * enqueue while overflows are recent) takes half the steps and a sift-down
  * half the moves. It covers the tins dequeue scans (heap_len = tin_scan x
- * 1024: the only tins that can hold packets); a change of tin_scan stops
+ * nq: the only tins that can hold packets); a change of tin_scan stops
  * the heap (overflow_timeout = 0) so the next overflow rebuilds it. Ties
  * are left in heap order (the reference leaves them open).
  *
@@ -612,9 +707,9 @@ cake_heap_rebuild(struct cake *c)
 {
 	uint32_t i;
 
-	c->heap_len = c->tin_scan * CAKE_QUEUES;
+	c->heap_len = c->tin_scan << c->qshift;
 	for (i = 0; i < c->heap_len; i++) {
-		c->heap[i].key = c->tins[i >> 10].flows[i & CAKE_QUEUE_MASK].backlog;
+		c->heap[i].key = c->tins[i >> c->qshift].flows[i & c->qmask].backlog;
 		c->heap[i].id = (uint16_t)i;
 		c->heap_pos[i] = (uint16_t)i;
 	}
@@ -624,9 +719,9 @@ cake_heap_rebuild(struct cake *c)
 
 /* A queue's heap id from its tin and index (as stored in its packets). */
 static inline uint16_t
-cake_flow_id(uint32_t tin, uint32_t queue)
+cake_flow_id(const struct cake *c, uint32_t tin, uint32_t queue)
 {
-	return (uint16_t)((tin << 10) | queue);
+	return (uint16_t)((tin << c->qshift) | queue);
 }
 
 /*
@@ -846,7 +941,7 @@ cake_config_tins(struct cake *c, uint64_t r)
 	 * Tins beyond the mode still holding packets from before a diffserv
 	 * change drain at the full rate; they are reset once empty.
 	 */
-	for (i = c->tin_cnt; i < CAKE_MAX_TINS; i++) {
+	for (i = c->tin_cnt; i < c->tin_alloc; i++) {
 		char name[SCHED_NAME_LEN];
 
 		snprintf(name, sizeof(name), "Tin %u", i);
@@ -993,6 +1088,13 @@ cake_check(const struct sched_params *p, char *err, size_t errlen)
 		SCHED_ERR(err, errlen, "rate %llu bytes/s too large", (unsigned long long)p->rate);
 		return -EINVAL;
 	}
+	if (p->cake_queues != 0 &&
+	    (p->cake_queues < CAKE_QUEUES_MIN || p->cake_queues > CAKE_QUEUES ||
+	     (p->cake_queues & (p->cake_queues - 1)) != 0)) {
+		SCHED_ERR(err, errlen, "cake queues %u: a power of two %u..%u", p->cake_queues,
+			  CAKE_QUEUES_MIN, CAKE_QUEUES);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -1021,11 +1123,11 @@ cake_reset_size_stats(struct cake *c)
 
 /* Forget all flow state of an empty tin. */
 static void
-cake_tin_reset(struct cake_tin *b)
+cake_tin_reset(const struct cake *c, struct cake_tin *b)
 {
 	uint32_t i;
 
-	for (i = 0; i < CAKE_QUEUES; i++) {
+	for (i = 0; i < c->nq; i++) {
 		struct cake_flow *f = &b->flows[i];
 
 		sh_pkt_list_init(&f->pkts);
@@ -1039,7 +1141,7 @@ cake_tin_reset(struct cake_tin *b)
 		b->srchost_bulk[i] = 0;
 		b->dsthost_bulk[i] = 0;
 	}
-	memset(b->busy, 0, sizeof(b->busy));
+	memset(b->busy, 0, c->nq / CAKE_SET_WAYS);
 	for (i = 0; i < CAKE_LIST_COUNT; i++)
 		b->lists[i].head = b->lists[i].tail = CAKE_NIL;
 	b->sparse_flow_count = b->bulk_flow_count = 0;
@@ -1054,12 +1156,12 @@ cake_update_scan(struct cake *c)
 {
 	uint32_t i, n = c->tin_cnt;
 
-	for (i = c->tin_cnt; i < CAKE_MAX_TINS; i++)
+	for (i = c->tin_cnt; i < c->tin_alloc; i++)
 		if (c->tins[i].qlen != 0)
 			n = i + 1;
 	/* Retired tins that emptied lose their (decaying) flow state. */
 	for (i = n; i < c->tin_scan; i++)
-		cake_tin_reset(&c->tins[i]);
+		cake_tin_reset(c, &c->tins[i]);
 	if (n != c->tin_scan)
 		c->overflow_timeout = 0; /* the heap's size follows tin_scan: rebuild */
 	c->tin_scan = n;
@@ -1078,8 +1180,8 @@ cake_init(struct cake *c, const struct sched_params *p)
 	c->quantum_div[0] = UINT16_MAX;
 	for (i = 1; i <= CAKE_HOST_MAX; i++)
 		c->quantum_div[i] = (uint16_t)(65535 / i);
-	for (i = 0; i < CAKE_MAX_TINS; i++)
-		cake_tin_reset(&c->tins[i]);
+	for (i = 0; i < c->tin_alloc; i++)
+		cake_tin_reset(c, &c->tins[i]);
 	cake_config_tins(c, c->p.rate);
 	c->tin_scan = c->tin_cnt;
 	cake_config_limit(c);
@@ -1093,11 +1195,12 @@ cake_create(const struct sched_params *p, const struct sched_alloc *a, char *err
 
 	if (cake_check(p, err, errlen) != 0)
 		return NULL;
-	c = sched_zalloc(a, sizeof(*c));
+	c = sched_zalloc(a, cake_block_bytes(sched_cake_queues(p), sched_cake_tins(p)));
 	if (c == NULL) {
 		SCHED_ERR(err, errlen, "out of memory");
 		return NULL;
 	}
+	cake_layout(c, p);
 	cake_init(c, p);
 	return c;
 }
@@ -1110,7 +1213,14 @@ cake_reinit(void *impl, const struct sched_params *p, char *err, size_t errlen)
 
 	if (cake_check(p, err, errlen) != 0)
 		return -EINVAL;
-	memset(c, 0, sizeof(*c));
+	if (sched_cake_queues(p) != c->nq || sched_cake_tins(p) != c->tin_alloc) {
+		SCHED_ERR(err, errlen,
+			  "made with %u tins of %u queues; these params need %u of %u (make a new one)",
+			  c->tin_alloc, c->nq, sched_cake_tins(p), sched_cake_queues(p));
+		return -EINVAL;
+	}
+	memset(c, 0, c->bytes);
+	cake_layout(c, p);
 	cake_init(c, p);
 	return 0;
 }
@@ -1148,7 +1258,7 @@ cake_resync(struct cake *c, uint64_t now)
 		c->failsafe_next_packet = now;
 	if (c->failsafe_next_packet > cap)
 		c->failsafe_next_packet = cap;
-	for (i = 0; i < CAKE_MAX_TINS; i++) {
+	for (i = 0; i < c->tin_alloc; i++) {
 		struct cake_tin *b = &c->tins[i];
 		uint64_t tcap = now + sched_rate_ns(&b->rate, c->p.mtu);
 
@@ -1212,8 +1322,8 @@ cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 	/* Make the root exact; once it is, it is the fattest queue. */
 	for (;;) {
 		e = c->heap[0].id;
-		b = &c->tins[e >> 10];
-		f = &b->flows[e & CAKE_QUEUE_MASK];
+		b = &c->tins[e >> c->qshift];
+		f = &b->flows[e & c->qmask];
 		if (c->heap[0].key == f->backlog)
 			break;
 		c->heap[0].key = f->backlog;
@@ -1314,7 +1424,7 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 	if (c->p.ack_filter != SCHED_ACK_FILTER_OFF && f->pkts.head != pkt)
 		cake_ack_filter(c, b, f, pkt, now, dropped);
 	if (c->overflow_timeout != 0) /* the heap is kept only while overflows are recent */
-		cake_backlog_grew(c, cake_flow_id(tin, idx), f);
+		cake_backlog_grew(c, cake_flow_id(c, tin, idx), f);
 
 	if (f->set == CAKE_SET_NONE || f->set == CAKE_SET_DECAYING) {
 		if (f->set == CAKE_SET_DECAYING) {
@@ -1484,7 +1594,7 @@ cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 begin:
 	/* Each restart retires an empty flow, so this bound is never hit
 	 * unless the state is corrupt; then refuse rather than spin. */
-	if (c->qlen == 0 || ++restarts > 2 * CAKE_HEAP_LEN + 16)
+	if (c->qlen == 0 || ++restarts > 2 * c->slots + 16)
 		return NULL;
 	if (c->rate.rate != 0 && c->time_next_packet > now && c->failsafe_next_packet > now) {
 		c->overlimits++;
@@ -1539,7 +1649,7 @@ retry:
 			 */
 			if (!c->p.ingress && c->qlen != 0 &&
 			    b->sparse_flow_count + b->bulk_flow_count != 0 &&
-			    ++restarts <= 2 * CAKE_HEAP_LEN + 16)
+			    ++restarts <= 2 * c->slots + 16)
 				goto retry;
 			goto begin;
 		}
@@ -1611,6 +1721,17 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 
 	if (cake_check(p, err, errlen) != 0)
 		return -EINVAL;
+	if (sched_cake_queues(p) != c->nq) {
+		SCHED_ERR(err, errlen, "cake queues: %u per tin, fixed when it was made", c->nq);
+		return -EINVAL;
+	}
+	if (cake_mode_tins(p->diffserv) > c->tin_alloc) {
+		SCHED_ERR(err, errlen,
+			  "diffserv mode %d needs %u tins; this CAKE was made with %u (for its "
+			  "mode only)",
+			  (int)p->diffserv, cake_mode_tins(p->diffserv), c->tin_alloc);
+		return -EINVAL;
+	}
 	if (p->overhead_mode != c->p.overhead_mode || p->overhead != c->p.overhead)
 		cake_reset_size_stats(c);
 	cake_set_params(c, p);
@@ -1621,14 +1742,14 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 		 * Host slots and bulk counts were kept for the old mode: clear
 		 * them and let each flow reclaim its hosts on its next packet.
 		 */
-		for (i = 0; i < CAKE_MAX_TINS; i++) {
+		for (i = 0; i < c->tin_alloc; i++) {
 			struct cake_tin *b = &c->tins[i];
 
-			memset(b->srchost_tag, 0, sizeof(b->srchost_tag));
-			memset(b->dsthost_tag, 0, sizeof(b->dsthost_tag));
-			memset(b->srchost_bulk, 0, sizeof(b->srchost_bulk));
-			memset(b->dsthost_bulk, 0, sizeof(b->dsthost_bulk));
-			for (j = 0; j < CAKE_QUEUES; j++)
+			memset(b->srchost_tag, 0, c->nq * sizeof(*b->srchost_tag));
+			memset(b->dsthost_tag, 0, c->nq * sizeof(*b->dsthost_tag));
+			memset(b->srchost_bulk, 0, c->nq * sizeof(*b->srchost_bulk));
+			memset(b->dsthost_bulk, 0, c->nq * sizeof(*b->dsthost_bulk));
+			for (j = 0; j < c->nq; j++)
 				b->flows[j].flags |= CAKE_FLOW_REHOST;
 		}
 	}
@@ -1653,7 +1774,7 @@ cake_set_rate(void *impl, uint64_t rate, uint64_t now)
 
 	sched_rescale_clock(&c->time_next_packet, now, old, rate);
 	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
-	for (i = 0; i < CAKE_MAX_TINS; i++)
+	for (i = 0; i < c->tin_alloc; i++)
 		if (c->tins[i].time_next_packet > now) /* the rest are not waiting */
 			sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
 	cake_rates_set(c, rate);
@@ -1669,13 +1790,13 @@ cake_flush(void *impl, struct sh_pkt_list *out)
 	for (i = 0; i < c->tin_scan; i++) {
 		struct cake_tin *b = &c->tins[i];
 
-		for (j = 0; j < CAKE_QUEUES && b->qlen != 0; j++) {
+		for (j = 0; j < c->nq && b->qlen != 0; j++) {
 			struct sh_pkt *pkt;
 
 			while ((pkt = cake_flow_pop(c, b, &b->flows[j])) != NULL)
 				sh_pkt_list_push(out, pkt);
 		}
-		cake_tin_reset(b);
+		cake_tin_reset(c, b);
 	}
 	c->overflow_timeout = 0;
 	c->tin_scan = c->tin_cnt;
@@ -1746,7 +1867,7 @@ cake_reset_stats(void *impl)
 	c->ecn_marked = 0;
 	c->buffer_max_used = c->buffer_used;
 	cake_reset_size_stats(c);
-	for (i = 0; i < CAKE_MAX_TINS; i++) {
+	for (i = 0; i < c->tin_alloc; i++) {
 		struct cake_tin *b = &c->tins[i];
 
 		b->packets = b->bytes = 0;
@@ -1768,28 +1889,31 @@ cake_backlog_pkts(const void *impl)
 /*
  * Up to max packets in flush order (queue by queue, each oldest first),
  * resuming where the last call stopped. The flows stay in their lists,
- * empty ones are retired by dequeue as usual. At most max + 2 x 1024
+ * empty ones are retired by dequeue as usual. At most max + 2 x nq
  * queue visits per call: it may return 0 while packets remain (call again).
  */
 static unsigned int
 cake_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 {
 	struct cake *c = impl;
-	uint32_t pos = c->flush_pos & (CAKE_HEAP_LEN - 1);
+	uint32_t pos = c->flush_pos < c->slots ? c->flush_pos : 0;
 	unsigned int n = 0, visits = 0;
 
-	while (n < max && c->qlen != 0 && visits < max + 2 * CAKE_QUEUES) {
-		struct cake_tin *b = &c->tins[pos >> 10];
-		struct cake_flow *f = &b->flows[pos & CAKE_QUEUE_MASK];
+	while (n < max && c->qlen != 0 && visits < max + 2 * c->nq) {
+		struct cake_tin *b = &c->tins[pos >> c->qshift];
+		struct cake_flow *f = &b->flows[pos & c->qmask];
 		struct sh_pkt *pkt;
 
 		visits++;
 		if (b->qlen == 0) { /* the rest of an empty tin in one step */
-			pos = (((pos >> 10) + 1) << 10) & (CAKE_HEAP_LEN - 1);
+			pos = ((pos >> c->qshift) + 1) << c->qshift;
+			if (pos >= c->slots)
+				pos = 0;
 			continue;
 		}
 		if (f->pkts.head == NULL) {
-			pos = (pos + 1) & (CAKE_HEAP_LEN - 1);
+			if (++pos >= c->slots)
+				pos = 0;
 			continue;
 		}
 		while (n < max && (pkt = cake_flow_pop(c, b, f)) != NULL) {
@@ -1816,27 +1940,27 @@ cake_flow_facts(const void *impl, uint32_t *cursor, unsigned int max_slots, uint
 	for (uint32_t i = 0; i < c->tin_cnt; i++)
 		display[c->tin_order[i]] = (uint8_t)i;
 	/* An empty tin is skipped in one visit. */
-	while (pos < CAKE_HEAP_LEN && visits < max_slots && n < room) {
-		const struct cake_tin *b = &c->tins[pos >> 10];
-		const struct cake_flow *f = &b->flows[pos & CAKE_QUEUE_MASK];
+	while (pos < c->slots && visits < max_slots && n < room) {
+		const struct cake_tin *b = &c->tins[pos >> c->qshift];
+		const struct cake_flow *f = &b->flows[pos & c->qmask];
 		struct sched_flow_fact *fi;
 
 		visits++;
 		if (b->qlen == 0) { /* skip the rest of an empty tin */
-			pos = ((pos >> 10) + 1) << 10;
+			pos = ((pos >> c->qshift) + 1) << c->qshift;
 			continue;
 		}
 		if (f->pkts.head != NULL) {
 			fi = &out[n++];
 			fi->backlog_bytes = f->backlog;
 			fi->packets = f->pkts.count;
-			fi->queue = (uint16_t)(pos & CAKE_QUEUE_MASK);
-			fi->tin = display[pos >> 10];
+			fi->queue = (uint16_t)(pos & c->qmask);
+			fi->tin = display[pos >> c->qshift];
 			sched_fact_from_head(fi, f->pkts.head, now);
 		}
 		pos++;
 	}
-	*cursor = pos >= CAKE_HEAP_LEN || n == room ? SCHED_FACTS_DONE : pos;
+	*cursor = pos >= c->slots || n == room ? SCHED_FACTS_DONE : pos;
 	return n;
 }
 

@@ -405,7 +405,7 @@ sched_flow_slots(const struct sched_params *p)
 {
 	switch (p->discipline) {
 	case SCHED_DISC_CAKE:
-		return SCHED_MAX_TINS * 1024u; /* CAKE_MAX_TINS x CAKE_QUEUES */
+		return sched_cake_tins(p) * sched_cake_queues(p);
 	case SCHED_DISC_FQ_CODEL:
 		return p->fqc_flows;
 	case SCHED_DISC_FIFO:

@@ -9,6 +9,7 @@
 #include "shaper/subscriber_alloc.h"
 #include "shaper/subscriber_lookup.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_sched.h"
 
 struct sub_pool {
 	struct sched_params p;
@@ -140,9 +141,30 @@ sub_count_free(void *p, void *ctx)
 	free(p);
 }
 
-int
-sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
-		 const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen)
+/*
+ * DPDK's rte_lpm and rte_lpm6 as the worker sizes them (src/dataplane/subs.c):
+ * a first-level table of 2^24 4-byte entries each, and a group of 256 for
+ * every 8 bits a prefix reaches past /24 (v4: one at most).
+ */
+#define SUB_LPM_TBL24_BYTES (4ull << 24)
+#define SUB_LPM_TBL8_BYTES  (256ull * 4)
+
+uint64_t
+sub_lpm_bytes_for(uint32_t v4, uint32_t v4_groups, uint32_t v6, uint32_t v6_groups)
+{
+	uint64_t b = 0;
+
+	if (v4 != 0)
+		b += SUB_LPM_TBL24_BYTES + (v4_groups + 1ull) * SUB_LPM_TBL8_BYTES + v4 * 8ull;
+	if (v6 != 0)
+		b += SUB_LPM_TBL24_BYTES + (v6_groups + 1ull) * SUB_LPM_TBL8_BYTES + v6 * 24ull;
+	return b;
+}
+
+static int
+sub_mem_fill(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
+	     uint64_t lpm_bytes, const struct sched_params *p, struct sub_mem *out, char *err,
+	     size_t errlen)
 {
 	struct sub_count_alloc count = { 0 };
 	struct sched_alloc a = { sub_count_zalloc, sub_count_free, &count };
@@ -160,23 +182,50 @@ sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_
 	out->config_bytes = (uint64_t)configured * sizeof(struct sub_subscriber) +
 			    (uint64_t)prefixes * sizeof(struct sub_prefix) +
 			    (uint64_t)nodes * sizeof(struct sub_node);
-	out->idle_bytes = (uint64_t)configured * sizeof(struct sub_idle);
+	out->idle_bytes = sub_sched_bytes_for(configured); /* the record of each, and its place */
 	/* Every prefix counted in both tables: an upper bound. */
 	out->lookup_bytes = sub_lookup_bytes_for(prefixes, prefixes);
 	out->alloc_bytes = sub_alloc_bytes_for(nodes, configured);
 	out->sched_bytes = count.bytes;
 	out->pool_bytes = (uint64_t)active * SUB_DIRS * count.bytes;
+	out->lpm_bytes = lpm_bytes;
 	out->total = out->config_bytes + out->idle_bytes + out->lookup_bytes + out->alloc_bytes +
-		     out->pool_bytes;
+		     out->pool_bytes + out->lpm_bytes;
 	return 0;
+}
+
+int
+sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
+		 const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen)
+{
+	/* Without the set: half v4 /32s (a group each), half v6 /56s (four each). */
+	uint32_t v4 = prefixes - prefixes / 2, v6 = prefixes / 2;
+
+	return sub_mem_fill(configured, prefixes, nodes, active,
+			    sub_lpm_bytes_for(v4, v4, v6, 4 * v6), p, out, err, errlen);
 }
 
 int
 sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
 		     struct sub_mem *out, char *err, size_t errlen)
 {
-	return sub_mem_estimate(set->nsubs, set->nprefixes, set->nnodes, active, p, out, err,
-				errlen);
+	uint32_t v4 = 0, g4 = 0, v6 = 0, g6 = 0;
+
+	for (uint32_t i = 0; i < set->nprefixes; i++) {
+		const struct sub_prefix *x = &set->prefixes[i];
+
+		if (x->vlan != 0)
+			continue; /* in the hash lookup only */
+		if (x->family == 4) {
+			v4++;
+			g4 += x->len > 24;
+		} else {
+			v6++;
+			g6 += x->len > 24 ? (x->len - 24u + 7) / 8u : 0;
+		}
+	}
+	return sub_mem_fill(set->nsubs, set->nprefixes, set->nnodes, active,
+			    sub_lpm_bytes_for(v4, g4, v6, g6), p, out, err, errlen);
 }
 
 void
@@ -184,9 +233,9 @@ sub_mem_format(const struct sub_mem *m, char *buf, size_t len)
 {
 	snprintf(buf, len,
 		 "%u subscribers (%u active, a scheduler each way): %.3f GB = pool %.3f GB (%u x 2 "
-		 "x %llu bytes) + idle state %.1f MB + configuration %.1f MB + lookup %.1f MB + "
-		 "allocator %.1f MB",
+		 "x %llu bytes) + rte_lpm %.1f MB + idle state %.1f MB + configuration %.1f MB + "
+		 "lookup %.1f MB + allocator %.1f MB",
 		 m->configured, m->active, m->total / 1e9, m->pool_bytes / 1e9, m->active,
-		 (unsigned long long)m->sched_bytes, m->idle_bytes / 1e6, m->config_bytes / 1e6,
-		 m->lookup_bytes / 1e6, m->alloc_bytes / 1e6);
+		 (unsigned long long)m->sched_bytes, m->lpm_bytes / 1e6, m->idle_bytes / 1e6,
+		 m->config_bytes / 1e6, m->lookup_bytes / 1e6, m->alloc_bytes / 1e6);
 }

@@ -42,6 +42,7 @@ MD_SECTIONS = {
     "## lcores": "lcores",
     "## dataplane": "dataplane",
     "## fail_open": "fail_open",
+    "## subscribers": "subscribers",
 }
 # shaper.json(5) .SH/.SS title -> section.
 MAN_SECTIONS = {
@@ -58,6 +59,7 @@ MAN_SECTIONS = {
     "LCORES": "lcores",
     "DATAPLANE": "dataplane",
     "FAIL-OPEN": "fail_open",
+    "SUBSCRIBERS": "subscribers",
 }
 # Sections documented inside their parent key's entry: (parent section, parent key).
 INLINE = {

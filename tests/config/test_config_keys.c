@@ -48,6 +48,7 @@ static const struct {
 	{ "lcores", "{" PORTS ", \"lcores\": {}}", { "lcores" } },
 	{ "dataplane", "{" PORTS ", \"dataplane\": {}}", { "dataplane" } },
 	{ "fail_open", "{" PORTS ", \"fail_open\": {}}", { "fail_open" } },
+	{ "subscribers", "{" PORTS ", \"subscribers\": {}}", { "subscribers" } },
 	{ "dataplane.mbufs",
 	  "{" PORTS ", \"dataplane\": {\"mbufs\": {}}}",
 	  { "dataplane", "mbufs" } },

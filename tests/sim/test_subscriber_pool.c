@@ -284,6 +284,7 @@ test_pool_in_use(void **state)
 	p.rate = 10 * MBIT / 8;
 	p.diffserv = SCHED_BESTEFFORT;
 	p.isolation = SCHED_FLOWS;
+	sub_pool_cake_size(&p); /* 1 tin x 256 queues, as the data path will make them */
 	w->pool = sub_pool_create(&p, POOLN, NULL, err, sizeof(err));
 	if (w->pool == NULL)
 		fail_msg("%s", err);

@@ -891,7 +891,7 @@ struct err_case {
 #define NOT_NET    "must be an absolute path (control is a Unix socket, never a network address)"
 
 #define TOP_KEYS                                                                                   \
-	"(known: ports, upstream, downstream, control, metrics, log, lcores, dataplane, fail_open, comment, _comment)"
+	"(known: ports, upstream, downstream, control, metrics, log, lcores, dataplane, fail_open, subscribers, comment, _comment)"
 #define DS_NAMES "diffserv3, diffserv4, diffserv8, besteffort, precedence"
 #define ISO_NAMES                                                                                  \
 	"flowblind, srchost, dsthost, hosts, flows, dual-srchost, dual-dsthost, triple-isolate"

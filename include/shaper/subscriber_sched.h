@@ -1,0 +1,125 @@
+/*
+ * The per-subscriber scheduler of one worker: every subscriber's traffic in
+ * a CAKE of its own, drawn from a pool at its first packet and given back
+ * once drained and quiet (shaper/subscriber_pool.h), paced at the rate the
+ * hierarchical allocation (shaper/subscriber_alloc.h) gives it. The
+ * allocation runs every SUB_SCHED_TICK_NS from each subscriber's demand:
+ * all it can get while it has a standing queue (two packets or more), else
+ * its averaged arrival rate plus 1/32, 0 while idle.
+ *
+ * Addresses no subscriber owns share the link's own scheduler (the
+ * caller's), which competes under the link as one more subscriber with the
+ * link's capacity as its plan; so do the packets of a subscriber that finds
+ * the pool empty, until a CAKE is free. Dequeue serves the subscriber due
+ * soonest (a heap keyed by each scheduler's next time), and a pacer at the
+ * link's rate bounds the total: a subscriber that has just become active
+ * shapes at its plan until the next allocation, and never pushes the link
+ * past its rate meanwhile.
+ *
+ * Plain C, no DPDK, no clock: every call takes now in ns, so the same code
+ * runs in the worker and in the simulated-time tests. One instance per
+ * worker, used by that worker only: no locks. No allocation after create.
+ */
+#ifndef SHAPER_SUBSCRIBER_SCHED_H
+#define SHAPER_SUBSCRIBER_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/pkt.h"
+#include "shaper/sched.h"
+#include "shaper/subscriber.h"
+#include "shaper/subscriber_pool.h"
+
+#define SUB_SCHED_TICK_NS 5000000ull /* how often the allocation runs */
+
+struct sub_sched;
+
+struct sub_sched_config {
+	const struct sub_set *set; /* valid; copied where needed, may go after create */
+	/* One subscriber CAKE's params (sub_config_sched_params), per direction. */
+	struct sched_params params[SUB_DIRS];
+	uint32_t active; /* CAKEs in each direction's pool */
+	/* The link's scheduler per direction, for unknown addresses (the caller's). */
+	struct sched *link[SUB_DIRS];
+	const struct sched_alloc *mem; /* NULL: calloc */
+	/*
+	 * A faster longest-prefix match for the prefixes on no VLAN (the
+	 * worker's rte_lpm and rte_lpm6): the subscriber owning the address,
+	 * or SUB_NONE. Used for every frame unless it is tagged and the set
+	 * has VLAN-qualified prefixes; NULL: the set's own lookup. ctx is the
+	 * caller's and must outlive the scheduler.
+	 */
+	uint32_t (*lookup_v4)(const void *ctx, uint32_t addr);
+	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
+	const void *lookup_ctx;
+};
+
+/*
+ * NULL with err if the set asks for what is not built (a plan per unknown
+ * address), a param is refused or memory runs out.
+ */
+struct sub_sched *sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen);
+/* Frees the pools (each CAKE must be empty: sub_sched_flush first); not the link's schedulers. */
+void sub_sched_free(struct sub_sched *ss);
+
+/*
+ * The subscriber of a classified packet in direction dir: its LAN-side
+ * address (the destination going down, the source going up) on its VLAN
+ * (the inner of two tags), or SUB_NONE.
+ */
+uint32_t sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt);
+
+/*
+ * Queue pkt for subscriber sub (SUB_NONE: the link's scheduler) at now.
+ * Drops (pkt or others of the same scheduler) are appended to dropped with
+ * their reason. Returns 1 if pkt itself was dropped, else 0.
+ */
+int sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct sh_pkt *pkt,
+		      uint64_t now, struct sh_pkt_list *dropped);
+
+/*
+ * Up to max packets due at now, soonest-due subscriber first, within the
+ * link's rate; runs the allocation when it is due. AQM drops on the way go
+ * to dropped.
+ */
+unsigned int sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **out,
+				     unsigned int max, uint64_t now, struct sh_pkt_list *dropped);
+
+/*
+ * Earliest time a dequeue has work: a packet due, or the allocation while
+ * CAKEs are taken; UINT64_MAX when nothing is queued and none is taken.
+ */
+uint64_t sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now);
+
+/* The link's rate in bytes/s from now (autorate, a share of the link); 0 = the set's capacity. */
+void sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate);
+
+/* Every packet queued in direction dir onto out (shutdown); CAKEs go back to the pool. */
+void sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out);
+
+/* Packets queued in direction dir: every subscriber's CAKE and the link's scheduler. */
+uint64_t sub_sched_backlog_pkts(const struct sub_sched *ss, enum sub_dir dir);
+
+struct sub_sched_stats {
+	uint64_t taken, given; /* CAKEs drawn from and returned to the pool */
+	uint64_t pool_empty;   /* packets queued in the link's scheduler for want of a CAKE */
+	uint64_t unknown;      /* packets of addresses no subscriber owns */
+	uint64_t allocations;  /* allocation runs */
+	uint64_t link_waits;   /* dequeues held back by the link's pacer */
+	uint32_t active;       /* CAKEs taken now */
+	uint32_t pool_free;    /* CAKEs left */
+};
+
+void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);
+
+/* The lookup_ctx it was made with (for its owner to free after sub_sched_free). */
+const void *sub_sched_lookup_ctx(const struct sub_sched *ss);
+
+/* Bytes its per-subscriber state takes for nsubs subscribers (pools and lookup aside). */
+size_t sub_sched_bytes_for(uint32_t nsubs);
+
+/* Subscriber sub's record (counters, rate, its CAKE); sub < nsubs of the set. */
+const struct sub_idle *sub_sched_sub(const struct sub_sched *ss, uint32_t sub);
+
+#endif

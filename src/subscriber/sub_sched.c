@@ -1,0 +1,532 @@
+/*
+ * The per-subscriber scheduler (shaper/subscriber_sched.h): a CAKE per
+ * active subscriber from a pool, the allocation every tick, a heap of the
+ * subscribers with packets keyed by when each may send next, and a pacer at
+ * the link's rate over all of them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shaper/classify.h"
+#include "shaper/subscriber_alloc.h"
+#include "shaper/subscriber_lookup.h"
+#include "shaper/subscriber_sched.h"
+
+/* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
+#define SUB_SCHED_LINK_LAG_NS 250000ull
+
+struct sub_sched_dir {
+	struct sub_pool *pool;
+	uint64_t link_rate; /* bytes/s for the pacer; 0 = none */
+	uint64_t link_bps;  /* bit/s handed to the allocation; 0 = the set's capacity */
+	uint64_t root_cap;  /* the set's capacity of the link, bit/s (0 = unlimited) */
+	uint64_t link_next; /* the pacer's clock */
+	uint64_t next_tick, last_tick;
+	uint32_t *heap; /* subscriber indices with packets, min-heap on key */
+	uint64_t *key;  /* key[pos]: the scheduler's next time */
+	uint32_t nheap;
+	uint64_t *demand, *rate; /* per subscriber (and the link's entry), bit/s */
+	uint64_t queued;         /* packets in all its schedulers */
+	struct sub_sched_stats st;
+};
+
+struct sub_sched {
+	uint32_t nsubs; /* the set's; index nsubs is the link's own scheduler */
+	struct sub_idle *subs;
+	uint64_t *plan_max[SUB_DIRS]; /* bit/s, for a fresh CAKE's rate until the next tick */
+	struct sub_lookup *lookup;
+	bool vlan_prefixes; /* some prefix is VLAN-qualified: tagged frames need lookup */
+	uint32_t (*lookup_v4)(const void *ctx, uint32_t addr);
+	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
+	const void *lookup_ctx;
+	struct sub_alloc *alloc;
+	struct sub_sched_dir d[SUB_DIRS];
+};
+
+/* ------------------------------------------------------------------ heap */
+
+static void
+heap_place(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos,
+	   uint32_t sub, uint64_t key)
+{
+	d->heap[pos] = sub;
+	d->key[pos] = key;
+	ss->subs[sub].heap_pos[dir] = pos;
+}
+
+static void
+heap_up(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos)
+{
+	uint32_t sub = d->heap[pos];
+	uint64_t key = d->key[pos];
+
+	while (pos > 0) {
+		uint32_t parent = (pos - 1) / 2;
+
+		if (d->key[parent] <= key)
+			break;
+		heap_place(ss, d, dir, pos, d->heap[parent], d->key[parent]);
+		pos = parent;
+	}
+	heap_place(ss, d, dir, pos, sub, key);
+}
+
+static void
+heap_down(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos)
+{
+	uint32_t sub = d->heap[pos];
+	uint64_t key = d->key[pos];
+
+	for (;;) {
+		uint32_t l = 2 * pos + 1, m = l;
+
+		if (l >= d->nheap)
+			break;
+		if (l + 1 < d->nheap && d->key[l + 1] < d->key[l])
+			m = l + 1;
+		if (d->key[m] >= key)
+			break;
+		heap_place(ss, d, dir, pos, d->heap[m], d->key[m]);
+		pos = m;
+	}
+	heap_place(ss, d, dir, pos, sub, key);
+}
+
+/* Set sub's key (UINT64_MAX: no packets, out of the heap). */
+static void
+heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	uint32_t pos = ss->subs[sub].heap_pos[dir];
+
+	if (pos == SUB_NONE) {
+		if (key == UINT64_MAX)
+			return;
+		pos = d->nheap++;
+		heap_place(ss, d, dir, pos, sub, key);
+		heap_up(ss, d, dir, pos);
+		return;
+	}
+	if (key == UINT64_MAX) {
+		uint32_t last = --d->nheap, moved = d->heap[last];
+
+		ss->subs[sub].heap_pos[dir] = SUB_NONE;
+		if (pos == last)
+			return;
+		/* The last entry fills the hole, then finds its place either way. */
+		heap_place(ss, d, dir, pos, moved, d->key[last]);
+		heap_up(ss, d, dir, pos);
+		heap_down(ss, d, dir, ss->subs[moved].heap_pos[dir]);
+		return;
+	}
+	if (key < d->key[pos]) {
+		d->key[pos] = key;
+		heap_up(ss, d, dir, pos);
+	} else {
+		d->key[pos] = key;
+		heap_down(ss, d, dir, pos);
+	}
+}
+
+/* ---------------------------------------------------------------- create */
+
+size_t
+sub_sched_bytes_for(uint32_t nsubs)
+{
+	/* Per subscriber and the link's entry: its record, and per direction its heap slot,
+	 * key, demand, rate and plan. */
+	size_t per = sizeof(struct sub_idle) + SUB_DIRS * (sizeof(uint32_t) + 4 * sizeof(uint64_t));
+
+	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
+}
+
+void
+sub_sched_free(struct sub_sched *ss)
+{
+	if (ss == NULL)
+		return;
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		struct sub_sched_dir *d = &ss->d[dir];
+
+		sub_pool_free(d->pool);
+		free(d->heap);
+		free(d->key);
+		free(d->demand);
+		free(d->rate);
+		free(ss->plan_max[dir]);
+	}
+	sub_lookup_free(ss->lookup);
+	sub_alloc_free(ss->alloc);
+	free(ss->subs);
+	free(ss);
+}
+
+/* The allocator for set plus the link's own scheduler as one more subscriber under the root. */
+static struct sub_alloc *
+alloc_with_link(const struct sub_set *set)
+{
+	struct sub_set tmp = *set;
+	struct sub_subscriber *subs = calloc((size_t)set->nsubs + 1, sizeof(*subs));
+	struct sub_alloc *a;
+
+	if (subs == NULL)
+		return NULL;
+	memcpy(subs, set->subs, (size_t)set->nsubs * sizeof(*subs));
+	snprintf(subs[set->nsubs].id, SUB_ID_LEN, "(link)");
+	subs[set->nsubs].node = SUB_ROOT;
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		uint64_t cap = set->nodes[SUB_ROOT].capacity[dir];
+
+		/* The link's whole capacity: it is capped by what the others leave. */
+		subs[set->nsubs].plan[dir].max = cap != 0 ? cap : UINT64_MAX / 16;
+	}
+	tmp.subs = subs;
+	tmp.nsubs = set->nsubs + 1;
+	a = sub_alloc_create(&tmp);
+	free(subs);
+	return a;
+}
+
+struct sub_sched *
+sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
+{
+	const struct sub_set *set = cfg->set;
+	struct sub_sched *ss;
+	uint32_t n = set->nsubs + 1, i;
+
+	if (set->unknown == SUB_UNKNOWN_PLAN) {
+		snprintf(err, errlen,
+			 "a plan per unknown address is not built yet: set subscribers.unknown to "
+			 "\"link\"");
+		return NULL;
+	}
+	for (int dir = 0; dir < SUB_DIRS; dir++)
+		if (cfg->link[dir] == NULL) {
+			snprintf(err, errlen, "the link's scheduler is missing");
+			return NULL;
+		}
+	ss = calloc(1, sizeof(*ss));
+	if (ss == NULL)
+		goto nomem;
+	ss->nsubs = set->nsubs;
+	for (i = 0; i < set->nprefixes; i++)
+		ss->vlan_prefixes |= set->prefixes[i].vlan != 0;
+	ss->lookup_v4 = cfg->lookup_v4;
+	ss->lookup_v6 = cfg->lookup_v6;
+	ss->lookup_ctx = cfg->lookup_ctx;
+	ss->subs = calloc(n, sizeof(*ss->subs));
+	ss->lookup = sub_lookup_create(set);
+	ss->alloc = alloc_with_link(set);
+	if (ss->subs == NULL || ss->lookup == NULL || ss->alloc == NULL)
+		goto nomem;
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		struct sub_sched_dir *d = &ss->d[dir];
+
+		d->heap = calloc(n, sizeof(*d->heap));
+		d->key = calloc(n, sizeof(*d->key));
+		d->demand = calloc(n, sizeof(*d->demand));
+		d->rate = calloc(n, sizeof(*d->rate));
+		ss->plan_max[dir] = calloc(n, sizeof(*ss->plan_max[dir]));
+		if (d->heap == NULL || d->key == NULL || d->demand == NULL || d->rate == NULL ||
+		    ss->plan_max[dir] == NULL)
+			goto nomem;
+		d->pool = sub_pool_create(&cfg->params[dir], cfg->active, cfg->mem, err, errlen);
+		if (d->pool == NULL) {
+			sub_sched_free(ss);
+			return NULL;
+		}
+		d->root_cap = set->nodes[SUB_ROOT].capacity[dir];
+		sub_sched_set_link_rate(ss, (enum sub_dir)dir, 0);
+		for (i = 0; i < set->nsubs; i++)
+			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
+		ss->plan_max[dir][set->nsubs] = set->nodes[SUB_ROOT].capacity[dir];
+	}
+	for (i = 0; i < n; i++)
+		ss->subs[i].heap_pos[SUB_DOWN] = ss->subs[i].heap_pos[SUB_UP] = SUB_NONE;
+	/* The link's own scheduler stays with its entry: it never goes to a pool. */
+	ss->subs[set->nsubs].cake[SUB_DOWN] = cfg->link[SUB_DOWN];
+	ss->subs[set->nsubs].cake[SUB_UP] = cfg->link[SUB_UP];
+	return ss;
+nomem:
+	sub_sched_free(ss);
+	snprintf(err, errlen, "out of memory for %u subscribers", set->nsubs);
+	return NULL;
+}
+
+void
+sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+
+	d->link_bps = rate * 8;
+	d->link_rate = rate != 0 ? rate : d->root_cap / 8; /* 0: no pacer */
+}
+
+/* -------------------------------------------------------------- classify */
+
+uint32_t
+sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
+{
+	uint32_t l3 = pkt->l3_off, vkey;
+	uint16_t vlan;
+	const uint8_t *ip;
+
+	if (l3 == SH_OFF_NONE)
+		return SUB_NONE;
+	/* Only a set with VLAN-qualified prefixes needs the frame's VLAN. */
+	vlan = 0;
+	if (ss->vlan_prefixes) {
+		vkey = classify_vlan_key(pkt);
+		vlan = (uint16_t)((vkey & 0xfffu) != 0 ? vkey & 0xfffu : vkey >> 12);
+	}
+	ip = pkt->data + l3;
+	if ((pkt->flags & SH_PKT_IPV4) && l3 + 20 <= pkt->hdr_len) {
+		const uint8_t *a = ip + (dir == SUB_DOWN ? 16 : 12);
+		uint32_t addr = (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 |
+				a[3];
+
+		if (vlan == 0 && ss->lookup_v4 != NULL)
+			return ss->lookup_v4(ss->lookup_ctx, addr);
+		return sub_lookup_v4(ss->lookup, vlan, addr);
+	}
+	if ((pkt->flags & SH_PKT_IPV6) && l3 + 40 <= pkt->hdr_len) {
+		const uint8_t *a = ip + (dir == SUB_DOWN ? 24 : 8);
+
+		if (vlan == 0 && ss->lookup_v6 != NULL)
+			return ss->lookup_v6(ss->lookup_ctx, a);
+		return sub_lookup_v6(ss->lookup, vlan, a);
+	}
+	return SUB_NONE;
+}
+
+/* ------------------------------------------------------------ allocation */
+
+/* What subscriber i can use, in bit/s, from its backlog and arrivals since the last tick. */
+static uint64_t
+demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
+{
+	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
+	uint32_t backlog = sched_backlog_pkts(s->cake[dir]);
+
+	s->tick_bytes[dir] = s->bytes[dir];
+	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
+	/* An average over about four ticks, so one burst does not set the demand. */
+	s->arrivals[dir] = (3 * s->arrivals[dir] + now_bps) / 4;
+	if (backlog >= 2)
+		return SUB_DEMAND_ALL; /* a standing queue: all it can get */
+	if (s->arrivals[dir] == 0 && backlog == 0)
+		return 0;
+	/*
+	 * Keeping up: its arrivals and 1/32 more. What it is given and does not
+	 * use is lost to the others until the next tick, so no more than that;
+	 * but at least enough to send a frame left in its queue within four
+	 * ticks, or a subscriber whose arrivals stopped would keep it.
+	 */
+	keep_up = s->arrivals[dir] + s->arrivals[dir] / 32;
+	drain = (uint64_t)backlog * 8u * 1514u * 1000000000ull / (4 * SUB_SCHED_TICK_NS);
+	return keep_up > drain ? keep_up : drain;
+}
+
+static void
+sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	uint64_t dt = now - d->last_tick;
+	uint32_t i;
+
+	for (i = 0; i <= ss->nsubs; i++) {
+		struct sub_idle *s = &ss->subs[i];
+
+		if (s->cake[dir] == NULL) {
+			d->demand[i] = 0;
+			continue;
+		}
+		d->demand[i] = demand_of(s, dir, dt);
+		/* Drained and quiet for the hold: the CAKE goes back. */
+		if (i < ss->nsubs && d->demand[i] == 0 && s->heap_pos[dir] == SUB_NONE &&
+		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
+		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
+			s->cake[dir] = NULL;
+			s->rate[dir] = 0;
+			d->st.given++;
+		}
+	}
+	sub_alloc_run(ss->alloc, dir, d->link_bps, d->demand, d->rate, NULL);
+	for (i = 0; i <= ss->nsubs; i++) {
+		struct sub_idle *s = &ss->subs[i];
+		uint64_t r = d->rate[i] / 8;
+
+		if (s->cake[dir] == NULL || r == 0 || r == s->rate[dir])
+			continue;
+		if (sched_set_rate(s->cake[dir], r, now) == 0) {
+			s->rate[dir] = r;
+			/* A new rate moves its next time. */
+			if (s->heap_pos[dir] != SUB_NONE)
+				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
+		}
+	}
+	d->st.allocations++;
+	d->last_tick = now;
+	d->next_tick = now + SUB_SCHED_TICK_NS;
+}
+
+/* --------------------------------------------------------------- enqueue */
+
+int
+sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct sh_pkt *pkt,
+		  uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	struct sub_idle *s;
+	uint32_t before = dropped->count;
+	int self;
+
+	if (sub >= ss->nsubs) {
+		sub = ss->nsubs;
+		d->st.unknown++;
+	}
+	s = &ss->subs[sub];
+	if (s->cake[dir] == NULL) {
+		struct sched *c = sub_pool_take(d->pool);
+
+		if (c == NULL) {
+			/* None free: the link's scheduler holds it until one is. */
+			d->st.pool_empty++;
+			s->bytes[dir] += pkt->len; /* its demand still counts */
+			s->last_pkt_ns[dir] = now;
+			sub = ss->nsubs;
+			s = &ss->subs[sub];
+		} else {
+			uint64_t r = ss->plan_max[dir][sub] / 8;
+
+			s->cake[dir] = c;
+			d->st.taken++;
+			/* Its plan until the allocation says more; the link pacer bounds the sum.
+			 */
+			if (r != 0 && sched_set_rate(c, r, now) == 0)
+				s->rate[dir] = r;
+		}
+	}
+	self = sched_enqueue(s->cake[dir], pkt, now, dropped);
+	s->bytes[dir] += pkt->len;
+	s->packets[dir]++;
+	s->last_pkt_ns[dir] = now;
+	s->drops[dir] += dropped->count - before;
+	d->queued = d->queued + 1 - (dropped->count - before);
+	heap_set(ss, dir, sub, sched_next_time(s->cake[dir], now));
+	return self;
+}
+
+/* --------------------------------------------------------------- dequeue */
+
+unsigned int
+sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **out,
+			unsigned int max, uint64_t now, struct sh_pkt_list *dropped)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	unsigned int n = 0;
+
+	if (now >= d->next_tick)
+		sub_sched_tick(ss, dir, now);
+	while (n < max && d->nheap != 0 && d->key[0] <= now) {
+		uint32_t sub = d->heap[0], before = dropped->count;
+		struct sub_idle *s = &ss->subs[sub];
+		struct sh_pkt *pkt;
+		uint64_t next;
+
+		if (d->link_rate != 0 && d->link_next > now) {
+			d->st.link_waits++;
+			break;
+		}
+		pkt = sched_dequeue(s->cake[dir], now, dropped);
+		s->drops[dir] += dropped->count - before;
+		d->queued -= (dropped->count - before) + (pkt != NULL);
+		next = sched_next_time(s->cake[dir], now);
+		if (pkt != NULL) {
+			uint32_t len = pkt->adj_len != 0 ? pkt->adj_len : pkt->len;
+
+			out[n++] = pkt;
+			if (d->link_rate != 0) {
+				if (d->link_next + SUB_SCHED_LINK_LAG_NS < now)
+					d->link_next = now;
+				d->link_next += (uint64_t)len * 1000000000ull / d->link_rate;
+			}
+		} else if (next <= now) {
+			next = now + 1; /* held back inside (overlimit): look again later */
+		}
+		heap_set(ss, dir, sub, next);
+	}
+	return n;
+}
+
+uint64_t
+sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now)
+{
+	const struct sub_sched_dir *d = &ss->d[dir];
+	uint64_t t = d->next_tick;
+
+	/* Nothing queued and no CAKE to give back: nothing to do until a packet comes. */
+	if (d->queued == 0 && d->st.taken == d->st.given)
+		return UINT64_MAX;
+	if (d->nheap != 0) {
+		uint64_t k = d->key[0];
+
+		if (d->link_rate != 0 && d->link_next > k)
+			k = d->link_next;
+		if (k < t)
+			t = k;
+	}
+	return t > now ? t : now;
+}
+
+void
+sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+
+	for (uint32_t i = 0; i <= ss->nsubs; i++) {
+		struct sub_idle *s = &ss->subs[i];
+
+		if (s->cake[dir] == NULL)
+			continue;
+		sched_flush(s->cake[dir], out);
+		if (s->heap_pos[dir] != SUB_NONE)
+			heap_set(ss, dir, i, UINT64_MAX);
+		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
+			s->cake[dir] = NULL;
+			s->rate[dir] = 0;
+			d->st.given++;
+		}
+	}
+	d->queued = 0;
+}
+
+uint64_t
+sub_sched_backlog_pkts(const struct sub_sched *ss, enum sub_dir dir)
+{
+	return ss->d[dir].queued;
+}
+
+void
+sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st)
+{
+	const struct sub_sched_dir *d = &ss->d[dir];
+
+	*st = d->st;
+	st->pool_free = sub_pool_available(d->pool);
+	st->active = (uint32_t)(d->st.taken - d->st.given);
+}
+
+const void *
+sub_sched_lookup_ctx(const struct sub_sched *ss)
+{
+	return ss->lookup_ctx;
+}
+
+const struct sub_idle *
+sub_sched_sub(const struct sub_sched *ss, uint32_t sub)
+{
+	return &ss->subs[sub];
+}

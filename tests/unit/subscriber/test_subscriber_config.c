@@ -1,0 +1,187 @@
+/*
+ * The config's "subscribers" section (src/config/config_daemon.c) and its
+ * loading (src/subscriber/config_load.c): the defaults, relative paths
+ * resolved beside the config file, the refusals (both forms at once, a
+ * network without devices, more than one worker, half an unknown plan), the
+ * link's capacity taken from the bandwidth, the unknown plan applied, and
+ * the preset config/isp-subscribers.json loading its sample files.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "shaper/config.h"
+#include "shaper/subscriber_config.h"
+#include "shaper/subscriber_pool.h"
+
+#define PORTS "\"ports\": {\"wan\": \"a\", \"lan\": \"b\"}"
+#define ROOT  SHAPER_SOURCE_ROOT
+
+static struct shaper_config cfg;
+
+static int
+load(const char *text, char *err, size_t errlen)
+{
+	return shaper_config_load_string(text, &cfg, err, errlen);
+}
+
+static void
+test_defaults(void **state)
+{
+	char err[SHAPER_ERR_LEN];
+
+	(void)state;
+	assert_int_equal(load("{" PORTS "}", err, sizeof(err)), 0);
+	assert_false(shaper_subscribers_enabled(&cfg));
+	assert_int_equal(cfg.subscribers.active, 1000);
+	assert_false(cfg.subscribers.unknown_plan);
+	assert_int_equal(load("{" PORTS ", \"subscribers\": {}}", err, sizeof(err)), 0);
+	assert_false(shaper_subscribers_enabled(&cfg));
+	assert_int_equal(load("{" PORTS ", \"subscribers\": {\"devices\": \"d.csv\", "
+			      "\"active\": 2000, \"scale_mins\": true, \"unknown\": "
+			      "{\"download\": \"8mbit\", \"upload\": \"2mbit\"}}}",
+			      err, sizeof(err)),
+			 0);
+	assert_true(shaper_subscribers_enabled(&cfg));
+	assert_string_equal(cfg.subscribers.devices, "d.csv"); /* a string load keeps it */
+	assert_int_equal(cfg.subscribers.active, 2000);
+	assert_true(cfg.subscribers.scale_mins);
+	assert_true(cfg.subscribers.unknown_plan);
+	assert_int_equal(cfg.subscribers.unknown_rate[SHAPER_DOWN], 1000000);
+	assert_int_equal(cfg.subscribers.unknown_rate[SHAPER_UP], 250000);
+}
+
+static void
+refused(const char *text, const char *path, const char *what)
+{
+	char err[SHAPER_ERR_LEN] = "";
+
+	if (load(text, err, sizeof(err)) == 0)
+		fail_msg("accepted: %s", text);
+	if (strncmp(err, path, strlen(path)) != 0 || strstr(err, what) == NULL)
+		fail_msg("%s: message \"%s\" does not start with %s and say \"%s\"", text, err,
+			 path, what);
+}
+
+static void
+test_refusals(void **state)
+{
+	(void)state;
+	refused("{" PORTS ", \"subscribers\": {\"devices\": \"d.csv\", \"file\": \"s.json\"}}",
+		"subscribers.file", "not both");
+	refused("{" PORTS ", \"subscribers\": {\"network\": \"n.json\"}}", "subscribers.network",
+		"give devices too");
+	refused("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {\"file\": "
+		"\"s.json\"}}",
+		"subscribers", "lcores.workers lists 2");
+	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"unknown\": {\"upload\": "
+		"\"1mbit\"}}}",
+		"subscribers.unknown", "missing \"download\"");
+	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"unknown\": \"drop\"}}",
+		"subscribers.unknown", "expected \"link\"");
+	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"active\": 0}}",
+		"subscribers.active", "");
+	refused("{" PORTS ", \"subscribers\": {\"files\": \"s.json\"}}", "subscribers.files",
+		"unknown key");
+	refused("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", \"max\": "
+		"\"20mbit\"}}, \"subscribers\": {\"file\": \"s.json\"}}",
+		"subscribers", "upstream.bandwidth: autorate");
+	/* Two workers without subscribers stay fine. */
+	char err[SHAPER_ERR_LEN];
+	assert_int_equal(load("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {}}",
+			      err, sizeof(err)),
+			 0);
+}
+
+/* The preset and its samples: paths resolved beside it, whatever the working directory. */
+static void
+test_preset(void **state)
+{
+	char err[SHAPER_ERR_LEN], cwd[4096];
+	struct sub_set set;
+	struct sched_params sp;
+	struct sub_mem m;
+
+	(void)state;
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir("/"), 0);
+	if (shaper_config_load_file(ROOT "/config/isp-subscribers.json", &cfg, err, sizeof(err)) !=
+	    0)
+		fail_msg("%s", err);
+	assert_string_equal(cfg.subscribers.devices, ROOT "/config/subscribers/ShapedDevices.csv");
+	assert_string_equal(cfg.subscribers.network, ROOT "/config/subscribers/network.json");
+	if (sub_config_load(&cfg, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(chdir(cwd), 0);
+	assert_int_equal(set.nsubs, 5);
+	/* The link is the bandwidth: 1500/1000 Mbit/s. */
+	assert_int_equal(set.nodes[SUB_ROOT].capacity[SUB_DOWN], 1500000000ull);
+	assert_int_equal(set.nodes[SUB_ROOT].capacity[SUB_UP], 1000000000ull);
+	assert_int_equal(set.unknown, SUB_UNKNOWN_LINK);
+	sub_config_sched_params(&cfg, &set, SHAPER_DOWN, &sp);
+	assert_int_equal(sp.discipline, SCHED_DISC_CAKE);
+	assert_int_equal(sp.diffserv, SCHED_DIFFSERV4);
+	assert_int_equal(sp.isolation, SCHED_DUAL_DSTHOST);
+	assert_int_equal(sp.rate, 200000000 / 8); /* the largest plan: c103's 200 Mbit/s */
+	assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, &sp, &m, err,
+					      sizeof(err)),
+			 0);
+	assert_int_equal(m.active, 5); /* at most every configured one */
+	sub_set_free(&set);
+}
+
+/* The JSON form with a link of its own keeps it; an unknown plan in the config wins. */
+static void
+test_json_form(void **state)
+{
+	char err[SHAPER_ERR_LEN];
+	struct sub_set set;
+
+	(void)state;
+	assert_int_equal(load("{" PORTS ", \"downstream\": {\"bandwidth\": \"2gbit\"}, "
+			      "\"subscribers\": {\"file\": \"" ROOT
+			      "/config/subscribers/isp-subscribers.json\", "
+			      "\"unknown\": {\"download\": \"8mbit\", \"upload\": \"2mbit\"}}}",
+			      err, sizeof(err)),
+			 0);
+	if (sub_config_load(&cfg, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.nodes[SUB_ROOT].capacity[SUB_DOWN], 1500000000ull); /* the file's */
+	assert_int_equal(set.unknown, SUB_UNKNOWN_PLAN);
+	assert_int_equal(set.unknown_plan[SUB_DOWN].max, 8000000ull);
+	assert_int_equal(set.unknown_plan[SUB_UP].max, 2000000ull);
+	sub_set_free(&set);
+
+	/* A link below the mins of the sample is refused, naming the section. */
+	assert_int_equal(load("{" PORTS ", \"downstream\": {\"bandwidth\": \"50mbit\"}, "
+			      "\"subscribers\": {\"devices\": \"" ROOT
+			      "/config/subscribers/ShapedDevices.csv\", \"network\": \"" ROOT
+			      "/config/subscribers/network.json\"}}",
+			      err, sizeof(err)),
+			 0);
+	assert_int_not_equal(sub_config_load(&cfg, &set, err, sizeof(err)), 0);
+	if (strncmp(err, "subscribers: ", 13) != 0 || strstr(err, "mins") == NULL)
+		fail_msg("message: %s", err);
+	sub_set_free(&set);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_preset),
+		cmocka_unit_test(test_json_form),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
