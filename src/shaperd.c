@@ -945,6 +945,11 @@ main(int argc, char **argv)
 		return 0;
 	}
 
+	if (shaper_subscribers_enabled(&a.cfg))
+		shaper_log_warning(
+				"subscribers: the files are loaded and checked, but this version "
+				"does not shape per subscriber yet: each direction is shaped as "
+				"one link (docs/subscribers.md)");
 	if (open_control(&a, config_path) != 0)
 		return 1;
 	/* DPDK's own messages at their levels, through the same filter and stream. */

@@ -114,6 +114,12 @@ void dp_rtt_free(struct dp_rtt *r);
  * now and then (the daemon's main loop, about once a second).
  */
 void dp_rtt_log_decisions(struct dp_rtt *r);
+/*
+ * Worker: the packets of direction dir left the scheduler: samples in
+ * flight are timed from here, leaving out our own queue (rtt_departed).
+ */
+void dp_rtt_departed(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
+		     uint64_t now);
 /* Worker: time the TCP packets of a classified burst of direction dir. */
 void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 		  uint64_t now);

@@ -83,10 +83,10 @@ struct rtt_half {
 
 /* rtt_flow.state: bits of each direction (shifted by 2 * enum rtt_dir), then the flow's. */
 enum rtt_flow_state {
-	RTT_HAVE = 1u << 0,    /* half[dir].last is valid */
-	RTT_ARMED = 1u << 1,   /* half[dir] has a sample in flight */
-	RTT_HAS_TS = 1u << 4,  /* timestamps seen: no sequence sampling */
-	RTT_SAMPLED = 1u << 5, /* win_start and win_min are valid */
+	RTT_HAVE = 1u << 0,     /* half[dir].last is valid */
+	RTT_ARMED = 1u << 1,    /* half[dir] has a sample in flight */
+	RTT_HAS_TS = 1u << 4,   /* timestamps seen: no sequence sampling */
+	RTT_SAMPLED = 1u << 5,  /* win_start and win_min are valid */
 	RTT_DEPARTED = 1u << 6, /* (shifted by enum rtt_dir) the armed packet left our queue */
 };
 
@@ -171,8 +171,8 @@ const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
  * flows without timestamps the enqueue time stays). Lookup only: no flow
  * is created.
  */
-void rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
-		  enum rtt_dir dir, uint64_t now);
+void rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
+		  uint64_t now);
 
 /*
  * The lowest and highest sample of a side since the last call (0, 0 if

@@ -79,6 +79,14 @@ dp_rtt_free(struct dp_rtt *r)
 	free(r);
 }
 
+void
+dp_rtt_departed(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
+		uint64_t now)
+{
+	if (n != 0)
+		rtt_departed(r->table, pkts, n, rtt_dir_of(dir), now);
+}
+
 /* A sample into this worker's controllers. */
 static void
 ar_feed(struct dp_rtt *r, const struct dp_ar_sample *x)

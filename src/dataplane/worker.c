@@ -259,6 +259,8 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
 	if (d->emu == NULL) {
 		if (due) {
 			n_out = dir_dequeue_burst(d, pkts, room, now, drops);
+			if (d->rtt != NULL)
+				dp_rtt_departed(d->rtt, d->dir, pkts, n_out, now);
 			for (i = 0; i < n_out; i++)
 				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
 			/* A host whose backlog drains is active though it sends nothing new. */
@@ -269,6 +271,8 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
 		/* The emulated path holds what the shaper released until its time. */
 		unsigned int n_sched = due ? dir_dequeue_burst(d, pkts, burst, now, drops) : 0;
 
+		if (d->rtt != NULL)
+			dp_rtt_departed(d->rtt, d->dir, pkts, n_sched, now);
 		if (d->share_group != NULL)
 			note_hosts(d, pkts, n_sched);
 		for (i = 0; i < n_sched; i++)

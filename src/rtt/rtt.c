@@ -36,8 +36,8 @@ _Static_assert(sizeof(struct rtt_bucket) == 32, "a bucket is half a cache line")
 _Static_assert(RTT_MAX_NS / 1000 <= UINT32_MAX, "a sample fits 32-bit us");
 
 /* The state bits of direction dir. */
-#define ST_HAVE(dir)  ((uint8_t)(RTT_HAVE << (2 * (dir))))
-#define ST_ARMED(dir) ((uint8_t)(RTT_ARMED << (2 * (dir))))
+#define ST_HAVE(dir)     ((uint8_t)(RTT_HAVE << (2 * (dir))))
+#define ST_ARMED(dir)    ((uint8_t)(RTT_ARMED << (2 * (dir))))
 /* The armed packet of dir has left our own queue (rtt_departed): its time is final. */
 #define ST_DEPARTED(dir) ((uint8_t)(RTT_DEPARTED << (dir)))
 
@@ -607,7 +607,7 @@ rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, en
 		f = &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)];
 		/* Only the first packet of the armed TSval moves its time (repeats follow it). */
 		if ((f->state & (ST_ARMED(dir) | ST_DEPARTED(dir) | RTT_HAS_TS)) !=
-			    (ST_ARMED(dir) | RTT_HAS_TS) ||
+				    (ST_ARMED(dir) | RTT_HAS_TS) ||
 		    !rtt_tsval(p, &tsval) || tsval != f->half[dir].want)
 			continue;
 		if (now > f->half[dir].ns)
