@@ -14,6 +14,8 @@ build_pkgs=(
 	libsystemd-dev
 	# the Prometheus /metrics endpoint
 	libmicrohttpd-dev
+	# the fail-open XDP and tc programs (clang -target bpf)
+	clang
 )
 # tools/build-deb.sh: dpkg-buildpackage, debhelper (the package's unit suite
 # needs cmocka) and lintian.
