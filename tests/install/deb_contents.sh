@@ -46,7 +46,7 @@ for p in "${want[@]}"; do
 	}
 done
 [ $missing = 1 ] || echo "ok   dpkg-deb -c: all ${#want[@]} expected paths"
-npresets=$(grep -c '^/usr/share/shaper/presets/.*\.json$' "$tmp/list")
+npresets=$(grep -c '^/usr/share/shaper/presets/[^/]*\.json$' "$tmp/list")
 nconfig=$(ls "$src"/config/*.json | wc -l)
 [ "$npresets" = "$nconfig" ] || bad "$npresets presets in the package, $nconfig in config/"
 
