@@ -19,6 +19,12 @@ the tighter 2 s / 0.85 / 5 ms):
 - the steady phase before it as in e2e_autorate (download >= 0.90 of the
   modem, induced median <= 5 ms).
 Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
+
+Not in the e2e suite yet: about one run in three fails on a controller fault
+this test found. With the upstream held at its minimum the controller takes
+the downstream's rise for a longer path and restores the downstream rate, and
+about 25 ms of queue stands for the whole low phase (back under 15 ms only
+when the modem recovers).
 """
 import json
 import os
