@@ -339,13 +339,6 @@ cake_list_unlink(struct cake_tin *b, uint16_t idx)
 	f->list = CAKE_LIST_NONE;
 }
 
-static inline void
-cake_list_move_tail(struct cake_tin *b, enum cake_list_id id, uint16_t idx)
-{
-	cake_list_unlink(b, idx);
-	cake_list_append(b, id, idx);
-}
-
 /* cake_list_unlink for the head of its list (what dequeue serves): no predecessor. */
 static inline void
 cake_list_unlink_head(struct cake_tin *b, uint16_t idx)
