@@ -766,7 +766,8 @@ open_control(struct app *a, const char *config_path)
 /*
  * Fail-open, before the ports start: each AF_XDP port loads shaperd's XDP
  * program (failopen.bpf.c) in place of the driver's own, and one a killed
- * shaperd left is taken off first. Until the lease is granted the program
+ * shaperd left is taken off first; each af_packet port gets the tc program
+ * (failopen_tc.bpf.c) on its ingress hook. Until the lease is granted the program
  * passes every frame to the bridge, so the line stays lit while we start.
  */
 static int

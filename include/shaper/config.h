@@ -175,7 +175,7 @@ struct shaper_config {
 	/* log.level: the least severe lines shaperd prints (shaper/log.h); info */
 	enum shaper_log_level log_level;
 	/*
-	 * fail_open: AF_XDP ports in a Linux bridge that forwards whenever
+	 * fail_open: AF_XDP or af_packet ports in a Linux bridge that forwards whenever
 	 * shaperd does not (shaper/failopen.h); off by default
 	 */
 	bool fail_open;

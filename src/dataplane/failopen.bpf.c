@@ -13,8 +13,7 @@
  * driver fills with its sockets; shaper_lease holds the CLOCK_MONOTONIC
  * nanosecond (bpf_ktime_get_ns) until which shaperd forwards.
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
+#include "failopen_lease.bpf.h"
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -23,21 +22,11 @@ struct {
 	__type(value, __u32);
 } xsks_map SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} shaper_lease SEC(".maps");
-
 SEC("xdp")
 int
 shaper_failopen(struct xdp_md *ctx)
 {
-	__u32 key = 0;
-	__u64 *until = bpf_map_lookup_elem(&shaper_lease, &key);
-
-	if (until == 0 || bpf_ktime_get_ns() > *until)
+	if (!shaper_lease_held())
 		return XDP_PASS;
 	/* No socket on this queue (shaperd exited or crashed): XDP_PASS as well. */
 	return bpf_redirect_map(&xsks_map, ctx->rx_queue_index, XDP_PASS);

@@ -135,6 +135,28 @@ dp_failopen_in_bridge(const char *ifname)
 	return access(path, F_OK) == 0;
 }
 
+/*
+ * Our program among those libxdp finds on an interface: the only one when
+ * attached alone (no bpffs), else a component of libxdp's dispatcher.
+ */
+static struct xdp_program *
+our_prog(struct xdp_multiprog *mp)
+{
+	struct xdp_program *prog;
+
+	if (xdp_multiprog__is_legacy(mp)) {
+		prog = xdp_multiprog__main_prog(mp);
+		return prog != NULL && strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0
+				       ? prog
+				       : NULL;
+	}
+	for (prog = xdp_multiprog__next_prog(NULL, mp); prog != NULL;
+	     prog = xdp_multiprog__next_prog(prog, mp))
+		if (strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0)
+			return prog;
+	return NULL;
+}
+
 /* Take off a shaper_failopen program a shaperd that was killed left on ifindex. */
 static int
 detach_stale(const struct dp_failopen_port *p, char *err, size_t errlen)
@@ -145,21 +167,12 @@ detach_stale(const struct dp_failopen_port *p, char *err, size_t errlen)
 
 	if (mp == NULL || libxdp_get_error(mp) != 0)
 		return 0; /* nothing attached */
-	if (xdp_multiprog__is_legacy(mp)) {
-		prog = xdp_multiprog__main_prog(mp);
-		if (prog != NULL && strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0)
-			rc = xdp_multiprog__detach(mp);
-	} else {
-		/* libxdp's dispatcher (bpffs mounted): take off only our component. */
-		enum xdp_attach_mode mode = xdp_multiprog__attach_mode(mp);
-
-		for (prog = xdp_multiprog__next_prog(NULL, mp); prog != NULL;
-		     prog = xdp_multiprog__next_prog(prog, mp))
-			if (strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0) {
-				rc = xdp_program__detach(prog, p->ifindex, mode, 0);
-				break;
-			}
-	}
+	prog = our_prog(mp);
+	if (prog != NULL)
+		rc = xdp_multiprog__is_legacy(mp)
+				     ? xdp_multiprog__detach(mp)
+				     : xdp_program__detach(prog, p->ifindex,
+							   xdp_multiprog__attach_mode(mp), 0);
 	xdp_multiprog__close(mp);
 	if (rc != 0) {
 		snprintf(err, errlen,
@@ -285,18 +298,12 @@ static int
 find_lease_map(int ifindex)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
-	struct xdp_program *prog = NULL;
+	struct xdp_program *prog;
 	int fd = -ENOENT;
 
 	if (mp == NULL || libxdp_get_error(mp) != 0)
 		return -ENOENT;
-	if (xdp_multiprog__is_legacy(mp))
-		prog = xdp_multiprog__main_prog(mp);
-	else
-		for (prog = xdp_multiprog__next_prog(NULL, mp); prog != NULL;
-		     prog = xdp_multiprog__next_prog(prog, mp))
-			if (strcmp(xdp_program__name(prog), DP_FAILOPEN_PROG_NAME) == 0)
-				break;
+	prog = our_prog(mp);
 	if (prog != NULL) {
 		struct bpf_prog_info info;
 		uint32_t ids[16], info_len = sizeof(info);

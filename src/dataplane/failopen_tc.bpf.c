@@ -6,29 +6,18 @@
  * crash, a stop, a stopped or stuck shaperd). The lease map works as in
  * failopen.bpf.c: CLOCK_MONOTONIC nanoseconds, renewed by shaperd.
  */
-#include <linux/bpf.h>
-#include <bpf/bpf_helpers.h>
+#include "failopen_lease.bpf.h"
 
 /* TC_ACT_OK and TC_ACT_SHOT (linux/pkt_cls.h), without its other headers. */
 #define SHAPER_TC_ACT_OK   0
 #define SHAPER_TC_ACT_SHOT 2
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} shaper_lease SEC(".maps");
-
 SEC("tc")
 int
 shaper_failopen_tc(struct __sk_buff *skb)
 {
-	__u32 key = 0;
-	__u64 *until = bpf_map_lookup_elem(&shaper_lease, &key);
-
 	(void)skb;
-	if (until == 0 || bpf_ktime_get_ns() > *until)
+	if (!shaper_lease_held())
 		return SHAPER_TC_ACT_OK; /* on to the bridge */
 	return SHAPER_TC_ACT_SHOT;       /* shaperd's packet socket has its copy */
 }
