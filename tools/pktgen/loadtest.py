@@ -51,7 +51,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from shaperlib import shaperd_argv, start_logged, stop_process, write_config  # noqa: E402
+from shaperlib import (favour_session, shaperd_argv, start_logged, stop_process,  # noqa: E402
+                       write_config)
 
 UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
 # pktgen's sizes count the 4-byte FCS; memif and shaperd do not.
@@ -88,6 +89,7 @@ class Pktgen:
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
                                      cwd=os.path.dirname(binary), start_new_session=True)
         os.close(slave)
+        favour_session(self.proc.pid)
         self.master = master
         self.out = open(logfile, "wb")
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -432,6 +434,14 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
     mix = tag == "mix"
     sh = None
     if not args.no_shaperd:
+        # pktgen's memif servers take the next client only once they have seen
+        # the last one leave (their link goes down); a shaperd that connects
+        # before that is refused and exits.
+        end = time.monotonic() + 20
+        while pg.link_up(0) or pg.link_up(1):
+            if time.monotonic() > end:
+                raise RuntimeError("pktgen's links are still up 20 s after shaperd left")
+            time.sleep(0.1)
         cfg = shaper_config(args, disc, rate, tmp)
         sh = Shaperd(args.shaperd, args.shapectl, args.shaperd_eal, cfg, tmp, "shaperd-" + tag)
         sh.wait_links()
@@ -582,6 +592,7 @@ def main():
         plan.append(("cake", None, 64, "mix"))
 
     tmp = tempfile.mkdtemp(prefix="shaper-loadtest-")
+    favour_session(os.getpid())  # shaperd runs in this session
     tag = args.tag = "%d" % os.getpid()
     args.shaperd_eal = args.shaperd_eal.split() + ["--file-prefix=shaper-lt-%s" % tag]
     pg_eal = args.pktgen_eal.split() + ["--file-prefix=pktgen-lt-%s" % tag]

@@ -56,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BED = os.path.join(HERE, "bed.sh")
 sys.path.insert(0, os.path.dirname(HERE))
-from shaperlib import (ControlError, request, shaperd_argv, start_logged,  # noqa: E402
+from shaperlib import (ControlError, favour_session, request, shaperd_argv, start_logged,  # noqa: E402
                        stop_process, write_config)
 CLI_ADDR, SRV_ADDR = "10.99.0.1", "10.99.0.2"
 HOST_A, HOST_B = "10.99.0.11", "10.99.0.12"
@@ -192,6 +192,7 @@ class Bed:
         argv = (["nice", "-n", str(self.nice)] if self.nice else []) + shaperd_argv(
             self.shaperd, path, self.stats_file, lcores=lcores,
             prefix="bed_%s_%s_%d" % (self.pfx, self.name.replace("/", "_"), os.getpid()))
+        favour_session(os.getpid())  # shaperd runs in this session
         self.daemon = start_logged(argv, self.log_file)
         for _ in range(100):
             if "bridging" in open(self.log_file).read():
