@@ -255,6 +255,11 @@ def main():
             bed.down()
         results[mode] = analyse(args, raws[mode])
         results[mode]["config"] = raws[mode]["cfg"]
+        results[mode]["rates"] = raws[mode]["rates"]
+        # shaperd's log holds the controller's decision lines: keep it beside the figures
+        log_file = getattr(bed, "log_file", None)
+        if log_file and os.path.exists(log_file):
+            shutil.copy(log_file, os.path.join(out, "shaperd-%s.log" % mode))
         print(mode, json.dumps(results[mode], indent=1))
     print("%-8s %-10s %8s %8s %10s" % ("mode", "phase", "down", "up", "induced"))
     for mode, r in results.items():
