@@ -86,9 +86,17 @@ def run_daemon(tmp, name, direction_cfg, inputs, extra_wait=1.5):
     stats = os.path.join(tmp, name + "_stats.json")
     cmd = shaperd_argv(SHAPERD, path, stats, prefix="pcapbr_%s_%d" % (name, os.getpid()), mem_mb=256)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # extra_wait counts from "bridging", not from the spawn: on a loaded machine
+    # the start-up alone can take longer than the wait.
+    head = []
+    for line in proc.stdout:
+        head.append(line)
+        if "bridging" in line:
+            break
     time.sleep(extra_wait)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=30)
+    out = "".join(head) + out
     print(out)
     check(proc.returncode == 0, "%s: shaperd exit code %d" % (name, proc.returncode))
     if not os.path.exists(stats):
