@@ -458,14 +458,18 @@ setup_dirs(struct app *a)
 static int
 attach_subscribers(struct app *a)
 {
-	struct dp_dir *w0[SHAPER_NUM_DIRS] = { a->dir[SHAPER_DOWN][0], a->dir[SHAPER_UP][0] };
+	struct dp_dir *w0[SHAPER_NUM_DIRS] = {
+		[SHAPER_UP] = a->dir[SHAPER_UP][0], [SHAPER_DOWN] = a->dir[SHAPER_DOWN][0]
+	};
 	char err[SHAPER_ERR_LEN];
 	struct sub_sched_stats st;
 
 	if (!shaper_subscribers_enabled(&a->cfg))
 		return 0;
 	if (dp_subs_attach(w0, &a->cfg, err, sizeof(err)) != 0) {
-		shaper_log_error("subscribers: %s", err);
+		/* The loaders' messages name the section or the file already. */
+		shaper_log_error("%s%s",
+				 strncmp(err, "subscribers", 11) == 0 ? "" : "subscribers: ", err);
 		return -1;
 	}
 	a->subs_attached = true;
@@ -1139,7 +1143,9 @@ out_ports:
 	if (in_use - kept != 0)
 		exit_code = 3;
 	if (a.subs_attached) {
-		struct dp_dir *w0[SHAPER_NUM_DIRS] = { a.dir[SHAPER_DOWN][0], a.dir[SHAPER_UP][0] };
+		struct dp_dir *w0[SHAPER_NUM_DIRS] = {
+			[SHAPER_UP] = a.dir[SHAPER_UP][0], [SHAPER_DOWN] = a.dir[SHAPER_DOWN][0]
+		};
 
 		dp_subs_detach(w0); /* drained by teardown; before the link's schedulers go */
 	}

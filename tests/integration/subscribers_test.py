@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+"""Integration: a real shaperd shapes per subscriber.
+
+shaperd on net_pcap vdevs, the WAN side replaying (infinite_rx) frames to
+three subscribers with plans of 2, 5 and 10 Mbit/s and to an address no
+subscriber owns, far above every plan. Read back through subscribers.list
+twice, 3 s apart on shaperd's own clock (time_ns), each subscriber's sent
+bytes give its rate: within 10 % of its plan (an open finding: this
+overload costs the smallest plan most, see the comment below). The direction's joint limit drops for its budget; subscribers.get finds a subscriber by id
+and by address; at exit every frame is accounted and every mbuf is back.
+
+usage: subscribers_test.py SHAPERD
+
+Not in the integration suite yet: infinite_rx makes the worker CPU-bound, so
+the rates measured depend on how much CPU a shared 2-core VM leaves it
+(-0.6 .. -50 % seen); it needs an offered load the worker can keep up with.
+"""
+import json
+import os
+import struct
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, check_accounting, failures  # noqa: E402
+from shaperlib.control import Control  # noqa: E402
+from shaperlib.daemon import start_shaperd  # noqa: E402
+
+SHAPERD = sys.argv[1]
+PLANS = {"c1": (2, "100.64.0.1", 0), "c2": (5, "100.64.0.2", 2), "c3": (10, "100.64.0.3", 0)}
+UNKNOWN = "100.64.9.9"
+FRAME = 1000
+WINDOW_S = 3.0
+
+
+def csum(b):
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    s = (s >> 16) + (s & 0xffff)
+    return (~(s + (s >> 16))) & 0xffff
+
+
+def udp_frame(dst, sport, ecn, size):
+    """Ether/IPv4/UDP from 198.51.100.1 to dst, size bytes in all."""
+    payload = bytes(size - 14 - 20 - 8)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, ecn, 20 + 8 + len(payload), 0, 0, 64, 17, 0,
+                     bytes([198, 51, 100, 1]), bytes(int(x) for x in dst.split(".")))
+    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+    udp = struct.pack("!HHHH", sport, 9000, 8 + len(payload), 0)
+    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp + payload
+
+
+def write_pcap(path, frames):
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for fr in frames:
+            f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)) + fr)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="shaper_subs_")
+    frames = []
+    for k in range(8):  # interleaved: two flows per subscriber, one unknown flow
+        for cid, (_, addr, ecn) in sorted(PLANS.items()):
+            frames.append(udp_frame(addr, 1000 + (k & 1), ecn, FRAME))
+        frames.append(udp_frame(UNKNOWN, 2000, 0, FRAME))
+    wan_in, empty = os.path.join(tmp, "wan_in.pcap"), os.path.join(tmp, "empty.pcap")
+    write_pcap(wan_in, frames)
+    write_pcap(empty, [])
+    subs = {
+        "link": {"download": "100mbit", "upload": "100mbit"},
+        "subscribers": [
+            {"id": cid, "name": "house %s" % cid,
+             "download": {"max": "%dmbit" % mbit}, "upload": {"max": "1mbit"},
+             "addresses": [addr]}
+            for cid, (mbit, addr, _) in sorted(PLANS.items())
+        ],
+    }
+    with open(os.path.join(tmp, "plans.json"), "w") as f:
+        json.dump(subs, f)
+    cfg = {
+        "ports": {
+            "lan": "net_pcap0,rx_pcap=%s,tx_pcap=%s/lan_out.pcap" % (empty, tmp),
+            "wan": "net_pcap1,rx_pcap=%s,tx_pcap=/dev/null,infinite_rx=1" % wan_in,
+        },
+        "downstream": {"discipline": "cake", "bandwidth": "100mbit", "ecn": True},
+        "upstream": {"discipline": "cake", "bandwidth": "100mbit"},
+        "subscribers": {"file": os.path.join(tmp, "plans.json"), "active": 8},
+    }
+    d, sock, stats_path = start_shaperd(SHAPERD, tmp, "subs", cfg, mem_mb=768, timeout=30)
+    if d is None:
+        check(False, "shaperd started with subscribers and opened its control socket")
+        sys.exit(1)
+    try:
+        with Control(sock, timeout=20) as c:
+            time.sleep(2.0)  # every subscriber backlogged, the allocation settled
+            a = c.result("subscribers.list")
+            time.sleep(WINDOW_S)
+            b = c.result("subscribers.list")
+            dt = (b["time_ns"] - a["time_ns"]) / 1e9
+            check(b["count"] == 3 and len(b["subscribers"]) == 3, "subscribers.list lists 3")
+            before = {s["id"]: s for s in a["subscribers"]}
+            for s in b["subscribers"]:
+                mbit = PLANS[s["id"]][0]
+                dn, dn0 = s["download"], before[s["id"]]["download"]
+                got = (dn["bytes"] - dn0["bytes"]) * 8 / dt / 1e6
+                err = got / mbit - 1
+                print("figure: %s plan %d Mbit/s, delivered %.3f Mbit/s over %.2f s of shaperd's "
+                      "clock (%+.2f %%); drops %s, ecn_mark %d" % (
+                          s["id"], mbit, got, dt, err * 100, json.dumps(dn["drop_reasons"]),
+                          dn["ecn_mark"]))
+                # infinite_rx keeps the worker CPU-bound (over a million budget drops a
+                # second per subscriber) on a shared 2-core VM: measured -0.6 .. -7 %, the
+                # smallest plan losing most (open). Never above the plan.
+                tol = 0.10
+                check(-tol < err < 0.01, "%s: delivered %.3f Mbit/s within %d %% of its plan %d"
+                      % (s["id"], got, tol * 100, mbit))
+                check(dn["threshold_rate"] * 8 == mbit * 1000000,
+                      "%s: allocated its plan (threshold_rate %d bytes/s)" % (s["id"], dn["threshold_rate"]))
+                # Not one instant (the worker runs on): within two bursts.
+                gap = dn["arrived_packets"] - dn["packets"] - dn["drops"] - dn["qlen"]
+                check(abs(gap) <= 64, "%s: arrived %d = sent %d + dropped %d + queued %d (off by %d)"
+                      % (s["id"], dn["arrived_packets"], dn["packets"], dn["drops"], dn["qlen"], gap))
+            by = {s["id"]: s["download"] for s in b["subscribers"]}
+            # Under this overload the joint limit's head drops keep every queue young, so
+            # COBALT hardly acts: only that a frame sent not-ECT is never counted marked.
+            check(by["c1"]["ecn_mark"] == 0, "c1 (not ECT) is never counted CE-marked")
+            budget = sum(v["drop_reasons"]["budget"] for v in by.values()) + \
+                b["link"]["download"]["drop_reasons"]["budget"]
+            check(budget > 0, "the joint limit dropped %d for the direction's budget" % budget)
+            link_mbit = (b["link"]["download"]["bytes"] - a["link"]["download"]["bytes"]) * 8 / dt / 1e6
+            print("figure: the unknown address through the link's CAKE: %.2f Mbit/s (100 - 17 = 83 left)"
+                  % link_mbit)
+            check(abs(link_mbit / 83 - 1) < 0.05, "the unknown address gets what the plans leave")
+            top = c.result("subscribers.list", {"top": 1, "by": "bytes"})
+            check([s["id"] for s in top["subscribers"]] == ["c3"], "top 1 by bytes is c3")
+            g = c.result("subscribers.get", {"id": "c2"})
+            check(g["id"] == "c2" and g["addresses"] == ["100.64.0.2/32"]
+                  and g["download"]["plan"]["max"] == 5000000, "subscribers.get by id: %s" % g["id"])
+            g = c.result("subscribers.get", {"address": "100.64.0.3"})
+            check(g["id"] == "c3", "subscribers.get by address finds c3")
+            rep = c.call("subscribers.get", {"address": UNKNOWN})
+            check(not rep["ok"] and rep["error"]["code"] == "invalid_argument",
+                  "an unknown address is refused: %s" % rep.get("error", {}).get("message"))
+            rep = c.call("subscribers.list", {"by": "colour"})
+            check(not rep["ok"], "subscribers.list by an unknown key is refused")
+    finally:
+        rc = d.stop()
+        for line in d.lines:
+            if "subscribers" in line or "error" in line:
+                print("shaperd: " + line)
+    check(rc == 0, "shaperd exit code %d" % rc)
+    with open(stats_path) as f:
+        st = json.load(f)
+    check_accounting(st, "at exit")
+    check(st["mbufs_in_use"] == 0, "every mbuf back in the pool at exit (%d)" % st["mbufs_in_use"])
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
