@@ -25,7 +25,11 @@ static const char *const drop_kind_name[SUB_DROP_KINDS] = {
 	[SUB_DROP_BUDGET] = "budget",
 };
 
-enum sort_by { BY_BYTES, BY_DROPS, BY_RATE };
+enum sort_by {
+	BY_BYTES,
+	BY_DROPS,
+	BY_RATE
+};
 
 static void *
 fail(enum ctl_error *err, char *msg, size_t len, enum ctl_error e, const char *text)
@@ -214,7 +218,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		sub_sched_counters(ss, i, SUB_DOWN, &c[SUB_DOWN]);
 		sub_sched_counters(ss, i, SUB_UP, &c[SUB_UP]);
 		r[i].sub = i;
-		r[i].key = sort == BY_BYTES  ? c[0].sent_bytes + c[1].sent_bytes
+		r[i].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
 			   : sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
 					      : c[0].arrival_bps + c[1].arrival_bps;
 	}
@@ -233,8 +237,8 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 }
 
 void *
-ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_error *err,
-		    char *msg, size_t len)
+ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
+		    size_t len)
 {
 	static const char *const known[] = { "id", "address", "vlan", NULL };
 	const json_t *args = argsv;
@@ -253,8 +257,7 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 			    "args: give \"id\" (a circuit id) or \"address\" (an IPv4 or IPv6 "
 			    "address), one of them");
 	if (id != NULL && !json_is_string(id))
-		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
-			    "args.id: expected a string");
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT, "args.id: expected a string");
 	if (addr != NULL && !json_is_string(addr))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
 			    "args.address: expected a string");
@@ -269,7 +272,8 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 		sub = sub_find(set, json_string_value(id));
 		if (sub == SUB_NONE) {
 			*err = CTL_ERR_INVALID_ARGUMENT;
-			snprintf(msg, len, "args.id: no subscriber \"%.64s\"", json_string_value(id));
+			snprintf(msg, len, "args.id: no subscriber \"%.64s\"",
+				 json_string_value(id));
 			return NULL;
 		}
 	} else {
@@ -279,7 +283,8 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 		if (sub_prefix_parse(json_string_value(addr), &p, perr, sizeof(perr)) != 0 ||
 		    p.len != (p.family == 4 ? 32 : 128)) {
 			*err = CTL_ERR_INVALID_ARGUMENT;
-			snprintf(msg, len, "args.address: expected one IPv4 or IPv6 address, not \"%.64s\"",
+			snprintf(msg, len,
+				 "args.address: expected one IPv4 or IPv6 address, not \"%.64s\"",
 				 json_string_value(addr));
 			return NULL;
 		}

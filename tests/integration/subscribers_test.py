@@ -15,11 +15,12 @@ marked. subscribers.get finds a subscriber by id and by address and refuses
 an address nobody owns. At exit every frame is accounted and every mbuf is
 back in its pool.
 
-usage: subscribers_test.py SHAPERD
+usage: subscribers_test.py SHAPERD [SHAPECTL]
 """
 import json
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +31,7 @@ from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
 SHAPERD = sys.argv[1]
+SHAPECTL = sys.argv[2] if len(sys.argv) > 2 else None
 # id: (plan Mbit/s, address, ECN bits of its frames)
 PLANS = {"c1": (1, "100.64.0.1", 0), "c2": (2, "100.64.0.2", 2), "c3": (4, "100.64.0.3", 2)}
 BACKLOG_S = 8.0
@@ -59,6 +61,30 @@ def write_pcap(path, frames):
         f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
         for fr in frames:
             f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)) + fr)
+
+
+def shapectl(sock, *args):
+    p = subprocess.run([SHAPECTL, "-s", sock] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=20)
+    print("$ shapectl %s\n%s" % (" ".join(args), p.stdout.rstrip()))
+    return p.returncode, p.stdout
+
+
+def shapectl_checks(sock):
+    """shapectl subscribers and shapectl subscriber, human and --json."""
+    rc, out = shapectl(sock, "subscribers", "--top", "2", "--by", "bytes")
+    rows = [l.split()[0] for l in out.splitlines()[2:] if l.strip()]
+    check(rc == 0 and rows[:2] == ["c3", "c2"] and rows[-1] == "(unknown)",
+          "shapectl subscribers --top 2: c3, c2 and the link's line (%s)" % rows)
+    rc, out = shapectl(sock, "--json", "subscriber", "100.64.0.2")
+    check(rc == 0 and json.loads(out)["id"] == "c2", "shapectl --json subscriber ADDRESS finds c2")
+    rc, out = shapectl(sock, "subscriber", "c1")
+    check(rc == 0 and "subscriber c1" in out and "download: plan 1Mbit" in out,
+          "shapectl subscriber c1 shows its plan")
+    rc, out = shapectl(sock, "subscriber", "nobody")
+    check(rc != 0 and "no subscriber" in out, "shapectl subscriber of an unknown id fails: rc %d" % rc)
+    rc, out = shapectl(sock, "subscribers", "--by", "colour")
+    check(rc != 0, "shapectl subscribers --by colour is a usage error")
 
 
 def main():
@@ -160,6 +186,8 @@ def main():
                   "an unknown address is refused: %s" % rep.get("error", {}).get("message"))
             rep = c.call("subscribers.list", {"by": "colour"})
             check(not rep["ok"], "subscribers.list by an unknown key is refused")
+            if SHAPECTL:
+                shapectl_checks(sock)
     finally:
         rc = d.stop()
         for line in d.lines:
