@@ -101,7 +101,8 @@ sc_show_subscriber(const json_t *r, bool json)
 		printf(" %s", json_string_value(a));
 	printf("\n");
 	for (int d = 0; d < 2; d++) {
-		const json_t *x = json_object_get(r, dir_key[d]), *plan = json_object_get(x, "plan");
+		const json_t *x = json_object_get(r, dir_key[d]),
+			     *plan = json_object_get(x, "plan");
 		const json_t *why = json_object_get(x, "drop_reasons");
 		char pmax[32], pmin[32], alloc[32], arr[32], sent[32];
 
