@@ -157,6 +157,10 @@ def main():
                       % (s["id"], got, tol * 100, mbit))
                 check(dn["threshold_rate"] * 8 == mbit * 1000000,
                       "%s: allocated its plan (threshold_rate %d bytes/s)" % (s["id"], dn["threshold_rate"]))
+                check(dn["arrived_packets"] == count[s["id"]]
+                      and dn["arrived_bytes"] == count[s["id"]] * FRAME,
+                      "%s: counted every frame sent to it: %d of %d"
+                      % (s["id"], dn["arrived_packets"], count[s["id"]]))
                 # Not one instant (the worker runs on): within two bursts.
                 gap = dn["arrived_packets"] - dn["packets"] - dn["drops"] - dn["qlen"]
                 check(abs(gap) <= 64, "%s: arrived %d = sent %d + dropped %d + queued %d (off by %d)"
@@ -188,6 +192,15 @@ def main():
             check(not rep["ok"], "subscribers.list by an unknown key is refused")
             if SHAPECTL:
                 shapectl_checks(sock)
+            # The link's scheduler sits under the subscribers: its discipline cannot change
+            # live (the reply says so), its settings and the link's rate can.
+            rep = c.call("config.set", {"direction": "downstream",
+                                        "settings": {"discipline": "fq_codel"}})
+            check(not rep["ok"] and "subscribers" in rep["error"]["message"],
+                  "a discipline change is refused while subscribers are shaped: %s"
+                  % rep.get("error", {}).get("message"))
+            rep = c.call("config.set", {"direction": "downstream", "settings": {"bandwidth": "50mbit"}})
+            check(rep["ok"], "the link's bandwidth changes live: %s" % rep.get("error"))
     finally:
         rc = d.stop()
         for line in d.lines:
