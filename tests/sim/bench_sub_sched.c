@@ -30,11 +30,11 @@
 #include "shaper/subscriber_sched.h"
 #include "sim.h"
 
-#define BURST  32u
-#define NPKTS  65536u
-#define FRAME  1000u
-#define LINK   125000000ull /* 1 Gbit/s in bytes/s */
-#define MBIT   1000000ull
+#define BURST 32u
+#define NPKTS 65536u
+#define FRAME 1000u
+#define LINK  125000000ull /* 1 Gbit/s in bytes/s */
+#define MBIT  1000000ull
 
 static struct {
 	bool subs;
@@ -71,14 +71,15 @@ measure_turn(struct sh_pkt **in, unsigned int n)
 			sub_sched_enqueue(B.ss, SUB_DOWN, sub_sched_classify(B.ss, SUB_DOWN, in[i]),
 					  in[i], B.now, &dropped);
 		k = sub_sched_next_time(B.ss, SUB_DOWN, B.now) <= B.now
-			    ? sub_sched_dequeue_burst(B.ss, SUB_DOWN, out, 2 * BURST, B.now,
-						      &dropped)
-			    : 0;
+				    ? sub_sched_dequeue_burst(B.ss, SUB_DOWN, out, 2 * BURST, B.now,
+							      &dropped)
+				    : 0;
 	} else {
 		sched_enqueue_burst(B.link[SUB_DOWN], in, n, B.now, &dropped);
 		k = sched_next_time(B.link[SUB_DOWN], B.now) <= B.now
-			    ? sched_dequeue_burst(B.link[SUB_DOWN], out, 2 * BURST, B.now, &dropped)
-			    : 0;
+				    ? sched_dequeue_burst(B.link[SUB_DOWN], out, 2 * BURST, B.now,
+							  &dropped)
+				    : 0;
 	}
 	for (unsigned int i = 0; i < k; i++)
 		give_back(out[i]);
