@@ -208,10 +208,12 @@ test_list(void **state)
 		"{\"cmd\":\"subscribers.list\",\"args\":{\"top\":2,\"by\":\"bytes\"}}", true);
 	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 2);
 	assert_string_equal(json_string_value(json_object_get(
-					json_array_get(json_object_get(r, "subscribers"), 0), "id")),
+					    json_array_get(json_object_get(r, "subscribers"), 0),
+					    "id")),
 			    "c2");
 	assert_string_equal(json_string_value(json_object_get(
-					json_array_get(json_object_get(r, "subscribers"), 1), "id")),
+					    json_array_get(json_object_get(r, "subscribers"), 1),
+					    "id")),
 			    "c1");
 	json_decref(r);
 }
