@@ -69,6 +69,7 @@ struct app {
 	struct ctl_config_file config_file;
 	struct dp_failopen failopen;  /* with fail_open: the lease on the ports' XDP program */
 	struct dp_ar_group *ar_group; /* autorate with several workers */
+	bool subs_attached;           /* per-subscriber shaping on worker 0 (dp_subs_attach) */
 };
 
 static void
@@ -445,6 +446,38 @@ setup_dirs(struct app *a)
 			return -1;
 	}
 	return setup_rtt(a);
+}
+
+/*
+ * Per-subscriber shaping around the first worker's two schedulers (the
+ * config allows subscribers with one worker only). A discipline change is
+ * refused while it is on (the worker's DP_MSG_SWAP), and the subscribers
+ * section only changes with a restart, so nothing rebuilds the schedulers
+ * under it until teardown.
+ */
+static int
+attach_subscribers(struct app *a)
+{
+	struct dp_dir *w0[SHAPER_NUM_DIRS] = {
+		[SHAPER_UP] = a->dir[SHAPER_UP][0], [SHAPER_DOWN] = a->dir[SHAPER_DOWN][0]
+	};
+	char err[SHAPER_ERR_LEN];
+	struct sub_sched_stats st;
+
+	if (!shaper_subscribers_enabled(&a->cfg))
+		return 0;
+	if (dp_subs_attach(w0, &a->cfg, err, sizeof(err)) != 0) {
+		/* The loaders' messages name the section or the file already. */
+		shaper_log_error("%s%s",
+				 strncmp(err, "subscribers", 11) == 0 ? "" : "subscribers: ", err);
+		return -1;
+	}
+	a->subs_attached = true;
+	sub_sched_get_stats(w0[SHAPER_DOWN]->subs, SUB_DOWN, &st);
+	shaper_log_info("subscribers: %u shaped per subscriber from %s, %u CAKEs per direction",
+			dp_subs_set(w0[SHAPER_DOWN])->nsubs,
+			dp_subs_set(w0[SHAPER_DOWN])->subs_file, st.pool_free);
+	return 0;
 }
 
 /*
@@ -946,11 +979,6 @@ main(int argc, char **argv)
 		return 0;
 	}
 
-	if (shaper_subscribers_enabled(&a.cfg))
-		shaper_log_warning(
-				"subscribers: the files are loaded and checked, but this version "
-				"does not shape per subscriber yet: each direction is shaped as "
-				"one link (docs/subscribers.md)");
 	if (open_control(&a, config_path) != 0)
 		return 1;
 	/* DPDK's own messages at their levels, through the same filter and stream. */
@@ -1072,7 +1100,8 @@ main(int argc, char **argv)
 		if (a.pool[d] != NULL && dp_port_keeps_rx_mbufs(&a.port[dir_input_port(d)]))
 			driver_held += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
 	dp_clock_init();
-	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || launch_workers(&a) != 0) {
+	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || attach_subscribers(&a) != 0 ||
+	    launch_workers(&a) != 0) {
 		exit_code = 1;
 		goto out_run;
 	}
@@ -1113,6 +1142,13 @@ out_ports:
 	report(&a, counters, in_use - kept, kept);
 	if (in_use - kept != 0)
 		exit_code = 3;
+	if (a.subs_attached) {
+		struct dp_dir *w0[SHAPER_NUM_DIRS] = {
+			[SHAPER_UP] = a.dir[SHAPER_UP][0], [SHAPER_DOWN] = a.dir[SHAPER_DOWN][0]
+		};
+
+		dp_subs_detach(w0); /* drained by teardown; before the link's schedulers go */
+	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct dp_dir *shards[SHAPER_MAX_WORKERS];
 		unsigned int made = 0;

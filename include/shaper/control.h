@@ -45,6 +45,9 @@ enum ctl_error {
 
 const char *ctl_error_name(enum ctl_error e);
 
+struct sub_sched;
+struct sub_set;
+
 /* Per-direction counters kept by the data plane. */
 /*
  * Passive RTT and autorate as one direction shows them. The samples a
@@ -192,7 +195,22 @@ struct ctl_backend {
 	int (*shard_snapshot)(void *opaque, enum shaper_dir d, unsigned int shard,
 			      struct ctl_dir_counters *c, struct sched_stats *st,
 			      struct sched_params *params);
+	/*
+	 * Per-subscriber shaping (src/control/subscribers.c); NULL, or subs
+	 * returning NULL, when it is off. subs: the scheduler and the set it
+	 * shapes (read-only, valid while the daemon runs).
+	 */
+	const struct sub_sched *(*subs)(void *opaque, const struct sub_set **set);
 };
+
+/*
+ * subscribers.list and subscribers.get: the reply's result (a jansson
+ * object), or NULL with *err and msg.
+ */
+void *ctl_subscribers_list(const struct ctl_backend *be, const void *args, enum ctl_error *err,
+			   char *msg, size_t len);
+void *ctl_subscribers_get(const struct ctl_backend *be, const void *args, enum ctl_error *err,
+			  char *msg, size_t len);
 
 /* Fold one shard's counters into a direction's (sums; maxima for the longest turns). */
 void ctl_dir_counters_merge(struct ctl_dir_counters *into, const struct ctl_dir_counters *from);

@@ -266,6 +266,14 @@ int dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_con
 		   size_t errlen);
 /* After dp_dir_drain of both directions: free it (the link schedulers stay). */
 void dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS]);
+/*
+ * The joint packet limit of d's subscriber CAKEs and the link's scheduler
+ * with params p: what the budget gives the link's scheduler alone. At
+ * attach and on every live change of p (worker side). No-op without.
+ */
+void dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p);
+/* The subscribers d shapes (ids, plans, nodes; read-only), or NULL. */
+const struct sub_set *dp_subs_set(const struct dp_dir *d);
 
 /* Worker: autorate's decision for d, applied with sched_update. */
 void dp_rtt_autorate(struct dp_dir *d, uint64_t now);

@@ -24,14 +24,31 @@
  * (drop count, BLUE probability) has relaxed well within this. */
 #define SUB_POOL_HOLD_NS 1000000000ull
 
-/* What the data path keeps per configured subscriber, active or not. */
+/* Why one of a subscriber's packets was dropped (its own counters). */
+enum sub_drop_kind {
+	SUB_DROP_AQM = 0,    /* COBALT at dequeue */
+	SUB_DROP_OVERFLOW,   /* its own CAKE's buffer limit */
+	SUB_DROP_ACK_FILTER, /* a redundant ACK its CAKE's filter removed */
+	SUB_DROP_BUDGET, /* the direction's joint limit: it held the most (the "overflow" reason) */
+	SUB_DROP_KINDS
+};
+
+/*
+ * What the data path keeps per configured subscriber, active or not. The
+ * worker is the only writer; the counters (rate to marks) are stored with
+ * relaxed atomics so the control thread may read them at any time
+ * (sub_sched_counters), without a lock.
+ */
 struct sub_idle {
 	struct sched *cake[SUB_DIRS]; /* NULL while idle in that direction */
 	uint64_t rate[SUB_DIRS];      /* allocated bytes/s */
 	uint64_t last_pkt_ns[SUB_DIRS];
-	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS];
-	uint64_t drops[SUB_DIRS], marks[SUB_DIRS];
+	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS]; /* arrived (handed to its scheduler) */
+	uint64_t sent_bytes[SUB_DIRS], sent_packets[SUB_DIRS];
+	uint64_t dropped[SUB_DIRS][SUB_DROP_KINDS];
+	uint64_t marks[SUB_DIRS];    /* packets its CAKE turned CE (ECN) */
 	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
+	uint32_t qlen[SUB_DIRS];     /* packets queued in its CAKE now */
 	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
 	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
 	uint32_t heap_pos[SUB_DIRS];   /* place among the ready subscribers, or SUB_NONE */

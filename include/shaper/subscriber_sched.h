@@ -23,6 +23,7 @@
 #ifndef SHAPER_SUBSCRIBER_SCHED_H
 #define SHAPER_SUBSCRIBER_SCHED_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,7 +102,18 @@ void sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list 
 /* Packets queued in direction dir: every subscriber's CAKE and the link's scheduler. */
 uint64_t sub_sched_backlog_pkts(const struct sub_sched *ss, enum sub_dir dir);
 
+/*
+ * The most packets the direction's schedulers (every subscriber's CAKE and
+ * the link's) may hold together: the share of the mbuf pool the link's
+ * scheduler alone would have (shaper/dp_budget.h). A packet past it is
+ * made room for by dropping from the head of the subscriber holding the
+ * most, counted under the "overflow" reason (its SUB_DROP_BUDGET). 0: no
+ * joint limit (each CAKE only its own).
+ */
+void sub_sched_set_limit(struct sub_sched *ss, enum sub_dir dir, uint64_t pkts);
+
 struct sub_sched_stats {
+	uint64_t budget_drops; /* packets dropped for the joint limit (sub_sched_set_limit) */
 	uint64_t taken, given; /* CAKEs drawn from and returned to the pool */
 	uint64_t pool_empty;   /* packets queued in the link's scheduler for want of a CAKE */
 	uint64_t unknown;      /* packets of addresses no subscriber owns */
@@ -121,5 +133,34 @@ size_t sub_sched_bytes_for(uint32_t nsubs);
 
 /* Subscriber sub's record (counters, rate, its CAKE); sub < nsubs of the set. */
 const struct sub_idle *sub_sched_sub(const struct sub_sched *ss, uint32_t sub);
+
+/* One subscriber's counters in one direction, as another thread may read them. */
+struct sub_counters {
+	uint64_t rate;                     /* allocated now, bytes/s (0 while it has no CAKE) */
+	uint64_t arrival_bps;              /* its arrival rate, averaged over about four ticks */
+	uint64_t bytes, packets;           /* arrived */
+	uint64_t sent_bytes, sent_packets; /* left its scheduler */
+	uint64_t dropped[SUB_DROP_KINDS];
+	uint64_t marks;
+	uint32_t qlen;
+	bool active; /* holds a CAKE from the pool */
+};
+
+/*
+ * Subscriber sub's counters in direction dir (sub == nsubs: the link's own
+ * scheduler's entry), safe to call from any thread while the worker runs:
+ * each value is read atomically, the set of them is not one instant.
+ */
+void sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
+			struct sub_counters *out);
+
+/* Subscribers of the set it was made with (the link's entry is index nsubs). */
+uint32_t sub_sched_nsubs(const struct sub_sched *ss);
+
+/*
+ * The subscriber owning address a (a /32 or /128 from sub_prefix_parse;
+ * vlan 0 for untagged), or SUB_NONE. Read-only: any thread.
+ */
+uint32_t sub_sched_find(const struct sub_sched *ss, const struct sub_prefix *a);
 
 #endif

@@ -614,6 +614,21 @@ cmd_config_save(const struct ctl_backend *be, const json_t *args, struct reply *
 	return 0;
 }
 
+/* subscribers.list and subscribers.get (src/control/subscribers.c). */
+static int
+cmd_subscribers_list(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_subscribers_list(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
+static int
+cmd_subscribers_get(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_subscribers_get(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
 /* Each command with the lowest access level that may run it. */
 static const struct {
 	const char *name;
@@ -629,6 +644,9 @@ static const struct {
 	/* Both change the configuration, as config.set does. */
 	{ "config.reload", cmd_config_reload, SHAPER_LEVEL_ADMIN },
 	{ "config.save", cmd_config_save, SHAPER_LEVEL_ADMIN },
+	/* Subscribers' names are often street addresses: not for every user. */
+	{ "subscribers.list", cmd_subscribers_list, SHAPER_LEVEL_OPERATOR },
+	{ "subscribers.get", cmd_subscribers_get, SHAPER_LEVEL_OPERATOR },
 };
 
 int

@@ -575,6 +575,19 @@ be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int m
 	return rc;
 }
 
+/* Worker 0's per-subscriber scheduler (subscribers need one worker), or NULL. */
+static const struct sub_sched *
+be_subs(void *opaque, const struct sub_set **set)
+{
+	struct dp_control *ctl = opaque;
+	const struct dp_dir *d = ctl->dirs[SHAPER_DOWN][0];
+
+	if (d == NULL || d->subs == NULL)
+		return NULL;
+	*set = dp_subs_set(d);
+	return d->subs;
+}
+
 void
 dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 {
@@ -587,4 +600,5 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->flows = be_flows;
 	be->n_shards = ctl->n_shards;
 	be->shard_snapshot = be_shard_snapshot;
+	be->subs = be_subs;
 }

@@ -21,9 +21,14 @@
 #include "shaper/dataplane.h"
 #include "shaper/subscriber_config.h"
 
+/*
+ * The scheduler's lookup context, and the loaded set the control thread
+ * names subscribers from (read-only once attached).
+ */
 struct dp_sub_lpm {
 	struct rte_lpm *v4;  /* NULL: no unqualified v4 prefix */
 	struct rte_lpm6 *v6; /* NULL: no unqualified v6 prefix */
+	struct sub_set set;
 };
 
 static uint32_t
@@ -55,6 +60,7 @@ lpm_free(struct dp_sub_lpm *l)
 		return;
 	rte_lpm_free(l->v4);
 	rte_lpm6_free(l->v6);
+	sub_set_free(&l->set);
 	free(l);
 }
 
@@ -73,6 +79,7 @@ lpm_build(const struct sub_set *set, int socket, char *err, size_t errlen)
 
 	if (l == NULL)
 		goto nomem;
+	sub_set_init(&l->set);
 	for (i = 0; i < set->nprefixes; i++) {
 		const struct sub_prefix *p = &set->prefixes[i];
 
@@ -178,7 +185,8 @@ dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config 
 	cfg.lookup_v6 = lpm_v6;
 	cfg.lookup_ctx = lpm;
 	ss = sub_sched_create(&cfg, err, errlen);
-	sub_set_free(&set); /* what the scheduler needs it copied */
+	/* Kept for the control thread's names (the scheduler copied what it needs). */
+	lpm->set = set;
 	if (ss == NULL) {
 		lpm_free(lpm);
 		return -EINVAL;
@@ -188,6 +196,7 @@ dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config 
 
 		d->subs = ss;
 		sub_sched_set_link_rate(ss, (enum sub_dir)sd, sched_get_params(d->sched)->rate);
+		dp_subs_set_limit(d, sched_get_params(d->sched));
 	}
 	return 0;
 }
@@ -204,4 +213,32 @@ dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS])
 	dirs[SHAPER_DOWN]->subs = dirs[SHAPER_UP]->subs = NULL;
 	sub_sched_free(ss);
 	lpm_free(lpm);
+}
+
+void
+dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
+{
+	uint64_t one = sched_max_packets(p, d->truesize);
+
+	if (d->subs == NULL)
+		return;
+	/*
+	 * The budget (shaper/dp_budget.h) has room for what the link's
+	 * scheduler can hold: every subscriber's CAKE and the link's share it.
+	 * Unbounded (a fifo without limits): what the pool has past the rest.
+	 */
+	if (one == SCHED_UNBOUNDED)
+		one = d->pool_mbufs > d->mbuf_fixed ? d->pool_mbufs - d->mbuf_fixed : 1;
+	sub_sched_set_limit(d->subs, d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP, one);
+}
+
+const struct sub_set *
+dp_subs_set(const struct dp_dir *d)
+{
+	const struct dp_sub_lpm *l;
+
+	if (d->subs == NULL)
+		return NULL;
+	l = sub_sched_lookup_ctx(d->subs);
+	return &l->set;
 }

@@ -428,8 +428,10 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
 		if (m->rc == 0)
 			dp_share_reapply(d, now);
-		if (m->rc == 0 && d->subs != NULL)
+		if (m->rc == 0 && d->subs != NULL) {
 			sub_sched_set_link_rate(d->subs, sub_dir_of(d), m->params.rate);
+			dp_subs_set_limit(d, &m->params);
+		}
 		break;
 	case DP_MSG_SWAP:
 		if (d->subs != NULL) {

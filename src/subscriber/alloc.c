@@ -89,7 +89,7 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 {
 	uint64_t sum_f = 0, sum_c = 0, s, level = 0, sum = 0;
 	uint64_t *F = scratch, *C = scratch + n;
-	uint32_t i, j, k;
+	uint32_t i, j, k, m;
 
 	for (i = 0; i < n; i++) {
 		sum_f = sat_add(sum_f, floor[i]);
@@ -109,10 +109,19 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 		}
 		return sum;
 	}
-	memcpy(F, floor, n * sizeof(*F));
-	memcpy(C, ceiling, n * sizeof(*C));
-	sort_u64(F, n);
-	sort_u64(C, n);
+	/*
+	 * Only children that want something are breakpoints: an idle one
+	 * (ceiling 0) adds 0 whatever the level. Under a node of thousands of
+	 * subscribers most are idle, and the sorts are the cost of a run.
+	 */
+	for (i = j = 0; i < n; i++)
+		if (ceiling[i] != 0) {
+			F[j] = floor[i];
+			C[j] = ceiling[i];
+			j++;
+		}
+	sort_u64(F, j);
+	sort_u64(C, j);
 	/*
 	 * S(L) = sum clamp(L, f, c) rises with slope k = #{f <= L < c}. Walk
 	 * the breakpoints until the next one would pass total; sum_c > total
@@ -120,9 +129,10 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 	 */
 	s = sum_f;
 	k = 0;
+	m = j;
 	i = j = 0;
 	for (;;) {
-		uint64_t v = i < n && F[i] < C[j] ? F[i] : C[j];
+		uint64_t v = i < m && F[i] < C[j] ? F[i] : C[j];
 
 		if (k > 0 && v - level >= (total - s) / k) {
 			level += (total - s) / k;
@@ -130,9 +140,9 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 		}
 		s += (uint64_t)k * (v - level);
 		level = v;
-		while (i < n && F[i] == v)
+		while (i < m && F[i] == v)
 			k++, i++;
-		while (j < n && C[j] == v)
+		while (j < m && C[j] == v)
 			k--, j++;
 	}
 	for (i = 0; i < n; i++) {

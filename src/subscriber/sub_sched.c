@@ -17,6 +17,19 @@
 /* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
 #define SUB_SCHED_LINK_LAG_NS 250000ull
 
+/*
+ * The worker is the only writer of a subscriber's counters; the control
+ * thread reads them (sub_sched_counters). Relaxed atomic stores cost what
+ * plain ones do on the machines DPDK runs on, and make those reads defined.
+ */
+#define CTR_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define CTR_ADD(x, v) CTR_SET(x, (x) + (v))
+#define CTR_GET(x)    __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* ECN's CE codepoint, and a flush_some's bounded search tried this often for one packet. */
+#define SUB_ECN_CE       3u
+#define SUB_BUDGET_TRIES 16
+
 struct sub_sched_dir {
 	struct sub_pool *pool;
 	uint64_t link_rate; /* bytes/s for the pacer; 0 = none */
@@ -29,6 +42,8 @@ struct sub_sched_dir {
 	uint32_t nheap;
 	uint64_t *demand, *rate; /* per subscriber (and the link's entry), bit/s */
 	uint64_t queued;         /* packets in all its schedulers */
+	uint64_t limit;          /* joint packet limit of them all; 0 = none */
+	uint32_t fat;            /* the subscriber found holding the most, last time */
 	struct sub_sched_stats st;
 };
 
@@ -313,7 +328,7 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 	s->tick_bytes[dir] = s->bytes[dir];
 	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
 	/* An average over about four ticks, so one burst does not set the demand. */
-	s->arrivals[dir] = (3 * s->arrivals[dir] + now_bps) / 4;
+	CTR_SET(s->arrivals[dir], (3 * s->arrivals[dir] + now_bps) / 4);
 	if (backlog >= 2)
 		return SUB_DEMAND_ALL; /* a standing queue: all it can get */
 	if (s->arrivals[dir] == 0 && backlog == 0)
@@ -349,7 +364,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
 		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
 			s->cake[dir] = NULL;
-			s->rate[dir] = 0;
+			CTR_SET(s->rate[dir], 0);
 			d->st.given++;
 		}
 	}
@@ -361,7 +376,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		if (s->cake[dir] == NULL || r == 0 || r == s->rate[dir])
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
-			s->rate[dir] = r;
+			CTR_SET(s->rate[dir], r);
 			/* A new rate moves its next time. */
 			if (s->heap_pos[dir] != SUB_NONE)
 				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
@@ -374,13 +389,94 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 
 /* --------------------------------------------------------------- enqueue */
 
+static inline enum sub_drop_kind
+drop_kind(const struct sh_pkt *p)
+{
+	if (p->drop_reason == SHAPER_DROP_AQM)
+		return SUB_DROP_AQM;
+	return p->drop_reason == SHAPER_DROP_ACK_FILTER ? SUB_DROP_ACK_FILTER : SUB_DROP_OVERFLOW;
+}
+
+/* Count the drops appended after old_tail (NULL: the whole list) on s; how many there were. */
+static inline uint32_t
+count_drops(struct sub_idle *s, enum sub_dir dir, const struct sh_pkt_list *dropped,
+	    const struct sh_pkt *old_tail)
+{
+	uint32_t n = 0;
+
+	for (const struct sh_pkt *p = old_tail != NULL ? old_tail->next : dropped->head; p != NULL;
+	     p = p->next, n++)
+		CTR_ADD(s->dropped[dir][drop_kind(p)], 1);
+	return n;
+}
+
+/*
+ * Whose packet goes when the direction holds more than its joint limit: one
+ * holding at least the average backlog (so never a light subscriber for a
+ * heavy one). The arriving subscriber if it does, else the one found last
+ * time if it still does, else the largest (a scan of those with packets,
+ * needed only when the fat one changed).
+ */
+static uint32_t
+budget_victim(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	uint64_t avg = d->nheap != 0 ? d->queued / d->nheap : 0;
+	uint32_t best = arriving;
+
+	if (ss->subs[arriving].qlen[dir] != 0 && ss->subs[arriving].qlen[dir] >= avg)
+		return arriving;
+	if (d->fat <= ss->nsubs && ss->subs[d->fat].qlen[dir] != 0 &&
+	    ss->subs[d->fat].qlen[dir] >= avg)
+		return d->fat;
+	for (uint32_t i = 0; i < d->nheap; i++)
+		if (ss->subs[d->heap[i]].qlen[dir] > ss->subs[best].qlen[dir])
+			best = d->heap[i];
+	d->fat = best;
+	return best;
+}
+
+/* One packet off the head of a fat subscriber's CAKE, to keep the direction within its limit. */
+static void
+budget_drop(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving, uint64_t now,
+	    struct sh_pkt_list *dropped)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	uint32_t victim = budget_victim(ss, dir, arriving);
+	struct sub_idle *v = &ss->subs[victim];
+	struct sh_pkt *old_tail = dropped->tail, *p;
+	unsigned int n = 0;
+
+	if (v->cake[dir] == NULL || v->qlen[dir] == 0)
+		return;
+	/* The search is bounded per call: a packet far along the queues takes a few. */
+	for (int i = 0; n == 0 && i < SUB_BUDGET_TRIES; i++)
+		n = sched_flush_some(v->cake[dir], dropped, 1);
+	if (n == 0)
+		return;
+	p = old_tail != NULL ? old_tail->next : dropped->head;
+	p->drop_reason = SHAPER_DROP_OVERFLOW;
+	CTR_ADD(v->dropped[dir][SUB_DROP_BUDGET], 1);
+	CTR_SET(v->qlen[dir], v->qlen[dir] - 1);
+	d->queued--;
+	d->st.budget_drops++;
+	heap_set(ss, dir, victim, sched_next_time(v->cake[dir], now));
+}
+
+void
+sub_sched_set_limit(struct sub_sched *ss, enum sub_dir dir, uint64_t pkts)
+{
+	ss->d[dir].limit = pkts;
+}
+
 int
 sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct sh_pkt *pkt,
 		  uint64_t now, struct sh_pkt_list *dropped)
 {
 	struct sub_sched_dir *d = &ss->d[dir];
+	struct sh_pkt *old_tail = dropped->tail;
 	struct sub_idle *s;
-	uint32_t before = dropped->count;
+	uint32_t nd;
 	int self;
 
 	if (sub >= ss->nsubs) {
@@ -394,7 +490,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 		if (c == NULL) {
 			/* None free: the link's scheduler holds it until one is. */
 			d->st.pool_empty++;
-			s->bytes[dir] += pkt->len; /* its demand still counts */
+			CTR_ADD(s->bytes[dir], pkt->len); /* its demand still counts */
 			s->last_pkt_ns[dir] = now;
 			sub = ss->nsubs;
 			s = &ss->subs[sub];
@@ -406,20 +502,36 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
 			 */
 			if (r != 0 && sched_set_rate(c, r, now) == 0)
-				s->rate[dir] = r;
+				CTR_SET(s->rate[dir], r);
 		}
 	}
 	self = sched_enqueue(s->cake[dir], pkt, now, dropped);
-	s->bytes[dir] += pkt->len;
-	s->packets[dir]++;
+	CTR_ADD(s->bytes[dir], pkt->len);
+	CTR_ADD(s->packets[dir], 1);
 	s->last_pkt_ns[dir] = now;
-	s->drops[dir] += dropped->count - before;
-	d->queued = d->queued + 1 - (dropped->count - before);
+	nd = dropped->count == 0 ? 0 : count_drops(s, dir, dropped, old_tail);
+	CTR_SET(s->qlen[dir], s->qlen[dir] + 1 - nd);
+	d->queued = d->queued + 1 - nd;
 	heap_set(ss, dir, sub, sched_next_time(s->cake[dir], now));
+	if (d->limit != 0 && d->queued > d->limit && !self)
+		budget_drop(ss, dir, sub, now, dropped);
 	return self;
 }
 
 /* --------------------------------------------------------------- dequeue */
+
+/* The ECN bits in the packet's IP header now (its pkt->ecn is what it arrived with). */
+static inline unsigned int
+ecn_now(const struct sh_pkt *pkt)
+{
+	const uint8_t *ip = pkt->data + pkt->l3_off;
+
+	if (pkt->l3_off == SH_OFF_NONE || pkt->l3_off + 2u > pkt->hdr_len)
+		return 0;
+	if (pkt->flags & SH_PKT_IPV4)
+		return ip[1] & 3u;
+	return pkt->flags & SH_PKT_IPV6 ? (ip[1] >> 4) & 3u : 0;
+}
 
 unsigned int
 sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **out,
@@ -431,9 +543,9 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 	if (now >= d->next_tick)
 		sub_sched_tick(ss, dir, now);
 	while (n < max && d->nheap != 0 && d->key[0] <= now) {
-		uint32_t sub = d->heap[0], before = dropped->count;
+		uint32_t sub = d->heap[0], nd;
 		struct sub_idle *s = &ss->subs[sub];
-		struct sh_pkt *pkt;
+		struct sh_pkt *old_tail = dropped->tail, *pkt;
 		uint64_t next;
 
 		if (d->link_rate != 0 && d->link_next > now) {
@@ -441,12 +553,18 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 			break;
 		}
 		pkt = sched_dequeue(s->cake[dir], now, dropped);
-		s->drops[dir] += dropped->count - before;
-		d->queued -= (dropped->count - before) + (pkt != NULL);
+		nd = dropped->tail == old_tail ? 0 : count_drops(s, dir, dropped, old_tail);
+		d->queued -= nd + (pkt != NULL);
+		CTR_SET(s->qlen[dir], s->qlen[dir] - nd - (pkt != NULL));
 		next = sched_next_time(s->cake[dir], now);
 		if (pkt != NULL) {
 			uint32_t len = pkt->adj_len != 0 ? pkt->adj_len : pkt->len;
 
+			CTR_ADD(s->sent_bytes[dir], pkt->len);
+			CTR_ADD(s->sent_packets[dir], 1);
+			/* Arrived ECT and leaves CE: its CAKE marked it. */
+			if (pkt->ecn != 0 && pkt->ecn != SUB_ECN_CE && ecn_now(pkt) == SUB_ECN_CE)
+				CTR_ADD(s->marks[dir], 1);
 			out[n++] = pkt;
 			if (d->link_rate != 0) {
 				if (d->link_next + SUB_SCHED_LINK_LAG_NS < now)
@@ -492,11 +610,12 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 		if (s->cake[dir] == NULL)
 			continue;
 		sched_flush(s->cake[dir], out);
+		CTR_SET(s->qlen[dir], 0);
 		if (s->heap_pos[dir] != SUB_NONE)
 			heap_set(ss, dir, i, UINT64_MAX);
 		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
 			s->cake[dir] = NULL;
-			s->rate[dir] = 0;
+			CTR_SET(s->rate[dir], 0);
 			d->st.given++;
 		}
 	}
@@ -529,4 +648,40 @@ const struct sub_idle *
 sub_sched_sub(const struct sub_sched *ss, uint32_t sub)
 {
 	return &ss->subs[sub];
+}
+
+void
+sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
+		   struct sub_counters *out)
+{
+	const struct sub_idle *s = &ss->subs[sub];
+
+	out->rate = CTR_GET(s->rate[dir]);
+	out->arrival_bps = CTR_GET(s->arrivals[dir]);
+	out->bytes = CTR_GET(s->bytes[dir]);
+	out->packets = CTR_GET(s->packets[dir]);
+	out->sent_bytes = CTR_GET(s->sent_bytes[dir]);
+	out->sent_packets = CTR_GET(s->sent_packets[dir]);
+	for (int k = 0; k < SUB_DROP_KINDS; k++)
+		out->dropped[k] = CTR_GET(s->dropped[dir][k]);
+	out->marks = CTR_GET(s->marks[dir]);
+	out->qlen = CTR_GET(s->qlen[dir]);
+	/* The link's entry always holds the link's scheduler. */
+	out->active = sub < ss->nsubs && out->rate != 0;
+}
+
+uint32_t
+sub_sched_nsubs(const struct sub_sched *ss)
+{
+	return ss->nsubs;
+}
+
+uint32_t
+sub_sched_find(const struct sub_sched *ss, const struct sub_prefix *a)
+{
+	if (a->family == 4)
+		return sub_lookup_v4(ss->lookup, a->vlan,
+				     (uint32_t)a->addr[0] << 24 | (uint32_t)a->addr[1] << 16 |
+						     (uint32_t)a->addr[2] << 8 | a->addr[3]);
+	return sub_lookup_v6(ss->lookup, a->vlan, a->addr);
 }

@@ -67,6 +67,7 @@ struct world {
 	uint32_t *free_idx, nfree;
 	uint64_t now, win_from;
 	uint64_t sent, delivered, dropped[SHAPER_DROP_MAX];
+	uint64_t max_backlog; /* the most the schedulers held together after an enqueue */
 };
 
 static uint32_t
@@ -223,6 +224,8 @@ emit(struct world *w, uint32_t i)
 	sh_pkt_list_init(&dropped);
 	sub_sched_enqueue(w->ss, SUB_DOWN, sub, &p->pkt, w->now, &dropped);
 	take_drops(w, &dropped);
+	if (sub_sched_backlog_pkts(w->ss, SUB_DOWN) > w->max_backlog)
+		w->max_backlog = sub_sched_backlog_pkts(w->ss, SUB_DOWN);
 	s->sent++;
 	w->sent++;
 	s->next += (uint64_t)FRAME * SIM_NS / s->rate;
@@ -459,14 +462,61 @@ test_quiet_and_small_pool(void **state)
 	world_free(w);
 }
 
+/*
+ * The joint limit (the direction's mbuf budget): seven subscribers each
+ * offered twice their plan would hold far more than 300 packets in their
+ * CAKEs together; with the limit the sum never passes it, the drops it
+ * makes fall on the subscribers with standing queues (never on the
+ * unknown address's light flow in the link's CAKE), every subscriber still
+ * gets its plan, and each subscriber's own counters add up.
+ */
+static void
+test_joint_limit(void **state)
+{
+	const uint64_t limit = 300;
+	struct world *w = world_new(90, 8);
+	struct sub_sched_stats st;
+	uint64_t budget = 0;
+	double worst = 0;
+
+	(void)state;
+	sub_sched_set_limit(w->ss, SUB_DOWN, limit);
+	set_on(w, true);
+	reset_window(w, 1 * SIM_NS);
+	run(w, 3 * SIM_NS);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		struct sub_counters c;
+		uint64_t drops = 0;
+		double err = fabs(got_mbit(w, i, -1, 2 * SIM_NS) / (double)plan_mbit[i] - 1);
+
+		worst = err > worst ? err : worst;
+		sub_sched_counters(w->ss, i, SUB_DOWN, &c);
+		for (int k = 0; k < SUB_DROP_KINDS; k++)
+			drops += c.dropped[k];
+		assert_int_equal(c.packets, c.sent_packets + drops + c.qlen);
+		budget += c.dropped[SUB_DROP_BUDGET];
+	}
+	SIM_FIGURE("joint limit %llu packets: at most %llu held, %llu dropped for it, worst "
+		   "subscriber %.3f %% off its plan",
+		   (unsigned long long)limit, (unsigned long long)w->max_backlog,
+		   (unsigned long long)st.budget_drops, worst * 100);
+	assert_true(w->max_backlog <= limit);
+	assert_true(st.budget_drops > 0);
+	assert_int_equal(budget, st.budget_drops);
+	assert_int_equal(w->src[NSRC - 1].drops[SHAPER_DROP_OVERFLOW], 0);
+	assert_true(worst < 0.01);
+	check_accounting(w);
+	world_free(w);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_room),
-		cmocka_unit_test(test_node_full),
-		cmocka_unit_test(test_link_cut),
-		cmocka_unit_test(test_quiet_and_small_pool),
+		cmocka_unit_test(test_room),        cmocka_unit_test(test_node_full),
+		cmocka_unit_test(test_link_cut),    cmocka_unit_test(test_quiet_and_small_pool),
+		cmocka_unit_test(test_joint_limit),
 	};
 
 	sim_watchdog(280, "the per-subscriber scheduler's test hung");

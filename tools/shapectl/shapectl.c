@@ -35,7 +35,8 @@ struct opts {
 	bool json;
 	int timeout_ms;
 	/* per command */
-	long top;          /* flows */
+	long top;          /* flows, subscribers */
+	const char *by;    /* subscribers: bytes, drops or rate */
 	double interval_s; /* watch */
 	long count;        /* watch: 0 = until interrupted */
 	bool save;         /* set: write the running settings to the file afterwards */
@@ -72,6 +73,10 @@ usage(FILE *f)
 		"                                   until interrupted, or N times; with each\n"
 		"                                   port's link and the link changes seen\n"
 		"  metrics                          statistics in the Prometheus text format\n"
+		"  subscribers [--top N] [--by bytes|drops|rate]\n"
+		"                                   per-subscriber counters (all, or the N\n"
+		"                                   largest by bytes sent, drops or arrival rate)\n"
+		"  subscriber ID|ADDRESS            one subscriber: plan, addresses, counters\n"
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
@@ -1006,17 +1011,19 @@ enum cmd_id {
 	C_WATCH,
 	C_METRICS,
 	C_RELOAD,
-	C_SAVE
+	C_SAVE,
+	C_SUBS,
+	C_SUB
 };
 
 static const struct {
 	const char *name;
 	enum cmd_id id;
 } commands[] = {
-	{ "version", C_VERSION }, { "stats", C_STATS },     { "flows", C_FLOWS },
-	{ "get", C_GET },         { "set", C_SET },         { "reset", C_RESET },
-	{ "watch", C_WATCH },     { "metrics", C_METRICS }, { "reload", C_RELOAD },
-	{ "save", C_SAVE },
+	{ "version", C_VERSION }, { "stats", C_STATS },      { "flows", C_FLOWS },
+	{ "get", C_GET },         { "set", C_SET },          { "reset", C_RESET },
+	{ "watch", C_WATCH },     { "metrics", C_METRICS },  { "reload", C_RELOAD },
+	{ "save", C_SAVE },       { "subscribers", C_SUBS }, { "subscriber", C_SUB },
 };
 
 /* Options after the command: --top for flows, -n/--count for watch, -j anywhere. */
@@ -1029,6 +1036,7 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 		{ "count", required_argument, NULL, 'C' },
 		{ "interval", required_argument, NULL, 'n' },
 		{ "save", no_argument, NULL, 'S' },
+		{ "by", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c;
@@ -1052,10 +1060,30 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 			o->save = true;
 			break;
 		case 'T':
+			if (id == C_SUBS) {
+				if (parse_long(optarg, 1, 1048576, &o->top) != 0)
+					return usage_error("subscribers: --top \"%s\": expected "
+							   "1..1048576",
+							   optarg);
+				break;
+			}
 			if (id != C_FLOWS)
-				return usage_error("%s: --top applies to flows only", name);
+				return usage_error(
+						"%s: --top applies to flows and subscribers only",
+						name);
 			if (parse_long(optarg, 1, 1000, &o->top) != 0)
 				return usage_error("flows: --top \"%s\": expected 1..1000", optarg);
+			break;
+		case 'B':
+			if (id != C_SUBS)
+				return usage_error("%s: --by applies to subscribers only", name);
+			if (strcmp(optarg, "bytes") != 0 && strcmp(optarg, "drops") != 0 &&
+			    strcmp(optarg, "rate") != 0)
+				return usage_error(
+						"subscribers: --by \"%s\": expected bytes, drops "
+						"or rate",
+						optarg);
+			o->by = optarg;
 			break;
 		case 'n':
 			if (id != C_WATCH)
@@ -1139,7 +1167,7 @@ main(int argc, char **argv)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
 		return usage_error("\"%s\" is not a command (version, stats, flows, get, set, "
-				   "reset, reload, save, watch, metrics)",
+				   "reset, reload, save, watch, metrics, subscribers, subscriber)",
 				   name);
 	id = commands[i].id;
 	argc -= optind;
@@ -1171,6 +1199,34 @@ main(int argc, char **argv)
 			json_object_set_new(args, "top", json_integer(o.top));
 		}
 		break;
+	case C_SUBS:
+		if (argc > 0)
+			return usage_error("%s: unexpected argument \"%s\"", name, argv[0]);
+		if (o.top > 0 || o.by != NULL) {
+			args = json_object();
+			if (o.top > 0)
+				json_object_set_new(args, "top", json_integer(o.top));
+			/* A top-N without --by is by bytes, as the daemon sorts it. */
+			json_object_set_new(args, "by", json_string(o.by != NULL ? o.by : "bytes"));
+			if (o.by == NULL)
+				o.by = "bytes";
+		}
+		break;
+	case C_SUB:
+		if (argc != 1)
+			return usage_error("subscriber: expected one circuit id or address");
+		/*
+		 * An IPv6 address has a colon, an IPv4 one dots and digits only;
+		 * anything else (numeric circuit ids too) is an id.
+		 */
+		args = json_pack("{s:s}",
+				 strchr(argv[0], ':') != NULL || (strchr(argv[0], '.') != NULL &&
+								  strspn(argv[0], "0123456789.") ==
+										  strlen(argv[0]))
+						 ? "address"
+						 : "id",
+				 argv[0]);
+		break;
 	case C_SET:
 		/* "set upstream bandwidth 90mbit --save": the flag may come last. */
 		if (argc > 0 && strcmp(argv[argc - 1], "--save") == 0) {
@@ -1197,10 +1253,11 @@ main(int argc, char **argv)
 		break;
 	default: {
 		static const char *const wire[] = {
-			[C_VERSION] = "version",      [C_STATS] = "stats",
-			[C_FLOWS] = "flows",          [C_GET] = "config.get",
-			[C_SET] = "config.set",       [C_RESET] = "stats.reset",
-			[C_RELOAD] = "config.reload", [C_SAVE] = "config.save",
+			[C_VERSION] = "version",       [C_STATS] = "stats",
+			[C_FLOWS] = "flows",           [C_GET] = "config.get",
+			[C_SET] = "config.set",        [C_RESET] = "stats.reset",
+			[C_RELOAD] = "config.reload",  [C_SAVE] = "config.save",
+			[C_SUBS] = "subscribers.list", [C_SUB] = "subscribers.get",
 		};
 
 		rc = sc_call(&conn, wire[id], args, &r);
@@ -1221,6 +1278,10 @@ main(int argc, char **argv)
 			rc = show_reload(&o, r);
 		else if (id == C_SAVE)
 			rc = show_save(&o, r);
+		else if (id == C_SUBS)
+			rc = sc_show_subscribers(r, o.json, o.by);
+		else if (id == C_SUB)
+			rc = sc_show_subscriber(r, o.json);
 		else if (o.json)
 			rc = print_json(r); /* reset: {} */
 		json_decref(r);

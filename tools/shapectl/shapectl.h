@@ -70,6 +70,13 @@ void sc_table_cell(struct sc_table *t, const char *fmt, ...) __attribute__((form
 void sc_table_print(struct sc_table *t, FILE *f, const char *indent);
 void sc_table_free(struct sc_table *t);
 
+/*
+ * subscribers.list (by: the sort key asked, or NULL) and subscribers.get
+ * results as tables, or their JSON (src: tools/shapectl/subscribers.c).
+ */
+int sc_show_subscribers(const json_t *r, bool json, const char *by);
+int sc_show_subscriber(const json_t *r, bool json);
+
 /* Field access that tolerates a missing key (prints as 0 / ""). */
 long long sc_int(const json_t *o, const char *key);
 const char *sc_str(const json_t *o, const char *key);

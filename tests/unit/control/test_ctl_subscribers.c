@@ -1,0 +1,290 @@
+/*
+ * subscribers.list and subscribers.get (src/control/subscribers.c) against
+ * a real per-subscriber scheduler without DPDK: three subscribers, frames
+ * queued and sent through it, then the replies' counters, the top-N order,
+ * lookups by id and address, and every refusal.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "shaper/classify.h"
+#include "shaper/control.h"
+#include "shaper/sched.h"
+#include "shaper/subscriber.h"
+#include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_sched.h"
+
+#define NSUB  3u
+#define FRAME 600u
+
+static const uint32_t sent_to[NSUB] = { 0, 2, 5 }; /* frames per subscriber */
+
+static struct {
+	struct sub_set set;
+	struct sub_sched *ss;
+	struct sched *link[SUB_DIRS];
+	uint8_t buf[16][FRAME];
+	struct sh_pkt pkt[16];
+	bool off; /* the backend says subscribers are not shaped */
+} W;
+
+static const struct sub_sched *
+be_subs(void *opaque, const struct sub_set **set)
+{
+	(void)opaque;
+	if (W.off)
+		return NULL;
+	*set = &W.set;
+	return W.ss;
+}
+
+/* An untagged IPv4/UDP frame to 100.64.0.(1 + sub). */
+static void
+frame(struct sh_pkt *p, uint8_t *b, uint32_t sub, const struct classify_key *key)
+{
+	memset(b, 0, FRAME);
+	b[12] = 0x08;
+	b[14] = 0x45;
+	b[16] = (FRAME - 14) >> 8;
+	b[17] = (FRAME - 14) & 0xff;
+	b[22] = 64;
+	b[23] = 17;
+	b[26] = 198, b[27] = 51, b[28] = 100, b[29] = 1;
+	b[30] = 100, b[31] = 64, b[32] = 0, b[33] = (uint8_t)(1 + sub);
+	b[34] = 0x13, b[36] = 0x23;
+	memset(p, 0, sizeof(*p));
+	p->data = b;
+	p->len = p->hdr_len = FRAME;
+	p->mem = 2304;
+	classify_pkt(p, key);
+}
+
+static int
+setup(void **state)
+{
+	struct sched_params lp, sp;
+	struct sub_sched_config cfg;
+	struct classify_key key;
+	struct sh_pkt_list dropped;
+	struct sh_pkt *out[16];
+	char err[256];
+	uint32_t n = 0, got = 0;
+
+	(void)state;
+	memset(&W, 0, sizeof(W));
+	sub_set_init(&W.set);
+	W.set.nodes[SUB_ROOT].capacity[SUB_DOWN] = W.set.nodes[SUB_ROOT].capacity[SUB_UP] =
+			100000000;
+	for (uint32_t i = 0; i < NSUB; i++) {
+		uint32_t s, p;
+
+		assert_int_equal(sub_set_add_sub(&W.set, &s), 0);
+		assert_int_equal(sub_set_add_prefix(&W.set, &p), 0);
+		snprintf(W.set.subs[s].id, SUB_ID_LEN, "c%u", i);
+		snprintf(W.set.subs[s].name, SUB_ID_LEN, "house %u", i);
+		W.set.subs[s].node = SUB_ROOT;
+		W.set.subs[s].plan[SUB_DOWN].max = (i + 1) * 10000000ull;
+		W.set.subs[s].plan[SUB_UP].max = 5000000;
+		W.set.subs[s].nprefixes = 1;
+		W.set.nodes[SUB_ROOT].nsubs++;
+		W.set.prefixes[p].family = 4;
+		W.set.prefixes[p].len = 32;
+		W.set.prefixes[p].addr[0] = 100;
+		W.set.prefixes[p].addr[1] = 64;
+		W.set.prefixes[p].addr[3] = (uint8_t)(1 + i);
+		W.set.prefixes[p].sub = s;
+	}
+	if (sub_set_validate(&W.set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sched_params_default(&lp, SCHED_DISC_CAKE);
+	lp.rate = 100000000 / 8;
+	for (int d = 0; d < SUB_DIRS; d++)
+		assert_non_null(W.link[d] = sched_create(&lp, err, sizeof(err)));
+	sp = lp;
+	sp.rate = 30000000 / 8;
+	sub_pool_cake_size(&sp);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.set = &W.set;
+	cfg.params[SUB_DOWN] = cfg.params[SUB_UP] = sp;
+	cfg.active = 4;
+	cfg.link[SUB_DOWN] = W.link[SUB_DOWN];
+	cfg.link[SUB_UP] = W.link[SUB_UP];
+	W.ss = sub_sched_create(&cfg, err, sizeof(err));
+	if (W.ss == NULL)
+		fail_msg("%s", err);
+	classify_key_init(&key, 7);
+	sh_pkt_list_init(&dropped);
+	for (uint32_t i = 0; i < NSUB; i++)
+		for (uint32_t k = 0; k < sent_to[i]; k++, n++) {
+			frame(&W.pkt[n], W.buf[n], i, &key);
+			assert_int_equal(sub_sched_classify(W.ss, SUB_DOWN, &W.pkt[n]), i);
+			sub_sched_enqueue(W.ss, SUB_DOWN, i, &W.pkt[n], 1000, &dropped);
+		}
+	/* Everything leaves at the plans' pace, a millisecond at a time. */
+	for (uint64_t t = 1000000; t < 100000000 && got < n; t += 1000000)
+		got += sub_sched_dequeue_burst(W.ss, SUB_DOWN, out, 16, t, &dropped);
+	assert_int_equal(got, n);
+	assert_int_equal(dropped.count, 0);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct sh_pkt_list rest;
+
+	(void)state;
+	sh_pkt_list_init(&rest);
+	sub_sched_flush(W.ss, SUB_DOWN, &rest);
+	sub_sched_flush(W.ss, SUB_UP, &rest);
+	sub_sched_free(W.ss);
+	sched_free(W.link[SUB_DOWN]);
+	sched_free(W.link[SUB_UP]);
+	sub_set_free(&W.set);
+	return 0;
+}
+
+/* The reply to req at level: its result (ok) or its error object; the caller frees it. */
+static json_t *
+ask(enum shaper_level level, const char *req, bool want_ok)
+{
+	struct ctl_backend be = { .subs = be_subs };
+	char *line = ctl_handle_request_as(&be, level, req, strlen(req), NULL);
+	json_t *rep, *part;
+
+	assert_non_null(line);
+	rep = json_loads(line, 0, NULL);
+	if (rep == NULL || json_is_true(json_object_get(rep, "ok")) != want_ok)
+		fail_msg("%s -> %s", req, line);
+	free(line);
+	part = json_incref(json_object_get(rep, want_ok ? "result" : "error"));
+	json_decref(rep);
+	return part;
+}
+
+static void
+test_list(void **state)
+{
+	json_t *r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\"}", true), *s;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(json_integer_value(json_object_get(r, "count")), NSUB);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), NSUB);
+	json_array_foreach (json_object_get(r, "subscribers"), i, s) {
+		json_t *dn = json_object_get(s, "download");
+		char id[8];
+
+		snprintf(id, sizeof(id), "c%zu", i); /* the file's order */
+		assert_string_equal(json_string_value(json_object_get(s, "id")), id);
+		assert_string_equal(json_string_value(json_object_get(s, "node")), "link");
+		assert_int_equal(json_integer_value(json_object_get(dn, "packets")), sent_to[i]);
+		assert_int_equal(json_integer_value(json_object_get(dn, "bytes")),
+				 sent_to[i] * FRAME);
+		assert_int_equal(json_integer_value(json_object_get(dn, "arrived_packets")),
+				 sent_to[i]);
+		assert_int_equal(json_integer_value(json_object_get(dn, "qlen")), 0);
+		assert_int_equal(json_integer_value(json_object_get(dn, "drops")), 0);
+		/* A CAKE was taken (at its plan) for a subscriber that sent. */
+		assert_int_equal(json_is_true(json_object_get(dn, "active")), sent_to[i] != 0);
+		/* Allocated from its demand since (at most its plan); none without a CAKE. */
+		assert_int_equal(json_integer_value(json_object_get(dn, "threshold_rate")) != 0,
+				 sent_to[i] != 0);
+		assert_true(json_integer_value(json_object_get(dn, "threshold_rate")) <=
+			    (json_int_t)((i + 1) * 10000000 / 8));
+	}
+	assert_non_null(json_object_get(json_object_get(r, "link"), "download"));
+	json_decref(r);
+
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.list\",\"args\":{\"top\":2,\"by\":\"bytes\"}}", true);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 2);
+	assert_string_equal(json_string_value(json_object_get(
+					    json_array_get(json_object_get(r, "subscribers"), 0),
+					    "id")),
+			    "c2");
+	assert_string_equal(json_string_value(json_object_get(
+					    json_array_get(json_object_get(r, "subscribers"), 1),
+					    "id")),
+			    "c1");
+	json_decref(r);
+}
+
+static void
+test_get(void **state)
+{
+	json_t *r = ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c1\"}}", true);
+
+	(void)state;
+	assert_string_equal(json_string_value(json_object_get(r, "name")), "house 1");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(r, "addresses"), 0)),
+			    "100.64.0.2/32");
+	assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(json_object_get(r, "download"), "plan"),
+					 "max")),
+			 20000000);
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.0.3\"}}", true);
+	assert_string_equal(json_string_value(json_object_get(r, "id")), "c2");
+	json_decref(r);
+}
+
+static void
+refused(enum shaper_level level, const char *req, const char *code)
+{
+	json_t *e = ask(level, req, false);
+
+	assert_string_equal(json_string_value(json_object_get(e, "code")), code);
+	json_decref(e);
+}
+
+static void
+test_refusals(void **state)
+{
+	(void)state;
+	refused(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.9.9\"}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.0.0/24\"}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c9\"}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c1\",\"address\":\"100.64.0.2\"}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\"}", "invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.list\",\"args\":{\"by\":\"colour\"}}", "invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"top\":0}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"x\":1}}",
+		"invalid_argument");
+	/* Names are often street addresses: not for the user level. */
+	refused(SHAPER_LEVEL_USER, "{\"cmd\":\"subscribers.list\"}", "permission_denied");
+	W.off = true;
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\"}", "invalid_argument");
+	W.off = false;
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

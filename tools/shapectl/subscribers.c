@@ -1,0 +1,126 @@
+/*
+ * shapectl subscribers and shapectl subscriber: the daemon's
+ * subscribers.list and subscribers.get as tables (docs/control-protocol.md
+ * has the fields).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "shapectl.h"
+
+static const char *const dir_key[2] = { "download", "upload" };
+
+static int
+print_json(const json_t *result)
+{
+	if (json_dumpf(result, stdout, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
+		return SC_EXIT_IO;
+	putchar('\n');
+	return SC_EXIT_OK;
+}
+
+/* "1.2Mbit" from bytes/s, "-" for 0 (no CAKE, so no rate allocated). */
+static void
+cell_rate(struct sc_table *t, long long bytes_per_sec)
+{
+	char b[32];
+
+	if (bytes_per_sec <= 0) {
+		sc_table_cell(t, "-");
+		return;
+	}
+	sc_fmt_bits((double)bytes_per_sec * 8, b, sizeof(b));
+	sc_table_cell(t, "%s", b);
+}
+
+static void
+row(struct sc_table *t, const char *id, const char *node, const json_t *s)
+{
+	char b[32];
+
+	sc_table_cell(t, "%s", id);
+	sc_table_cell(t, "%s", node);
+	for (int d = 0; d < 2; d++) {
+		const json_t *x = json_object_get(s, dir_key[d]);
+
+		cell_rate(t, sc_int(x, "threshold_rate"));
+		sc_fmt_size((uint64_t)sc_int(x, "bytes"), b, sizeof(b));
+		sc_table_cell(t, "%s", b);
+		sc_table_cell(t, "%lld", sc_int(x, "drops"));
+		sc_table_cell(t, "%lld", sc_int(x, "ecn_mark"));
+		sc_table_cell(t, "%lld", sc_int(x, "qlen"));
+	}
+}
+
+int
+sc_show_subscribers(const json_t *r, bool json, const char *by)
+{
+	const json_t *arr = json_object_get(r, "subscribers"), *s;
+	struct sc_table t;
+	size_t i;
+
+	if (json)
+		return print_json(r);
+	if (by != NULL)
+		printf("%zu of %lld subscribers, most %s first\n", json_array_size(arr),
+		       sc_int(r, "count"), by);
+	else
+		printf("%lld subscribers\n", sc_int(r, "count"));
+	sc_table_init(&t, 12);
+	t.left[0] = t.left[1] = true;
+	sc_table_cell(&t, "id");
+	sc_table_cell(&t, "node");
+	for (int d = 0; d < 2; d++) {
+		sc_table_cell(&t, d == 0 ? "down rate" : "up rate");
+		sc_table_cell(&t, "sent");
+		sc_table_cell(&t, "drops");
+		sc_table_cell(&t, "marks");
+		sc_table_cell(&t, "qlen");
+	}
+	json_array_foreach (arr, i, s)
+		row(&t, sc_str(s, "id"), sc_str(s, "node"), s);
+	/* Addresses no subscriber owns share the link's own scheduler. */
+	row(&t, "(unknown)", "link", json_object_get(r, "link"));
+	sc_table_print(&t, stdout, "");
+	sc_table_free(&t);
+	return SC_EXIT_OK;
+}
+
+int
+sc_show_subscriber(const json_t *r, bool json)
+{
+	const json_t *addrs = json_object_get(r, "addresses"), *a;
+	size_t i;
+
+	if (json)
+		return print_json(r);
+	printf("subscriber %s \"%s\" under %s\n", sc_str(r, "id"), sc_str(r, "name"),
+	       sc_str(r, "node"));
+	printf("  addresses:");
+	json_array_foreach (addrs, i, a)
+		printf(" %s", json_string_value(a));
+	printf("\n");
+	for (int d = 0; d < 2; d++) {
+		const json_t *x = json_object_get(r, dir_key[d]),
+			     *plan = json_object_get(x, "plan");
+		const json_t *why = json_object_get(x, "drop_reasons");
+		char pmax[32], pmin[32], alloc[32], arr[32], sent[32];
+
+		sc_fmt_bits((double)sc_int(plan, "max"), pmax, sizeof(pmax));
+		sc_fmt_bits((double)sc_int(plan, "min"), pmin, sizeof(pmin));
+		if (sc_int(x, "threshold_rate") > 0)
+			sc_fmt_bits((double)sc_int(x, "threshold_rate") * 8, alloc, sizeof(alloc));
+		else
+			snprintf(alloc, sizeof(alloc), "- (idle)");
+		sc_fmt_bits((double)sc_int(x, "arrival_rate"), arr, sizeof(arr));
+		sc_fmt_size((uint64_t)sc_int(x, "bytes"), sent, sizeof(sent));
+		printf("  %s: plan %s (min %s), allocated %s, arriving %s\n", dir_key[d], pmax,
+		       sc_int(plan, "min") > 0 ? pmin : "none", alloc, arr);
+		printf("    sent %s %lld pkt, dropped %lld (aqm %lld overflow %lld ack_filter %lld "
+		       "budget %lld), ecn_mark %lld, qlen %lld\n",
+		       sent, sc_int(x, "packets"), sc_int(x, "drops"), sc_int(why, "aqm"),
+		       sc_int(why, "overflow"), sc_int(why, "ack_filter"), sc_int(why, "budget"),
+		       sc_int(x, "ecn_mark"), sc_int(x, "qlen"));
+	}
+	return SC_EXIT_OK;
+}
