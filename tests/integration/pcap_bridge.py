@@ -145,7 +145,7 @@ def main():
     check(st["mbufs_in_use"] == 0, "cake: all mbufs back in the pool")
 
     # 3. A slow shaped FIFO stopped mid-stream: what was not sent is counted, nothing leaks.
-    st = run_daemon(tmp, "slow", {"discipline": "fifo", "bandwidth": "100kbit", "limit": 40},
+    st = run_daemon(tmp, "slow", {"discipline": "fifo", "bandwidth": "10kbit", "limit": 40},
                     (lan_in, wan_in), extra_wait=1.0)
     for direction in ("upstream", "downstream"):
         d = st["directions"].get(direction)
