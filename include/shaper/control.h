@@ -201,6 +201,12 @@ struct ctl_backend {
 	 * shapes (read-only, valid while the daemon runs).
 	 */
 	const struct sub_sched *(*subs)(void *opaque, const struct sub_set **set);
+	/*
+	 * Shape set (taken, freed either way; the slots of the running one)
+	 * from now on: dp_subs_change. NULL when subscribers cannot change.
+	 */
+	int (*subs_apply)(void *opaque, struct sub_set *set, bool addresses, const uint32_t *reset,
+			  uint32_t nreset, char *err, size_t errlen);
 };
 
 /*
@@ -210,6 +216,16 @@ struct ctl_backend {
 void *ctl_subscribers_list(const struct ctl_backend *be, const void *args, enum ctl_error *err,
 			   char *msg, size_t len);
 void *ctl_subscribers_get(const struct ctl_backend *be, const void *args, enum ctl_error *err,
+			  char *msg, size_t len);
+/*
+ * subscribers.set (add a subscriber, or change one's plan, addresses, node
+ * or name) and subscribers.del, applied while the worker runs: the new set
+ * is built and checked here, the worker swaps it in between bursts. Bad
+ * input changes nothing and the error names the argument.
+ */
+void *ctl_subscribers_set(const struct ctl_backend *be, const void *args, enum ctl_error *err,
+			  char *msg, size_t len);
+void *ctl_subscribers_del(const struct ctl_backend *be, const void *args, enum ctl_error *err,
 			  char *msg, size_t len);
 
 /* Fold one shard's counters into a direction's (sums; maxima for the longest turns). */

@@ -14,6 +14,7 @@
 #include "shaper/sched.h"
 
 struct dp_dir;
+struct sub_sched_change;
 
 /*
  * What the worker publishes for the control thread every few ms and after
@@ -33,6 +34,7 @@ enum dp_msg_type {
 	DP_MSG_SWAP,   /* replace the scheduler (new discipline): queued packets move over */
 	DP_MSG_RESET,  /* zero the counters */
 	DP_MSG_FLOWS,  /* copy the facts of every queued flow */
+	DP_MSG_SUBS,   /* swap in a change of the subscriber set (subscriber_sched.h) */
 };
 
 /*
@@ -50,8 +52,9 @@ struct dp_msg {
 	struct sched *sched;           /* SWAP: the new one in, the old one back out */
 	struct sched_flow_fact *facts; /* FLOWS: fact_cap of them, filled by the worker */
 	unsigned int fact_cap;
-	uint32_t cursor; /* FLOWS: the walk's place (sched_flow_facts) */
-	int rc;          /* result: 0 / -errno, or the number of facts */
+	struct sub_sched_change *subs_change; /* SUBS: the new state in, the old one out */
+	uint32_t cursor;                      /* FLOWS: the walk's place (sched_flow_facts) */
+	int rc;                               /* result: 0 / -errno, or the number of facts */
 	char err[256];
 };
 

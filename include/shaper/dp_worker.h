@@ -274,6 +274,16 @@ void dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS]);
 void dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p);
 /* The subscribers d shapes (ids, plans, nodes; read-only), or NULL. */
 const struct sub_set *dp_subs_set(const struct dp_dir *d);
+/*
+ * Control thread: shape set (taken, freed either way) from now on, with
+ * the subscriber slots of the running one (sub_sched_change_build). New
+ * address tables are built when addresses is true, else shared. reset: the
+ * slots that take a new subscriber. Posted to down's mailbox (both
+ * directions share the scheduler and the worker); the old state is freed
+ * here once the worker has swapped it out. 0, or -errno with err.
+ */
+int dp_subs_change(struct dp_dir *down, struct sub_set *set, bool addresses, const uint32_t *reset,
+		   uint32_t nreset, unsigned int timeout_ms, char *err, size_t errlen);
 
 /* Worker: autorate's decision for d, applied with sched_update. */
 void dp_rtt_autorate(struct dp_dir *d, uint64_t now);

@@ -148,6 +148,21 @@ int sub_set_add_node(struct sub_set *set, uint32_t *idx);
 int sub_set_add_sub(struct sub_set *set, uint32_t *idx);
 int sub_set_add_prefix(struct sub_set *set, uint32_t *idx);
 
+/*
+ * A running daemon keeps spare subscriber slots (indices that never move)
+ * for subscribers added while it runs: a slot with an empty id owns no
+ * address. sub_slot_clear makes s such a slot.
+ */
+void sub_slot_clear(struct sub_subscriber *s);
+static inline bool
+sub_slot_used(const struct sub_subscriber *s)
+{
+	return s->id[0] != '\0';
+}
+
+/* dst (not initialised) becomes a deep copy of src. 0 or -ENOMEM (dst then empty). */
+int sub_set_copy(struct sub_set *dst, const struct sub_set *src);
+
 /* Index of the node called name, or SUB_NONE. */
 uint32_t sub_node_find(const struct sub_set *set, const char *name);
 /* Index of the subscriber with circuit id, or SUB_NONE (linear: control plane only). */

@@ -163,4 +163,56 @@ uint32_t sub_sched_nsubs(const struct sub_sched *ss);
  */
 uint32_t sub_sched_find(const struct sub_sched *ss, const struct sub_prefix *a);
 
+/* ------------------------------------------------------------------------ */
+/* Live changes (subscribers.set/del, a reload of the subscriber files)       */
+
+/*
+ * A change of the subscriber set while the worker runs. The control thread
+ * builds it (sub_sched_change_build: the new allocator, plans and lookup,
+ * every allocation done there); the worker applies it between bursts
+ * (sub_sched_change_apply: pointer swaps and the reset of reused slots, no
+ * allocation, no lock); it then holds the old state, which the control
+ * thread frees (sub_sched_change_free) once the worker has answered. Freed
+ * unapplied, it frees the new state instead.
+ *
+ * Subscriber indices are slots that never move: the set of a change has
+ * exactly as many subscribers as the scheduler was made with (the caller
+ * keeps spare slots, see dp_subs_attach). A slot whose id is "" owns no
+ * address. A subscriber that stays keeps its CAKE, its queued packets and
+ * its counters whatever else changes; its new plan takes effect at the next
+ * allocation (within SUB_SCHED_TICK_NS). A deleted one keeps its CAKE and
+ * its plan in the allocation until it has drained (no new packet reaches it)
+ * and its CAKE goes back to the pool; its slot may then be reused.
+ */
+struct sub_sched_change;
+
+/*
+ * The change to set (valid, set->nsubs == sub_sched_nsubs(ss)). reset: the
+ * slots that take a new subscriber (their counters start from zero; each
+ * must be idle, sub_sched_slot_idle). lookup_ctx: the new context of the
+ * lookup_v4/v6 functions (NULL: keep the current one); ctx_free frees
+ * whichever context the change holds when it is freed. NULL with err if
+ * memory runs out.
+ */
+struct sub_sched_change *sub_sched_change_build(const struct sub_sched *ss,
+						const struct sub_set *set, const uint32_t *reset,
+						uint32_t nreset, const void *lookup_ctx,
+						void (*ctx_free)(const void *ctx), char *err,
+						size_t errlen);
+/* Worker side, between bursts: swap it in. Afterwards c holds the old state. */
+void sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c);
+/* Whether it has been applied (then it holds the old state). */
+bool sub_sched_change_applied(const struct sub_sched_change *c);
+void sub_sched_change_free(struct sub_sched_change *c);
+
+/*
+ * A slot holds no CAKE in either direction (any thread): a deleted
+ * subscriber's slot has drained and may take a new one. Once a slot owns
+ * no address this only goes from false to true.
+ */
+bool sub_sched_slot_idle(const struct sub_sched *ss, uint32_t sub);
+
+/* Changes applied since start-up. */
+uint64_t sub_sched_changes(const struct sub_sched *ss);
+
 #endif

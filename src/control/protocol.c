@@ -629,6 +629,20 @@ cmd_subscribers_get(const struct ctl_backend *be, const json_t *args, struct rep
 	return r->result != NULL ? 0 : -1;
 }
 
+static int
+cmd_subscribers_set(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_subscribers_set(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
+static int
+cmd_subscribers_del(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_subscribers_del(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
 /* Each command with the lowest access level that may run it. */
 static const struct {
 	const char *name;
@@ -647,6 +661,9 @@ static const struct {
 	/* Subscribers' names are often street addresses: not for every user. */
 	{ "subscribers.list", cmd_subscribers_list, SHAPER_LEVEL_OPERATOR },
 	{ "subscribers.get", cmd_subscribers_get, SHAPER_LEVEL_OPERATOR },
+	/* An operator changes plans; the daemon's own settings stay the admin's. */
+	{ "subscribers.set", cmd_subscribers_set, SHAPER_LEVEL_OPERATOR },
+	{ "subscribers.del", cmd_subscribers_del, SHAPER_LEVEL_OPERATOR },
 };
 
 int

@@ -2,7 +2,9 @@
  * subscribers.list and subscribers.get: each subscriber's counters per
  * direction, read from the worker's per-subscriber scheduler while it runs
  * (sub_sched_counters: relaxed atomic reads, no lock, no message to the
- * worker), named from the loaded set. Field names are tc-cake's where it
+ * worker), named from the loaded set. subscribers.set and subscribers.del:
+ * a new set built and checked here, swapped in by the worker between
+ * bursts (dp_subs_change). Field names are tc-cake's where it
  * has one (bytes, packets, drops, ecn_mark, qlen, threshold_rate).
  */
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "shaper/control.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_sched.h"
+#include "shaper/units.h"
 
 #define J_U64(v) json_integer((json_int_t)(v))
 
@@ -179,7 +182,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	const struct sub_sched *ss;
 	enum sort_by sort = BY_BYTES;
 	struct ranked *r;
-	uint32_t n, want;
+	uint32_t n, want, used = 0;
 	json_t *arr, *o;
 
 	if (check_known(args, known, err, msg, len) != 0)
@@ -215,21 +218,27 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	for (uint32_t i = 0; i < n; i++) {
 		struct sub_counters c[SUB_DIRS];
 
+		if (!sub_slot_used(&set->subs[i])) {
+			/* A spare slot, or a deleted subscriber draining: not listed. */
+			continue;
+		}
 		sub_sched_counters(ss, i, SUB_DOWN, &c[SUB_DOWN]);
 		sub_sched_counters(ss, i, SUB_UP, &c[SUB_UP]);
-		r[i].sub = i;
-		r[i].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
-			   : sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
-					      : c[0].arrival_bps + c[1].arrival_bps;
+		r[used].sub = i;
+		r[used++].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
+				: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
+						   : c[0].arrival_bps + c[1].arrival_bps;
 	}
+	if (want > used)
+		want = used;
 	/* The whole list in the set's order; a top-N cut largest first. */
-	if (want < n || by != NULL)
-		qsort(r, n, sizeof(*r), by_key_desc);
+	if (want < used || by != NULL)
+		qsort(r, used, sizeof(*r), by_key_desc);
 	arr = json_array();
 	for (uint32_t i = 0; i < want; i++)
 		json_array_append_new(arr, sub_json(ss, set, r[i].sub, false));
 	free(r);
-	json_object_set_new(o, "count", J_U64(n));
+	json_object_set_new(o, "count", J_U64(used));
 	json_object_set_new(o, "subscribers", arr);
 	/* Addresses no subscriber owns (and subscribers waiting for a CAKE): the link's own. */
 	json_object_set_new(o, "link", sub_json(ss, set, n, false));
@@ -290,7 +299,7 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 		}
 		p.vlan = vlan != NULL ? (uint16_t)json_integer_value(vlan) : 0;
 		sub = sub_sched_find(ss, &p);
-		if (sub == SUB_NONE) {
+		if (sub == SUB_NONE || sub >= set->nsubs || !sub_slot_used(&set->subs[sub])) {
 			*err = CTL_ERR_INVALID_ARGUMENT;
 			snprintf(msg, len, "args.address: %.64s belongs to no subscriber",
 				 json_string_value(addr));
@@ -300,4 +309,353 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	o = sub_json(ss, set, sub, true);
 	json_object_set_new(o, "time_ns", J_U64(now_ns()));
 	return o;
+}
+
+/* ------------------------------------------------------ set, del, reload */
+
+/* A tc-style rate -> bit/s above 0, or an error naming path. */
+static int
+arg_rate(const json_t *v, const char *path, uint64_t *bps, char *msg, size_t len)
+{
+	char why[200];
+	uint64_t bytes;
+
+	if (!json_is_string(v)) {
+		snprintf(msg, len, "%s: expected a rate such as \"100mbit\"", path);
+		return -1;
+	}
+	if (shaper_parse_rate(json_string_value(v), &bytes, why, sizeof(why)) != 0) {
+		snprintf(msg, len, "%s: %s", path, why);
+		return -1;
+	}
+	if (bytes == 0) {
+		snprintf(msg, len, "%s: must be above 0", path);
+		return -1;
+	}
+	*bps = bytes * 8;
+	return 0;
+}
+
+/* A plan as the JSON form writes it: "100mbit" (max only) or {"max", "min"}. */
+static int
+arg_plan(const json_t *v, const char *path, struct sub_plan *plan, char *msg, size_t len)
+{
+	const json_t *x;
+	char sub[64];
+	const char *key;
+	json_t *val;
+
+	memset(plan, 0, sizeof(*plan));
+	if (json_is_string(v))
+		return arg_rate(v, path, &plan->max, msg, len);
+	if (!json_is_object(v)) {
+		snprintf(msg, len, "%s: expected a rate or an object {\"max\", \"min\"}", path);
+		return -1;
+	}
+	json_object_foreach ((json_t *)v, key, val)
+		if (strcmp(key, "max") != 0 && strcmp(key, "min") != 0) {
+			snprintf(msg, len, "%s.%s: unknown key (known: max, min)", path, key);
+			return -1;
+		}
+	snprintf(sub, sizeof(sub), "%s.max", path);
+	x = json_object_get(v, "max");
+	if (x == NULL) {
+		snprintf(msg, len, "%s: missing", sub);
+		return -1;
+	}
+	if (arg_rate(x, sub, &plan->max, msg, len) != 0)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s.min", path);
+	x = json_object_get(v, "min");
+	if (x != NULL && arg_rate(x, sub, &plan->min, msg, len) != 0)
+		return -1;
+	if (plan->min > plan->max) {
+		snprintf(msg, len, "%s: min %.1f Mbit/s is above its max %.1f Mbit/s", sub,
+			 plan->min / 1e6, plan->max / 1e6);
+		return -1;
+	}
+	return 0;
+}
+
+/* Drop every prefix of subscriber sub from set (the rest keep their order). */
+static void
+drop_prefixes(struct sub_set *set, uint32_t sub)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < set->nprefixes; i++)
+		if (set->prefixes[i].sub != sub)
+			set->prefixes[k++] = set->prefixes[i];
+	set->nprefixes = k;
+	set->subs[sub].nprefixes = 0;
+}
+
+/* args.addresses (strings, or {"prefix", "vlan"} as in the JSON form) onto sub. */
+static int
+arg_addresses(struct sub_set *set, uint32_t sub, const json_t *arr, char *msg, size_t len)
+{
+	const json_t *v;
+	size_t i;
+
+	if (!json_is_array(arr) || json_array_size(arr) == 0) {
+		snprintf(msg, len, "args.addresses: expected a non-empty array of addresses");
+		return -1;
+	}
+	drop_prefixes(set, sub);
+	json_array_foreach (arr, i, v) {
+		const json_t *pfx = v, *vlan = NULL;
+		struct sub_prefix p;
+		char why[160];
+		uint32_t idx;
+
+		if (json_is_object(v)) {
+			pfx = json_object_get(v, "prefix");
+			vlan = json_object_get(v, "vlan");
+		}
+		if (!json_is_string(pfx)) {
+			snprintf(msg, len,
+				 "args.addresses[%zu]: expected an address or prefix, or "
+				 "{\"prefix\", \"vlan\"}",
+				 i);
+			return -1;
+		}
+		if (sub_prefix_parse(json_string_value(pfx), &p, why, sizeof(why)) != 0) {
+			snprintf(msg, len, "args.addresses[%zu]: %s", i, why);
+			return -1;
+		}
+		if (vlan != NULL && (!json_is_integer(vlan) || json_integer_value(vlan) < 1 ||
+				     json_integer_value(vlan) > 4094)) {
+			snprintf(msg, len, "args.addresses[%zu].vlan: expected an integer 1..4094",
+				 i);
+			return -1;
+		}
+		p.vlan = vlan != NULL ? (uint16_t)json_integer_value(vlan) : 0;
+		p.sub = sub;
+		if (sub_set_add_prefix(set, &idx) != 0) {
+			snprintf(msg, len, "args.addresses: too many prefixes or out of memory");
+			return -1;
+		}
+		set->prefixes[idx] = p;
+		set->subs[sub].nprefixes++;
+	}
+	return 0;
+}
+
+/* A slot for a new subscriber: unused, and its CAKEs (if it was deleted) back in the pool. */
+static uint32_t
+free_slot(const struct sub_sched *ss, const struct sub_set *set, const uint32_t *taken,
+	  uint32_t ntaken)
+{
+	for (uint32_t i = 0; i < set->nsubs; i++) {
+		bool used = sub_slot_used(&set->subs[i]);
+
+		for (uint32_t k = 0; !used && k < ntaken; k++)
+			used = taken[k] == i;
+		if (!used && sub_sched_slot_idle(ss, i))
+			return i;
+	}
+	return SUB_NONE;
+}
+
+/* A subscriber deleted while it may hold packets: no address, drains at its plan. */
+static void
+retire(struct sub_set *set, uint32_t sub)
+{
+	struct sub_subscriber *s = &set->subs[sub];
+
+	drop_prefixes(set, sub);
+	s->id[0] = s->name[0] = '\0';
+	/* Its min no longer counts towards its node's: it only drains. */
+	s->plan[SUB_DOWN].min = s->plan[SUB_UP].min = 0;
+}
+
+/* Validate the new set; its message for args. */
+static int
+check_set(struct sub_set *set, const char *field, enum ctl_error *err, char *msg, size_t len)
+{
+	char why[400];
+
+	if (sub_set_validate(set, why, sizeof(why)) == 0)
+		return 0;
+	*err = CTL_ERR_INVALID_ARGUMENT;
+	snprintf(msg, len, "%s: %s", field, why);
+	return -1;
+}
+
+static int
+apply(const struct ctl_backend *be, struct sub_set *set, bool addresses, const uint32_t *reset,
+      uint32_t nreset, enum ctl_error *err, char *msg, size_t len)
+{
+	char why[256] = "";
+
+	if (be->subs_apply(be->opaque, set, addresses, reset, nreset, why, sizeof(why)) != 0) {
+		*err = CTL_ERR_INTERNAL;
+		snprintf(msg, len, "%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct sub_sched *
+subs_changeable(const struct ctl_backend *be, const struct sub_set **set, enum ctl_error *err,
+		char *msg, size_t len)
+{
+	const struct sub_sched *ss = subs_of(be, set, err, msg, len);
+
+	if (ss != NULL && be->subs_apply == NULL)
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "subscribers cannot change while this daemon runs");
+	return ss;
+}
+
+void *
+ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
+		    size_t len)
+{
+	static const char *const known[] = { "id",     "name",      "node", "download",
+					     "upload", "addresses", NULL };
+	static const char *const dir_key[SUB_DIRS] = { "download", "upload" };
+	const json_t *args = argsv, *id = args != NULL ? json_object_get(args, "id") : NULL;
+	const json_t *name = args != NULL ? json_object_get(args, "name") : NULL;
+	const json_t *node = args != NULL ? json_object_get(args, "node") : NULL;
+	const json_t *addrs = args != NULL ? json_object_get(args, "addresses") : NULL;
+	const struct sub_set *cur = NULL;
+	const struct sub_sched *ss;
+	struct sub_set nw;
+	uint32_t sub, reset = 0, nreset = 0;
+	const char *field = "args";
+	bool added;
+
+	if (check_known(args, known, err, msg, len) != 0)
+		return NULL;
+	*err = CTL_ERR_INVALID_ARGUMENT;
+	if (!json_is_string(id) || json_string_length(id) == 0 ||
+	    json_string_length(id) >= SUB_ID_LEN) {
+		snprintf(msg, len, "args.id: expected a circuit id of 1..%u characters",
+			 SUB_ID_LEN - 1);
+		return NULL;
+	}
+	if (name != NULL && !json_is_string(name))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.name: expected a string");
+	if (node != NULL && !json_is_string(node))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.node: expected a node name (\"link\" for none)");
+	ss = subs_changeable(be, &cur, err, msg, len);
+	if (ss == NULL)
+		return NULL;
+	if (sub_set_copy(&nw, cur) != 0)
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	sub = sub_find(&nw, json_string_value(id));
+	added = sub == SUB_NONE;
+	if (added) {
+		/* Everything a subscriber needs, before a slot is spent on it. */
+		for (int d = 0; d < SUB_DIRS; d++)
+			if (json_object_get(args, dir_key[d]) == NULL) {
+				snprintf(msg, len,
+					 "args.%s: missing (a new subscriber needs a plan each "
+					 "way; \"%.64s\" is not one)",
+					 dir_key[d], json_string_value(id));
+				goto out;
+			}
+		if (addrs == NULL) {
+			snprintf(msg, len,
+				 "args.addresses: missing (a new subscriber needs at least one)");
+			goto out;
+		}
+		sub = free_slot(ss, &nw, NULL, 0);
+		if (sub == SUB_NONE) {
+			snprintf(msg, len,
+				 "no spare subscriber slot left (%u slots; a deleted subscriber's "
+				 "is free once it has drained): restart shaperd to add more",
+				 nw.nsubs);
+			goto out;
+		}
+		sub_slot_clear(&nw.subs[sub]);
+		snprintf(nw.subs[sub].id, SUB_ID_LEN, "%s", json_string_value(id));
+		nw.subs[sub].origin = sub;
+		reset = sub;
+		nreset = 1;
+	}
+	if (name != NULL)
+		snprintf(nw.subs[sub].name, SUB_ID_LEN, "%.63s", json_string_value(name));
+	if (node != NULL) {
+		const char *nn = json_string_value(node);
+		uint32_t n = strcmp(nn, "link") == 0 || nn[0] == '\0' ? SUB_ROOT
+								      : sub_node_find(&nw, nn);
+
+		if (n == SUB_NONE) {
+			snprintf(msg, len, "args.node: no node \"%.64s\"", nn);
+			goto out;
+		}
+		nw.subs[sub].node = n;
+		field = "args.node";
+	}
+	for (int d = 0; d < SUB_DIRS; d++) {
+		const json_t *v = json_object_get(args, dir_key[d]);
+		char path[32];
+
+		if (v == NULL)
+			continue;
+		snprintf(path, sizeof(path), "args.%s", dir_key[d]);
+		if (arg_plan(v, path, &nw.subs[sub].plan[d], msg, len) != 0)
+			goto out;
+		field = path[5] == 'd' ? "args.download" : "args.upload";
+	}
+	if (addrs != NULL) {
+		if (arg_addresses(&nw, sub, addrs, msg, len) != 0)
+			goto out;
+		field = "args.addresses";
+	}
+	if (check_set(&nw, field, err, msg, len) != 0)
+		goto out;
+	if (apply(be, &nw, addrs != NULL, &reset, nreset, err, msg, len) != 0)
+		return NULL;
+	return json_pack("{s:s, s:s}", "id", json_string_value(id), "action",
+			 added ? "added" : "changed");
+out:
+	sub_set_free(&nw);
+	return NULL;
+}
+
+void *
+ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
+		    size_t len)
+{
+	static const char *const known[] = { "id", NULL };
+	const json_t *args = argsv, *id = args != NULL ? json_object_get(args, "id") : NULL;
+	const struct sub_set *cur = NULL;
+	const struct sub_sched *ss;
+	struct sub_counters c[SUB_DIRS];
+	struct sub_set nw;
+	uint32_t sub;
+
+	if (check_known(args, known, err, msg, len) != 0)
+		return NULL;
+	if (!json_is_string(id) || json_string_length(id) == 0)
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.id: expected a circuit id");
+	ss = subs_changeable(be, &cur, err, msg, len);
+	if (ss == NULL)
+		return NULL;
+	sub = sub_find(cur, json_string_value(id));
+	if (sub == SUB_NONE) {
+		*err = CTL_ERR_INVALID_ARGUMENT;
+		snprintf(msg, len, "args.id: no subscriber \"%.64s\"", json_string_value(id));
+		return NULL;
+	}
+	if (sub_set_copy(&nw, cur) != 0)
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	retire(&nw, sub);
+	if (check_set(&nw, "args.id", err, msg, len) != 0) {
+		sub_set_free(&nw);
+		return NULL;
+	}
+	if (apply(be, &nw, true, NULL, 0, err, msg, len) != 0)
+		return NULL;
+	/* What it still held when it went: sent at its old plan, then its slot is free. */
+	sub_sched_counters(ss, sub, SUB_DOWN, &c[SUB_DOWN]);
+	sub_sched_counters(ss, sub, SUB_UP, &c[SUB_UP]);
+	return json_pack("{s:s, s:s, s:I}", "id", json_string_value(id), "action", "removed",
+			 "draining", (json_int_t)(c[SUB_DOWN].qlen + c[SUB_UP].qlen));
 }

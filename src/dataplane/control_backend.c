@@ -28,6 +28,7 @@ dp_msg_free(struct dp_msg *m)
 		return;
 	sched_free(m->sched);
 	rte_free(m->facts);
+	sub_sched_change_free(m->subs_change);
 	rte_free(m);
 }
 
@@ -588,6 +589,16 @@ be_subs(void *opaque, const struct sub_set **set)
 	return d->subs;
 }
 
+static int
+be_subs_apply(void *opaque, struct sub_set *set, bool addresses, const uint32_t *reset,
+	      uint32_t nreset, char *err, size_t errlen)
+{
+	struct dp_control *ctl = opaque;
+
+	return dp_subs_change(ctl->dirs[SHAPER_DOWN][0], set, addresses, reset, nreset,
+			      call_timeout(ctl), err, errlen);
+}
+
 void
 dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 {
@@ -601,4 +612,5 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->n_shards = ctl->n_shards;
 	be->shard_snapshot = be_shard_snapshot;
 	be->subs = be_subs;
+	be->subs_apply = be_subs_apply;
 }

@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <rte_malloc.h>
 
 #include <rte_errno.h>
 #include <rte_lpm.h>
@@ -21,13 +24,29 @@
 #include "shaper/dataplane.h"
 #include "shaper/subscriber_config.h"
 
+/* Spare subscriber slots: a quarter of those loaded, at least this many. */
+#define DP_SUBS_SPARE_MIN 1024u
+
 /*
- * The scheduler's lookup context, and the loaded set the control thread
- * names subscribers from (read-only once attached).
+ * DPDK's tables for the prefixes on no VLAN. A live change that keeps
+ * every address shares them between the old context and the new one, so
+ * they are counted; only the control thread takes and drops references.
  */
-struct dp_sub_lpm {
+struct dp_sub_tables {
 	struct rte_lpm *v4;  /* NULL: no unqualified v4 prefix */
 	struct rte_lpm6 *v6; /* NULL: no unqualified v6 prefix */
+	unsigned int refs;
+};
+
+/*
+ * The scheduler's lookup context, and the loaded set the control thread
+ * names subscribers from (read-only once attached; a live change brings a
+ * new context). v4 and v6 are the tables' own, copied for one load less.
+ */
+struct dp_sub_lpm {
+	struct rte_lpm *v4;
+	struct rte_lpm6 *v6;
+	struct dp_sub_tables *t;
 	struct sub_set set;
 };
 
@@ -58,10 +77,37 @@ lpm_free(struct dp_sub_lpm *l)
 {
 	if (l == NULL)
 		return;
-	rte_lpm_free(l->v4);
-	rte_lpm6_free(l->v6);
+	if (l->t != NULL && --l->t->refs == 0) {
+		rte_lpm_free(l->t->v4);
+		rte_lpm6_free(l->t->v6);
+		free(l->t);
+	}
 	sub_set_free(&l->set);
 	free(l);
+}
+
+static void
+lpm_free_ctx(const void *ctx)
+{
+	lpm_free((struct dp_sub_lpm *)ctx);
+}
+
+/* A context for set (taken) sharing l's tables. NULL if out of memory (set freed). */
+static struct dp_sub_lpm *
+lpm_share(const struct dp_sub_lpm *l, struct sub_set *set)
+{
+	struct dp_sub_lpm *n = calloc(1, sizeof(*n));
+
+	if (n == NULL) {
+		sub_set_free(set);
+		return NULL;
+	}
+	n->v4 = l->v4;
+	n->v6 = l->v6;
+	n->t = l->t;
+	n->t->refs++;
+	n->set = *set;
+	return n;
 }
 
 /*
@@ -80,6 +126,12 @@ lpm_build(const struct sub_set *set, int socket, char *err, size_t errlen)
 	if (l == NULL)
 		goto nomem;
 	sub_set_init(&l->set);
+	l->t = calloc(1, sizeof(*l->t));
+	if (l->t == NULL) {
+		lpm_free(l);
+		goto nomem;
+	}
+	l->t->refs = 1;
 	for (i = 0; i < set->nprefixes; i++) {
 		const struct sub_prefix *p = &set->prefixes[i];
 
@@ -98,7 +150,7 @@ lpm_build(const struct sub_set *set, int socket, char *err, size_t errlen)
 		struct rte_lpm_config c = { .max_rules = n4, .number_tbl8s = t4 };
 
 		snprintf(name, sizeof(name), "subs4_%u", seq);
-		l->v4 = rte_lpm_create(name, socket, &c);
+		l->v4 = l->t->v4 = rte_lpm_create(name, socket, &c);
 		if (l->v4 == NULL)
 			goto fail;
 	}
@@ -106,7 +158,7 @@ lpm_build(const struct sub_set *set, int socket, char *err, size_t errlen)
 		struct rte_lpm6_config c = { .max_rules = n6, .number_tbl8s = t6 };
 
 		snprintf(name, sizeof(name), "subs6_%u", seq);
-		l->v6 = rte_lpm6_create(name, socket, &c);
+		l->v6 = l->t->v6 = rte_lpm6_create(name, socket, &c);
 		if (l->v6 == NULL)
 			goto fail;
 	}
@@ -151,6 +203,31 @@ shaper_dir_of(enum sub_dir sd)
 	return sd == SUB_DOWN ? SHAPER_DOWN : SHAPER_UP;
 }
 
+/*
+ * Slots for subscribers added while shaperd runs (subscribers.set, a
+ * reload): a slot id "" owns no address and takes no traffic. Indices never
+ * move, so the worker's state needs no copy when one is taken.
+ */
+static int
+add_spare_slots(struct sub_set *set, char *err, size_t errlen)
+{
+	uint32_t spare = set->nsubs / 4 > DP_SUBS_SPARE_MIN ? set->nsubs / 4 : DP_SUBS_SPARE_MIN;
+
+	if (spare > SUB_MAX_SUBS - set->nsubs)
+		spare = SUB_MAX_SUBS - set->nsubs;
+	for (uint32_t i = 0; i < spare; i++) {
+		uint32_t idx;
+
+		if (sub_set_add_sub(set, &idx) != 0) {
+			snprintf(err, errlen, "subscribers: out of memory for %u spare slots",
+				 spare);
+			return -ENOMEM;
+		}
+		sub_slot_clear(&set->subs[idx]);
+	}
+	return 0;
+}
+
 int
 dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config *c, char *err,
 	       size_t errlen)
@@ -162,6 +239,8 @@ dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config 
 	int rc;
 
 	rc = sub_config_load(c, &set, err, errlen);
+	if (rc == 0)
+		rc = add_spare_slots(&set, err, errlen);
 	if (rc != 0) {
 		sub_set_free(&set);
 		return rc;
@@ -230,6 +309,68 @@ dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
 	if (one == SCHED_UNBOUNDED)
 		one = d->pool_mbufs > d->mbuf_fixed ? d->pool_mbufs - d->mbuf_fixed : 1;
 	sub_sched_set_limit(d->subs, d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP, one);
+}
+
+int
+dp_subs_change(struct dp_dir *down, struct sub_set *set, bool addresses, const uint32_t *reset,
+	       uint32_t nreset, unsigned int timeout_ms, char *err, size_t errlen)
+{
+	const struct dp_sub_lpm *cur;
+	struct dp_sub_lpm *ctx;
+	struct dp_msg *m;
+	int rc;
+
+	if (down->subs == NULL) {
+		sub_set_free(set);
+		snprintf(err, errlen, "subscribers are not shaped");
+		return -EINVAL;
+	}
+	cur = sub_sched_lookup_ctx(down->subs);
+	if (addresses) {
+		/* New tables, built here: the worker only swaps a pointer. */
+		ctx = lpm_build(set, dp_dir_socket(down), err, errlen);
+		if (ctx != NULL)
+			ctx->set = *set;
+		else
+			sub_set_free(set);
+	} else {
+		ctx = lpm_share(cur, set);
+	}
+	if (ctx == NULL) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "subscribers: out of memory");
+		return -ENOMEM;
+	}
+	m = rte_zmalloc(NULL, sizeof(*m), 0);
+	if (m == NULL) {
+		lpm_free(ctx);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	m->type = DP_MSG_SUBS;
+	m->subs_change = sub_sched_change_build(down->subs, &ctx->set, reset, nreset, ctx,
+						lpm_free_ctx, err, errlen);
+	if (m->subs_change == NULL) {
+		lpm_free(ctx);
+		rte_free(m);
+		return -ENOMEM;
+	}
+	rc = dp_dir_call(down, &m, timeout_ms);
+	if (rc == 0)
+		rc = m->rc;
+	if (m == NULL)
+		snprintf(err, errlen,
+			 "the data plane did not answer in time; the change is still being "
+			 "applied");
+	else if (rc == -ETIMEDOUT)
+		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
+	else if (rc == -EBUSY)
+		snprintf(err, errlen, "the data plane is still busy with an earlier request");
+	else if (rc != 0)
+		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
+	/* The old state once applied (the old context and its tables' reference), else the new. */
+	dp_msg_free(m);
+	return rc;
 }
 
 const struct sub_set *

@@ -476,6 +476,16 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		m->rc = 0;
 		break;
 	}
+	case DP_MSG_SUBS:
+		/* Pointer swaps: both directions share the scheduler, and this worker. */
+		if (d->subs == NULL) {
+			m->rc = -EINVAL;
+			snprintf(m->err, sizeof(m->err), "subscribers are not shaped");
+			break;
+		}
+		sub_sched_change_apply(d->subs, m->subs_change);
+		m->rc = 0;
+		break;
 	case DP_MSG_FLOWS: {
 		unsigned int k;
 

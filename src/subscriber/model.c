@@ -191,6 +191,35 @@ sub_set_free(struct sub_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
+void
+sub_slot_clear(struct sub_subscriber *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->node = SUB_ROOT;
+	s->plan[SUB_DOWN].max = s->plan[SUB_UP].max = 1; /* a plan, but never any demand */
+}
+
+int
+sub_set_copy(struct sub_set *dst, const struct sub_set *src)
+{
+	*dst = *src;
+	dst->nodes = malloc((size_t)(src->nnodes ? src->nnodes : 1) * sizeof(*dst->nodes));
+	dst->subs = malloc((size_t)(src->nsubs ? src->nsubs : 1) * sizeof(*dst->subs));
+	dst->prefixes = malloc((size_t)(src->nprefixes ? src->nprefixes : 1) *
+			       sizeof(*dst->prefixes));
+	dst->nodes_cap = src->nnodes ? src->nnodes : 1;
+	dst->subs_cap = src->nsubs ? src->nsubs : 1;
+	dst->prefixes_cap = src->nprefixes ? src->nprefixes : 1;
+	if (dst->nodes == NULL || dst->subs == NULL || dst->prefixes == NULL) {
+		sub_set_free(dst);
+		return -ENOMEM;
+	}
+	memcpy(dst->nodes, src->nodes, (size_t)src->nnodes * sizeof(*dst->nodes));
+	memcpy(dst->subs, src->subs, (size_t)src->nsubs * sizeof(*dst->subs));
+	memcpy(dst->prefixes, src->prefixes, (size_t)src->nprefixes * sizeof(*dst->prefixes));
+	return 0;
+}
+
 uint32_t
 sub_node_find(const struct sub_set *set, const char *name)
 {

@@ -57,6 +57,7 @@ struct sub_sched {
 	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
 	const void *lookup_ctx;
 	struct sub_alloc *alloc;
+	uint64_t changes; /* live changes applied */
 	struct sub_sched_dir d[SUB_DIRS];
 };
 
@@ -363,7 +364,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		if (i < ss->nsubs && d->demand[i] == 0 && s->heap_pos[dir] == SUB_NONE &&
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
 		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
-			s->cake[dir] = NULL;
+			CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
 			CTR_SET(s->rate[dir], 0);
 			d->st.given++;
 		}
@@ -497,7 +498,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 		} else {
 			uint64_t r = ss->plan_max[dir][sub] / 8;
 
-			s->cake[dir] = c;
+			CTR_SET(s->cake[dir], c);
 			d->st.taken++;
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
 			 */
@@ -614,7 +615,7 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 		if (s->heap_pos[dir] != SUB_NONE)
 			heap_set(ss, dir, i, UINT64_MAX);
 		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
-			s->cake[dir] = NULL;
+			CTR_SET(s->cake[dir], NULL);
 			CTR_SET(s->rate[dir], 0);
 			d->st.given++;
 		}
@@ -684,4 +685,143 @@ sub_sched_find(const struct sub_sched *ss, const struct sub_prefix *a)
 				     (uint32_t)a->addr[0] << 24 | (uint32_t)a->addr[1] << 16 |
 						     (uint32_t)a->addr[2] << 8 | a->addr[3]);
 	return sub_lookup_v6(ss->lookup, a->vlan, a->addr);
+}
+
+/* ---------------------------------------------------------- live changes */
+
+struct sub_sched_change {
+	bool applied;
+	/* Before apply the new state, after it the old one. */
+	struct sub_alloc *alloc;
+	uint64_t *plan_max[SUB_DIRS];
+	uint64_t root_cap[SUB_DIRS];
+	struct sub_lookup *lookup;
+	bool vlan_prefixes;
+	const void *lookup_ctx; /* NULL: the scheduler keeps its own */
+	void (*ctx_free)(const void *ctx);
+	uint32_t *reset; /* slots that take a new subscriber */
+	uint32_t nreset;
+};
+
+void
+sub_sched_change_free(struct sub_sched_change *c)
+{
+	if (c == NULL)
+		return;
+	sub_alloc_free(c->alloc);
+	for (int dir = 0; dir < SUB_DIRS; dir++)
+		free(c->plan_max[dir]);
+	sub_lookup_free(c->lookup);
+	if (c->lookup_ctx != NULL && c->ctx_free != NULL)
+		c->ctx_free(c->lookup_ctx);
+	free(c->reset);
+	free(c);
+}
+
+struct sub_sched_change *
+sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, const uint32_t *reset,
+		       uint32_t nreset, const void *lookup_ctx, void (*ctx_free)(const void *ctx),
+		       char *err, size_t errlen)
+{
+	struct sub_sched_change *c;
+	uint32_t n = set->nsubs + 1, i;
+
+	if (set->nsubs != ss->nsubs) {
+		snprintf(err, errlen, "the change has %u subscriber slots, the scheduler %u",
+			 set->nsubs, ss->nsubs);
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		goto nomem;
+	c->lookup_ctx = lookup_ctx;
+	c->ctx_free = ctx_free;
+	c->alloc = alloc_with_link(set);
+	c->lookup = sub_lookup_create(set);
+	c->reset = calloc(nreset != 0 ? nreset : 1, sizeof(*c->reset));
+	if (c->alloc == NULL || c->lookup == NULL || c->reset == NULL)
+		goto nomem;
+	memcpy(c->reset, reset, (size_t)nreset * sizeof(*reset));
+	c->nreset = nreset;
+	for (i = 0; i < set->nprefixes; i++)
+		c->vlan_prefixes |= set->prefixes[i].vlan != 0;
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		c->plan_max[dir] = calloc(n, sizeof(*c->plan_max[dir]));
+		if (c->plan_max[dir] == NULL)
+			goto nomem;
+		for (i = 0; i < set->nsubs; i++)
+			c->plan_max[dir][i] = set->subs[i].plan[dir].max;
+		c->root_cap[dir] = set->nodes[SUB_ROOT].capacity[dir];
+		c->plan_max[dir][set->nsubs] = c->root_cap[dir];
+	}
+	return c;
+nomem:
+	if (c != NULL)
+		c->lookup_ctx = NULL; /* still the caller's */
+	sub_sched_change_free(c);
+	snprintf(err, errlen, "out of memory for a change of %u subscribers", set->nsubs);
+	return NULL;
+}
+
+#define SWAP(a, b)                                                                                 \
+	do {                                                                                       \
+		__typeof__(a) t_ = (a);                                                            \
+		(a) = (b);                                                                         \
+		(b) = t_;                                                                          \
+	} while (0)
+
+void
+sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
+{
+	SWAP(ss->alloc, c->alloc);
+	SWAP(ss->lookup, c->lookup);
+	ss->vlan_prefixes = c->vlan_prefixes;
+	if (c->lookup_ctx != NULL)
+		SWAP(ss->lookup_ctx, c->lookup_ctx);
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		struct sub_sched_dir *d = &ss->d[dir];
+		uint64_t cap = c->root_cap[dir];
+
+		SWAP(ss->plan_max[dir], c->plan_max[dir]);
+		c->root_cap[dir] = d->root_cap;
+		d->root_cap = cap;
+		/* The pacer follows a new capacity of the link unless a rate is set. */
+		if (d->link_bps == 0)
+			d->link_rate = cap / 8;
+	}
+	/*
+	 * A reused slot was idle (no CAKE, no packet queued): its new
+	 * subscriber's counters start from zero.
+	 */
+	for (uint32_t i = 0; i < c->nreset; i++) {
+		struct sub_idle *s = &ss->subs[c->reset[i]];
+
+		if (c->reset[i] >= ss->nsubs || s->cake[SUB_DOWN] != NULL ||
+		    s->cake[SUB_UP] != NULL)
+			continue;
+		memset(s, 0, sizeof(*s));
+		s->heap_pos[SUB_DOWN] = s->heap_pos[SUB_UP] = SUB_NONE;
+	}
+	ss->changes++;
+	c->applied = true;
+}
+
+bool
+sub_sched_change_applied(const struct sub_sched_change *c)
+{
+	return c->applied;
+}
+
+bool
+sub_sched_slot_idle(const struct sub_sched *ss, uint32_t sub)
+{
+	const struct sub_idle *s = &ss->subs[sub];
+
+	return CTR_GET(s->cake[SUB_DOWN]) == NULL && CTR_GET(s->cake[SUB_UP]) == NULL;
+}
+
+uint64_t
+sub_sched_changes(const struct sub_sched *ss)
+{
+	return ss->changes;
 }

@@ -77,6 +77,10 @@ usage(FILE *f)
 		"                                   per-subscriber counters (all, or the N\n"
 		"                                   largest by bytes sent, drops or arrival rate)\n"
 		"  subscriber ID|ADDRESS            one subscriber: plan, addresses, counters\n"
+		"  subscriber set ID [download MAX[/MIN]] [upload MAX[/MIN]] [node NAME]\n"
+		"                 [name TEXT] [addresses A,B,...]\n"
+		"                                   add a subscriber or change one, live\n"
+		"  subscriber del ID                remove one (its queue drains at its plan)\n"
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
@@ -1123,6 +1127,7 @@ main(int argc, char **argv)
 	struct opts o = { .timeout_ms = 5000, .interval_s = 1.0 };
 	const char *env = getenv("SHAPER_SOCKET");
 	json_t *args = NULL, *r = NULL;
+	const char *sub_cmd = NULL; /* subscriber set or del */
 	struct sc_conn conn;
 	enum cmd_id id;
 	const char *name;
@@ -1213,6 +1218,10 @@ main(int argc, char **argv)
 		}
 		break;
 	case C_SUB:
+		if (argc >= 2 && (strcmp(argv[0], "set") == 0 || strcmp(argv[0], "del") == 0)) {
+			rc = sc_subscriber_change_args(argc, argv, &sub_cmd, &args);
+			break;
+		}
 		if (argc != 1)
 			return usage_error("subscriber: expected one circuit id or address");
 		/*
@@ -1260,7 +1269,7 @@ main(int argc, char **argv)
 			[C_SUBS] = "subscribers.list", [C_SUB] = "subscribers.get",
 		};
 
-		rc = sc_call(&conn, wire[id], args, &r);
+		rc = sc_call(&conn, sub_cmd != NULL ? sub_cmd : wire[id], args, &r);
 		args = NULL;
 		if (rc != SC_EXIT_OK)
 			break;
@@ -1280,6 +1289,8 @@ main(int argc, char **argv)
 			rc = show_save(&o, r);
 		else if (id == C_SUBS)
 			rc = sc_show_subscribers(r, o.json, o.by);
+		else if (id == C_SUB && sub_cmd != NULL)
+			rc = sc_show_subscriber_change(r, o.json);
 		else if (id == C_SUB)
 			rc = sc_show_subscriber(r, o.json);
 		else if (o.json)

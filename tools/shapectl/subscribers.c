@@ -1,7 +1,8 @@
 /*
  * shapectl subscribers and shapectl subscriber: the daemon's
  * subscribers.list and subscribers.get as tables (docs/control-protocol.md
- * has the fields).
+ * has the fields), and shapectl subscriber set/del: subscribers.set and
+ * subscribers.del.
  */
 #include <stdio.h>
 #include <string.h>
@@ -122,5 +123,79 @@ sc_show_subscriber(const json_t *r, bool json)
 		       sc_int(why, "overflow"), sc_int(why, "ack_filter"), sc_int(why, "budget"),
 		       sc_int(x, "ecn_mark"), sc_int(x, "qlen"));
 	}
+	return SC_EXIT_OK;
+}
+
+/* "100mbit" or "100mbit/20mbit" (max/min) as the daemon's plan argument. */
+static json_t *
+plan_arg(const char *v)
+{
+	const char *slash = strchr(v, '/');
+
+	if (slash == NULL)
+		return json_string(v);
+	return json_pack("{s:s%, s:s}", "max", v, (size_t)(slash - v), "min", slash + 1);
+}
+
+int
+sc_subscriber_change_args(int argc, char **argv, const char **cmd, json_t **args)
+{
+	int i;
+
+	if (strcmp(argv[0], "del") == 0) {
+		if (argc != 2) {
+			fprintf(stderr, "shapectl: subscriber del: expected one circuit id\n");
+			return SC_EXIT_USAGE;
+		}
+		*cmd = "subscribers.del";
+		*args = json_pack("{s:s}", "id", argv[1]);
+		return SC_EXIT_OK;
+	}
+	*cmd = "subscribers.set";
+	*args = json_pack("{s:s}", "id", argv[1]);
+	for (i = 2; i < argc; i += 2) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (v == NULL) {
+			fprintf(stderr, "shapectl: subscriber set: %s needs a value\n", k);
+			goto usage;
+		}
+		if (strcmp(k, "download") == 0 || strcmp(k, "upload") == 0) {
+			json_object_set_new(*args, k, plan_arg(v));
+		} else if (strcmp(k, "node") == 0 || strcmp(k, "name") == 0) {
+			json_object_set_new(*args, k, json_string(v));
+		} else if (strcmp(k, "addresses") == 0 || strcmp(k, "address") == 0) {
+			json_t *a = json_array();
+			char buf[1024], *save = NULL, *t;
+
+			snprintf(buf, sizeof(buf), "%s", v);
+			for (t = strtok_r(buf, ", ", &save); t != NULL;
+			     t = strtok_r(NULL, ", ", &save))
+				json_array_append_new(a, json_string(t));
+			json_object_set_new(*args, "addresses", a);
+		} else {
+			fprintf(stderr,
+				"shapectl: subscriber set: \"%s\" is not a field (download, "
+				"upload, node, name, addresses)\n",
+				k);
+			goto usage;
+		}
+	}
+	return SC_EXIT_OK;
+usage:
+	json_decref(*args);
+	*args = NULL;
+	return SC_EXIT_USAGE;
+}
+
+int
+sc_show_subscriber_change(const json_t *r, bool json)
+{
+	if (json)
+		return print_json(r);
+	printf("subscriber %s %s", sc_str(r, "id"), sc_str(r, "action"));
+	if (json_object_get(r, "draining") != NULL)
+		printf(" (%lld packets still queued, sent at its old plan)", sc_int(r, "draining"));
+	printf("\n");
 	return SC_EXIT_OK;
 }

@@ -2,7 +2,8 @@
  * subscribers.list and subscribers.get (src/control/subscribers.c) against
  * a real per-subscriber scheduler without DPDK: three subscribers, frames
  * queued and sent through it, then the replies' counters, the top-N order,
- * lookups by id and address, and every refusal.
+ * lookups by id and address, and every refusal; subscribers.set and
+ * subscribers.del applied to it as the worker would, and their refusals.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <errno.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -44,6 +47,27 @@ be_subs(void *opaque, const struct sub_set **set)
 		return NULL;
 	*set = &W.set;
 	return W.ss;
+}
+
+/* The worker's side of a change, done at once. */
+static int
+be_subs_apply(void *opaque, struct sub_set *set, bool addresses, const uint32_t *reset,
+	      uint32_t nreset, char *err, size_t errlen)
+{
+	struct sub_sched_change *c;
+
+	(void)opaque;
+	(void)addresses;
+	c = sub_sched_change_build(W.ss, set, reset, nreset, NULL, NULL, err, errlen);
+	if (c == NULL) {
+		sub_set_free(set);
+		return -ENOMEM;
+	}
+	sub_sched_change_apply(W.ss, c);
+	sub_sched_change_free(c);
+	sub_set_free(&W.set);
+	W.set = *set;
+	return 0;
 }
 
 /* An untagged IPv4/UDP frame to 100.64.0.(1 + sub). */
@@ -102,6 +126,12 @@ setup(void **state)
 		W.set.prefixes[p].addr[3] = (uint8_t)(1 + i);
 		W.set.prefixes[p].sub = s;
 	}
+	{
+		uint32_t spare; /* one slot for a subscriber added live */
+
+		assert_int_equal(sub_set_add_sub(&W.set, &spare), 0);
+		sub_slot_clear(&W.set.subs[spare]);
+	}
 	if (sub_set_validate(&W.set, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	sched_params_default(&lp, SCHED_DISC_CAKE);
@@ -156,7 +186,7 @@ teardown(void **state)
 static json_t *
 ask(enum shaper_level level, const char *req, bool want_ok)
 {
-	struct ctl_backend be = { .subs = be_subs };
+	struct ctl_backend be = { .subs = be_subs, .subs_apply = be_subs_apply };
 	char *line = ctl_handle_request_as(&be, level, req, strlen(req), NULL);
 	json_t *rep, *part;
 
@@ -277,6 +307,141 @@ test_refusals(void **state)
 	W.off = false;
 }
 
+static json_t *
+get_id(const char *id)
+{
+	char req[128];
+
+	snprintf(req, sizeof(req), "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"%s\"}}", id);
+	return ask(SHAPER_LEVEL_OPERATOR, req, true);
+}
+
+static json_int_t
+plan_max(const json_t *r, const char *dir)
+{
+	return json_integer_value(
+			json_object_get(json_object_get(json_object_get(r, dir), "plan"), "max"));
+}
+
+static json_int_t
+count(void)
+{
+	json_t *r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\"}", true);
+	json_int_t n = json_integer_value(json_object_get(r, "count"));
+
+	json_decref(r);
+	return n;
+}
+
+/* A refused change: its message starts with field, and nothing changed. */
+static void
+refused_change(const char *req, const char *field)
+{
+	uint64_t before = sub_sched_changes(W.ss);
+	json_t *e = ask(SHAPER_LEVEL_OPERATOR, req, false);
+	const char *m = json_string_value(json_object_get(e, "message"));
+
+	if (strncmp(m, field, strlen(field)) != 0)
+		fail_msg("%s -> \"%s\", expected it to name %s", req, m, field);
+	json_decref(e);
+	assert_int_equal(sub_sched_changes(W.ss), before);
+}
+
+static void
+test_set_del(void **state)
+{
+	const struct sched *cake2;
+	json_t *r;
+
+	(void)state;
+	/* A plan change keeps the subscriber's CAKE and counters. */
+	cake2 = sub_sched_sub(W.ss, 2)->cake[SUB_DOWN];
+	assert_non_null(cake2);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c2\",\"download\":{\"max\":"
+		"\"5mbit\",\"min\":\"1mbit\"}}}",
+		true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "changed");
+	json_decref(r);
+	assert_ptr_equal(sub_sched_sub(W.ss, 2)->cake[SUB_DOWN], cake2);
+	r = get_id("c2");
+	assert_int_equal(plan_max(r, "download"), 5000000);
+	assert_int_equal(plan_max(r, "upload"), 5000000);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "download"),
+							    "packets")),
+			 sent_to[2]);
+	json_decref(r);
+
+	/* A new subscriber takes the spare slot; then none is left. */
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c9\",\"name\":\"new\","
+		"\"download\":\"8mbit\",\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.9\","
+		"\"2001:db8::/56\"]}}",
+		true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "added");
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"2001:db8::1\"}}", true);
+	assert_string_equal(json_string_value(json_object_get(r, "id")), "c9");
+	assert_int_equal(plan_max(r, "upload"), 2000000);
+	json_decref(r);
+	assert_int_equal(count(), NSUB + 1);
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c10\",\"download\":"
+		       "\"8mbit\",\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.10\"]}}",
+		       "no spare subscriber slot");
+
+	/* Deleted: gone from the replies; its slot (it sent nothing: idle) is free again. */
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.del\",\"args\":{\"id\":\"c0\"}}",
+		true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "removed");
+	json_decref(r);
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c0\"}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.0.1\"}}",
+		"invalid_argument");
+	assert_int_equal(count(), NSUB);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c10\",\"download\":\"8mbit\","
+		"\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.1\"]}}",
+		true);
+	json_decref(r);
+	assert_int_equal(count(), NSUB + 1);
+	assert_int_equal(sub_sched_changes(W.ss), 4);
+}
+
+static void
+test_change_refusals(void **state)
+{
+	(void)state;
+	refused_change("{\"cmd\":\"subscribers.del\",\"args\":{\"id\":\"nobody\"}}", "args.id");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"addresses\":["
+		       "\"100.64.0.0/24\"]}}",
+		       "args.addresses");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"addresses\":["
+		       "\"100.64.0.1/24\"]}}",
+		       "args.addresses[0]");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"node\":"
+		       "\"AP_Z\"}}",
+		       "args.node");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"download\":{"
+		       "\"max\":\"5mbit\",\"min\":\"6mbit\"}}}",
+		       "args.download.min");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"upload\":"
+		       "\"fast\"}}",
+		       "args.upload");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"n\",\"download\":"
+		       "\"8mbit\",\"addresses\":[\"100.64.0.10\"]}}",
+		       "args.upload");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"\"}}", "args.id");
+	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"colour\":1}}",
+		       "args.colour");
+	/* Operator level, as the other subscriber commands. */
+	refused(SHAPER_LEVEL_USER, "{\"cmd\":\"subscribers.del\",\"args\":{\"id\":\"c1\"}}",
+		"permission_denied");
+	assert_int_equal(count(), NSUB);
+}
+
 int
 main(void)
 {
@@ -284,6 +449,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_del, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_change_refusals, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
