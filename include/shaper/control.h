@@ -228,6 +228,26 @@ void *ctl_subscribers_set(const struct ctl_backend *be, const void *args, enum c
 void *ctl_subscribers_del(const struct ctl_backend *be, const void *args, enum ctl_error *err,
 			  char *msg, size_t len);
 
+/*
+ * A reload with subscribers shaped: the subscriber files the configuration
+ * at path names, as a diff of the running subscribers (sub_set_diff),
+ * prepared (*out; NULL when subscribers are not shaped) and checked before
+ * anything is applied, then applied (a change of the running scheduler;
+ * nothing is posted when nothing changed). prepare returns 0, -ENOTSUP when
+ * the node tree changed (a restart applies that), or -errno; err names the
+ * file and line or node. summary: {"added", "changed", "removed",
+ * "unchanged", "nodes_changed"}.
+ */
+struct ctl_subs_reload;
+int ctl_subscribers_reload_prepare(const struct ctl_backend *be, const char *path,
+				   struct ctl_subs_reload **out, char *err, size_t errlen);
+int ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reload *r, char *err,
+				 size_t errlen);
+void *ctl_subscribers_reload_summary(const struct ctl_subs_reload *r);
+/* One line for the log: "2 added, 1 changed, ...". */
+void ctl_subscribers_reload_describe(const struct ctl_subs_reload *r, char *buf, size_t len);
+void ctl_subscribers_reload_free(struct ctl_subs_reload *r);
+
 /* Fold one shard's counters into a direction's (sums; maxima for the longest turns). */
 void ctl_dir_counters_merge(struct ctl_dir_counters *into, const struct ctl_dir_counters *from);
 

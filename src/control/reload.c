@@ -370,6 +370,7 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 	struct ctl_reload_plan *pl;
 	char err[SHAPER_ERR_LEN], list[SHAPER_ERR_LEN];
 	bool done[SHAPER_NUM_DIRS] = { false, false };
+	struct ctl_subs_reload *subs = NULL;
 	json_t *applied, *cfg;
 	int rc;
 
@@ -407,13 +408,34 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 		free(pl);
 		return -1;
 	}
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		if (!pl->change[d])
+	/* The subscriber files as a diff of the running subscribers, checked before anything. */
+	rc = ctl_subscribers_reload_prepare(be, cf->path, &subs, err, sizeof(err));
+	if (rc != 0) {
+		reload_fail(code, msg, msglen,
+			    rc == -ENOTSUP ? CTL_ERR_RESTART_REQUIRED : CTL_ERR_INVALID_ARGUMENT,
+			    via, "%s; nothing was applied", err);
+		free(pl);
+		return -1;
+	}
+	for (int d = 0; d <= SHAPER_NUM_DIRS; d++) {
+		const char *what = d < SHAPER_NUM_DIRS ? shaper_dir_name[d] : "subscribers";
+
+		if (d == SHAPER_NUM_DIRS) {
+			/* Last: the one step that cannot be put back once taken. */
+			if (subs == NULL)
+				break;
+			rc = ctl_subscribers_reload_apply(be, subs, err, sizeof(err));
+			if (rc == 0)
+				break;
+		} else if (!pl->change[d]) {
 			continue;
-		rc = be->apply(be->opaque, (enum shaper_dir)d, &pl->params[d], err, sizeof(err));
-		if (rc == 0) {
-			done[d] = true;
-			continue;
+		} else {
+			rc = be->apply(be->opaque, (enum shaper_dir)d, &pl->params[d], err,
+				       sizeof(err));
+			if (rc == 0) {
+				done[d] = true;
+				continue;
+			}
 		}
 		/* All of the file or nothing: the direction that took it goes back. */
 		for (int u = 0; u < SHAPER_NUM_DIRS; u++) {
@@ -424,15 +446,16 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 				reload_fail(code, msg, msglen, CTL_ERR_BUSY, via,
 					    "%s: %s: %s; and %s could not be put back (%s): it "
 					    "runs the file's settings, %s its old ones",
-					    cf->path, shaper_dir_name[d], err, shaper_dir_name[u],
-					    undo, shaper_dir_name[d]);
+					    cf->path, what, err, shaper_dir_name[u], undo, what);
+				ctl_subscribers_reload_free(subs);
 				free(pl);
 				return -1;
 			}
 		}
 		reload_fail(code, msg, msglen,
 			    rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY, via,
-			    "%s: %s: %s; nothing was applied", cf->path, shaper_dir_name[d], err);
+			    "%s: %s: %s; nothing was applied", cf->path, what, err);
+		ctl_subscribers_reload_free(subs);
 		free(pl);
 		return -1;
 	}
@@ -451,8 +474,14 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 	join_changed(pl, list, sizeof(list));
 	shaper_log_notice("reload (%s): %s: %s%s", via, cf->path, list[0] != '\0' ? "applied " : "",
 			  list[0] != '\0' ? list : "no change");
-	fflush(stdout);
 	*result = json_pack("{s:s, s:o, s:o}", "file", cf->path, "applied", applied, "config", cfg);
+	if (subs != NULL) {
+		json_object_set_new(*result, "subscribers", ctl_subscribers_reload_summary(subs));
+		ctl_subscribers_reload_describe(subs, list, sizeof(list));
+		shaper_log_notice("reload (%s): subscribers: %s", via, list);
+	}
+	fflush(stdout);
+	ctl_subscribers_reload_free(subs);
 	free(pl);
 	return 0;
 }

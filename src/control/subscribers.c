@@ -7,6 +7,7 @@
  * bursts (dp_subs_change). Field names are tc-cake's where it
  * has one (bytes, packets, drops, ecn_mark, qlen, threshold_rate).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +15,11 @@
 
 #include <jansson.h>
 
+#include "shaper/config.h"
 #include "shaper/control.h"
 #include "shaper/subscriber.h"
+#include "shaper/subscriber_config.h"
+#include "shaper/subscriber_diff.h"
 #include "shaper/subscriber_sched.h"
 #include "shaper/units.h"
 
@@ -658,4 +662,106 @@ ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	sub_sched_counters(ss, sub, SUB_UP, &c[SUB_UP]);
 	return json_pack("{s:s, s:s, s:I}", "id", json_string_value(id), "action", "removed",
 			 "draining", (json_int_t)(c[SUB_DOWN].qlen + c[SUB_UP].qlen));
+}
+
+/* ------------------------------------------------------------- reload */
+
+struct ctl_subs_reload {
+	struct sub_set set; /* the running slots with the file's subscribers */
+	struct sub_diff d;
+};
+
+static bool
+slot_free_cb(const void *ctx, uint32_t slot)
+{
+	return sub_sched_slot_idle(ctx, slot);
+}
+
+int
+ctl_subscribers_reload_prepare(const struct ctl_backend *be, const char *path,
+			       struct ctl_subs_reload **out, char *err, size_t errlen)
+{
+	const struct sub_set *cur = NULL;
+	const struct sub_sched *ss = be->subs != NULL && be->subs_apply != NULL
+						     ? be->subs(be->opaque, &cur)
+						     : NULL;
+	struct shaper_config *cfg;
+	struct ctl_subs_reload *r;
+	struct sub_set file;
+	char e[SHAPER_ERR_LEN];
+	int rc;
+
+	*out = NULL;
+	if (ss == NULL)
+		return 0; /* not shaped: the section's keys are compared as any other */
+	cfg = malloc(sizeof(*cfg));
+	r = calloc(1, sizeof(*r));
+	if (cfg == NULL || r == NULL) {
+		free(cfg);
+		free(r);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	rc = shaper_config_load_file(path, cfg, e, sizeof(e));
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", path, e);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = sub_config_load(cfg, &file, e, sizeof(e));
+	if (rc == 0)
+		rc = sub_set_diff(cur, &file, slot_free_cb, ss, &r->set, &r->d, e, sizeof(e));
+	sub_set_free(&file);
+	if (rc != 0)
+		snprintf(err, errlen, "subscribers: %s", e);
+out:
+	free(cfg);
+	if (rc != 0) {
+		free(r);
+		return rc;
+	}
+	*out = r;
+	return 0;
+}
+
+int
+ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reload *r, char *err,
+			     size_t errlen)
+{
+	struct sub_diff *d = &r->d;
+	int rc;
+
+	if (d->added + d->changed + d->removed + d->nodes_changed == 0)
+		return 0; /* the same subscribers: nothing to post */
+	rc = be->subs_apply(be->opaque, &r->set, d->addresses, d->reset, d->nreset, err, errlen);
+	memset(&r->set, 0, sizeof(r->set)); /* taken */
+	return rc;
+}
+
+void *
+ctl_subscribers_reload_summary(const struct ctl_subs_reload *r)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)r->d.added, "changed",
+			 (json_int_t)r->d.changed, "removed", (json_int_t)r->d.removed, "unchanged",
+			 (json_int_t)r->d.unchanged, "nodes_changed",
+			 (json_int_t)r->d.nodes_changed);
+}
+
+void
+ctl_subscribers_reload_describe(const struct ctl_subs_reload *r, char *buf, size_t len)
+{
+	snprintf(buf, len,
+		 "%u added, %u changed, %u removed (their queues drain at their plans), %u "
+		 "unchanged, %u node capacities changed",
+		 r->d.added, r->d.changed, r->d.removed, r->d.unchanged, r->d.nodes_changed);
+}
+
+void
+ctl_subscribers_reload_free(struct ctl_subs_reload *r)
+{
+	if (r == NULL)
+		return;
+	sub_set_free(&r->set);
+	free(r->d.reset);
+	free(r);
 }

@@ -1,0 +1,39 @@
+/*
+ * A new subscriber file as a change of the running set: which subscribers
+ * were added, changed or removed, and the set the running scheduler takes
+ * (shaper/subscriber_sched.h: its slots never move). Used by a reload of
+ * the configuration with subscribers on. Control plane only.
+ */
+#ifndef SHAPER_SUBSCRIBER_DIFF_H
+#define SHAPER_SUBSCRIBER_DIFF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shaper/subscriber.h"
+
+struct sub_diff {
+	uint32_t added, changed, removed, unchanged;
+	uint32_t nodes_changed; /* nodes (the link included) whose capacity changed */
+	bool addresses;         /* some subscriber's addresses changed: new lookup tables */
+	uint32_t *reset;        /* slots that take an added subscriber (malloc'd) */
+	uint32_t nreset;
+};
+
+/*
+ * Turn file (a freshly loaded, valid set) into out: cur's slots, each
+ * subscriber of file in the slot of the same id in cur, or in a free slot
+ * (unused in cur and slot_free(ctx, slot): its CAKEs back in the pool); a
+ * subscriber of cur missing from file keeps its slot without addresses, to
+ * drain at its plan. The node tree must be cur's (same names under the same
+ * parents); capacities may change. out is validated. 0 with out and d
+ * filled (free d->reset and out), -ENOTSUP when the nodes differ (a restart
+ * applies that), -ENOSPC when no free slot is left, else -EINVAL/-ENOMEM;
+ * err says which, naming the file or the node.
+ */
+int sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
+		 bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,
+		 struct sub_set *out, struct sub_diff *d, char *err, size_t errlen);
+
+#endif
