@@ -12,8 +12,12 @@ bytes give its rate: within 2 % of its plan, and still backlogged at the
 end of the window. c2 and c3 send ECT(0) frames: COBALT marks them (ecn_mark)
 instead of dropping; c1's not-ECT frames are dropped (aqm) and never counted
 marked. subscribers.get finds a subscriber by id and by address and refuses
-an address nobody owns. At exit every frame is accounted and every mbuf is
-back in its pool.
+an address nobody owns. Then c2's plan is cut from 2 to 1.5 Mbit/s while it
+is backlogged (subscribers.set, or shapectl subscriber set): over the next
+2 s it gets its new plan within 2 %, and c1 and c3 get what they got before
+within 1 %. c1 is deleted with packets queued (they drain at its plan) and
+a new subscriber added in its place. At exit every frame is accounted and
+every mbuf is back in its pool.
 
 usage: subscribers_test.py SHAPERD [SHAPECTL]
 """
@@ -87,12 +91,61 @@ def shapectl_checks(sock):
     check(rc != 0, "shapectl subscribers --by colour is a usage error")
 
 
+def live_changes(c, sock, rate_before):
+    """A plan cut mid-stream; a delete with packets queued; an add."""
+    new_mbit = 1.5
+    if SHAPECTL:
+        rc, out = shapectl(sock, "subscriber", "set", "c2", "download", "1500kbit")
+        check(rc == 0 and "changed" in out, "shapectl subscriber set c2 download 1500kbit")
+    else:
+        c.result("subscribers.set", {"id": "c2", "download": "1500kbit"})
+    time.sleep(0.2)  # the next allocation (5 ms) takes the plan
+    a = c.result("subscribers.list")
+    time.sleep(2.0)
+    b = c.result("subscribers.list")
+    dt = (b["time_ns"] - a["time_ns"]) / 1e9
+    prev = {s["id"]: s["download"] for s in a["subscribers"]}
+    for s in b["subscribers"]:
+        dn = s["download"]
+        got = (dn["bytes"] - prev[s["id"]]["bytes"]) * 8 / dt / 1e6
+        want = new_mbit if s["id"] == "c2" else rate_before[s["id"]]
+        tol = 0.02 if s["id"] == "c2" else 0.01
+        print("figure: after c2's plan cut to %.1f Mbit/s: %s delivered %.3f Mbit/s over %.2f s "
+              "(%s %.3f, %+.2f %%)" % (new_mbit, s["id"], got, dt,
+                                       "plan" if s["id"] == "c2" else "before",
+                                       want, (got / want - 1) * 100))
+        check(dn["qlen"] > 0, "%s: still backlogged after the change (%d queued)"
+              % (s["id"], dn["qlen"]))
+        check(abs(got / want - 1) < tol, "%s: %.3f Mbit/s within %d %% of %s %.3f"
+              % (s["id"], got, tol * 100, "its new plan" if s["id"] == "c2" else "its rate before",
+                 want))
+    g = c.result("subscribers.get", {"id": "c2"})
+    check(g["download"]["plan"]["max"] == 1500000 and g["upload"]["plan"]["max"] == 1000000,
+          "c2's download plan is 1.5 Mbit/s, its upload plan unchanged")
+    r = c.result("subscribers.del", {"id": "c1"})
+    check(r["action"] == "removed" and r["draining"] > 0,
+          "c1 deleted with %d packets queued (they drain at its plan)" % r["draining"])
+    rep = c.call("subscribers.get", {"id": "c1"})
+    check(not rep["ok"], "c1 is gone")
+    r = c.result("subscribers.set", {"id": "c4", "download": "3mbit", "upload": "1mbit",
+                                     "addresses": ["100.64.0.4"]})
+    check(r["action"] == "added", "c4 added live")
+    rep = c.call("subscribers.set", {"id": "c5", "download": "3mbit", "upload": "1mbit",
+                                     "addresses": ["100.64.0.3"]})
+    check(not rep["ok"] and rep["error"]["message"].startswith("args.addresses"),
+          "an address of c3 for c5 is refused naming args.addresses: %s"
+          % rep.get("error", {}).get("message"))
+    lst = c.result("subscribers.list")
+    check(sorted(s["id"] for s in lst["subscribers"]) == ["c2", "c3", "c4"],
+          "subscribers.list now lists c2, c3, c4")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="shaper_subs_")
     frames = []
     # BACKLOG_S at each plan, interleaved (two flows each); the AQM's drops of c1 come
-    # out of its backlog, so it gets 60 % more.
-    count = {cid: int(mbit * 1e6 * BACKLOG_S / 8 / FRAME * (1.6 if ecn == 0 else 1))
+    # out of its backlog, so it gets 180 % more (it must outlast the plan change below).
+    count = {cid: int(mbit * 1e6 * BACKLOG_S / 8 / FRAME * (2.8 if ecn == 0 else 1))
              for cid, (mbit, _, ecn) in PLANS.items()}
     for k in range(max(count.values())):
         for cid, (_, addr, ecn) in sorted(PLANS.items()):
@@ -192,6 +245,8 @@ def main():
             check(not rep["ok"], "subscribers.list by an unknown key is refused")
             if SHAPECTL:
                 shapectl_checks(sock)
+            live_changes(c, sock, {s["id"]: (s["download"]["bytes"] - before[s["id"]]["download"]["bytes"])
+                                   * 8 / dt / 1e6 for s in b["subscribers"]})
             # The link's scheduler sits under the subscribers: its discipline cannot change
             # live (the reply says so), its settings and the link's rate can.
             rep = c.call("config.set", {"direction": "downstream",
