@@ -474,9 +474,16 @@ attach_subscribers(struct app *a)
 	}
 	a->subs_attached = true;
 	sub_sched_get_stats(w0[SHAPER_DOWN]->subs, SUB_DOWN, &st);
-	shaper_log_info("subscribers: %u shaped per subscriber from %s, %u CAKEs per direction",
-			dp_subs_set(w0[SHAPER_DOWN])->nsubs,
-			dp_subs_set(w0[SHAPER_DOWN])->subs_file, st.pool_free);
+	{
+		const struct sub_set *set = dp_subs_set(w0[SHAPER_DOWN]);
+		uint32_t used = 0;
+
+		for (uint32_t i = 0; i < set->nsubs; i++)
+			used += sub_slot_used(&set->subs[i]);
+		shaper_log_info("subscribers: %u shaped per subscriber from %s (%u spare slots for "
+				"more), %u CAKEs per direction",
+				used, set->subs_file, set->nsubs - used, st.pool_free);
+	}
 	return 0;
 }
 

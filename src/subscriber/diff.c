@@ -109,8 +109,7 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 
 		if (s == SUB_NONE) {
 			while (next_free < cur->nsubs &&
-			       (sub_slot_used(&cur->subs[next_free]) ||
-				!slot_free(ctx, next_free)))
+			       (sub_slot_used(&cur->subs[next_free]) || !slot_free(ctx, next_free)))
 				next_free++;
 			if (next_free == cur->nsubs) {
 				sub_errf(err, errlen,

@@ -16,7 +16,8 @@ an address nobody owns. Then c2's plan is cut from 2 to 1.5 Mbit/s while it
 is backlogged (subscribers.set, or shapectl subscriber set): over the next
 2 s it gets its new plan within 2 %, and c1 and c3 get what they got before
 within 1 %. c1 is deleted with packets queued (they drain at its plan) and
-a new subscriber added in its place. At exit every frame is accounted and
+a new subscriber added in its place; a reload of a changed file applies it
+as a diff (one added, one changed, one removed). At exit every frame is accounted and
 every mbuf is back in its pool.
 
 usage: subscribers_test.py SHAPERD [SHAPECTL]
@@ -91,7 +92,7 @@ def shapectl_checks(sock):
     check(rc != 0, "shapectl subscribers --by colour is a usage error")
 
 
-def live_changes(c, sock, rate_before):
+def live_changes(c, sock, rate_before, plans_path):
     """A plan cut mid-stream; a delete with packets queued; an add."""
     new_mbit = 1.5
     if SHAPECTL:
@@ -138,6 +139,24 @@ def live_changes(c, sock, rate_before):
     lst = c.result("subscribers.list")
     check(sorted(s["id"] for s in lst["subscribers"]) == ["c2", "c3", "c4"],
           "subscribers.list now lists c2, c3, c4")
+    # A reload of a changed file: as a diff of what runs (c2 back to 2 Mbit/s, c4 gone, c5 new).
+    with open(plans_path) as f:
+        subs = json.load(f)
+    subs["subscribers"] = [s for s in subs["subscribers"] if s["id"] != "c1"]
+    subs["subscribers"].append({"id": "c5", "download": "2mbit", "upload": "1mbit",
+                                "addresses": ["100.64.0.5"]})
+    with open(plans_path, "w") as f:
+        json.dump(subs, f)
+    rep = c.call("config.reload")
+    got = rep.get("result", {}).get("subscribers")
+    check(rep["ok"] and got == {"added": 1, "changed": 1, "removed": 1, "unchanged": 1,
+                                "nodes_changed": 0},
+          "config.reload applies the subscriber file as a diff: %s" % (got or rep.get("error")))
+    lst = c.result("subscribers.list")
+    check(sorted(s["id"] for s in lst["subscribers"]) == ["c2", "c3", "c5"],
+          "after the reload: c2, c3, c5")
+    g = c.result("subscribers.get", {"id": "c2"})
+    check(g["download"]["plan"]["max"] == 2000000, "c2's plan is the file's again")
 
 
 def main():
@@ -246,7 +265,8 @@ def main():
             if SHAPECTL:
                 shapectl_checks(sock)
             live_changes(c, sock, {s["id"]: (s["download"]["bytes"] - before[s["id"]]["download"]["bytes"])
-                                   * 8 / dt / 1e6 for s in b["subscribers"]})
+                                   * 8 / dt / 1e6 for s in b["subscribers"]},
+                         os.path.join(tmp, "plans.json"))
             # The link's scheduler sits under the subscribers: its discipline cannot change
             # live (the reply says so), its settings and the link's rate can.
             rep = c.call("config.set", {"direction": "downstream",

@@ -26,7 +26,8 @@
 
 #define MBIT 1000000ull
 
-/* nsubs subscribers (id "s<i>", 100.64.x.y/32) under nnodes nodes under the link, spare slots after. */
+/* nsubs subscribers (id "s<i>", 100.64.x.y/32) under nnodes nodes under the link, spare slots
+ * after. */
 static void
 build(struct sub_set *set, uint32_t nsubs, uint32_t nnodes, uint32_t spare, uint64_t plan_mbit)
 {
@@ -244,7 +245,8 @@ test_change_cost(void **state)
 		set_ctl = a < set_ctl ? a : set_ctl;
 		set_wk = b < set_wk ? b : set_wk;
 
-		/* A file of 10,000 with 100 changes (built outside the clock: loading is the loader's). */
+		/* A file of 10,000 with 100 changes (built outside the clock: loading is the
+		 * loader's). */
 		build(&file, NBIG, 50, 0, 10);
 		for (uint32_t i = 0; i < 40; i++)
 			file.subs[i * 97].plan[SUB_UP].max = (uint64_t)(5 + r) * MBIT;
@@ -257,7 +259,8 @@ test_change_cost(void **state)
 		if (sub_set_diff(&cur, &file, all_free, NULL, &nw, &d, err, sizeof(err)) != 0)
 			fail_msg("%s", err);
 		a = ms_since(&t0);
-		c = sub_sched_change_build(ss, &nw, d.reset, d.nreset, NULL, NULL, err, sizeof(err));
+		c = sub_sched_change_build(ss, &nw, d.reset, d.nreset, NULL, NULL, err,
+					   sizeof(err));
 		assert_non_null(c);
 		b = ms_since(&t0);
 		if (r == 0)
