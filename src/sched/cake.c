@@ -545,7 +545,8 @@ cake_vlan_mix(const struct cake *c, const struct sh_pkt *pkt)
 	return v ^ (v >> 16);
 }
 
-static void
+/* Inlined: with more flows than queues nearly every packet takes this path. */
+static inline __attribute__((always_inline)) void
 cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const struct sh_pkt *pkt)
 {
 	uint32_t mix = cake_vlan_mix(c, pkt);
