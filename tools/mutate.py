@@ -138,8 +138,8 @@ MUTANTS = [
          repl="if (d < best) {",
          note="shaped tin choice: soonest clock wins even when several are due"),
     dict(name="interval_formula", kind="review", file="src/sched/cake.c",
-         orig="b->cparams.interval = rtt_ns + target - target_ns;",
-         repl="b->cparams.interval = rtt_ns;",
+         orig="interval = target + c->interval_over_target_ns;",
+         repl="interval = c->interval_over_target_ns + c->target_ns; /* rtt */",
          note="interval not raised by the target's increase on slow links"),
     # ---- our own, of the CAKE core
     dict(name="tie_lower_index", kind="own", file="src/sched/cake.c",

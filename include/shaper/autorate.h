@@ -122,8 +122,10 @@ struct autorate {
 	 * upstream, the downstream controller's, copied by autorate_attribute.
 	 */
 	uint64_t owd_last_ns, owd_last_at;
-	uint32_t load_pct;       /* sent or arrived over the last interval, percent of the rate */
-	uint32_t other_load_pct; /* the other direction's (autorate_attribute) */
+	uint32_t load_pct;        /* sent or arrived over the last interval, percent of the rate */
+	uint32_t other_load_pct;  /* the other direction's (autorate_attribute) */
+	uint64_t load_rate;       /* bytes/s sent or arrived over the last interval, the larger */
+	uint64_t other_load_rate; /* the other direction's (autorate_attribute) */
 	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
 	uint32_t owd_recent_i;
 
@@ -176,9 +178,13 @@ autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
  * and a direction raises when its own share is clear. Call this before the
  * upstream's tick with the downstream's controller. Without one-way figures
  * (no timestamps, stale ones, or down NULL) each decides on the RTT alone,
- * except that a direction lesser_ratio times less loaded (share of its
- * rate) than the other is not cut (its traffic is the other's ACKs), nor
- * with one-way figures unless its share is lesser_ratio times bloat.
+ * except that a direction that carries only the other's ACKs is not cut,
+ * nor with one-way figures unless its share is lesser_ratio times bloat:
+ * one lesser_ratio times less loaded (share of its rate) than the other,
+ * or idle, and carrying lesser_ratio times fewer bytes. Both, because after
+ * a line falls its rate is far above what it carries: a download on a
+ * line that fell to a tenth, beside an upload held at its minimum, carries
+ * a tenth of its rate and still five times the upload's bytes.
  */
 void autorate_attribute(struct autorate *up, struct autorate *down);
 

@@ -63,6 +63,7 @@ struct ctl_rtt {
 	uint64_t interval_ns, iv_samples, iv_min_ns, iv_median_ns, iv_p99_ns;
 	/* Autorate of this direction. */
 	bool autorate;
+	bool ar_leader;      /* this shard's controller decides (alone, or a group's first) */
 	uint8_t ar_action;   /* enum autorate_action of the last decision */
 	uint8_t ar_why;      /* enum autorate_reason of the last decision */
 	uint32_t ar_samples; /* in the last interval */

@@ -1,17 +1,58 @@
 /*
  * A direction shaped by several shards is shown as one: their counters
- * summed, their RTT histograms added. Each shard's snapshot is consistent
+ * summed, their RTT histograms added, autorate's state the deciding
+ * shard's. Each shard's snapshot is consistent
  * in itself; the sum of snapshots taken a few microseconds apart is not,
  * so the accounting identity of a merged view is exact only once the
  * workers have stopped (the in-flight difference shows as "unaccounted"
  * while traffic runs).
  */
+#include <string.h>
+
 #include "shaper/control.h"
 
 static uint64_t
 max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
+}
+
+/*
+ * Autorate with several shards: one controller (the group's first shard)
+ * decides from every shard's samples and what the whole line carried, so
+ * its state is the direction's, whichever order the shards come in; the
+ * decision counts are summed (the others' stay 0 while they only hand
+ * their samples over).
+ */
+static void
+autorate_merge(struct ctl_rtt *into, const struct ctl_rtt *from)
+{
+	uint64_t ups = into->ar_ups + from->ar_ups, downs = into->ar_downs + from->ar_downs;
+	uint64_t dec[AR_WHY_N];
+
+	if (!from->autorate)
+		return;
+	for (unsigned int i = 0; i < AR_WHY_N; i++)
+		dec[i] = into->ar_decisions[i] + from->ar_decisions[i];
+	if (!into->autorate || (from->ar_leader && !into->ar_leader)) {
+		into->autorate = true;
+		into->ar_leader = from->ar_leader;
+		into->ar_action = from->ar_action;
+		into->ar_why = from->ar_why;
+		into->ar_samples = from->ar_samples;
+		into->ar_rate = from->ar_rate;
+		into->ar_min = from->ar_min;
+		into->ar_max = from->ar_max;
+		into->ar_delivered = from->ar_delivered;
+		into->ar_delay_ns = from->ar_delay_ns;
+		into->ar_base = from->ar_base;
+		into->ar_arrived = from->ar_arrived;
+		into->ar_through = from->ar_through;
+		into->ar_path_ns = from->ar_path_ns;
+	}
+	into->ar_ups = ups;
+	into->ar_downs = downs;
+	memcpy(into->ar_decisions, dec, sizeof(dec));
 }
 
 static void
@@ -23,6 +64,7 @@ rtt_merge(struct ctl_rtt *into, const struct ctl_rtt *from)
 		*into = *from;
 		return;
 	}
+	autorate_merge(into, from);
 	for (unsigned int b = 0; b < RTT_HIST_BUCKETS; b++)
 		into->hist.count[b] += from->hist.count[b];
 	into->hist.samples += from->hist.samples;

@@ -410,6 +410,7 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 	a = &r->ar[d->dir];
 	out->autorate = r->ar_on[d->dir];
 	if (out->autorate) {
+		out->ar_leader = r->group == NULL || r->shard == 0;
 		out->ar_action = a->last_action;
 		out->ar_rate = a->rate;
 		out->ar_min = a->p.min_rate;

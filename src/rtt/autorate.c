@@ -127,8 +127,11 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	uint64_t m = UINT64_MAX;
 
 	up->other_load_pct = down != NULL ? down->load_pct : 0;
-	if (down != NULL)
+	up->other_load_rate = down != NULL ? down->load_rate : 0;
+	if (down != NULL) {
 		down->other_load_pct = up->load_pct;
+		down->other_load_rate = up->load_rate;
+	}
 	/*
 	 * The RTT samples the upstream decides on completed up to a round trip
 	 * after their packets met the queues; the one-way figures are of now.
@@ -333,9 +336,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->owd_min = UINT64_MAX;
 	a->owd_n = 0;
 	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
-	a->load_pct = (uint32_t)((a->delivered_rate > a->arrived_rate ? a->delivered_rate
-								      : a->arrived_rate) *
-				 100 / (a->rate != 0 ? a->rate : 1));
+	a->load_rate = a->delivered_rate > a->arrived_rate ? a->delivered_rate : a->arrived_rate;
+	a->load_pct = (uint32_t)(a->load_rate * 100 / (a->rate != 0 ? a->rate : 1));
 	idle = a->delivered_rate * 100 < (uint64_t)a->p.idle_pct * a->rate &&
 	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
 	if (n == 0) {
@@ -373,14 +375,19 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	if (delay >= bloat) {
 		/*
 		 * The other direction's queue (autorate_attribute). A direction
-		 * that carries next to nothing, or far less of its rate than the
-		 * other of its own (the ACKs of the other's downloads), is cut
-		 * only on a one-way figure that puts a large rise in it: the
-		 * split of a small one is too uncertain to starve the ACKs.
+		 * that carries only the other's ACKs (next to nothing, or far
+		 * less of its rate than the other of its own, and far fewer
+		 * bytes) is cut only on a one-way figure that puts a large rise
+		 * in it: the split of a small one is too uncertain to starve the
+		 * ACKs. The bytes matter: a line that fell far below the rate
+		 * carries a small share of it, and is no less the bottleneck
+		 * (with nothing known of the other direction, the share alone).
 		 */
-		bool lesser = idle ||
-			      (a->p.lesser_ratio != 0 &&
-			       (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct);
+		bool few = a->p.lesser_ratio != 0 &&
+			   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct;
+		bool fewer_bytes = a->p.lesser_ratio == 0 || a->other_load_rate == 0 ||
+				   a->load_rate * a->p.lesser_ratio < a->other_load_rate;
+		bool lesser = (idle || few) && fewer_bytes;
 
 		if (own < bloat / 2 ||
 		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))

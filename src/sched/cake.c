@@ -164,6 +164,13 @@ struct cake {
 	uint64_t time_next_packet;
 	uint64_t failsafe_next_packet;
 	uint64_t lag; /* effective lag limit of the clocks, ns */
+	/* Rate-independent parts of the tins' CoDel figures (from target and rtt). */
+	uint64_t target_ns, interval_over_target_ns; /* rtt - target, mod 2^64 */
+	/*
+	 * The latest clock of the tins past tin_scan: only a rate change moves
+	 * them, so it need not visit them while this is not ahead of now.
+	 */
+	uint64_t idle_clock_max;
 
 	uint32_t qlen;
 	uint64_t backlog; /* bytes */
@@ -538,7 +545,8 @@ cake_vlan_mix(const struct cake *c, const struct sh_pkt *pkt)
 	return v ^ (v >> 16);
 }
 
-static void
+/* Inlined: with more flows than queues nearly every packet takes this path. */
+static inline __attribute__((always_inline)) void
 cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const struct sh_pkt *pkt)
 {
 	uint32_t mix = cake_vlan_mix(c, pkt);
@@ -828,26 +836,19 @@ cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, siz
 static void
 cake_tin_set_rate(const struct cake *c, struct cake_tin *b, uint64_t rate)
 {
-	uint64_t target_ns = (uint64_t)c->p.target_us * 1000;
-	uint64_t rtt_ns = (uint64_t)c->p.rtt_us * 1000;
-	uint64_t mtu_time, target;
+	uint64_t q = rate >> 12;
+	uint64_t mtu_time, target, interval;
 
 	sched_rate_set(&b->rate, rate);
-	if (rate != 0) {
-		uint64_t q = rate >> 12;
-
-		b->flow_quantum = (uint32_t)(q < 300 ? 300 : q > 1514 ? 1514 : q);
-	} else {
-		b->flow_quantum = 1514;
-	}
+	b->flow_quantum = (uint32_t)(rate == 0 || q > 1514 ? 1514 : q < 300 ? 300 : q);
 	mtu_time = sched_rate_ns(&b->rate, c->p.mtu);
 	target = mtu_time * 3 / 2;
-	if (target < target_ns)
-		target = target_ns;
+	if (target < c->target_ns)
+		target = c->target_ns;
+	/* rtt + target - target_ns (precomputed mod 2^64), at least twice target */
+	interval = target + c->interval_over_target_ns;
 	b->cparams.target = target;
-	b->cparams.interval = rtt_ns + target - target_ns;
-	if (b->cparams.interval < 2 * target)
-		b->cparams.interval = 2 * target;
+	b->cparams.interval = interval < 2 * target ? 2 * target : interval;
 	b->cparams.mtu_time = mtu_time;
 }
 
@@ -995,7 +996,10 @@ cake_rates_set(struct cake *c, uint64_t r)
 		t[i].cparams.mtu_time = t[0].cparams.mtu_time;
 	}
 	c->rate = t[0].rate;
-	c->lag = sched_lag_limit(&c->p, &c->rate);
+	/* sched_lag_limit: tin 0's MTU time is the link's (same rate, same MTU). */
+	c->lag = c->p.lag_limit_ns != SCHED_LAG_AUTO             ? c->p.lag_limit_ns
+		 : t[0].cparams.mtu_time > SCHED_LAG_AUTO_MIN_NS ? t[0].cparams.mtu_time
+								 : SCHED_LAG_AUTO_MIN_NS;
 }
 
 /*
@@ -1100,6 +1104,8 @@ cake_set_params(struct cake *c, const struct sched_params *p)
 		c->p.rtt_us = 1;
 	if (c->p.target_us == 0)
 		c->p.target_us = 1;
+	c->target_ns = (uint64_t)c->p.target_us * 1000;
+	c->interval_over_target_ns = (uint64_t)c->p.rtt_us * 1000 - c->target_ns;
 	c->flow_mode = (uint8_t)p->isolation;
 	c->dsrc = cake_dsrc(c->flow_mode);
 	c->ddst = cake_ddst(c->flow_mode);
@@ -1144,6 +1150,18 @@ cake_tin_reset(const struct cake *c, struct cake_tin *b)
 	b->tin_deficit = 0;
 }
 
+/* After tin_scan or the clocks past it changed: see idle_clock_max. */
+static void
+cake_note_idle_clocks(struct cake *c)
+{
+	uint32_t i;
+
+	c->idle_clock_max = 0;
+	for (i = c->tin_scan; i < c->tin_alloc; i++)
+		if (c->tins[i].time_next_packet > c->idle_clock_max)
+			c->idle_clock_max = c->tins[i].time_next_packet;
+}
+
 static void
 cake_update_scan(struct cake *c)
 {
@@ -1158,6 +1176,7 @@ cake_update_scan(struct cake *c)
 	if (n != c->tin_scan)
 		c->overflow_timeout = 0; /* the heap's size follows tin_scan: rebuild */
 	c->tin_scan = n;
+	cake_note_idle_clocks(c);
 	if (c->cur_tin >= n)
 		c->cur_tin = 0;
 }
@@ -1177,6 +1196,7 @@ cake_init(struct cake *c, const struct sched_params *p)
 		cake_tin_reset(c, &c->tins[i]);
 	cake_config_tins(c, c->p.rate);
 	c->tin_scan = c->tin_cnt;
+	cake_note_idle_clocks(c);
 	cake_config_limit(c);
 	cake_reset_size_stats(c);
 }
@@ -1260,6 +1280,7 @@ cake_resync(struct cake *c, uint64_t now)
 		if (b->time_next_packet > tcap)
 			b->time_next_packet = tcap;
 	}
+	cake_note_idle_clocks(c);
 }
 
 /*
@@ -1763,13 +1784,19 @@ cake_set_rate(void *impl, uint64_t rate, uint64_t now)
 {
 	struct cake *c = impl;
 	uint64_t old = c->rate.rate;
-	uint32_t i;
+	struct cake_tin *b = c->tins, *end = b + c->tin_scan;
 
 	sched_rescale_clock(&c->time_next_packet, now, old, rate);
 	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
-	for (i = 0; i < c->tin_alloc; i++)
-		if (c->tins[i].time_next_packet > now) /* the rest are not waiting */
-			sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
+	/* Past the scan only while one of those clocks is ahead (rare). */
+	if (c->idle_clock_max > now) {
+		end = c->tins + c->tin_alloc;
+		/* Rescaling keeps the order of clocks: the max stays the max. */
+		sched_rescale_clock(&c->idle_clock_max, now, old, rate);
+	}
+	for (; b < end; b++)
+		if (b->time_next_packet > now) /* the rest are not waiting */
+			sched_rescale_clock(&b->time_next_packet, now, old, rate);
 	cake_rates_set(c, rate);
 }
 
@@ -1793,6 +1820,7 @@ cake_flush(void *impl, struct sh_pkt_list *out)
 	}
 	c->overflow_timeout = 0;
 	c->tin_scan = c->tin_cnt;
+	cake_note_idle_clocks(c);
 	c->cur_tin = 0;
 }
 

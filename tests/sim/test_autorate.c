@@ -18,12 +18,13 @@
  * queue (the tap's time at dequeue).
  *
  * Each scenario prints its figures ("# figure:") and asserts the bounds a
- * reviewer would try first: a line that falls to 10 % or 25 % in one step,
- * steady load both ways, halving and recovery, a satellite path stepping
- * +25 ms and back every 15 s, a far-end server whose queue grows on one
- * flow, churning short flows, upload only, one direction falling while the
- * other stays, idle then load, flows without timestamps, and a queue
- * standing in the modem (drained, not taken as the path's).
+ * reviewer would try first: a line that falls to 10 % or 25 % in one step
+ * (one direction, or both at once under RRUL), steady load both ways,
+ * halving and recovery, a satellite path stepping +25 ms and back every
+ * 15 s, a far-end server whose queue grows on one flow, churning short
+ * flows, upload only, one direction falling while the other stays, idle
+ * then load, flows without timestamps, and a queue standing in the modem
+ * (drained, not taken as the path's).
  *
  * Built with -DAR_OLD against the controller before these changes (a copy
  * of its autorate.c and .h) the same scenarios print what it did.
@@ -70,6 +71,7 @@ enum {
 	} while (0)
 #define AR_WHY_NO_SAMPLES 0
 #define AR_WHY_PATH       5
+#define AR_WHY_OTHER_DIR  8
 #else
 #define CHECK(x)                    assert_true(x)
 #define TICK(a, now, sent, arrived) autorate_tick(a, now, sent, arrived)
@@ -100,6 +102,7 @@ struct scen {
 	bool autorate[2];
 	double min[2], max[2], base[2]; /* Mbit/s; base 0: the default */
 	bool decay_without_samples;
+	double buf_ms[2];    /* a modem's buffer in ms of its rate (0: MODEM_BUF bytes) */
 	uint32_t inject_t;   /* at this ms (0: never) ... */
 	double inject_ms[2]; /* ... this much queue appears in each modem (a burst of others) */
 };
@@ -375,6 +378,7 @@ simulate(const struct scen *s, struct run *r)
 		for (int d = 0; d < 2; d++) {
 			in[d] += ack[d]; /* the ACKs of the other direction's data */
 			double out, ms_out;
+			double buf = s->buf_ms[d] > 0 ? s->buf_ms[d] * m[d] : MODEM_BUF;
 
 			if (d == UP) {
 				arr_frac[d] += in[d];
@@ -383,8 +387,8 @@ simulate(const struct scen *s, struct run *r)
 				sq[d] -= out;
 				mq[d] += out;
 				sent_frac[d] += out;
-				if (mq[d] > MODEM_BUF) {
-					mq[d] = MODEM_BUF;
+				if (mq[d] > buf) {
+					mq[d] = buf;
 					int v = victim(fl, d, t);
 					if (v >= 0)
 						loss(&fl[v], t,
@@ -395,8 +399,8 @@ simulate(const struct scen *s, struct run *r)
 				r->good[d][t] = ms_out * 8.0 / 1000.0;
 			} else {
 				mq[d] += in[d];
-				if (mq[d] > MODEM_BUF) {
-					mq[d] = MODEM_BUF;
+				if (mq[d] > buf) {
+					mq[d] = buf;
 					int v = victim(fl, d, t);
 					if (v >= 0)
 						loss(&fl[v], t,
@@ -666,6 +670,13 @@ modem_steady(int d, uint32_t t)
 	return d == UP ? 20 : 100;
 }
 
+/* Both directions fall to fall_to of their rate at 10 s (the bed's e2e_autorate_fall). */
+static double
+modem_fall_both(int d, uint32_t t)
+{
+	return (d == UP ? 20 : 100) * (t < 10000 ? 1.0 : fall_to);
+}
+
 /* Halved at 10 s, back at 25 s, both directions. */
 static double
 modem_halving(int d, uint32_t t)
@@ -771,6 +782,73 @@ test_falls_to_25(void **state)
 	(void)state;
 	falls(0.25, DOWN);
 	falls(0.25, UP);
+}
+
+/*
+ * Seconds from `from` to the end of the first 1-s window (in 100 ms steps)
+ * whose median of v is under ms (-1: none before `to`): the bed's figure
+ * for a ping that crosses both modems.
+ */
+static double
+median_back_under(const double *v, uint32_t from, uint32_t to, double ms)
+{
+	for (uint32_t t = from; t + 1000 <= to; t += 100)
+		if (median(v, t, t + 1000) < ms)
+			return (t + 1000 - from) / 1000.0;
+	return -1;
+}
+
+/*
+ * Both modems fall to 10 % at once under RRUL, as on the bed: max the
+ * nominal rate, min 5 % of it, and a downstream modem whose queue stands no
+ * higher than 30 ms (on the bed the tbf sits in the server's own qdisc,
+ * where TCP's small-queue limit holds it to about that; an AQM in a cable
+ * modem does the same). The upload, cut first for the 400 ms its modem
+ * held, soon sits at its minimum and carries all of its rate; the download
+ * carries a tenth of its own. That must not read as "the download carries
+ * only the upload's ACKs": it carries five times the upload's bytes.
+ */
+static void
+test_falls_both_to_10(void **state)
+{
+	struct scen s = scen("fall_both_10", 30000, modem_fall_both, flows_rrul);
+	struct run r;
+	double settle, med[2], good[2], *ping = calloc(30000, sizeof(double));
+
+	(void)state;
+	assert_non_null(ping);
+	s.max[DOWN] = 100;
+	s.max[UP] = 20;
+	s.buf_ms[DOWN] = 30;
+	fall_to = 0.10;
+	simulate(&s, &r);
+	for (uint32_t t = 0; t < 30000; t++)
+		ping[t] = r.qd[UP][t] + r.qd[DOWN][t];
+	settle = median_back_under(ping, 10000, 30000, 15.0);
+	for (int d = 0; d < 2; d++) {
+		med[d] = median(r.qd[d], 12000, 30000);
+		good[d] = share(&r, d, 15000, 30000);
+	}
+	SIM_FIGURE("autorate both directions fall 100%% -> 10%% under RRUL (down modem holding "
+		   "<= 30 ms): both modems' queues' 1-s median back under 15 ms after "
+		   "%.2f s (-1: never), from 2 s on median %.1f down / %.1f ms up; goodput %.3f / "
+		   "%.3f of the new modem from 5 s on; rate %.1f / %.1f Mbit/s at the end (modem 10 "
+		   "/ 2), %llu / %llu cuts, %llu / %llu held for the other direction",
+		   settle, med[DOWN], med[UP], good[DOWN], good[UP], r.rate[DOWN][29999],
+		   r.rate[UP][29999], (unsigned long long)r.a[DOWN].downs,
+		   (unsigned long long)r.a[UP].downs,
+		   (unsigned long long)why(&r.a[DOWN], AR_WHY_OTHER_DIR),
+		   (unsigned long long)why(&r.a[UP], AR_WHY_OTHER_DIR));
+	/*
+	 * 2.5 s for what crosses both: the upload's 400 ms at 2 Mbit/s alone
+	 * takes 1.3 s to drain (the upstream fall scenario), its RTT samples
+	 * arriving a round trip late. Each direction's median holds the 5 ms.
+	 */
+	CHECK(settle >= 0 && settle <= 2.5);
+	CHECK(med[DOWN] <= 5.0 && med[UP] <= 5.0 + 1514 * 8 / (2.0 * 1000.0));
+	CHECK(good[DOWN] >= 0.85 && good[UP] >= 0.85);
+	free(ping);
+	run_free(&r);
 }
 
 /* Steady modem under RRUL: >= 0.92 down, >= 0.88 up, induced median <= 3 ms. */
@@ -1034,12 +1112,19 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_falls_to_10),   cmocka_unit_test(test_falls_to_25),
-		cmocka_unit_test(test_steady),        cmocka_unit_test(test_halving),
-		cmocka_unit_test(test_path_steps),    cmocka_unit_test(test_far_end_queue),
-		cmocka_unit_test(test_churn),         cmocka_unit_test(test_upload_only),
-		cmocka_unit_test(test_asymmetric),    cmocka_unit_test(test_idle_then_load),
-		cmocka_unit_test(test_no_timestamps), cmocka_unit_test(test_standing_queue),
+		cmocka_unit_test(test_falls_to_10),
+		cmocka_unit_test(test_falls_to_25),
+		cmocka_unit_test(test_steady),
+		cmocka_unit_test(test_halving),
+		cmocka_unit_test(test_path_steps),
+		cmocka_unit_test(test_far_end_queue),
+		cmocka_unit_test(test_churn),
+		cmocka_unit_test(test_upload_only),
+		cmocka_unit_test(test_asymmetric),
+		cmocka_unit_test(test_idle_then_load),
+		cmocka_unit_test(test_no_timestamps),
+		cmocka_unit_test(test_standing_queue),
+		cmocka_unit_test(test_falls_both_to_10),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -590,6 +590,46 @@ test_set_rate_matches_create(void **state)
 	free(b);
 }
 
+/*
+ * A rate change rescales the clocks of tins that left the scan too: a
+ * tin drained after a diffserv change, its clock ahead, must come back
+ * with the clock the rate change gave it. Diffserv4 at 8 Mbit: a
+ * full-size Voice packet puts Voice's clock 6.056 ms ahead; besteffort
+ * retires the tin (its clock capped to 1.514 ms by the resync); the share
+ * drops to a quarter (clock 6.056 ms); back in diffserv4 Voice is not due
+ * at 2 ms, so a Video packet goes first. Left at 1.514 ms, Voice would be
+ * due and, the later tin, served first.
+ */
+static void
+test_set_rate_rescales_retired_tins(void **state)
+{
+	static struct sh_pkt pkt[4];
+	struct sh_pkt_list dropped;
+	struct sched_params p;
+	struct sched *s;
+	struct sh_pkt *d;
+
+	(void)state;
+	cake_params(&p, MBIT(8));
+	p.diffserv = SCHED_DIFFSERV4;
+	s = mk(&p);
+	sh_pkt_list_init(&dropped);
+	enqueue_one(s, &pkt[0], 1514, 46, 0); /* EF: Voice, a quarter of the rate */
+	assert_ptr_equal(sched_dequeue(s, 0, &dropped), &pkt[0]);
+	p.diffserv = SCHED_BESTEFFORT;
+	assert_int_equal(sched_update(s, &p, NULL, 0), 0);
+	enqueue_one(s, &pkt[1], 64, 0, 0); /* runs the resync */
+	assert_int_equal(sched_set_rate(s, MBIT(2), 0), 0);
+	p.diffserv = SCHED_DIFFSERV4;
+	assert_int_equal(sched_update(s, &p, NULL, 0), 0);
+	enqueue_one(s, &pkt[2], 64, 46, 0);
+	enqueue_one(s, &pkt[3], 64, 34, 0); /* AF41: Video */
+	d = sched_dequeue(s, 2000000, &dropped);
+	assert_ptr_equal(d, &pkt[3]);
+	assert_int_equal(dropped.count, 0);
+	sched_free(s);
+}
+
 int
 main(void)
 {
@@ -604,6 +644,7 @@ main(void)
 		cmocka_unit_test(test_overhead),
 		cmocka_unit_test(test_validation),
 		cmocka_unit_test(test_set_rate_matches_create),
+		cmocka_unit_test(test_set_rate_rescales_retired_tins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

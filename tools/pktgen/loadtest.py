@@ -221,6 +221,13 @@ class Shaperd:
             raise RuntimeError("shapectl stats: " + out.stderr.strip())
         return json.loads(out.stdout)
 
+    def subscribers(self):
+        out = subprocess.run([self.shapectl, "-s", self.sock, "--json", "subscribers"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            raise RuntimeError("shapectl subscribers: " + out.stderr.strip())
+        return json.loads(out.stdout)
+
     def wait_links(self, timeout=20):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -428,8 +435,53 @@ def setup_traffic(pg, size, flows, hosts):
         pg.lua(c)
 
 
-def run_one(args, pg, disc, rate, size, tag, tmp):
-    """One measured run; returns (result dict, list of failures)."""
+def subscriber_addr(i):
+    """The i-th source host of pktgen's range (1-based): 10.0.0.1, 10.0.0.2, ..."""
+    return "10.0.%d.%d" % (i // 256, i % 256)
+
+
+def subscriber_config(cfg, tmp, tag, n, each_bps):
+    """cfg shaping per subscriber: n subscribers, the i-th owning pktgen's i-th
+    source host, each with a plan of each_bps per direction; the link (and
+    the direction's own bandwidth) at twice their sum, so the plans bind."""
+    link = "%dbit" % (2 * n * each_bps)
+    plan = {"max": "%dbit" % each_bps}
+    subs = {"link": {"download": link, "upload": link},
+            "subscribers": [{"id": "s%d" % i, "download": plan, "upload": plan,
+                             "addresses": [subscriber_addr(i)]} for i in range(1, n + 1)]}
+    path = os.path.join(tmp, tag + "-subscribers.json")
+    write_config(path, subs, indent=1)
+    for d in ("upstream", "downstream"):
+        cfg[d]["bandwidth"] = link
+    cfg["subscribers"] = {"file": path, "active": n}
+    return cfg
+
+
+def check_subscribers(fails, args, tag, a, b, n, each_bps):
+    """Each subscriber's upload over shaperd's clock between two
+    subscribers.list replies, against its plan."""
+    dt = (b["time_ns"] - a["time_ns"]) / 1e9
+    before = {x["id"]: x["upload"] for x in a["subscribers"]}
+    errs = sorted((x["upload"]["bytes"] - before[x["id"]]["bytes"]) * 8 / dt / each_bps - 1
+                  for x in b["subscribers"])
+    check(fails, len(errs) == n, "%s: subscribers.list lists %d subscribers (want %d)" %
+          (tag, len(errs), n))
+    if not errs:
+        return {}
+    worst = max(errs, key=abs)
+    tol = 2 * args.tolerance
+    check(fails, abs(worst) <= tol,
+          "%s: every subscriber at its plan over shaperd's clock: errors %+.2f .. %+.2f %%, "
+          "median %+.2f %% (allowed +-%.1f %%)" % (tag, errs[0] * 100, errs[-1] * 100,
+                                                   errs[len(errs) // 2] * 100, tol * 100))
+    return {"subscriber_error_min": errs[0], "subscriber_error_max": errs[-1],
+            "subscriber_error_median": errs[len(errs) // 2]}
+
+
+def run_one(args, pg, disc, rate, size, tag, tmp, subs=None):
+    """One measured run; returns (result dict, list of failures). With subs =
+    (n, each_bps): CAKE per subscriber, n source hosts each offered its share
+    of the overload, the rate checked as their plans' sum and one by one."""
     fails = []
     mix = tag == "mix"
     sh = None
@@ -442,7 +494,9 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
             if time.monotonic() > end:
                 raise RuntimeError("pktgen's links are still up 20 s after shaperd left")
             time.sleep(0.1)
-        cfg = shaper_config(args, disc, rate, tmp)
+        cfg = shaper_config(args, "cake" if subs else disc, rate, tmp)
+        if subs:
+            cfg = subscriber_config(cfg, tmp, tag, *subs)
         sh = Shaperd(args.shaperd, args.shapectl, args.shaperd_eal, cfg, tmp, "shaperd-" + tag)
         sh.wait_links()
     end = time.monotonic() + 20
@@ -456,7 +510,10 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
     else:
         if args.mix:
             pg.lua("pktgen.pcap('0', 'off')")
-        setup_traffic(pg, size, args.flows, args.hosts)
+        if subs:
+            setup_traffic(pg, size, subs[0], subs[0])
+        else:
+            setup_traffic(pg, size, args.flows, args.hosts)
     target = parse_rate(args.mix_offer) if mix else args.offer * rate
     pg.lua("pktgen.set('0', 'rate', 1.0); pktgen.start('0')")
     # pktgen starts sending a second or more after start(): wait for it
@@ -468,7 +525,9 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
         time.sleep(0.1)
     pct = calibrate(pg, target, 1.0, args.probe)
     time.sleep(args.warmup)
+    subs_a = sh.subscribers() if subs and sh else None
     m = measure(pg, sh, args.seconds)
+    subs_b = sh.subscribers() if subs and sh else None
     pg.lua("pktgen.stop('0')")
     time.sleep(1.0)  # the queue drains (a CAKE queue holds well under a second)
     pg_after = (pg.port_stats(0), pg.port_stats(1))
@@ -477,6 +536,8 @@ def run_one(args, pg, disc, rate, size, tag, tmp):
     res = {"discipline": disc, "bandwidth_bps": rate, "frame_size": size,
            "offer_target_bps": target, "pktgen_rate_pct": round(pct, 4)}
     res.update(m)
+    if subs_a is not None:
+        res.update(check_subscribers(fails, args, tag, subs_a, subs_b, *subs))
     if rate is not None:
         res["error"] = m["delivered_bps"] / rate - 1
     if sh is not None:
@@ -529,7 +590,9 @@ def main():
                     help="build pktgen with ../shared/tools/pktgen/build.sh into DIR first")
     ap.add_argument("--run", action="append", metavar="DISC:RATE:SIZE",
                     help="discipline, bandwidth (tc units) and pktgen frame size incl. FCS "
-                    "(default: cake at 100mbit and 1gbit with 1518 and 64 B)")
+                    "(default: cake at 100mbit and 1gbit with 1518 and 64 B); "
+                    "subs:N:PLAN:SIZE shapes N subscribers (pktgen's N source hosts) "
+                    "at PLAN each, the link at twice their sum")
     ap.add_argument("--offer", type=float, default=1.1, help="offered load / bandwidth")
     ap.add_argument("--seconds", type=float, default=10.0, help="measured interval")
     ap.add_argument("--warmup", type=float, default=3.0)
@@ -585,11 +648,17 @@ def main():
                         "cake:1gbit:64"]
     plan = []
     for r in runs:
+        if r.startswith("subs:"):
+            _, n, each, size = r.split(":")
+            subs = (int(n), parse_rate(each))
+            plan.append(("subs", subs[0] * subs[1], int(size), "subs%s-%s-%sB" % (n, each, size),
+                         subs))
+            continue
         disc, rate, size = r.split(":")
         plan.append((disc, None if rate == "unlimited" else parse_rate(rate), int(size),
-                     "%s-%s-%sB" % (disc, rate, size)))
+                     "%s-%s-%sB" % (disc, rate, size), None))
     if args.mix:
-        plan.append(("cake", None, 64, "mix"))
+        plan.append(("cake", None, 64, "mix", None))
 
     tmp = tempfile.mkdtemp(prefix="shaper-loadtest-")
     favour_session(os.getpid())  # shaperd runs in this session
@@ -607,9 +676,9 @@ def main():
     results, fails = [], []
     try:
         pg.wait_ready()
-        for i, (disc, rate, size, name) in enumerate(plan):
+        for i, (disc, rate, size, name, subs) in enumerate(plan):
             log("run %d/%d: %s" % (i + 1, len(plan), name))
-            res, f = run_one(args, pg, disc, rate, size, name, tmp)
+            res, f = run_one(args, pg, disc, rate, size, name, tmp, subs)
             res["name"] = name
             results.append(res)
             fails += f

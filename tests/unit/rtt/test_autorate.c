@@ -465,6 +465,40 @@ test_lesser_direction(void **state)
 	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
 }
 
+/*
+ * Both lines fallen to a tenth under RRUL: the download carries a tenth of
+ * its rate and the upload, at its minimum, all of its own; but the download
+ * carries twice the upload's bytes, so it is not the upload's ACKs, and its
+ * own one-way rise of 20 ms is cut for. At a fiftieth of the upload's bytes
+ * it is (a rise under lesser_ratio times bloat is not its own to cut).
+ */
+static void
+test_lesser_by_bytes(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	up.a.rate = MBIT(5);
+	interval(&up, 100, 25);
+	autorate_attribute(&up.a, &down.a);
+	assert_in_range(down.a.other_load_rate, MBIT(5) - 10, MBIT(5) + 10);
+	assert_int_equal(down.a.other_load_pct, 100);
+	autorate_owd_sample(&down.a, MS(20));
+	assert_true(interval(&down, 10, 25));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	assert_true(down.a.rate < MBIT(10));
+	/* The same rise, a fiftieth of the upload's bytes: its ACKs. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&up, 100, 25);
+	autorate_attribute(&up.a, &down.a);
+	autorate_owd_sample(&down.a, MS(20));
+	assert_false(interval(&down, 2, 25));
+	assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+}
+
 /* The upstream's share is taken against the highest one-way rise of the last intervals. */
 static void
 test_owd_recent(void **state)
@@ -525,6 +559,7 @@ main(void)
 		cmocka_unit_test(test_early),
 		cmocka_unit_test(test_owd_stale),
 		cmocka_unit_test(test_lesser_direction),
+		cmocka_unit_test(test_lesser_by_bytes),
 		cmocka_unit_test(test_owd_recent),
 	};
 
