@@ -125,7 +125,7 @@ lpm_build(const struct sub_set *set, int socket, char *err, size_t errlen)
 
 	if (l == NULL)
 		goto nomem;
-	sub_set_init(&l->set);
+	/* l->set stays empty (zeroed): the caller moves the loaded set in. */
 	l->t = calloc(1, sizeof(*l->t));
 	if (l->t == NULL) {
 		lpm_free(l);

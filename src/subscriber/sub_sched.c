@@ -741,7 +741,8 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 	c->reset = calloc(nreset != 0 ? nreset : 1, sizeof(*c->reset));
 	if (c->alloc == NULL || c->lookup == NULL || c->reset == NULL)
 		goto nomem;
-	memcpy(c->reset, reset, (size_t)nreset * sizeof(*reset));
+	if (nreset != 0)
+		memcpy(c->reset, reset, (size_t)nreset * sizeof(*reset));
 	c->nreset = nreset;
 	for (i = 0; i < set->nprefixes; i++)
 		c->vlan_prefixes |= set->prefixes[i].vlan != 0;
