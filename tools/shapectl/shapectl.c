@@ -166,8 +166,8 @@ direction_args(int argc, char **argv, json_t **args)
 	return SC_EXIT_OK;
 }
 
-static int
-print_json(const json_t *result)
+int
+sc_print_json(const json_t *result)
 {
 	if (json_dumpf(result, stdout, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
 		return SC_EXIT_IO;
@@ -184,7 +184,7 @@ show_version(const struct opts *o, const json_t *r)
 		fprintf(stderr, "shapectl: warning: shaperd speaks protocol %lld, shapectl %d\n",
 			sc_int(r, "protocol"), CTL_PROTOCOL_VERSION);
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	printf("shapectl %s\n%s %s (protocol %lld)\n", SHAPER_VERSION, sc_str(r, "name"),
 	       sc_str(r, "version"), sc_int(r, "protocol"));
 	return SC_EXIT_OK;
@@ -415,7 +415,7 @@ show_stats(const struct opts *o, const json_t *r)
 	json_t *d;
 
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	print_ports(json_object_get(r, "ports"));
 	json_object_foreach ((json_t *)dirs, k, d) {
 		printf("\n");
@@ -474,7 +474,7 @@ show_flows(const struct opts *o, const json_t *r, const json_t *stats)
 	bool first = true;
 
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	json_object_foreach ((json_t *)r, k, arr) {
 		struct sc_table t;
 		size_t i;
@@ -588,7 +588,7 @@ show_settings(const struct opts *o, const json_t *r)
 	bool first = true;
 
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	json_object_foreach ((json_t *)r, k, v) {
 		if (!first)
 			printf("\n");
@@ -666,7 +666,7 @@ static int
 show_reload(const struct opts *o, const json_t *r)
 {
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	printf("reloaded %s: ", sc_str(r, "file"));
 	print_keys(json_object_get(r, "applied"));
 	return SC_EXIT_OK;
@@ -676,7 +676,7 @@ static int
 show_save(const struct opts *o, const json_t *r)
 {
 	if (o->json)
-		return print_json(r);
+		return sc_print_json(r);
 	if (!json_is_true(json_object_get(r, "written"))) {
 		printf("%s already holds the running settings\n", sc_str(r, "file"));
 		return SC_EXIT_OK;
@@ -962,7 +962,7 @@ cmd_watch(struct sc_conn *c, const struct opts *o)
 			break;
 		t_now = mono_s();
 		if (o->json) {
-			rc = print_json(r);
+			rc = sc_print_json(r);
 		} else {
 			/* Clear only a terminal: a file or pipe gets frames one after another. */
 			if (tty)
@@ -1278,7 +1278,7 @@ main(int argc, char **argv)
 		else if (id == C_STATS)
 			rc = show_stats(&o, r);
 		else if (id == C_FLOWS && o.json)
-			rc = print_json(r);
+			rc = sc_print_json(r);
 		else if (id == C_FLOWS)
 			rc = flows_with_names(&conn, &o, r);
 		else if (id == C_GET || id == C_SET)
@@ -1294,7 +1294,7 @@ main(int argc, char **argv)
 		else if (id == C_SUB)
 			rc = sc_show_subscriber(r, o.json);
 		else if (o.json)
-			rc = print_json(r); /* reset: {} */
+			rc = sc_print_json(r); /* reset: {} */
 		json_decref(r);
 		/* The change stands even if the save is refused: exit 1 says so. */
 		if (rc == SC_EXIT_OK && id == C_SET && o.save) {

@@ -84,4 +84,7 @@ int sc_show_subscriber_change(const json_t *r, bool json);
 long long sc_int(const json_t *o, const char *key);
 const char *sc_str(const json_t *o, const char *key);
 
+/* result as one compact JSON line on stdout (--json). */
+int sc_print_json(const json_t *result);
+
 #endif

@@ -11,15 +11,6 @@
 
 static const char *const dir_key[2] = { "download", "upload" };
 
-static int
-print_json(const json_t *result)
-{
-	if (json_dumpf(result, stdout, JSON_COMPACT | JSON_ENCODE_ANY) != 0)
-		return SC_EXIT_IO;
-	putchar('\n');
-	return SC_EXIT_OK;
-}
-
 /* "1.2Mbit" from bytes/s, "-" for 0 (no CAKE, so no rate allocated). */
 static void
 cell_rate(struct sc_table *t, long long bytes_per_sec)
@@ -61,7 +52,7 @@ sc_show_subscribers(const json_t *r, bool json, const char *by)
 	size_t i;
 
 	if (json)
-		return print_json(r);
+		return sc_print_json(r);
 	if (by != NULL)
 		printf("%zu of %lld subscribers, most %s first\n", json_array_size(arr),
 		       sc_int(r, "count"), by);
@@ -94,7 +85,7 @@ sc_show_subscriber(const json_t *r, bool json)
 	size_t i;
 
 	if (json)
-		return print_json(r);
+		return sc_print_json(r);
 	printf("subscriber %s \"%s\" under %s\n", sc_str(r, "id"), sc_str(r, "name"),
 	       sc_str(r, "node"));
 	printf("  addresses:");
@@ -192,7 +183,7 @@ int
 sc_show_subscriber_change(const json_t *r, bool json)
 {
 	if (json)
-		return print_json(r);
+		return sc_print_json(r);
 	printf("subscriber %s %s", sc_str(r, "id"), sc_str(r, "action"));
 	if (json_object_get(r, "draining") != NULL)
 		printf(" (%lld packets still queued, sent at its old plan)", sc_int(r, "draining"));
