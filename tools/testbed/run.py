@@ -22,6 +22,11 @@ WAN side; "download" = server -> client through the downstream scheduler):
   hosts         uploads: host 10.99.0.11 with 1 flow to 10.99.0.2, host 10.99.0.12
                 with 8 flows to 10.99.0.22 (--shared-server: to 10.99.0.2 too);
                 cake uses triple-isolate both ways: each host's share
+  subscribers   hosts 10.99.0.11 (A) and 10.99.0.12 (B) are subscribers with plans
+                of 30 % and 50 % of the link both ways (cake only: a subscribers
+                file); each runs 4 downloads and 2 uploads, the probes run from A:
+                what the shaper sent for each (subscribers.list over its own
+                clock) against its plan, and A's latency inside its own CAKE
 
 Disciplines: fifo (a bloated tail-drop queue of --fifo-limit packets at the
 same rates), cake (dual-dsthost + ingress downstream, dual-srchost + ACK
@@ -69,7 +74,11 @@ SCENARIOS = {
     "bbr-converge": dict(down="80mbit", up="80mbit", rtt="10ms", duration=30, idle=2),
     "staggered": dict(down="20mbit", up="20mbit", rtt="48ms", duration=30, idle=2),
     "hosts": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=2),
+    "subscribers": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=3),
 }
+# subscribers: two subscribers on the client side, each an address with a plan (a share of
+# the link's rate in both directions); the probes run from the first, through its own CAKE.
+SUBSCRIBERS = {"A": (HOST_A, 0.3), "B": (HOST_B, 0.5)}
 
 
 T_START = time.time()
@@ -126,6 +135,7 @@ class Bed:
         self.cli, self.srv = prefix + "cli", prefix + "srv"
         self.procs = []
         self.daemon = None
+        self.subscribers = False  # the config has a subscribers section: snapshots list them
         self.pin_cpus = None  # taskset list for the load and the probes (not shaperd)
         self.nice = 0  # shaperd's nice value
         self.rt_priority = 0  # shaperd's workers under SCHED_FIFO (dataplane.rt_priority)
@@ -249,6 +259,20 @@ def load_cpus():
     return ",".join(map(str, cpus)) if cpus else None
 
 
+def subscribers_file(args, tmp, disc):
+    """The subscribers scenario's plans (JSON form, docs/subscribers.md): each a share of the
+    link's rate in both directions, for its one client address."""
+    subs = {"link": {"download": "%dkbit" % round(args.down_bps / 1e3), "upload": "%dkbit" % round(args.up_bps / 1e3)},
+            "subscribers": [{"id": name, "addresses": [addr],
+                             "download": {"max": "%dkbit" % round(args.down_bps * share / 1e3)},
+                             "upload": {"max": "%dkbit" % round(args.up_bps * share / 1e3)}}
+                            for name, (addr, share) in sorted(SUBSCRIBERS.items())]}
+    path = os.path.join(tmp, "subscribers-%s.json" % disc.replace("/", "-"))
+    with open(path, "w") as f:
+        json.dump(subs, f, indent=1)
+    return path
+
+
 def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
     """One direction's config. d is 'upstream' or 'downstream'."""
     rate = "%dkbit" % round(rate_bps / 1000)
@@ -282,9 +306,10 @@ def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
 class Probes:
     """ICMP (fping) and UDP (irtt, BE and EF) probes from the client to the server."""
 
-    def __init__(self, bed, tmp, interval_s, total_s, udp_tos=("BE", "EF")):
+    def __init__(self, bed, tmp, interval_s, total_s, udp_tos=("BE", "EF"), src=None):
         self.bed, self.tmp, self.iv, self.total = bed, tmp, interval_s, total_s
         self.udp_tos = udp_tos
+        self.src = src  # the probes' source address (default: the client's own)
         self.files = {}
 
     def start(self):
@@ -296,16 +321,18 @@ class Probes:
         f = os.path.join(self.tmp, self.bed.name + ".fping")
         self.files["icmp"] = f
         # -D prints the receive wall time; lost probes are printed as timeouts.
+        src = ["-S", self.src] if self.src else []
         self.fping = self.bed.ns("cli", ["fping", "-D", "-c", str(count), "-p", str(iv_ms), "-i", "1", "-t", "3000",
-                                         "-e", SRV_ADDR], out=open(f, "w"), err=subprocess.STDOUT, probe=True)
+                                         "-e"] + src + [SRV_ADDR], out=open(f, "w"), err=subprocess.STDOUT, probe=True)
         self.irtt = []  # irtt --dscp takes the whole ToS byte (46 would be 0x2e)
         for name in self.udp_tos:
             f = os.path.join(self.tmp, "%s.irtt_%s.json" % (self.bed.name, name))
             self.files["udp_" + name] = f
             self.irtt.append(self.bed.ns("cli", [
                 "irtt", "client", "-Q", "-i", "%dms" % iv_ms, "-d", "%.3fs" % self.total,
-                "--dscp=%d" % TOS[name], "--wait=2x1s", "--tstamp=both", "-o", f,
-                SRV_ADDR + ":2112"], err=subprocess.DEVNULL, probe=True))
+                "--dscp=%d" % TOS[name], "--wait=2x1s", "--tstamp=both", "-o", f]
+                + (["--local=%s:0" % self.src] if self.src else []) + [SRV_ADDR + ":2112"],
+                err=subprocess.DEVNULL, probe=True))
 
     def wait(self, t0):
         for name, p in [("fping", self.fping)] + list(zip(self.udp_tos, self.irtt)):
@@ -347,6 +374,20 @@ class Probes:
                 log("irtt %s: %s" % (name, e))
             out["udp_" + name] = pts
         return out
+
+
+def less_stolen_time(pts, stolen):
+    """Each probe's RTT less the time the hypervisor stole while it was in flight (the
+    samples of stolen_time() its flight overlaps): what the shaper can answer for."""
+    out = []
+    for t, r in pts:
+        if r is None:
+            out.append((t, r))
+            continue
+        end = t + r / 1000.0
+        ms = sum(v for a, b, v in stolen if a < end and b > t)
+        out.append((t, max(0.0, r - ms)))
+    return out
 
 
 def latency_stats(pts, a, b):
@@ -516,9 +557,9 @@ class WireRate(threading.Thread):
         for (ta, x), (tb, y) in zip(self.samples, self.samples[1:]):
             if ta < a or tb > b:
                 continue
-            st = [(y[k] - x[k]) * 1000.0 / hz for k in y if k.startswith("steal_cpu") and k in x]
-            if st:
-                steal.append((round(ta, 2), max(st)))
+            st = steal_ms(x, y, hz)
+            if st is not None:
+                steal.append((round(ta, 2), st))
             if "worker_wait_ns" in x and "worker_wait_ns" in y:
                 wait.append((round(ta, 2), (y["worker_wait_ns"] - x["worker_wait_ns"]) / 1e6))
         top = lambda xs: sorted(xs, key=lambda p: -p[1])[:5]
@@ -526,6 +567,19 @@ class WireRate(threading.Thread):
                 "max_worker_runqueue_wait_ms_per_100ms": rnd(max([v for _, v in wait], default=None), 2),
                 "worst_steal": [[t, rnd(v, 1)] for t, v in top(steal)],
                 "worst_worker_wait": [[t, rnd(v, 2)] for t, v in top(wait)]}
+
+    def stolen_time(self):
+        """[(t_start, t_end, ms)] per sample: the most any vCPU lost to the hypervisor.
+        /proc/stat counts steal in USER_HZ ticks (10 ms), so a sample's figure is exact to a
+        tick. The worker's own waits are not counted: under SCHED_FIFO they are its wake-ups,
+        the shaper's own behaviour."""
+        hz = os.sysconf("SC_CLK_TCK")
+        out = []
+        for (ta, x), (tb, y) in zip(self.samples, self.samples[1:]):
+            ms = steal_ms(x, y, hz) or 0.0
+            if ms > 0:
+                out.append((ta, tb, ms))
+        return out
 
     def run(self):
         nxt = time.time()
@@ -555,6 +609,12 @@ class WireRate(threading.Thread):
             if key in a and key in b and b[key][0] > a[key][0]:
                 out.append((ta, tb, b[key][1] - a[key][1], (b[key][0] - a[key][0]) / 1e9))
         return out
+
+
+def steal_ms(x, y, hz):
+    """The most any vCPU lost to the hypervisor between two WireRate readings, in ms."""
+    st = [(y[k] - x[k]) * 1000.0 / hz for k in y if k.startswith("steal_cpu") and k in x]
+    return max(st) if st else None
 
 
 class CpuWatch:
@@ -688,6 +748,12 @@ def snapshot(bed):
         return None
     out = {d: dir_summary(v) for d, v in r.get("directions", {}).items()}
     out["ports"] = {p: {k: v.get(k) for k in PORT_KEYS} for p, v in r.get("ports", {}).items()}
+    if bed.subscribers:
+        lst = bed.ctl("subscribers.list")
+        if lst:
+            out["subscribers"] = {x["id"]: {"time_ns": lst["time_ns"],
+                                            "down": x["download"]["bytes"], "up": x["upload"]["bytes"]}
+                                  for x in lst["subscribers"]}
     return out
 
 
@@ -739,7 +805,22 @@ def run_scenario(args, disc, bed, tmp):
         flows.append(Flow("hostB_8flows", "up", "cubic", "BE", host=HOST_B, streams=args.flows or 8, server=srv_b))
         starts = [0.0, 0.0]
         total = idle + dur + 1
-    probes = Probes(bed, tmp, iv, total)
+    elif sc == "subscribers":
+        for name, (addr, _) in sorted(SUBSCRIBERS.items()):
+            bed.ns_run("cli", ["ip", "addr", "add", addr + "/24", "dev", "eth0"])
+            flows.append(Flow("sub%s_down" % name, "down", "cubic", "BE", host=addr, streams=args.flows or 4))
+            flows.append(Flow("sub%s_up" % name, "up", "cubic", "BE", host=addr, streams=2))
+            starts += [0.0, 0.0]
+        total = idle + dur + 1
+    probe_src = SUBSCRIBERS["A"][0] if sc == "subscribers" else None
+    if probe_src:  # the address must exist before the probes bind to it
+        for _ in range(50):
+            r = subprocess.run(["ip", "netns", "exec", bed.cli, "ip", "-o", "addr", "show", "dev", "eth0"],
+                               capture_output=True, text=True)
+            if probe_src + "/" in r.stdout and "tentative" not in r.stdout:
+                break
+            time.sleep(0.05)
+    probes = Probes(bed, tmp, iv, total, src=probe_src)
     snaps = {}
     t0 = time.time()
     probes.start()
@@ -788,7 +869,8 @@ def run_scenario(args, disc, bed, tmp):
     return dict(flows=flows, starts=[load_t + s for s in starts], lat=lat, snaps=snaps,
                 load_t=load_t, load_end=load_end, idle=idle, probe_interval=iv, window=win,
                 wire={d: wire.rates(d) for d in ("down", "up")},
-                sched_out={d: wire.sched_rates(d) for d in ("down", "up")}, health=health)
+                sched_out={d: wire.sched_rates(d) for d in ("down", "up")}, health=health,
+                stolen=wire.stolen_time())
 
 
 def analyse(args, raw):
@@ -801,6 +883,9 @@ def analyse(args, raw):
         p = {"window_s": [rnd(x, 2), rnd(y, 2)], "latency": {}}
         for k, pts in raw["lat"].items():
             p["latency"][k] = latency_stats(pts, x, y)
+            if ph == "loaded":
+                q = latency_stats(less_stolen_time(pts, raw.get("stolen") or []), x, y)
+                p["latency"][k]["p99_less_stolen"] = q.get("p99")
         if ph == "loaded":
             gp = {}
             for f in raw["flows"]:
@@ -824,6 +909,8 @@ def analyse(args, raw):
             res["induced_ms"][k] = {
                 "median": rnd(load_l[k]["median"] - idle_l[k]["median"]),
                 "p99": rnd(load_l[k]["p99"] - idle_l[k]["median"])}
+            if load_l[k].get("p99_less_stolen") is not None:
+                res["induced_ms"][k]["p99_less_stolen"] = rnd(load_l[k]["p99_less_stolen"] - idle_l[k]["median"])
     s = raw["snaps"]
     res["daemon"] = {"loaded": {d: delta((s.get("window_start") or {}).get(d), (s.get("window_end") or {}).get(d))
                                 for d in ("upstream", "downstream")},
@@ -889,7 +976,31 @@ def analyse(args, raw):
         s_all = sum(tot.values())
         res["hosts"] = {h: {"mbit": rnd(v), "share": rnd(v / s_all, 3) if s_all else None}
                         for h, v in tot.items()}
+    if sc == "subscribers":
+        res["subscribers"] = subscriber_rates(args, raw)
     return res
+
+
+def subscriber_rates(args, raw):
+    """Each subscriber's rate out of the shaper over the loaded window, from its sent bytes in
+    subscribers.list over shaperd's own clock (time_ns), against its plan; and its TCP
+    goodput as the receivers read it (a neighbour's CPU shows there, not in the former)."""
+    a = (raw["snaps"].get("window_start") or {}).get("subscribers") or {}
+    b = (raw["snaps"].get("window_end") or {}).get("subscribers") or {}
+    x, y = raw["window"]
+    out = {}
+    for name, (addr, share) in sorted(SUBSCRIBERS.items()):
+        r = {}
+        for d, rate in (("down", args.down_bps), ("up", args.up_bps)):
+            plan = rate * share / 1e6
+            gp = sum(mbit_in(ivs, x, y) for f in raw["flows"] if f.host == addr and f.direction == d
+                     for ivs in f.series.values())
+            r[d] = {"plan_mbit": plan, "goodput_mbit": rnd(gp)}
+            if name in a and name in b and b[name]["time_ns"] > a[name]["time_ns"]:
+                mbit = (b[name][d] - a[name][d]) * 8 / ((b[name]["time_ns"] - a[name]["time_ns"]) / 1e9) / 1e6
+                r[d].update(sent_mbit=rnd(mbit), of_plan=rnd(mbit / plan, 4))
+        out[name] = r
+    return out
 
 
 def series(raw):
@@ -1018,6 +1129,11 @@ def table(args, result):
             s = r["staggered"]
             lines.append("%-14s share of fair (%s Mbit/s): %s" % (disc, fmt(s["fair_share_mbit"]), ", ".join(
                 "%s %.2f" % (k, v) for k, v in s["share_of_fair"].items() if v is not None)))
+        for name, v in sorted((r.get("subscribers") or {}).items()):
+            lines.append("%s subscriber %s: " % (disc, name) + ", ".join(
+                "%s sent %s of its %g Mbit/s plan (goodput %s Mbit/s)" % (
+                    d, fmt(v[d].get("of_plan"), "%.3f"), v[d]["plan_mbit"], fmt(v[d]["goodput_mbit"], "%.1f"))
+                for d in ("down", "up")))
         if "hosts" in r:
             lines.append("%-14s %s" % (disc, ", ".join(
                 "%s %.1f Mbit/s (%.1f %%)" % (h, v["mbit"], 100 * (v["share"] or 0)) for h, v in r["hosts"].items())))
@@ -1136,6 +1252,9 @@ def main():
         cfg = {"upstream": direction_cfg(disc, args.up_bps, "upstream", args.scenario, args.rtt_s, args.fifo_limit),
                "downstream": direction_cfg(disc, args.down_bps, "downstream", args.scenario, args.rtt_s,
                                            args.fifo_limit)}
+        if args.scenario == "subscribers" and disc.split("/")[0] == "cake":
+            cfg["subscribers"] = {"file": subscribers_file(args, tmp, disc), "active": 8}
+            bed.subscribers = True
         log("%s: %s" % (disc, json.dumps(cfg)))
         try:
             bed.up()
