@@ -372,8 +372,19 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	sub_alloc_run(ss->alloc, dir, d->link_bps, d->demand, d->rate, NULL);
 	for (i = 0; i <= ss->nsubs; i++) {
 		struct sub_idle *s = &ss->subs[i];
-		uint64_t r = d->rate[i] / 8;
+		uint64_t bps = d->rate[i], r;
 
+		/*
+		 * A subscriber without a standing queue is paced at its plan, not
+		 * at the share it was given: that share is about what it sends,
+		 * so a packet of a sparse flow (a call, a ping) would wait for the
+		 * rate to carry it, one inter-arrival time. Over a tick it still
+		 * sends about its demand, which the others' shares leave it; the
+		 * link's pacer bounds the sum.
+		 */
+		if (d->demand[i] != SUB_DEMAND_ALL && ss->plan_max[dir][i] > bps)
+			bps = ss->plan_max[dir][i];
+		r = bps / 8;
 		if (s->cake[dir] == NULL || r == 0 || r == s->rate[dir])
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {

@@ -16,6 +16,9 @@
  * - quiet: after the subscribers stop, their CAKEs go back to the pool
  *   once drained and quiet; a small pool (4 for 7) sends the rest through
  *   the link's CAKE and nothing is lost unaccounted.
+ * - sparse: two sparse flows in a subscriber otherwise idle, alone and
+ *   beside a full access point, leave at its plan's pace (one frame time),
+ *   not at the small share that what they send earns.
  * Every frame is accounted: sent = delivered + dropped (by reason) + queued.
  */
 #include <math.h>
@@ -55,6 +58,7 @@ struct src {
 	uint64_t next;
 	bool on;
 	uint64_t sent, delivered, win_bytes;
+	uint64_t max_wait; /* the longest one of its frames delivered in the window waited, ns */
 	uint64_t drops[SHAPER_DROP_MAX];
 };
 
@@ -223,6 +227,7 @@ emit(struct world *w, uint32_t i)
 	p = &w->pkts[w->free_idx[--w->nfree]];
 	p->src = i;
 	p->seq = (uint32_t)s->sent;
+	p->born = w->now;
 	sim_build(&s->s, p, FRAME);
 	p->pkt.mem = SIM_MBUF_MEM;
 	classify_pkt(&p->pkt, &w->key);
@@ -276,8 +281,11 @@ run(struct world *w, uint64_t until)
 				struct src *s = &w->src[p->src];
 
 				s->delivered++;
-				if (w->now >= w->win_from)
+				if (w->now >= w->win_from) {
 					s->win_bytes += p->pkt.len;
+					if (w->now - p->born > s->max_wait)
+						s->max_wait = w->now - p->born;
+				}
 				w->delivered++;
 				w->free_idx[w->nfree++] = (uint32_t)(p - w->pkts);
 			}
@@ -326,7 +334,7 @@ reset_window(struct world *w, uint64_t from)
 {
 	w->win_from = from;
 	for (uint32_t i = 0; i < NSRC; i++)
-		w->src[i].win_bytes = 0;
+		w->src[i].win_bytes = w->src[i].max_wait = 0;
 }
 
 static void
@@ -517,6 +525,48 @@ test_joint_limit(void **state)
 	world_free(w);
 }
 
+/*
+ * Two sparse flows (a frame each every 20 ms, both at once: 1.2 Mbit/s) in a
+ * subscriber with a 5 Mbit/s plan: alone, and while the other subscribers
+ * under its access point fill it (40 Mbit/s for 62). Its share is about
+ * what it sends, but the second frame must leave at the plan's pace, one
+ * frame time (2.4 ms) after the first, not wait for that share to carry it.
+ */
+static void
+test_sparse_subscriber(void **state)
+{
+	const double frame_ms = FRAME * 8.0 / (double)(plan_mbit[0] * MBIT) * 1e3;
+
+	(void)state;
+	for (int busy = 0; busy < 2; busy++) {
+		struct world *w = world_new(busy ? 40 : 90, 8);
+		double worst_ms;
+
+		set_on(w, busy != 0);
+		for (uint32_t i = 0; i < NSRC; i++)
+			if (w->src[i].sub == 0)
+				w->src[i].on = false;
+		for (uint32_t k = 0; k < 2; k++) { /* two flows, their frames at once */
+			w->src[k].on = true;
+			w->src[k].rate = FRAME * 50; /* one frame per 20 ms */
+			w->src[k].next = w->now;
+		}
+		reset_window(w, 1 * SIM_NS);
+		run(w, 3 * SIM_NS);
+		worst_ms = (double)(w->src[0].max_wait > w->src[1].max_wait ? w->src[0].max_wait
+									    : w->src[1].max_wait) /
+			   1e6;
+		SIM_FIGURE("two sparse flows alone in their subscriber (%s): longest wait %.3f ms, one frame "
+			   "at its plan %.3f ms",
+			   busy ? "its neighbours filling the access point" : "the others idle",
+			   worst_ms, frame_ms);
+		assert_true(w->src[0].delivered > 100 && w->src[1].delivered > 100);
+		assert_true(worst_ms <= frame_ms + 0.5);
+		check_accounting(w);
+		world_free(w);
+	}
+}
+
 /* Swap in w->set changed by the caller (a copy, here validated), as the worker does. */
 static void
 change(struct world *w, struct sub_set *nw, const uint32_t *reset, uint32_t nreset)
@@ -654,9 +704,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_room),        cmocka_unit_test(test_node_full),
-		cmocka_unit_test(test_link_cut),    cmocka_unit_test(test_quiet_and_small_pool),
-		cmocka_unit_test(test_joint_limit), cmocka_unit_test(test_live_change),
+		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_node_full),
+		cmocka_unit_test(test_link_cut),
+		cmocka_unit_test(test_quiet_and_small_pool),
+		cmocka_unit_test(test_joint_limit),
+		cmocka_unit_test(test_live_change),
+		cmocka_unit_test(test_sparse_subscriber),
 	};
 
 	sim_watchdog(280, "the per-subscriber scheduler's test hung");
