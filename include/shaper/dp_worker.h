@@ -158,9 +158,10 @@ struct dp_dir {
 	bool backlogged;    /* scheduler or pending frames at the end of the last turn */
 	uint64_t turn_ns;   /* the clock of the last turn (backlogged_ns) */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
-	struct ctl_dir_counters stats; /* written only by the owning worker */
-	struct dp_dir_ctl *ctl;        /* mailbox and snapshots (dp_dir_control_init) */
-	struct sched_move move;        /* a discipline swap in progress (SWAP) */
+	uint32_t pending_len[DP_TX_PENDING_MAX]; /* their pkt_len, read while they were hot */
+	struct ctl_dir_counters stats;           /* written only by the owning worker */
+	struct dp_dir_ctl *ctl;                  /* mailbox and snapshots (dp_dir_control_init) */
+	struct sched_move move;                  /* a discipline swap in progress (SWAP) */
 	/*
 	 * The scheduler counters of the schedulers a swap replaced, so that
 	 * "packets", "bytes", "overlimits"... carry on instead of restarting.

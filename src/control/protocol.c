@@ -701,6 +701,23 @@ finish(json_t *id, struct reply *r)
 	if (s == NULL)
 		return NULL;
 	n = strlen(s);
+	if (n + 1 > CTL_MAX_OUTQ) {
+		/* No client may have more queued: say so instead of cutting it off. */
+		char msg[160];
+
+		free(s);
+		snprintf(msg, sizeof(msg),
+			 "the reply would be %zu bytes, over the %d a client may have queued; ask for "
+			 "less (e.g. subscribers.list with limit and offset)",
+			 n + 1, CTL_MAX_OUTQ);
+		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
+			      ctl_error_name(CTL_ERR_TOO_LARGE), "message", msg);
+		s = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (s == NULL)
+			return NULL;
+		n = strlen(s);
+	}
 	line = realloc(s, n + 2);
 	if (line == NULL) {
 		free(s);

@@ -179,14 +179,16 @@ void *
 ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_error *err,
 		     char *msg, size_t len)
 {
-	static const char *const known[] = { "top", "by", NULL };
+	static const char *const known[] = { "top", "by", "offset", "limit", NULL };
 	const json_t *args = argsv, *top = args != NULL ? json_object_get(args, "top") : NULL;
 	const json_t *by = args != NULL ? json_object_get(args, "by") : NULL;
+	const json_t *offset = args != NULL ? json_object_get(args, "offset") : NULL;
+	const json_t *limit = args != NULL ? json_object_get(args, "limit") : NULL;
 	const struct sub_set *set = NULL;
 	const struct sub_sched *ss;
 	enum sort_by sort = BY_BYTES;
 	struct ranked *r;
-	uint32_t n, want, used = 0;
+	uint32_t n, want, from, used = 0;
 	json_t *arr, *o;
 
 	if (check_known(args, known, err, msg, len) != 0)
@@ -195,6 +197,14 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			    json_integer_value(top) > SUB_MAX_SUBS))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
 			    "args.top: expected an integer 1..1048576");
+	if (limit != NULL && (!json_is_integer(limit) || json_integer_value(limit) < 1 ||
+			      json_integer_value(limit) > SUB_MAX_SUBS))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.limit: expected an integer 1..1048576");
+	if (offset != NULL && (!json_is_integer(offset) || json_integer_value(offset) < 0 ||
+			       json_integer_value(offset) > SUB_MAX_SUBS))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.offset: expected an integer 0..1048576");
 	if (by != NULL) {
 		const char *s = json_string_value(by);
 
@@ -238,8 +248,13 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	/* The whole list in the set's order; a top-N cut largest first. */
 	if (want < used || by != NULL)
 		qsort(r, used, sizeof(*r), by_key_desc);
+	/* A page of that order: a long list does not fit in one reply (CTL_MAX_OUTQ). */
+	from = offset != NULL ? (uint32_t)json_integer_value(offset) : 0;
+	from = from < want ? from : want;
+	if (limit != NULL && json_integer_value(limit) < want - from)
+		want = from + (uint32_t)json_integer_value(limit);
 	arr = json_array();
-	for (uint32_t i = 0; i < want; i++)
+	for (uint32_t i = from; i < want; i++)
 		json_array_append_new(arr, sub_json(ss, set, r[i].sub, false));
 	free(r);
 	json_object_set_new(o, "count", J_U64(used));

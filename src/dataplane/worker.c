@@ -59,6 +59,14 @@ free_drops(struct dp_dir *d, struct sh_pkt_list *drops)
 		rte_pktmbuf_free_bulk(batch, n);
 }
 
+/* Queue a frame for the output port, its length kept beside it. */
+static inline void
+pending_add(struct dp_dir *d, uint16_t at, struct rte_mbuf *m)
+{
+	d->pending[at] = m;
+	d->pending_len[at] = m->pkt_len;
+}
+
 /* Send as much of the pending queue as the port takes; keep the rest in order. */
 static void
 flush_pending(struct dp_dir *d)
@@ -69,20 +77,22 @@ flush_pending(struct dp_dir *d)
 	if (d->n_pending == 0)
 		return;
 	/*
-	 * Count bytes before the burst: the driver may free what it sent
-	 * (net_null does at once), so sent mbufs must not be read after.
+	 * The driver may free what it sent (net_null does at once), so sent
+	 * mbufs are not read after the burst: their lengths were kept when
+	 * they were queued. Reading them here instead cost a pass over the
+	 * whole queue on every turn while the port refused frames.
 	 */
-	for (i = 0; i < d->n_pending; i++)
-		bytes += d->pending[i]->pkt_len;
 	sent = rte_eth_tx_burst(d->tx_port, d->queue, d->pending, d->n_pending);
-	for (i = sent; i < d->n_pending; i++)
-		bytes -= d->pending[i]->pkt_len; /* still ours: not sent */
+	for (i = 0; i < sent; i++)
+		bytes += d->pending_len[i];
 	d->stats.tx_packets += sent;
 	d->stats.tx_bytes += bytes;
 	if (sent < d->n_pending) {
 		d->stats.tx_retries++;
 		memmove(d->pending, d->pending + sent,
 			(size_t)(d->n_pending - sent) * sizeof(d->pending[0]));
+		memmove(d->pending_len, d->pending_len + sent,
+			(size_t)(d->n_pending - sent) * sizeof(d->pending_len[0]));
 	}
 	d->n_pending -= sent;
 }
@@ -262,7 +272,7 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
 			if (d->rtt != NULL)
 				dp_rtt_departed(d->rtt, d->dir, pkts, n_out, now);
 			for (i = 0; i < n_out; i++)
-				d->pending[d->n_pending + i] = dp_pkt_mbuf(pkts[i]);
+				pending_add(d, (uint16_t)(d->n_pending + i), dp_pkt_mbuf(pkts[i]));
 			/* A host whose backlog drains is active though it sends nothing new. */
 			if (d->share_group != NULL)
 				note_hosts(d, pkts, n_out);
@@ -282,7 +292,7 @@ dir_tx(struct dp_dir *d, uint64_t now, uint32_t burst, unsigned int room, struct
 
 			if (p == NULL)
 				break;
-			d->pending[d->n_pending + n_out] = dp_pkt_mbuf(p);
+			pending_add(d, (uint16_t)(d->n_pending + n_out), dp_pkt_mbuf(p));
 			n_out++;
 		}
 	}

@@ -51,13 +51,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from shaperlib import (favour_session, shaperd_argv, start_logged, stop_process,  # noqa: E402
+from shaperlib import (favour_session, request, shaperd_argv, start_logged, stop_process,  # noqa: E402
                        write_config)
 
 UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
 # pktgen's sizes count the 4-byte FCS; memif and shaperd do not.
 FCS = 4
 LUA_PORT = 22022
+SUBS_PAGE = 2000  # subscribers per subscribers.list page (about 480 bytes each)
 
 
 def parse_rate(text):
@@ -222,11 +223,16 @@ class Shaperd:
         return json.loads(out.stdout)
 
     def subscribers(self):
-        out = subprocess.run([self.shapectl, "-s", self.sock, "--json", "subscribers"],
-                             capture_output=True, text=True, timeout=10)
-        if out.returncode != 0:
-            raise RuntimeError("shapectl subscribers: " + out.stderr.strip())
-        return json.loads(out.stdout)
+        """Every subscriber's counters, {id: (time_ns, counters)}: subscribers.list in pages
+        (a reply holds at most 4 MiB), each page's own time_ns kept with its subscribers."""
+        out, offset = {}, 0
+        while True:
+            page = request(self.sock, "subscribers.list", {"offset": offset, "limit": SUBS_PAGE}, timeout=10)
+            for x in page["subscribers"]:
+                out[x["id"]] = (page["time_ns"], x)
+            offset += len(page["subscribers"])
+            if not page["subscribers"] or offset >= page["count"]:
+                return out
 
     def wait_links(self, timeout=20):
         end = time.monotonic() + timeout
@@ -460,10 +466,8 @@ def subscriber_config(cfg, tmp, tag, n, each_bps):
 def check_subscribers(fails, args, tag, a, b, n, each_bps):
     """Each subscriber's upload over shaperd's clock between two
     subscribers.list replies, against its plan."""
-    dt = (b["time_ns"] - a["time_ns"]) / 1e9
-    before = {x["id"]: x["upload"] for x in a["subscribers"]}
-    errs = sorted((x["upload"]["bytes"] - before[x["id"]]["bytes"]) * 8 / dt / each_bps - 1
-                  for x in b["subscribers"])
+    errs = sorted((x["upload"]["bytes"] - a[k][1]["upload"]["bytes"]) * 8 / ((t - a[k][0]) / 1e9) / each_bps - 1
+                  for k, (t, x) in b.items() if k in a)
     check(fails, len(errs) == n, "%s: subscribers.list lists %d subscribers (want %d)" %
           (tag, len(errs), n))
     if not errs:
@@ -481,7 +485,19 @@ def check_subscribers(fails, args, tag, a, b, n, each_bps):
 def run_one(args, pg, disc, rate, size, tag, tmp, subs=None):
     """One measured run; returns (result dict, list of failures). With subs =
     (n, each_bps): CAKE per subscriber, n source hosts each offered its share
-    of the overload, the rate checked as their plans' sum and one by one."""
+    of the overload, the rate checked as their plans' sum and one by one.
+    A run that breaks stops its shaperd before the error goes on: a daemon
+    left polling its ports would load the machine for whatever runs next."""
+    started = []
+    try:
+        return measured_run(args, pg, disc, rate, size, tag, tmp, subs, started.append)
+    except BaseException:
+        for sh in started:
+            stop_process(sh.proc, timeout=5)
+        raise
+
+
+def measured_run(args, pg, disc, rate, size, tag, tmp, subs, on_start):
     fails = []
     mix = tag == "mix"
     sh = None
@@ -498,6 +514,7 @@ def run_one(args, pg, disc, rate, size, tag, tmp, subs=None):
         if subs:
             cfg = subscriber_config(cfg, tmp, tag, *subs)
         sh = Shaperd(args.shaperd, args.shapectl, args.shaperd_eal, cfg, tmp, "shaperd-" + tag)
+        on_start(sh)
         sh.wait_links()
     end = time.monotonic() + 20
     while not (pg.link_up(0) and pg.link_up(1)):

@@ -246,6 +246,30 @@ test_list(void **state)
 					    "id")),
 			    "c1");
 	json_decref(r);
+
+	/* A page: from the second of the file's order, at most two; count is still all. */
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":1,\"limit\":2}}", true);
+	assert_int_equal(json_integer_value(json_object_get(r, "count")), NSUB);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 2);
+	assert_string_equal(json_string_value(json_object_get(
+					    json_array_get(json_object_get(r, "subscribers"), 0),
+					    "id")),
+			    "c1");
+	json_decref(r);
+	/* A page of the top-N order, and an offset past the end. */
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.list\",\"args\":{\"top\":2,\"offset\":1}}", true);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+					    json_array_get(json_object_get(r, "subscribers"), 0),
+					    "id")),
+			    "c1");
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":99}}",
+		true);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 0);
+	json_decref(r);
 }
 
 static void
@@ -297,6 +321,12 @@ test_refusals(void **state)
 	refused(SHAPER_LEVEL_OPERATOR,
 		"{\"cmd\":\"subscribers.list\",\"args\":{\"by\":\"colour\"}}", "invalid_argument");
 	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"top\":0}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"limit\":0}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":-1}}",
+		"invalid_argument");
+	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":\"1\"}}",
 		"invalid_argument");
 	refused(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"x\":1}}",
 		"invalid_argument");
