@@ -1269,7 +1269,10 @@ main(int argc, char **argv)
 			[C_SUBS] = "subscribers.list", [C_SUB] = "subscribers.get",
 		};
 
-		rc = sc_call(&conn, sub_cmd != NULL ? sub_cmd : wire[id], args, &r);
+		if (id == C_SUBS)
+			rc = sc_list_subscribers(&conn, args, &r);
+		else
+			rc = sc_call(&conn, sub_cmd != NULL ? sub_cmd : wire[id], args, &r);
 		args = NULL;
 		if (rc != SC_EXIT_OK)
 			break;

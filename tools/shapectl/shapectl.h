@@ -74,6 +74,8 @@ void sc_table_free(struct sc_table *t);
  * subscribers.list (by: the sort key asked, or NULL) and subscribers.get
  * results as tables, or their JSON (src: tools/shapectl/subscribers.c).
  */
+/* subscribers.list in pages (one reply holds at most 4 MiB), merged into one result. */
+int sc_list_subscribers(struct sc_conn *c, json_t *args, json_t **result);
 int sc_show_subscribers(const json_t *r, bool json, const char *by);
 int sc_show_subscriber(const json_t *r, bool json);
 /* "subscriber set ID [download MAX[/MIN]] ..." or "subscriber del ID" (argv[0] set/del). */

@@ -25,6 +25,46 @@ cell_rate(struct sc_table *t, long long bytes_per_sec)
 	sc_table_cell(t, "%s", b);
 }
 
+#define SUBS_PAGE 2000 /* subscribers per page: about 1 MB of reply */
+
+int
+sc_list_subscribers(struct sc_conn *c, json_t *args, json_t **result)
+{
+	json_t *all = NULL;
+	long long offset = 0;
+
+	if (args == NULL)
+		args = json_object();
+	for (;;) {
+		json_t *page = NULL, *list;
+		size_t n;
+		int rc;
+
+		json_object_set_new(args, "offset", json_integer(offset));
+		json_object_set_new(args, "limit", json_integer(SUBS_PAGE));
+		rc = sc_call(c, "subscribers.list", json_incref(args), &page);
+		if (rc != SC_EXIT_OK) {
+			json_decref(args);
+			json_decref(all);
+			return rc;
+		}
+		list = json_object_get(page, "subscribers");
+		n = json_array_size(list);
+		offset += (long long)n;
+		if (all == NULL) {
+			all = page; /* its time_ns, count and link stand for the whole list */
+		} else {
+			json_array_extend(json_object_get(all, "subscribers"), list);
+			json_decref(page);
+		}
+		if (n == 0 || offset >= sc_int(all, "count"))
+			break;
+	}
+	json_decref(args);
+	*result = all;
+	return SC_EXIT_OK;
+}
+
 static void
 row(struct sc_table *t, const char *id, const char *node, const json_t *s)
 {
