@@ -200,6 +200,14 @@ ask(enum shaper_level level, const char *req, bool want_ok)
 	return part;
 }
 
+/* The id of the i-th subscriber a subscribers.list reply lists. */
+static const char *
+listed_id(const json_t *r, size_t i)
+{
+	return json_string_value(json_object_get(
+			json_array_get(json_object_get(r, "subscribers"), i), "id"));
+}
+
 static void
 test_list(void **state)
 {
@@ -237,14 +245,8 @@ test_list(void **state)
 	r = ask(SHAPER_LEVEL_OPERATOR,
 		"{\"cmd\":\"subscribers.list\",\"args\":{\"top\":2,\"by\":\"bytes\"}}", true);
 	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 2);
-	assert_string_equal(json_string_value(json_object_get(
-					    json_array_get(json_object_get(r, "subscribers"), 0),
-					    "id")),
-			    "c2");
-	assert_string_equal(json_string_value(json_object_get(
-					    json_array_get(json_object_get(r, "subscribers"), 1),
-					    "id")),
-			    "c1");
+	assert_string_equal(listed_id(r, 0), "c2");
+	assert_string_equal(listed_id(r, 1), "c1");
 	json_decref(r);
 
 	/* A page: from the second of the file's order, at most two; count is still all. */
@@ -252,19 +254,13 @@ test_list(void **state)
 		"{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":1,\"limit\":2}}", true);
 	assert_int_equal(json_integer_value(json_object_get(r, "count")), NSUB);
 	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 2);
-	assert_string_equal(json_string_value(json_object_get(
-					    json_array_get(json_object_get(r, "subscribers"), 0),
-					    "id")),
-			    "c1");
+	assert_string_equal(listed_id(r, 0), "c1");
 	json_decref(r);
 	/* A page of the top-N order, and an offset past the end. */
 	r = ask(SHAPER_LEVEL_OPERATOR,
 		"{\"cmd\":\"subscribers.list\",\"args\":{\"top\":2,\"offset\":1}}", true);
 	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
-	assert_string_equal(json_string_value(json_object_get(
-					    json_array_get(json_object_get(r, "subscribers"), 0),
-					    "id")),
-			    "c1");
+	assert_string_equal(listed_id(r, 0), "c1");
 	json_decref(r);
 	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"offset\":99}}",
 		true);
