@@ -516,12 +516,18 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint32_t qma
 	uint32_t k;
 	int w;
 
+	if (tags[idx] == hash) /* the home way: where the probe starts */
+		return (uint16_t)idx;
 	w = cake_first_way(cake_match8(tags + outer, hash), inner);
 	if (w >= 0)
 		return (uint16_t)(outer + (uint32_t)w);
-	w = cake_first_way(cake_zero8(bulk + outer), inner);
-	/* Set full of busy hosts: share the home slot. */
-	k = w >= 0 ? outer + (uint32_t)w : idx;
+	if (bulk[idx] == 0) {
+		k = idx;
+	} else {
+		w = cake_first_way(cake_zero8(bulk + outer), inner);
+		/* Set full of busy hosts: share the home slot. */
+		k = w >= 0 ? outer + (uint32_t)w : idx;
+	}
 	tags[k] = hash;
 	return (uint16_t)k;
 }
