@@ -763,7 +763,7 @@ cake_heap_up(struct cake *c, uint32_t i)
 		if (h[parent].key >= x.key)
 			break;
 		h[i] = h[parent];
-		c->heap_pos[h[i].id] = (uint16_t)i;
+		c->heap_pos[h[parent].id] = (uint16_t)i;
 		i = parent;
 	}
 	h[i] = x;
