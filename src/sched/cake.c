@@ -1671,6 +1671,8 @@ cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 	struct cake_flow *f;
 	struct sh_pkt *pkt;
 	bool first = true;
+	/* Fixed at create; read once (the stores below could alias it). */
+	const uint32_t max_restarts = 2 * c->slots + 16;
 	uint32_t len, restarts = 0;
 	uint16_t idx;
 
@@ -1681,7 +1683,7 @@ cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 begin:
 	/* Each restart retires an empty flow, so this bound is never hit
 	 * unless the state is corrupt; then refuse rather than spin. */
-	if (c->qlen == 0 || ++restarts > 2 * c->slots + 16)
+	if (c->qlen == 0 || ++restarts > max_restarts)
 		return NULL;
 	if (c->rate.rate != 0 && c->time_next_packet > now && c->failsafe_next_packet > now) {
 		c->overlimits++;
@@ -1736,7 +1738,7 @@ retry:
 			 */
 			if (!c->p.ingress && c->qlen != 0 &&
 			    b->sparse_flow_count + b->bulk_flow_count != 0 &&
-			    ++restarts <= 2 * c->slots + 16)
+			    ++restarts <= max_restarts)
 				goto retry;
 			goto begin;
 		}
