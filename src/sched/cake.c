@@ -40,6 +40,10 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <smmintrin.h>
+#define CAKE_HEAP_SSE41 1 /* a sift-down for CPUs with SSE4.1, chosen at run time */
+#endif
 
 #include "shaper/classify.h"
 #include "shaper/rand.h"
@@ -143,6 +147,8 @@ struct cake_heap_ent {
 	uint32_t key; /* backlog in bytes */
 	uint16_t id;
 };
+/* cake_heap_down_sse41 reads four entries' keys as the even lanes of two 16-byte loads. */
+_Static_assert(sizeof(struct cake_heap_ent) == 8, "a heap entry is two 32-bit lanes");
 
 struct cake {
 	struct sched_params p;
@@ -197,6 +203,7 @@ struct cake {
 	 * while overflow_timeout runs; rebuilt from the flows otherwise.
 	 */
 	uint32_t heap_len;          /* entries in use: tin_scan x nq */
+	bool heap_sse41;            /* the CPU has SSE4.1: cake_heap_down_sse41 */
 	struct cake_heap_ent *heap; /* slots entries: max-heap on key */
 	uint16_t *heap_pos;         /* slots entries: id -> position in heap[] */
 	struct cake_tin tins[CAKE_MAX_TINS];
@@ -287,6 +294,9 @@ cake_layout(struct cake *c, const struct sched_params *p)
 	}
 	c->heap = cake_take(&m, c->slots * sizeof(struct cake_heap_ent));
 	c->heap_pos = cake_take(&m, c->slots * sizeof(uint16_t));
+#ifdef CAKE_HEAP_SSE41
+	c->heap_sse41 = __builtin_cpu_supports("sse4.1");
+#endif
 }
 
 /* ---------------------------------------------------------------- random */
@@ -506,12 +516,18 @@ cake_host_slot(uint32_t *tags, const uint16_t *bulk, uint32_t hash, uint32_t qma
 	uint32_t k;
 	int w;
 
+	if (tags[idx] == hash) /* the home way: where the probe starts */
+		return (uint16_t)idx;
 	w = cake_first_way(cake_match8(tags + outer, hash), inner);
 	if (w >= 0)
 		return (uint16_t)(outer + (uint32_t)w);
-	w = cake_first_way(cake_zero8(bulk + outer), inner);
-	/* Set full of busy hosts: share the home slot. */
-	k = w >= 0 ? outer + (uint32_t)w : idx;
+	if (bulk[idx] == 0) {
+		k = idx;
+	} else {
+		w = cake_first_way(cake_zero8(bulk + outer), inner);
+		/* Set full of busy hosts: share the home slot. */
+		k = w >= 0 ? outer + (uint32_t)w : idx;
+	}
 	tags[k] = hash;
 	return (uint16_t)k;
 }
@@ -569,7 +585,7 @@ static inline __attribute__((always_inline)) uint16_t
 cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
 	uint8_t mode = c->flow_mode;
-	uint32_t hash, idx, inner, outer, k;
+	uint32_t hash, idx, inner, outer, k, free8;
 	bool dual = c->dsrc || c->ddst;
 	bool assign;
 	struct cake_flow *f;
@@ -603,9 +619,10 @@ cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 		assign = !cake_busy(b, k);
 		goto found;
 	}
-	w = cake_first_way(~(uint32_t)b->busy[outer / CAKE_SET_WAYS] & 0xffu, inner);
-	if (w >= 0) {
-		k = outer + (uint32_t)w;
+	/* A free way (with 100k flows nearly every set is full: test that first). */
+	free8 = ~(uint32_t)b->busy[outer / CAKE_SET_WAYS] & 0xffu;
+	if (free8 != 0) {
+		k = outer + (uint32_t)cake_first_way(free8, inner);
 		b->way_misses++;
 		assign = true;
 		goto found;
@@ -640,10 +657,13 @@ found:
  */
 #define CAKE_HEAP_ARY 4u
 
-static __attribute__((noinline)) void
-cake_heap_down(struct cake *c, uint32_t i)
+/*
+ * Sink x from position i; returns where it belongs. Ties stay: a child
+ * moves up only if its key is larger, and of equal children the first.
+ */
+static inline __attribute__((always_inline)) uint32_t
+cake_heap_sink(struct cake *c, struct cake_heap_ent x, uint32_t i)
 {
-	struct cake_heap_ent x = c->heap[i];
 	struct cake_heap_ent *h = c->heap;
 	uint32_t n = c->heap_len;
 
@@ -675,14 +695,61 @@ cake_heap_down(struct cake *c, uint32_t i)
 			}
 		}
 		if (m == i)
-			break;
+			return i;
 		h[i] = h[m];
 		c->heap_pos[h[i].id] = (uint16_t)i;
 		i = m;
 	}
+}
+
+static __attribute__((noinline)) void
+cake_heap_down(struct cake *c, uint32_t i)
+{
+	struct cake_heap_ent x = c->heap[i];
+
+	i = cake_heap_sink(c, x, i);
+	c->heap[i] = x;
+	c->heap_pos[x.id] = (uint16_t)i;
+}
+
+#ifdef CAKE_HEAP_SSE41
+/*
+ * The same sift-down (the same moves, so the same heap), with the four
+ * children's keys compared in one register: their maximum in every lane,
+ * then the first child holding it. Below the parents with four children
+ * it finishes as the scalar one.
+ */
+static __attribute__((noinline, target("sse4.1"))) void
+cake_heap_down_sse41(struct cake *c, uint32_t i)
+{
+	struct cake_heap_ent *h = c->heap;
+	struct cake_heap_ent x = h[i];
+	uint32_t n = c->heap_len;
+	/* Parents below this have four children: 4i + 5 <= n. */
+	uint32_t full = n > CAKE_HEAP_ARY ? (n - CAKE_HEAP_ARY - 1) / CAKE_HEAP_ARY + 1 : 0;
+
+	while (i < full) {
+		uint32_t l = CAKE_HEAP_ARY * i + 1, m;
+		__m128 lo = _mm_loadu_ps((const float *)&h[l]);
+		__m128 hi = _mm_loadu_ps((const float *)&h[l + 2]);
+		__m128i k = _mm_castps_si128(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
+		__m128i mx = _mm_max_epu32(k, _mm_shuffle_epi32(k, _MM_SHUFFLE(1, 0, 3, 2)));
+
+		mx = _mm_max_epu32(mx, _mm_shuffle_epi32(mx, _MM_SHUFFLE(2, 3, 0, 1)));
+		if ((uint32_t)_mm_cvtsi128_si32(mx) <= x.key)
+			goto done;
+		m = l + (uint32_t)__builtin_ctz((unsigned int)_mm_movemask_ps(
+					_mm_castsi128_ps(_mm_cmpeq_epi32(k, mx))));
+		h[i] = h[m];
+		c->heap_pos[h[m].id] = (uint16_t)i;
+		i = m;
+	}
+	i = cake_heap_sink(c, x, i);
+done:
 	h[i] = x;
 	c->heap_pos[x.id] = (uint16_t)i;
 }
+#endif
 
 static __attribute__((noinline)) void
 cake_heap_up(struct cake *c, uint32_t i)
@@ -696,7 +763,7 @@ cake_heap_up(struct cake *c, uint32_t i)
 		if (h[parent].key >= x.key)
 			break;
 		h[i] = h[parent];
-		c->heap_pos[h[i].id] = (uint16_t)i;
+		c->heap_pos[h[parent].id] = (uint16_t)i;
 		i = parent;
 	}
 	h[i] = x;
@@ -1322,7 +1389,7 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 }
 
 /* Drop one packet from the head of the fattest queue (sch_cake's cake_drop()). */
-static struct sh_pkt *
+static __attribute__((noinline)) struct sh_pkt *
 cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 {
 	struct cake_tin *b;
@@ -1341,6 +1408,12 @@ cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 		if (c->heap[0].key == f->backlog)
 			break;
 		c->heap[0].key = f->backlog;
+#ifdef CAKE_HEAP_SSE41
+		if (c->heap_sse41) {
+			cake_heap_down_sse41(c, 0);
+			continue;
+		}
+#endif
 		cake_heap_down(c, 0);
 	}
 	pkt = cake_flow_pop(c, b, f);
@@ -1598,6 +1671,8 @@ cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 	struct cake_flow *f;
 	struct sh_pkt *pkt;
 	bool first = true;
+	/* Fixed at create; read once (the stores below could alias it). */
+	const uint32_t max_restarts = 2 * c->slots + 16;
 	uint32_t len, restarts = 0;
 	uint16_t idx;
 
@@ -1608,7 +1683,7 @@ cake_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 begin:
 	/* Each restart retires an empty flow, so this bound is never hit
 	 * unless the state is corrupt; then refuse rather than spin. */
-	if (c->qlen == 0 || ++restarts > 2 * c->slots + 16)
+	if (c->qlen == 0 || ++restarts > max_restarts)
 		return NULL;
 	if (c->rate.rate != 0 && c->time_next_packet > now && c->failsafe_next_packet > now) {
 		c->overlimits++;
@@ -1663,7 +1738,7 @@ retry:
 			 */
 			if (!c->p.ingress && c->qlen != 0 &&
 			    b->sparse_flow_count + b->bulk_flow_count != 0 &&
-			    ++restarts <= 2 * c->slots + 16)
+			    ++restarts <= max_restarts)
 				goto retry;
 			goto begin;
 		}
