@@ -145,6 +145,8 @@ heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 		heap_down(ss, d, dir, ss->subs[moved].heap_pos[dir]);
 		return;
 	}
+	if (key == d->key[pos])
+		return; /* a packet behind others in a backlogged CAKE: nothing moves */
 	if (key < d->key[pos]) {
 		d->key[pos] = key;
 		heap_up(ss, d, dir, pos);
