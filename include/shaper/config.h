@@ -37,7 +37,8 @@ enum shaper_steering {
 
 #define SHAPER_METRICS_ADDR_DEFAULT "127.0.0.1"
 #define SHAPER_METRICS_PORT_DEFAULT 9464
-#define SHAPER_METRICS_ADDR_LEN     46 /* INET6_ADDRSTRLEN */
+#define SHAPER_METRICS_ADDR_LEN     46  /* INET6_ADDRSTRLEN */
+#define SHAPER_METRICS_SUBS_TOP_MAX 100 /* metrics.subscribers_top: a bound on series */
 
 #define SHAPER_MAX_CONTROL_SOCKETS 4 /* control.socket plus up to 3 in control.sockets */
 #define SHAPER_GROUP_LEN           64
@@ -152,6 +153,9 @@ struct shaper_config {
 	bool metrics_enabled;
 	char metrics_addr[SHAPER_METRICS_ADDR_LEN]; /* numeric IPv4 or IPv6, no brackets */
 	uint16_t metrics_port;
+	/* Subscribers given series of their own on /metrics: the top N by bytes sent
+	 * since the previous scrape; 0 = none (per-node series only). */
+	uint32_t metrics_subscribers_top;
 	/*
 	 * lcores: each worker serves both directions of its shard (its rx and
 	 * tx queue of each port); one link rate is shared among the shards.

@@ -219,6 +219,17 @@ void *ctl_subscribers_list(const struct ctl_backend *be, const void *args, enum 
 void *ctl_subscribers_get(const struct ctl_backend *be, const void *args, enum ctl_error *err,
 			  char *msg, size_t len);
 /*
+ * subscribers.metrics, what /metrics shows of subscribers: every node's
+ * bytes sent, drops and allocated rate per direction (the sums over the
+ * subscribers below it; the link's also counts addresses no subscriber
+ * owns), and the top args.top subscribers (default metrics.subscribers_top
+ * of the started configuration, at most SHAPER_METRICS_SUBS_TOP_MAX) by
+ * bytes sent since the previous call, by id and node only. Empty lists
+ * when subscribers are not shaped.
+ */
+void *ctl_subscribers_metrics(const struct ctl_backend *be, const void *args, enum ctl_error *err,
+			      char *msg, size_t len);
+/*
  * subscribers.set (add a subscriber, or change one's plan, addresses, node
  * or name) and subscribers.del, applied while the worker runs: the new set
  * is built and checked here, the worker swaps it in between bursts. Bad

@@ -34,6 +34,13 @@ int ctl_metrics_print(FILE *f, const struct json_t *version, const struct json_t
 		      const char *up_help);
 
 /*
+ * The per-node and per-subscriber families of one "subscribers.metrics"
+ * result (shaper_node_* for every node, shaper_subscriber_* for the top N
+ * it holds; nothing when it holds none). 0, or -EIO.
+ */
+int ctl_metrics_print_subscribers(FILE *f, const struct json_t *subs);
+
+/*
  * shaperd's /metrics endpoint (metrics_http.c, libmicrohttpd). It has no
  * thread of its own: MHD runs on an external epoll set whose fd the control
  * thread polls beside the control socket, then calls ctl_metrics_http_run,

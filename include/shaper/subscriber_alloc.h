@@ -17,7 +17,9 @@
  * Pure: the result depends only on the tree, the plans, the link rate and
  * the demands. O(children log children) per node, no allocation per run
  * (10,000 subscribers in 50 nodes: well under a millisecond, so it can run
- * every few milliseconds). Rates in bit/s.
+ * every few milliseconds); sub_alloc_run_active, what the scheduler runs,
+ * looks only at the active subscribers and the nodes above them. Rates in
+ * bit/s.
  */
 #ifndef SHAPER_SUBSCRIBER_ALLOC_H
 #define SHAPER_SUBSCRIBER_ALLOC_H
@@ -50,6 +52,20 @@ size_t sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs);
  */
 uint64_t sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint64_t *demand,
 		       uint64_t *rate, uint64_t *node_rate);
+
+/*
+ * The same allocation as sub_alloc_run, in time proportional to the active
+ * subscribers and the nodes above them rather than to the configured ones:
+ * active[0 .. nactive) are the subscribers whose demand may be non-zero,
+ * in ascending order, each once; every other subscriber's demand is taken
+ * to be 0. Reads demand[s] and writes rate[s] only for the active ones
+ * (every other subscriber's rate is 0 and is not written). node_rate, if
+ * not NULL, is written for every node, as by sub_alloc_run. The rates are
+ * exactly sub_alloc_run's.
+ */
+uint64_t sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link,
+			      const uint32_t *active, uint32_t nactive, const uint64_t *demand,
+			      uint64_t *rate, uint64_t *node_rate);
 
 /*
  * The split at one node: n children with floor[i] <= ceiling[i], total to

@@ -5,7 +5,9 @@
  * hierarchical allocation (shaper/subscriber_alloc.h) gives it. The
  * allocation runs every SUB_SCHED_TICK_NS from each subscriber's demand:
  * all it can get while it has a standing queue (two packets or more), else
- * its averaged arrival rate plus 1/32, 0 while idle.
+ * its averaged arrival rate plus 1/32, 0 while idle. A tick looks only at
+ * the subscribers holding a CAKE (an idle one's demand is 0 and takes
+ * nothing), so its cost follows the active subscribers, not the configured.
  *
  * Addresses no subscriber owns share the link's own scheduler (the
  * caller's), which competes under the link as one more subscriber with the

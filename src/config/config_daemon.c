@@ -444,6 +444,12 @@ parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 			if (parse_listen(x, sub, c, err, errlen) != 0)
 				return -1;
 			listen = true;
+		} else if (strcmp(key, "subscribers_top") == 0) {
+			long long n;
+
+			if (get_int(x, sub, 0, SHAPER_METRICS_SUBS_TOP_MAX, &n, err, errlen) != 0)
+				return -1;
+			c->metrics_subscribers_top = (uint32_t)n;
 		} else {
 			return unknown_key("metrics", sub, "key", err, errlen);
 		}

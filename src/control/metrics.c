@@ -395,6 +395,66 @@ rtt_families(FILE *f, const json_t *dirs)
 	autorate_families(f, dirs);
 }
 
+/*
+ * Per-node and top-N subscriber families from a subscribers.metrics
+ * result. Directions are named as the rest of the output names them: a
+ * subscriber's download is the downstream direction, its upload upstream.
+ */
+int
+ctl_metrics_print_subscribers(FILE *f, const json_t *subs)
+{
+	static const struct {
+		const char *suffix, *type, *key, *help_node, *help_sub;
+	} g[] = {
+		{ "bytes_total", "counter", "bytes",
+		  "Bytes the subscribers under the node sent (the link: also addresses no "
+		  "subscriber owns); falls when a subscriber leaves it",
+		  "Bytes the subscriber sent" },
+		{ "drops_total", "counter", "drops",
+		  "Packets of the subscribers under the node dropped, any reason",
+		  "Packets of the subscriber dropped, any reason" },
+		{ "rate_bytes_per_second", "gauge", "rate",
+		  "Rate allocated to the subscribers under the node now",
+		  "Rate allocated to the subscriber now (0 while idle)" },
+	};
+	static const char *const dir_key[] = { "download", "upload" };
+	static const char *const dir_label[] = { "downstream", "upstream" };
+	const json_t *nodes = json_object_get(subs, "nodes");
+	const json_t *list = json_object_get(subs, "subscribers");
+	char name[96];
+	json_t *o;
+	size_t i;
+
+	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]) && json_array_size(nodes) > 0; m++) {
+		snprintf(name, sizeof(name), "shaper_node_%s", g[m].suffix);
+		header(f, name, g[m].type, g[m].help_node);
+		json_array_foreach (nodes, i, o) {
+			for (int d = 0; d < 2; d++) {
+				fprintf(f, "%s{", name);
+				put_label(f, "node", ctl_json_str(o, "node"), true);
+				put_label(f, "direction", dir_label[d], false);
+				fputc('}', f);
+				put_value(f, json_object_get(o, dir_key[d]), g[m].key, V_INT);
+			}
+		}
+	}
+	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]) && json_array_size(list) > 0; m++) {
+		snprintf(name, sizeof(name), "shaper_subscriber_%s", g[m].suffix);
+		header(f, name, g[m].type, g[m].help_sub);
+		json_array_foreach (list, i, o) {
+			for (int d = 0; d < 2; d++) {
+				fprintf(f, "%s{", name);
+				put_label(f, "subscriber", ctl_json_str(o, "id"), true);
+				put_label(f, "node", ctl_json_str(o, "node"), false);
+				put_label(f, "direction", dir_label[d], false);
+				fputc('}', f);
+				put_value(f, json_object_get(o, dir_key[d]), g[m].key, V_INT);
+			}
+		}
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
 int
 ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const char *up_help)
 {

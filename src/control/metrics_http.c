@@ -116,7 +116,7 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 {
 	struct ctl_metrics_http *h = cls;
 	char msg[256], line[300];
-	json_t *v, *s = NULL;
+	json_t *v, *s = NULL, *subs;
 	char *body = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -140,8 +140,13 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 		snprintf(line, sizeof(line), "shaperd cannot report: %s\n", msg);
 		return respond_text(conn, MHD_HTTP_SERVICE_UNAVAILABLE, line, NULL);
 	}
+	/* Empty when subscribers are not shaped; a refusal leaves the families out. */
+	subs = call(h->be, "subscribers.metrics", msg, sizeof(msg));
 	f = open_memstream(&body, &len);
 	rc = f != NULL ? ctl_metrics_print(f, v, s, "1 while shaperd answers the scrape") : -ENOMEM;
+	if (rc == 0 && subs != NULL)
+		rc = ctl_metrics_print_subscribers(f, subs);
+	json_decref(subs);
 	if (f != NULL && fclose(f) != 0)
 		rc = -EIO;
 	json_decref(v);

@@ -630,6 +630,13 @@ cmd_subscribers_get(const struct ctl_backend *be, const json_t *args, struct rep
 }
 
 static int
+cmd_subscribers_metrics(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_subscribers_metrics(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
+static int
 cmd_subscribers_set(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
 	r->result = ctl_subscribers_set(be, args, &r->err, r->msg, sizeof(r->msg));
@@ -661,6 +668,11 @@ static const struct {
 	/* Subscribers' names are often street addresses: not for every user. */
 	{ "subscribers.list", cmd_subscribers_list, SHAPER_LEVEL_OPERATOR },
 	{ "subscribers.get", cmd_subscribers_get, SHAPER_LEVEL_OPERATOR },
+	/*
+	 * What /metrics (user level) shows: node paths, and circuit ids only for
+	 * the top N the operator asked for with metrics.subscribers_top.
+	 */
+	{ "subscribers.metrics", cmd_subscribers_metrics, SHAPER_LEVEL_USER },
 	/* An operator changes plans; the daemon's own settings stay the admin's. */
 	{ "subscribers.set", cmd_subscribers_set, SHAPER_LEVEL_OPERATOR },
 	{ "subscribers.del", cmd_subscribers_del, SHAPER_LEVEL_OPERATOR },

@@ -203,6 +203,8 @@ restart_keys(const struct shaper_config *s, const struct shaper_config *f,
 		restart_key(pl, "metrics.enabled");
 	if (strcmp(s->metrics_addr, f->metrics_addr) != 0 || s->metrics_port != f->metrics_port)
 		restart_key(pl, "metrics.listen");
+	if (s->metrics_subscribers_top != f->metrics_subscribers_top)
+		restart_key(pl, "metrics.subscribers_top");
 	if (s->n_workers != f->n_workers ||
 	    memcmp(s->worker_lcore, f->worker_lcore, sizeof(s->worker_lcore)) != 0)
 		restart_key(pl, "lcores.workers");

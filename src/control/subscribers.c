@@ -264,6 +264,137 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	return o;
 }
 
+/* A direction's figures for /metrics: bytes sent, packets dropped, rate allocated (bytes/s). */
+struct metric_sums {
+	uint64_t bytes, drops, rate;
+};
+
+static json_t *
+sums_json(const struct metric_sums *m)
+{
+	return json_pack("{s:o, s:o, s:o}", "bytes", J_U64(m->bytes), "drops", J_U64(m->drops),
+			 "rate", J_U64(m->rate));
+}
+
+/*
+ * Bytes each slot had sent at the previous subscribers.metrics (both
+ * directions): the top-N ranks by what was sent in between. Only the
+ * control thread calls it, so one copy for the daemon.
+ */
+static struct {
+	uint64_t *sent;
+	uint32_t n;
+} last_scrape;
+
+void *
+ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ctl_error *err,
+			char *msg, size_t len)
+{
+	static const char *const known[] = { "top", NULL };
+	const json_t *args = argsv, *top = args != NULL ? json_object_get(args, "top") : NULL;
+	const struct sub_set *set = NULL;
+	const struct sub_sched *ss;
+	struct metric_sums(*node)[SUB_DIRS] = NULL;
+	struct ranked *r = NULL;
+	uint32_t want = 0, n, used = 0;
+	json_t *o, *nodes, *subs;
+	char path[512];
+
+	if (check_known(args, known, err, msg, len) != 0)
+		return NULL;
+	if (top != NULL) {
+		if (!json_is_integer(top) || json_integer_value(top) < 0 ||
+		    json_integer_value(top) > SHAPER_METRICS_SUBS_TOP_MAX)
+			return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+				    "args.top: expected an integer 0..100");
+		want = (uint32_t)json_integer_value(top);
+	} else if (be->config_file != NULL && be->config_file->started != NULL) {
+		want = be->config_file->started->metrics_subscribers_top;
+	}
+	nodes = json_array();
+	subs = json_array();
+	o = json_pack("{s:o, s:o}", "nodes", nodes, "subscribers", subs);
+	ss = be->subs != NULL ? be->subs(be->opaque, &set) : NULL;
+	if (ss == NULL) {
+		json_object_set_new(o, "top", J_U64(0));
+		return o;
+	}
+	n = sub_sched_nsubs(ss);
+	node = calloc(set->nnodes, sizeof(*node));
+	r = calloc(n != 0 ? n : 1, sizeof(*r));
+	if (last_scrape.n != n) {
+		free(last_scrape.sent);
+		last_scrape.sent = calloc(n != 0 ? n : 1, sizeof(*last_scrape.sent));
+		last_scrape.n = last_scrape.sent != NULL ? n : 0;
+	}
+	if (node == NULL || r == NULL || last_scrape.sent == NULL) {
+		free(node);
+		free(r);
+		json_decref(o);
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	}
+	/* Every slot, the link's own entry (index n) included: up its node's path to the link. */
+	for (uint32_t i = 0; i <= n; i++) {
+		struct sub_counters c[SUB_DIRS];
+		uint32_t at = SUB_ROOT;
+
+		if (i < n) {
+			if (!sub_slot_used(&set->subs[i]))
+				continue;
+			at = set->subs[i].node;
+		}
+		for (int d = 0; d < SUB_DIRS; d++) {
+			sub_sched_counters(ss, i, (enum sub_dir)d, &c[d]);
+			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent) {
+				node[k][d].bytes += c[d].sent_bytes;
+				node[k][d].drops += drops_of(&c[d]);
+				node[k][d].rate += c[d].rate;
+			}
+		}
+		if (i == n)
+			break;
+		{
+			uint64_t sent = c[SUB_DOWN].sent_bytes + c[SUB_UP].sent_bytes;
+			uint64_t before = last_scrape.sent[i];
+
+			/* Fewer than before: the slot took a new subscriber, counting from 0. */
+			r[used].sub = i;
+			r[used++].key = sent >= before ? sent - before : sent;
+			last_scrape.sent[i] = sent;
+		}
+	}
+	for (uint32_t k = 0; k < set->nnodes; k++) {
+		sub_node_path(set, k, path, sizeof(path));
+		json_array_append_new(nodes, json_pack("{s:s, s:o, s:o}", "node", path, "download",
+						       sums_json(&node[k][SUB_DOWN]), "upload",
+						       sums_json(&node[k][SUB_UP])));
+	}
+	if (want > used)
+		want = used;
+	qsort(r, used, sizeof(*r), by_key_desc);
+	for (uint32_t j = 0; j < want; j++) {
+		const struct sub_subscriber *s = &set->subs[r[j].sub];
+		struct metric_sums m[SUB_DIRS];
+
+		for (int d = 0; d < SUB_DIRS; d++) {
+			struct sub_counters c;
+
+			sub_sched_counters(ss, r[j].sub, (enum sub_dir)d, &c);
+			m[d] = (struct metric_sums){ c.sent_bytes, drops_of(&c), c.rate };
+		}
+		sub_node_path(set, s->node, path, sizeof(path));
+		json_array_append_new(subs,
+				      json_pack("{s:s, s:s, s:o, s:o, s:o}", "id", s->id, "node",
+						path, "interval_bytes", J_U64(r[j].key), "download",
+						sums_json(&m[SUB_DOWN]), "upload",
+						sums_json(&m[SUB_UP])));
+	}
+	json_object_set_new(o, "top", J_U64(want));
+	free(node);
+	free(r);
+	return o;
+}
+
 void *
 ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
 		    size_t len)

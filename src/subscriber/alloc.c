@@ -21,6 +21,20 @@ struct sub_alloc {
 	/* Per run. */
 	uint64_t *floor, *ceil; /* [node] then [sub], indexed like kids */
 	uint64_t *kfloor, *kceil, *kout, *scratch;
+	/*
+	 * Per run over the active subscribers only (sub_alloc_run_active): the
+	 * nodes on their paths ("touched"), each with its wanting subscribers
+	 * and its wanting child nodes as lists in index order, as kids[] has
+	 * them; the entries of a node not touched are stale and never read.
+	 */
+	uint8_t *touched;                 /* [node] */
+	uint64_t *tnodes;                 /* the touched nodes, sorted before the passes */
+	uint64_t *nfloor, *nceil, *given; /* [node] */
+	uint32_t *sub_head, *sub_tail;    /* [node] -> entry */
+	uint32_t *node_head, *node_tail;  /* [node] -> child node */
+	uint32_t *node_next;              /* [node] -> its next sibling in its parent's list */
+	uint32_t *ent_sub, *ent_next;     /* [entry]: one wanting subscriber */
+	uint64_t *ent_floor, *ent_ceil;   /* [entry] */
 };
 
 static uint64_t
@@ -36,39 +50,42 @@ min_u64(uint64_t a, uint64_t b)
 }
 
 /*
- * Ascending sort of plain integers: quicksort with a median-of-three pivot
- * and insertion sort for short runs, recursing into the smaller side. Several
- * times quicker than qsort's comparator calls, which dominated a run.
+ * Ascending sort of plain integers: quicksort with a median-of-three pivot,
+ * a three-way partition (values equal to the pivot are done at once: the
+ * ceilings of backlogged subscribers are their plans, a handful of distinct
+ * values among thousands) and insertion sort for short runs, recursing into
+ * the smaller side. Several times quicker than qsort's comparator calls,
+ * which dominated a run.
  */
 static void
-sort_u64(uint64_t *v, uint32_t n)
+sort_u64_3way(uint64_t *v, uint32_t n)
 {
 	while (n > 16) {
 		uint64_t a = v[0], b = v[n / 2], c = v[n - 1], p, t;
-		uint32_t i = 0, j = n - 1;
+		uint32_t lt = 0, i = 0, gt = n;
 
 		p = a < b ? (b < c ? b : a < c ? c : a) : (a < c ? a : b < c ? c : b);
-		for (;;) {
-			while (v[i] < p)
+		while (i < gt) {
+			if (v[i] < p) {
+				t = v[lt];
+				v[lt++] = v[i];
+				v[i++] = t;
+			} else if (v[i] > p) {
+				t = v[--gt];
+				v[gt] = v[i];
+				v[i] = t;
+			} else {
 				i++;
-			while (v[j] > p)
-				j--;
-			if (i >= j)
-				break;
-			t = v[i];
-			v[i] = v[j];
-			v[j] = t;
-			i++;
-			j--;
+			}
 		}
-		/* v[0..j] <= p <= v[j+1..n-1] */
-		if (j + 1 < n - j - 1) {
-			sort_u64(v, j + 1);
-			v += j + 1;
-			n -= j + 1;
+		/* v[0..lt) < p == v[lt..gt) < v[gt..n) */
+		if (lt < n - gt) {
+			sort_u64_3way(v, lt);
+			v += gt;
+			n -= gt;
 		} else {
-			sort_u64(v + j + 1, n - j - 1);
-			n = j + 1;
+			sort_u64_3way(v + gt, n - gt);
+			n = lt;
 		}
 	}
 	for (uint32_t i = 1; i < n; i++) {
@@ -81,6 +98,18 @@ sort_u64(uint64_t *v, uint32_t n)
 		}
 		v[k] = x;
 	}
+}
+
+static void
+sort_u64(uint64_t *v, uint32_t n)
+{
+	uint32_t i = 1;
+
+	/* Already in order (one plan, or no mins: all floors 0) costs one look. */
+	while (i < n && v[i - 1] <= v[i])
+		i++;
+	if (i < n)
+		sort_u64_3way(v, n);
 }
 
 uint64_t
@@ -208,6 +237,26 @@ sub_alloc_create(const struct sub_set *set)
 		a->kids[a->kid_start[a->sub_node[i]] + fill[a->sub_node[i]]++] = nn + i;
 	free(fill);
 	fill = NULL;
+	a->touched = calloc(nn, sizeof(*a->touched));
+	a->tnodes = calloc(nn, sizeof(*a->tnodes));
+	a->nfloor = calloc(nn, sizeof(*a->nfloor));
+	a->nceil = calloc(nn, sizeof(*a->nceil));
+	a->given = calloc(nn, sizeof(*a->given));
+	a->sub_head = calloc(nn, sizeof(*a->sub_head));
+	a->sub_tail = calloc(nn, sizeof(*a->sub_tail));
+	a->node_head = calloc(nn, sizeof(*a->node_head));
+	a->node_tail = calloc(nn, sizeof(*a->node_tail));
+	a->node_next = calloc(nn, sizeof(*a->node_next));
+	a->ent_sub = calloc(ns + 1, sizeof(*a->ent_sub));
+	a->ent_next = calloc(ns + 1, sizeof(*a->ent_next));
+	a->ent_floor = calloc(ns + 1, sizeof(*a->ent_floor));
+	a->ent_ceil = calloc(ns + 1, sizeof(*a->ent_ceil));
+	if (a->touched == NULL || a->tnodes == NULL || a->nfloor == NULL || a->nceil == NULL ||
+	    a->given == NULL || a->sub_head == NULL || a->sub_tail == NULL ||
+	    a->node_head == NULL || a->node_tail == NULL || a->node_next == NULL ||
+	    a->ent_sub == NULL || a->ent_next == NULL || a->ent_floor == NULL ||
+	    a->ent_ceil == NULL)
+		goto fail;
 	a->kfloor = calloc(a->max_kids + 1, sizeof(*a->kfloor));
 	a->kceil = calloc(a->max_kids + 1, sizeof(*a->kceil));
 	a->kout = calloc(a->max_kids + 1, sizeof(*a->kout));
@@ -229,7 +278,10 @@ sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs)
 	return sizeof(struct sub_alloc) + nn * (sizeof(uint32_t) + SUB_DIRS * sizeof(uint64_t)) +
 	       (ns * SUB_DIRS + 1) * sizeof(struct sub_plan) + (ns + 1) * sizeof(uint32_t) +
 	       (nn + 1) * sizeof(uint32_t) + ents * (sizeof(uint32_t) + 2 * sizeof(uint64_t)) +
-	       kids * 5 * sizeof(uint64_t);
+	       kids * 5 * sizeof(uint64_t) +
+	       /* the active pass: per node and per subscriber */
+	       nn * (1 + 4 * sizeof(uint64_t) + 5 * sizeof(uint32_t)) +
+	       (ns + 1) * (2 * sizeof(uint32_t) + 2 * sizeof(uint64_t));
 }
 
 void
@@ -249,6 +301,20 @@ sub_alloc_free(struct sub_alloc *a)
 	free(a->kceil);
 	free(a->kout);
 	free(a->scratch);
+	free(a->touched);
+	free(a->tnodes);
+	free(a->nfloor);
+	free(a->nceil);
+	free(a->given);
+	free(a->sub_head);
+	free(a->sub_tail);
+	free(a->node_head);
+	free(a->node_tail);
+	free(a->node_next);
+	free(a->ent_sub);
+	free(a->ent_next);
+	free(a->ent_floor);
+	free(a->ent_ceil);
 	free(a);
 }
 
@@ -309,5 +375,122 @@ sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint64
 				rate[e - nn] = a->kout[k];
 		}
 	}
+	return root;
+}
+
+/* Node n joins this run's touched nodes with nothing below it yet. */
+static void
+touch(struct sub_alloc *a, uint32_t n, uint32_t *nt)
+{
+	a->touched[n] = 1;
+	a->tnodes[(*nt)++] = n;
+	a->nfloor[n] = a->nceil[n] = a->given[n] = 0;
+	a->sub_head[n] = a->node_head[n] = SUB_NONE;
+}
+
+uint64_t
+sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint32_t *active,
+		     uint32_t nactive, const uint64_t *demand, uint64_t *rate, uint64_t *node_rate)
+{
+	uint32_t nt = 0, ne = 0, j, t;
+	uint64_t root;
+
+	touch(a, SUB_ROOT, &nt);
+	/*
+	 * The subscribers that want something, appended to their node's list
+	 * in index order; their floors and ceilings summed into the node's.
+	 * One that wants nothing gets 0, as it would from any split.
+	 */
+	for (j = 0; j < nactive; j++) {
+		uint32_t s = active[j], n = a->sub_node[s], e;
+		const struct sub_plan *p = &a->plan[(size_t)s * SUB_DIRS + dir];
+		uint64_t c = min_u64(p->max, demand[s]), f = min_u64(p->min, c);
+
+		if (c == 0) {
+			rate[s] = 0;
+			continue;
+		}
+		if (!a->touched[n]) {
+			touch(a, n, &nt);
+			for (uint32_t q = a->parent[n]; q != SUB_NONE && !a->touched[q];
+			     q = a->parent[q])
+				touch(a, q, &nt);
+		}
+		e = ne++;
+		a->ent_sub[e] = s;
+		a->ent_floor[e] = f;
+		a->ent_ceil[e] = c;
+		a->ent_next[e] = SUB_NONE;
+		if (a->sub_head[n] == SUB_NONE)
+			a->sub_head[n] = e;
+		else
+			a->ent_next[a->sub_tail[n]] = e;
+		a->sub_tail[n] = e;
+		a->nfloor[n] = sat_add(a->nfloor[n], f);
+		a->nceil[n] = sat_add(a->nceil[n], c);
+	}
+	/* A child's index is above its parent's: sorted, children come after parents. */
+	sort_u64(a->tnodes, nt);
+	/* Bottom-up: cap each node's sums, add them to its parent's. */
+	for (t = nt; t-- > 0;) {
+		uint32_t n = (uint32_t)a->tnodes[t];
+		uint64_t cap = a->capacity[(size_t)n * SUB_DIRS + dir];
+
+		if (cap != 0) {
+			a->nceil[n] = min_u64(a->nceil[n], cap);
+			a->nfloor[n] = min_u64(a->nfloor[n], cap);
+		}
+		if (n != SUB_ROOT) {
+			uint32_t q = a->parent[n];
+
+			a->nfloor[q] = sat_add(a->nfloor[q], a->nfloor[n]);
+			a->nceil[q] = sat_add(a->nceil[q], a->nceil[n]);
+		}
+	}
+	/* Each parent's list of the child nodes that want something, in index order. */
+	for (t = 1; t < nt; t++) {
+		uint32_t n = (uint32_t)a->tnodes[t], q = a->parent[n];
+
+		if (a->nceil[n] == 0)
+			continue;
+		a->node_next[n] = SUB_NONE;
+		if (a->node_head[q] == SUB_NONE)
+			a->node_head[q] = n;
+		else
+			a->node_next[a->node_tail[q]] = n;
+		a->node_tail[q] = n;
+	}
+	root = a->nceil[SUB_ROOT];
+	if (link != 0)
+		root = min_u64(root, link);
+	a->given[SUB_ROOT] = root;
+	if (node_rate != NULL)
+		memset(node_rate, 0, a->nnodes * sizeof(*node_rate));
+	/* Top-down: the same split as sub_alloc_run's, over the children that want something. */
+	for (t = 0; t < nt; t++) {
+		uint32_t n = (uint32_t)a->tnodes[t], m = 0, k, e;
+		uint64_t total = a->given[n];
+
+		if (node_rate != NULL)
+			node_rate[n] = total;
+		for (k = a->node_head[n]; k != SUB_NONE; k = a->node_next[k], m++) {
+			a->kfloor[m] = a->nfloor[k];
+			a->kceil[m] = a->nceil[k];
+		}
+		for (e = a->sub_head[n]; e != SUB_NONE; e = a->ent_next[e], m++) {
+			a->kfloor[m] = a->ent_floor[e];
+			a->kceil[m] = a->ent_ceil[e];
+		}
+		if (m == 0)
+			continue;
+		sub_waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch);
+		m = 0;
+		for (k = a->node_head[n]; k != SUB_NONE; k = a->node_next[k])
+			a->given[k] = a->kout[m++];
+		for (e = a->sub_head[n]; e != SUB_NONE; e = a->ent_next[e])
+			rate[a->ent_sub[e]] = a->kout[m++];
+	}
+	for (t = 0; t < nt; t++)
+		a->touched[a->tnodes[t]] = 0;
 	return root;
 }

@@ -44,6 +44,14 @@ struct sub_sched_dir {
 	uint64_t queued;         /* packets in all its schedulers */
 	uint64_t limit;          /* joint packet limit of them all; 0 = none */
 	uint32_t fat;            /* the subscriber found holding the most, last time */
+	/*
+	 * The subscribers holding a CAKE (and the link's entry), ascending: a
+	 * tick looks at these only, so its cost follows the active subscribers,
+	 * not the configured ones. One that takes a CAKE goes on fresh and
+	 * joins act at the next tick; act loses it when its CAKE goes back.
+	 */
+	uint32_t *act, *act_tmp, *fresh;
+	uint32_t nact, nfresh;
 	struct sub_sched_stats st;
 };
 
@@ -137,6 +145,8 @@ heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 		heap_down(ss, d, dir, ss->subs[moved].heap_pos[dir]);
 		return;
 	}
+	if (key == d->key[pos])
+		return; /* a packet behind others in a backlogged CAKE: nothing moves */
 	if (key < d->key[pos]) {
 		d->key[pos] = key;
 		heap_up(ss, d, dir, pos);
@@ -152,8 +162,9 @@ size_t
 sub_sched_bytes_for(uint32_t nsubs)
 {
 	/* Per subscriber and the link's entry: its record, and per direction its heap slot,
-	 * key, demand, rate and plan. */
-	size_t per = sizeof(struct sub_idle) + SUB_DIRS * (sizeof(uint32_t) + 4 * sizeof(uint64_t));
+	 * key, demand, rate and plan, and its places in the active lists. */
+	size_t per = sizeof(struct sub_idle) +
+		     SUB_DIRS * (4 * sizeof(uint32_t) + 4 * sizeof(uint64_t));
 
 	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
 }
@@ -171,6 +182,9 @@ sub_sched_free(struct sub_sched *ss)
 		free(d->key);
 		free(d->demand);
 		free(d->rate);
+		free(d->act);
+		free(d->act_tmp);
+		free(d->fresh);
 		free(ss->plan_max[dir]);
 	}
 	sub_lookup_free(ss->lookup);
@@ -245,9 +259,15 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 		d->demand = calloc(n, sizeof(*d->demand));
 		d->rate = calloc(n, sizeof(*d->rate));
 		ss->plan_max[dir] = calloc(n, sizeof(*ss->plan_max[dir]));
+		d->act = calloc(n, sizeof(*d->act));
+		d->act_tmp = calloc(n, sizeof(*d->act_tmp));
+		d->fresh = calloc(n, sizeof(*d->fresh));
 		if (d->heap == NULL || d->key == NULL || d->demand == NULL || d->rate == NULL ||
-		    ss->plan_max[dir] == NULL)
+		    ss->plan_max[dir] == NULL || d->act == NULL || d->act_tmp == NULL ||
+		    d->fresh == NULL)
 			goto nomem;
+		/* The link's own scheduler is always there. */
+		d->act[d->nact++] = set->nsubs;
 		d->pool = sub_pool_create(&cfg->params[dir], cfg->active, cfg->mem, err, errlen);
 		if (d->pool == NULL) {
 			sub_sched_free(ss);
@@ -324,7 +344,8 @@ static uint64_t
 demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 {
 	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
-	uint32_t backlog = sched_backlog_pkts(s->cake[dir]);
+	/* Its CAKE's backlog, kept beside the rest: no read of the CAKE per subscriber per tick. */
+	uint32_t backlog = s->qlen[dir];
 
 	s->tick_bytes[dir] = s->bytes[dir];
 	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
@@ -345,20 +366,81 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 	return keep_up > drain ? keep_up : drain;
 }
 
+/* Ascending, in place, no allocation (glibc's qsort may call malloc): a heapsort. */
+static void
+sort_u32(uint32_t *v, uint32_t n)
+{
+	for (uint32_t end = n, start = n / 2;;) {
+		uint32_t root, x;
+
+		if (start > 0) {
+			x = v[--start];
+			root = start;
+		} else {
+			if (end <= 1)
+				return;
+			x = v[--end];
+			v[end] = v[0];
+			root = 0;
+		}
+		for (;;) {
+			uint32_t c = 2 * root + 1;
+
+			if (c >= end)
+				break;
+			if (c + 1 < end && v[c + 1] > v[c])
+				c++;
+			if (v[c] <= x)
+				break;
+			v[root] = v[c];
+			root = c;
+		}
+		v[root] = x;
+	}
+}
+
+/* The subscribers that took a CAKE since the last tick join the active list, in order. */
+static void
+merge_fresh(struct sub_sched_dir *d)
+{
+	uint32_t i = 0, j = 0, n = 0, *t;
+
+	if (d->nfresh == 0)
+		return;
+	sort_u32(d->fresh, d->nfresh);
+	while (i < d->nact || j < d->nfresh)
+		if (j == d->nfresh || (i < d->nact && d->act[i] < d->fresh[j]))
+			d->act_tmp[n++] = d->act[i++];
+		else
+			d->act_tmp[n++] = d->fresh[j++];
+	t = d->act;
+	d->act = d->act_tmp;
+	d->act_tmp = t;
+	d->nact = n;
+	d->nfresh = 0;
+}
+
+/*
+ * The allocation over the subscribers holding a CAKE; every other one has
+ * no demand, so it takes nothing and needs no look. In ascending order, as
+ * a scan of them all would visit them (the pool and the heap see the same
+ * sequence of calls).
+ */
 static void
 sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 {
 	struct sub_sched_dir *d = &ss->d[dir];
 	uint64_t dt = now - d->last_tick;
-	uint32_t i;
+	uint32_t i, j, w;
 
-	for (i = 0; i <= ss->nsubs; i++) {
-		struct sub_idle *s = &ss->subs[i];
+	merge_fresh(d);
+	for (j = w = 0; j < d->nact; j++) {
+		struct sub_idle *s;
 
-		if (s->cake[dir] == NULL) {
-			d->demand[i] = 0;
+		i = d->act[j];
+		s = &ss->subs[i];
+		if (s->cake[dir] == NULL)
 			continue;
-		}
 		d->demand[i] = demand_of(s, dir, dt);
 		/* Drained and quiet for the hold: the CAKE goes back. */
 		if (i < ss->nsubs && d->demand[i] == 0 && s->heap_pos[dir] == SUB_NONE &&
@@ -367,25 +449,37 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 			CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
 			CTR_SET(s->rate[dir], 0);
 			d->st.given++;
+			continue;
 		}
+		d->act[w++] = i;
 	}
-	sub_alloc_run(ss->alloc, dir, d->link_bps, d->demand, d->rate, NULL);
-	for (i = 0; i <= ss->nsubs; i++) {
-		struct sub_idle *s = &ss->subs[i];
-		uint64_t bps = d->rate[i], r;
+	d->nact = w;
+	sub_alloc_run_active(ss->alloc, dir, d->link_bps, d->act, d->nact, d->demand, d->rate,
+			     NULL);
+	for (j = 0; j < d->nact; j++) {
+		struct sub_idle *s;
+		uint64_t bps, r;
 
+		i = d->act[j];
+		s = &ss->subs[i];
+		bps = d->rate[i];
 		/*
 		 * A subscriber without a standing queue is paced at its plan, not
 		 * at the share it was given: that share is about what it sends,
 		 * so a packet of a sparse flow (a call, a ping) would wait for the
 		 * rate to carry it, one inter-arrival time. Over a tick it still
 		 * sends about its demand, which the others' shares leave it; the
-		 * link's pacer bounds the sum.
+		 * link's pacer bounds the sum. Only while it got all it asked for:
+		 * one held below its demand competes for its node or the link, so
+		 * it would flip between the two rates from tick to tick (a rate
+		 * change costs a few hundred instructions) as its queue comes and
+		 * goes, and its share is what it may have.
 		 */
-		if (d->demand[i] != SUB_DEMAND_ALL && ss->plan_max[dir][i] > bps)
+		if (d->demand[i] != SUB_DEMAND_ALL && d->rate[i] >= d->demand[i] &&
+		    ss->plan_max[dir][i] > bps)
 			bps = ss->plan_max[dir][i];
 		r = bps / 8;
-		if (s->cake[dir] == NULL || r == 0 || r == s->rate[dir])
+		if (r == 0 || r == s->rate[dir])
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
@@ -511,6 +605,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 
 			CTR_SET(s->cake[dir], c);
 			d->st.taken++;
+			d->fresh[d->nfresh++] = sub;
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
 			 */
 			if (r != 0 && sched_set_rate(c, r, now) == 0)
@@ -632,6 +727,11 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 		}
 	}
 	d->queued = 0;
+	/* Whatever kept its CAKE (none should) stays active. */
+	d->nact = d->nfresh = 0;
+	for (uint32_t i = 0; i <= ss->nsubs; i++)
+		if (ss->subs[i].cake[dir] != NULL)
+			d->act[d->nact++] = i;
 }
 
 uint64_t

@@ -1224,7 +1224,10 @@ static const struct err_case err_cases[] = {
 	  "log.level: expected \"error\", \"warning\", \"notice\", \"info\" or \"debug\"" },
 	/* metrics */
 	{ TOP("'metrics': 9464"), "metrics: expected an object, got an integer" },
-	{ TOP("'metrics': {'port': 9464}"), "metrics.port: unknown key (known: enabled, listen)" },
+	{ TOP("'metrics': {'port': 9464}"),
+	  "metrics.port: unknown key (known: enabled, listen, subscribers_top)" },
+	{ TOP("'metrics': {'subscribers_top': 101}"),
+	  "metrics.subscribers_top: 101 is out of range 0..100" },
 	{ TOP("'metrics': {'enabled': 1}"),
 	  "metrics.enabled: expected true or false, got an integer" },
 	{ TOP("'metrics': {'listen': 9464}"), "metrics.listen: expected a string, got an integer" },

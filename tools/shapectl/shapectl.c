@@ -987,7 +987,7 @@ cmd_watch(struct sc_conn *c, const struct opts *o)
 static int
 cmd_metrics(struct sc_conn *c)
 {
-	json_t *v, *s;
+	json_t *v, *s, *m = NULL;
 	int rc = sc_call(c, "version", NULL, &v);
 
 	if (rc != SC_EXIT_OK)
@@ -998,8 +998,13 @@ cmd_metrics(struct sc_conn *c)
 				       "1 when shapectl got an answer from shaperd") == 0
 				     ? SC_EXIT_OK
 				     : SC_EXIT_IO;
+	/* Per node and the top subscribers (empty lists when subscribers are not shaped). */
+	if (rc == SC_EXIT_OK && sc_call(c, "subscribers.metrics", NULL, &m) == SC_EXIT_OK &&
+	    ctl_metrics_print_subscribers(stdout, m) != 0)
+		rc = SC_EXIT_IO;
 	json_decref(v);
 	json_decref(s);
+	json_decref(m);
 	return rc;
 }
 

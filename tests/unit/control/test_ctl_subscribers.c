@@ -19,7 +19,9 @@
 #include <jansson.h>
 
 #include "shaper/classify.h"
+#include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/metrics.h"
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_pool.h"
@@ -468,6 +470,129 @@ test_change_refusals(void **state)
 	assert_int_equal(count(), NSUB);
 }
 
+/* subscribers.metrics through a backend whose started configuration asks for top. */
+static json_t *
+ask_metrics(const char *req, uint32_t top)
+{
+	static struct shaper_config started;
+	struct ctl_config_file file = { .path = "shaper.json", .started = &started };
+	struct ctl_backend be = { .subs = be_subs, .config_file = &file };
+	char *line;
+	json_t *rep, *res;
+
+	started.metrics_subscribers_top = top;
+	line = ctl_handle_request_as(&be, SHAPER_LEVEL_USER, req, strlen(req), NULL);
+	assert_non_null(line);
+	rep = json_loads(line, 0, NULL);
+	if (rep == NULL || !json_is_true(json_object_get(rep, "ok")))
+		fail_msg("%s -> %s", req, line);
+	free(line);
+	res = json_incref(json_object_get(rep, "result"));
+	json_decref(rep);
+	return res;
+}
+
+/* The exposition of one subscribers.metrics result; the caller frees it. */
+static char *
+exposition(const json_t *r)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	assert_int_equal(ctl_metrics_print_subscribers(f, r), 0);
+	assert_int_equal(fclose(f), 0);
+	return text;
+}
+
+static unsigned int
+lines_starting(const char *text, const char *prefix)
+{
+	unsigned int n = 0;
+
+	for (const char *p = text; p != NULL && *p != '\0'; p = strchr(p, '\n'), p = p ? p + 1 : p)
+		n += strncmp(p, prefix, strlen(prefix)) == 0;
+	return n;
+}
+
+/*
+ * Per-node series for every node, per-subscriber ones only for the top N
+ * by bytes sent since the previous call, label values escaped.
+ */
+static void
+test_metrics(void **state)
+{
+	const char *req = "{\"cmd\":\"subscribers.metrics\"}";
+	uint32_t tower;
+	json_t *r;
+	char *text;
+
+	(void)state;
+	/* c2 under a node whose name, like c2's id, needs escaping. */
+	assert_int_equal(sub_set_add_node(&W.set, &tower), 0);
+	snprintf(W.set.nodes[tower].name, SUB_ID_LEN, "tower \"A\"\\1");
+	W.set.nodes[tower].parent = SUB_ROOT;
+	W.set.subs[2].node = tower;
+	snprintf(W.set.subs[2].id, SUB_ID_LEN, "c\"2\\");
+
+	r = ask_metrics(req, 2);
+	assert_int_equal(json_integer_value(json_object_get(r, "top")), 2);
+	text = exposition(r);
+	/* Every node, both directions; the top two of three, both directions. */
+	assert_int_equal(lines_starting(text, "shaper_node_bytes_total{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_node_drops_total{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_node_rate_bytes_per_second{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_bytes_total{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_rate_bytes_per_second{"), 4);
+	assert_int_equal(lines_starting(text, "# TYPE shaper_subscriber_bytes_total counter"), 1);
+	assert_non_null(strstr(text,
+			       "shaper_node_bytes_total{node=\"link\",direction=\"downstream\"} "
+			       "4200\n"));
+	assert_non_null(strstr(text, "shaper_node_bytes_total{node=\"tower \\\"A\\\"\\\\1\","
+				     "direction=\"downstream\"} 3000\n"));
+	assert_non_null(strstr(text,
+			       "shaper_subscriber_bytes_total{subscriber=\"c\\\"2\\\\\","
+			       "node=\"tower \\\"A\\\"\\\\1\",direction=\"downstream\"} 3000\n"));
+	assert_non_null(strstr(text,
+			       "shaper_subscriber_bytes_total{subscriber=\"c1\",node=\"link\","
+			       "direction=\"upstream\"} 0\n"));
+	assert_null(strstr(text, "subscriber=\"c0\"")); /* sent nothing: not in the top two */
+	free(text);
+	json_decref(r);
+
+	/* Nothing sent since: all tie at 0, slot order, so c0 now ranks first. */
+	r = ask_metrics(req, 1);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
+	assert_string_equal(json_string_value(json_object_get(
+					    json_array_get(json_object_get(r, "subscribers"), 0),
+					    "id")),
+			    "c0");
+	json_decref(r);
+
+	/* top 0 (the default): nodes only; args.top overrides the configuration. */
+	r = ask_metrics(req, 0);
+	text = exposition(r);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_"), 0);
+	assert_int_equal(lines_starting(text, "shaper_node_bytes_total{"), 4);
+	free(text);
+	json_decref(r);
+	r = ask_metrics("{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":100}}", 0);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), NSUB);
+	json_decref(r);
+	refused(SHAPER_LEVEL_USER, "{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":101}}",
+		"invalid_argument");
+
+	/* Subscribers not shaped: empty lists, no families. */
+	W.off = true;
+	r = ask_metrics(req, 5);
+	text = exposition(r);
+	assert_string_equal(text, "");
+	free(text);
+	json_decref(r);
+	W.off = false;
+}
+
 int
 main(void)
 {
@@ -477,6 +602,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_del, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
