@@ -25,6 +25,15 @@ phase, how long after the drop the induced latency's 1-s median is back
 under 10 ms and under 15 ms, and how long after the recovery the downloads' 1-s goodput is
 back at 0.9 of the new rate. DIR/autorate.json and DIR/autorate.png (rate,
 RTT and goodput over time). Needs what run.py needs, and tc.
+
+Not here: path-delay steps (a satellite switch, a handover). The bed's base
+RTT is shaperd's own delay line (`emulate`), fixed at start, and this
+kernel has no qdisc that delays (no netem, no fq or etf for a BPF
+program's departure times). A step needs one of: a kernel with
+sch_netem (`tc qdisc change ... netem delay`), or sch_fq with a tc BPF
+program setting each packet's departure time from a map the run updates,
+or an `emulate.delay` that config.set can change while running. The
+simulator has the scenario (tests/sim/test_autorate.c, test_path_steps).
 """
 import argparse
 import json
