@@ -513,8 +513,10 @@ simulate(const struct scen *s, struct run *r)
 			jsonl_line(jsonl, r, now, m, dq);
 		if (s->autorate[DOWN])
 			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN]);
+#ifndef AR_OLD
 		r->owd[t] = r->a[DOWN].owd_last_ns != UINT64_MAX ? r->a[DOWN].owd_last_ns / 1e6
 								 : -1;
+#endif
 		if (s->autorate[UP]) {
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
 			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
