@@ -10,8 +10,9 @@
  * time (a TSval awaiting its echo, a segment awaiting its ACK): at most one
  * sample per round trip, which keeps the state of a flow in one cache line.
  * Each sample is also reported against the flow's baseline (the lowest RTT
- * over the last one to two windows), so a rise says "a queue grew on the
- * path", whatever the remote's distance.
+ * over the last one to two windows), or its remote host's where that is
+ * lower or the flow is too young for one (RTT_HOST_SLOTS), so a rise says
+ * "a queue grew on the path", whatever the remote's distance.
  *
  * Memory is one fixed table allocated up front: 4-way buckets, the least
  * recently seen flow of a full bucket is evicted once it has been idle for
@@ -65,6 +66,26 @@ enum rtt_method {
  */
 #define RTT_BASE_SAMPLES 2
 
+/*
+ * WAN-side baselines per remote host, so that a new flow to a host already
+ * known is judged from its first sample: short flows (a web page's, an
+ * API's) live a few round trips, too few for a baseline of their own, and
+ * one they made under a standing queue would read "no queue". The remote
+ * host is its address's /24 (IPv4) or /48 (IPv6): the longest prefixes
+ * routed separately on the Internet (what is announced longer is filtered),
+ * so every address in one shares the path up to its site, and a CDN's many
+ * addresses there share one baseline. The baseline is the lowest sample of
+ * the host's flows over this and the last RTT_BASE_WIN_NS window, as a
+ * flow's own; a host without samples for two windows starts over. A flow
+ * is judged against the lower of its own baseline and its host's; before it
+ * has RTT_BASE_SAMPLES of its own, against its host's only if another flow
+ * set it (never against its own handshake). Direct-mapped: a host whose
+ * slot another holds, seen within RTT_IDLE_NS, goes without (counted).
+ */
+#define RTT_HOST_SLOTS   2048
+#define RTT_HOST_V4_BITS 24
+#define RTT_HOST_V6_BITS 48
+
 struct rtt_sample {
 	uint64_t rtt_ns;
 	uint64_t base_ns; /* the flow's baseline for this side before this sample (its first:
@@ -103,6 +124,16 @@ struct rtt_flow {
 	uint8_t nsamples[RTT_SIDES]; /* samples of each side so far (saturating) */
 } __attribute__((aligned(64)));
 
+/* A remote host's WAN-side baseline (see RTT_HOST_SLOTS). */
+struct rtt_host {
+	uint32_t tag;           /* the prefix's hash | 1; 0: free */
+	uint32_t win_min_us[2]; /* this window's and the last window's lowest sample */
+	uint32_t who[2];        /* the flow (its hash | 1) that set each */
+	uint32_t win_start;     /* in units of 2^20 ns, as rtt_flow's */
+	uint32_t last;          /* the latest sample, same units */
+	uint32_t pad;
+};
+
 /* Half a cache line per bucket. */
 struct rtt_bucket {
 	uint32_t tag[RTT_BUCKET_WAYS];  /* the flows' tags; 0 = a free way */
@@ -121,11 +152,14 @@ struct rtt_counters {
 	uint64_t no_room; /* packets of new flows not timed: their bucket's flows are all in use */
 	uint64_t ts_full; /* new TSvals not recorded: one was already awaiting its echo */
 	uint64_t karn;    /* sequence samples dropped for a retransmission */
+	uint64_t host_based;      /* WAN-side samples judged by their host's lower baseline */
+	uint64_t host_collisions; /* WAN-side samples whose host's slot another host held */
 };
 
 struct rtt_table {
 	struct rtt_bucket *buckets;
 	struct rtt_flow *flows; /* RTT_BUCKET_WAYS per bucket, in bucket order */
+	struct rtt_host *hosts; /* RTT_HOST_SLOTS */
 	uint32_t mask;          /* buckets - 1 */
 	struct rtt_hist hist[RTT_SIDES];
 	/* The lowest and highest sample of each side since rtt_range_take (UINT64_MAX, 0: none). */
@@ -157,6 +191,23 @@ bool rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
  */
 unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 			       enum rtt_dir dir, uint64_t now, struct rtt_sample *out);
+
+/*
+ * The remote host of a classified packet going in direction dir (the
+ * source of one coming down, the destination of one going up): a hash of
+ * its address's /24 or /48 (RTT_HOST_SLOTS).
+ */
+uint32_t rtt_host_key(const struct sh_pkt *p, enum rtt_dir dir);
+
+/*
+ * Judge a WAN-side sample s of flow flow_hash, to the remote host host_key,
+ * also against the host's baseline (RTT_HOST_SLOTS): lowers s->base_ns and
+ * sets s->established where that says so, then takes s into the host's
+ * baseline. rtt_observe and rtt_observe_burst do this for every WAN-side
+ * sample; exposed for models that make their own samples.
+ */
+void rtt_host_judge(struct rtt_table *t, uint32_t host_key, uint32_t flow_hash, uint64_t now,
+		    struct rtt_sample *s);
 
 /* A classified TCP packet's TSval, if it carries the timestamp option. */
 bool rtt_tsval(const struct sh_pkt *p, uint32_t *tsval);

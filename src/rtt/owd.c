@@ -16,12 +16,24 @@ below(uint32_t a, uint32_t b)
 	return (int32_t)(a - b) < 0;
 }
 
+/*
+ * A minimum taken at at_ms, as it stands at now_ms: risen by OWD_CREEP_PPM
+ * of the time since (in us: ms * ppm / 1000), so a sender's clock running
+ * that much slower than ours is followed and does not read as a queue.
+ */
+static inline uint32_t
+crept(uint32_t min, uint32_t at_ms, uint32_t now_ms)
+{
+	return min + (uint32_t)((uint64_t)(now_ms - at_ms) * OWD_CREEP_PPM / 1000);
+}
+
 /* A new flow in slot s (its first packet here). */
 static void
 slot_start(struct owd_slot *s, uint32_t tag, uint32_t tsval, uint32_t off, uint32_t now_ms)
 {
 	s->tag = tag;
 	s->min_cur = s->min_prev = off;
+	s->min_cur_ms = s->min_prev_ms = now_ms;
 	s->win_start_ms = s->first_ms = s->last_ms = now_ms;
 	s->first_tsval = tsval;
 	s->state = OWD_SETTLING;
@@ -47,7 +59,7 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	uint32_t tag = flow_hash | 1;
 	uint32_t now_ms = (uint32_t)(now / 1000000);
 	uint32_t off = (uint32_t)(now / 1000) - tsval * 1000u;
-	uint32_t base;
+	uint32_t base, cur, prev;
 
 	if (s->tag != tag) {
 		/* Another flow's slot: taken over only once that flow has gone quiet. */
@@ -66,10 +78,13 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	s->last_ms = now_ms;
 	if (now_ms - s->win_start_ms >= OWD_WINDOW_MS) {
 		s->min_prev = s->min_cur;
+		s->min_prev_ms = s->min_cur_ms;
 		s->min_cur = off;
+		s->min_cur_ms = now_ms;
 		s->win_start_ms = now_ms;
-	} else if (below(off, s->min_cur)) {
+	} else if (below(off, crept(s->min_cur, s->min_cur_ms, now_ms))) {
 		s->min_cur = off;
+		s->min_cur_ms = now_ms;
 	}
 	if (s->state == OWD_SETTLING) {
 		if (now_ms - s->first_ms < OWD_SETTLE_MS)
@@ -78,7 +93,9 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	}
 	if (s->state != OWD_OK)
 		return -1;
-	base = below(s->min_prev, s->min_cur) ? s->min_prev : s->min_cur;
+	cur = crept(s->min_cur, s->min_cur_ms, now_ms);
+	prev = crept(s->min_prev, s->min_prev_ms, now_ms);
+	base = below(prev, cur) ? prev : cur;
 	if (below(off, base))
 		return 0;
 	return (int64_t)(uint32_t)(off - base) * 1000;

@@ -30,10 +30,13 @@
 #define RTT_SEEN_SHIFT 16 /* bucket ages in units of 65.5 us: wrap after 78 hours */
 #define RTT_WIN_SHIFT  20 /* rtt_flow.win_start's unit, about 1 ms */
 #define RTT_WIN_UNITS  ((RTT_BASE_WIN_NS + (1ull << RTT_WIN_SHIFT) - 1) >> RTT_WIN_SHIFT)
+#define RTT_IDLE_UNITS (RTT_IDLE_NS >> RTT_WIN_SHIFT)
 
 _Static_assert(sizeof(struct rtt_flow) == 64, "a flow is one cache line");
 _Static_assert(sizeof(struct rtt_bucket) == 32, "a bucket is half a cache line");
 _Static_assert(RTT_MAX_NS / 1000 <= UINT32_MAX, "a sample fits 32-bit us");
+_Static_assert((RTT_HOST_SLOTS & (RTT_HOST_SLOTS - 1)) == 0, "host slots: a power of two");
+_Static_assert(RTT_HOST_V6_BITS % 8 == 0 && RTT_HOST_V6_BITS <= 56, "a /48 is whole bytes");
 
 /* The state bits of direction dir. */
 #define ST_HAVE(dir)     ((uint8_t)(RTT_HAVE << (2 * (dir))))
@@ -81,9 +84,11 @@ rtt_table_new(uint32_t max_flows)
 	/* aligned_alloc wants a multiple of the alignment */
 	t->buckets = aligned_alloc(64, ((size_t)buckets * sizeof(*t->buckets) + 63) & ~(size_t)63);
 	t->flows = aligned_alloc(64, (size_t)buckets * RTT_BUCKET_WAYS * sizeof(*t->flows));
-	if (t->buckets == NULL || t->flows == NULL) {
+	t->hosts = calloc(RTT_HOST_SLOTS, sizeof(*t->hosts));
+	if (t->buckets == NULL || t->flows == NULL || t->hosts == NULL) {
 		free(t->buckets);
 		free(t->flows);
+		free(t->hosts);
 		free(t);
 		return NULL;
 	}
@@ -101,6 +106,7 @@ rtt_table_free(struct rtt_table *t)
 		return;
 	free(t->buckets);
 	free(t->flows);
+	free(t->hosts);
 	free(t);
 }
 
@@ -375,6 +381,70 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 	out->method = (uint8_t)method;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Remote hosts' baselines (RTT_HOST_SLOTS)                                */
+/* ---------------------------------------------------------------------- */
+
+uint32_t
+rtt_host_key(const struct sh_pkt *p, enum rtt_dir dir)
+{
+	const uint8_t *ip = p->data + p->l3_off;
+	uint64_t v = 0;
+
+	if (p->flags & SH_PKT_IPV4) {
+		v = be32(ip + (dir == RTT_DOWN ? 12 : 16)) >> (32 - RTT_HOST_V4_BITS);
+	} else {
+		const uint8_t *a = ip + (dir == RTT_DOWN ? 8 : 24);
+
+		for (unsigned int i = 0; i < RTT_HOST_V6_BITS / 8; i++)
+			v = v << 8 | a[i];
+		v |= 1ull << 63; /* apart from every IPv4 prefix */
+	}
+	v *= 0x9e3779b97f4a7c15ull; /* Fibonacci hashing: the high half is well mixed */
+	return (uint32_t)(v >> 32);
+}
+
+void
+rtt_host_judge(struct rtt_table *t, uint32_t host_key, uint32_t flow_hash, uint64_t now,
+	       struct rtt_sample *s)
+{
+	struct rtt_host *h = &t->hosts[host_key & (RTT_HOST_SLOTS - 1)];
+	uint32_t tag = host_key | 1, me = flow_hash | 1, now_w = (uint32_t)(now >> RTT_WIN_SHIFT);
+	uint32_t us = (uint32_t)(s->rtt_ns / 1000), base = UINT32_MAX;
+
+	if (h->tag != tag) {
+		if (h->tag != 0 && now_w - h->last < RTT_IDLE_UNITS) {
+			t->c.host_collisions++;
+			return;
+		}
+		memset(h, 0, sizeof(*h));
+		h->tag = tag;
+		h->win_min_us[0] = h->win_min_us[1] = UINT32_MAX;
+		h->win_start = now_w;
+	} else if (now_w - h->win_start >= RTT_WIN_UNITS) {
+		/* A window on; after two without a sample, nothing of before is current. */
+		h->win_min_us[1] = now_w - h->win_start < 2 * RTT_WIN_UNITS ? h->win_min_us[0]
+									    : UINT32_MAX;
+		h->who[1] = h->who[0];
+		h->win_min_us[0] = UINT32_MAX;
+		h->win_start = now_w;
+	}
+	/* A young flow only against other flows' samples: never its own handshake. */
+	for (unsigned int w = 0; w < 2; w++)
+		if (h->win_min_us[w] < base && (s->established || h->who[w] != me))
+			base = h->win_min_us[w];
+	if (base != UINT32_MAX && (!s->established || (uint64_t)base * 1000 < s->base_ns)) {
+		s->base_ns = (uint64_t)base * 1000;
+		s->established = true;
+		t->c.host_based++;
+	}
+	h->last = now_w;
+	if (us < h->win_min_us[0]) {
+		h->win_min_us[0] = us;
+		h->who[0] = me;
+	}
+}
+
 /* Samples of what dir's opposite direction recorded are of this side. */
 #define SIDE_OF_RECORDER(recorder) ((recorder) == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN)
 
@@ -565,8 +635,13 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 	if (!pkt_wanted(p))
 		return false;
 	t->c.packets++;
-	return dir == RTT_UP ? pkt_observe(t, p, RTT_UP, now16, now, out)
-			     : pkt_observe(t, p, RTT_DOWN, now16, now, out);
+	if (dir == RTT_UP)
+		return pkt_observe(t, p, RTT_UP, now16, now, out);
+	if (!pkt_observe(t, p, RTT_DOWN, now16, now, out))
+		return false;
+	if (out->side == RTT_SIDE_WAN)
+		rtt_host_judge(t, rtt_host_key(p, RTT_DOWN), p->flow_hash, now, out);
+	return true;
 }
 
 static inline __attribute__((always_inline)) unsigned int
@@ -583,7 +658,12 @@ observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 		if (!pkt_wanted(p))
 			continue;
 		tcp++;
-		o += pkt_observe(t, p, dir, now16, now, o);
+		if (!pkt_observe(t, p, dir, now16, now, o))
+			continue;
+		/* An echo coming down completes a WAN-side sample: its host's baseline too. */
+		if (dir == RTT_DOWN && o->side == RTT_SIDE_WAN)
+			rtt_host_judge(t, rtt_host_key(p, RTT_DOWN), p->flow_hash, now, o);
+		o++;
 	}
 	t->c.packets += tcp;
 	return (unsigned int)(o - out);

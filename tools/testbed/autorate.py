@@ -25,6 +25,15 @@ phase, how long after the drop the induced latency's 1-s median is back
 under 10 ms and under 15 ms, and how long after the recovery the downloads' 1-s goodput is
 back at 0.9 of the new rate. DIR/autorate.json and DIR/autorate.png (rate,
 RTT and goodput over time). Needs what run.py needs, and tc.
+
+Not here: path-delay steps (a satellite switch, a handover). The bed's base
+RTT is shaperd's own delay line (`emulate`), fixed at start, and this
+kernel has no qdisc that delays (no netem, no fq or etf for a BPF
+program's departure times). A step needs one of: a kernel with
+sch_netem (`tc qdisc change ... netem delay`), or sch_fq with a tc BPF
+program setting each packet's departure time from a map the run updates,
+or an `emulate.delay` that config.set can change while running. The
+simulator has the scenario (tests/sim/test_autorate.c, test_path_steps).
 """
 import argparse
 import json
@@ -66,11 +75,17 @@ class RatePoller(threading.Thread):
             if not st:
                 continue
             d = st.get("directions", {})
-            iv = d.get("downstream", {}).get("rtt", {}).get("interval", {})
+            dn, up = d.get("downstream", {}), d.get("upstream", {})
+            iv = dn.get("rtt", {}).get("interval", {})
+            # The rate the controller held, and what the shaper sent by its own
+            # clock: (time_ns, tx_bytes) of each direction, the poller's own
+            # timing (a busy neighbour can delay it) does not enter.
             self.samples.append((time.time() - self.t0,
-                                 d.get("downstream", {}).get("bandwidth", 0) * 8 / 1e6,
-                                 d.get("upstream", {}).get("bandwidth", 0) * 8 / 1e6,
-                                 iv.get("median_us", 0) / 1e3))
+                                 dn.get("bandwidth", 0) * 8 / 1e6,
+                                 up.get("bandwidth", 0) * 8 / 1e6,
+                                 iv.get("median_us", 0) / 1e3,
+                                 dn.get("time_ns", 0), dn.get("tx_bytes", 0),
+                                 up.get("time_ns", 0), up.get("tx_bytes", 0)))
 
     def stop(self):
         self.stop_ev.set()
@@ -144,6 +159,33 @@ def analyse(args, raw):
         for d in ("down", "up"):
             ph["goodput_%s_of_modem" % d] = bed_run.mbit_in(sums[d], a, b) / (modem[d] * share)
         out["phases"][name] = ph
+    # The controller itself, from the rate poller: the rate it held (mean of
+    # the samples) and what the shaper sent over its own clock (time_ns), as
+    # shares of the modem's rate in each phase.
+    col = {"down": (1, 4, 5), "up": (2, 6, 7)}
+    rates = raw["rates"]
+    for name, (a, b, share) in phases.items():
+        ph = out["phases"][name]
+        inside = [s for s in rates if a <= s[0] < b and len(s) > 7]
+        for d, (ci, ti, bi) in col.items():
+            m = modem[d] * share
+            ph["held_%s_of_modem" % d] = (sum(s[ci] for s in inside) / len(inside) / m
+                                          if inside else None)
+            ph["held_%s_lowest_of_modem" % d] = (min(s[ci] for s in inside) / m
+                                                 if inside else None)
+            sent = None
+            if len(inside) >= 2 and inside[-1][ti] > inside[0][ti]:
+                sent = ((inside[-1][bi] - inside[0][bi]) * 8 / 1e6 /
+                        ((inside[-1][ti] - inside[0][ti]) / 1e9) / m)
+            ph["sent_%s_of_modem" % d] = sent
+    # How long after the recovery the held rate is back at 0.9 of the modem.
+    for d, (ci, _, _) in col.items():
+        key = "held_%s_back_to_0.9_s" % d
+        out[key] = None
+        for s in rates:
+            if s[0] >= L + 2 * P and s[ci] >= 0.9 * modem[d]:
+                out[key] = round(s[0] - (L + 2 * P), 1)
+                break
     # Back under 10 (15) ms: the first 1-s window after the drop whose median is.
     drop, rec = L + P, L + 2 * P
     for bound in (10, 15):
@@ -268,6 +310,11 @@ def main():
                                                     ph["goodput_up_of_modem"], ph["induced_median_ms"] or -1))
         print("%-8s latency under 10 ms %s s after the drop; goodput at 0.9 %s s after the recovery" % (
             mode, r["latency_back_under_10ms_s"], r["goodput_back_to_0.9_s"]))
+        for name, ph in r["phases"].items():
+            print("%-8s %-10s held %s / %s, shaper sent %s / %s of the modem (down / up)" % (
+                mode, name, *["%.3f" % ph[k] if ph.get(k) is not None else None for k in (
+                    "held_down_of_modem", "held_up_of_modem", "sent_down_of_modem",
+                    "sent_up_of_modem")]))
     with open(os.path.join(out, "autorate.json"), "w") as f:
         json.dump(results, f, indent=1)
     plot(args, results, raws, os.path.join(out, "autorate.png"))

@@ -127,6 +127,9 @@ test_up(void **state)
 	assert_int_equal(d.a.rate, MBIT(100));
 }
 
+/* What a baseline taken ms milliseconds ago has crept up by (OWD_CREEP_PPM), in ns. */
+#define CREPT_NS(ms) ((uint64_t)(ms)*OWD_CREEP_PPM / 1000 * 1000)
+
 /* The downstream one-way delay from TSvals: rises above each flow's own settled baseline. */
 static void
 test_owd(void **state)
@@ -145,7 +148,7 @@ test_owd(void **state)
 	/* Settled, the clock at 1 kHz: the same offset is no rise. */
 	assert_int_equal(owd_observe(&t, 0x1234, ts + 600, now + MS(600)), 0);
 	/* Sent 1 ms later but here 7 ms later: 6 ms in a queue on the way. */
-	assert_int_equal(owd_observe(&t, 0x1234, ts + 601, now + MS(607)), MS(6));
+	assert_int_equal(owd_observe(&t, 0x1234, ts + 601, now + MS(607)), MS(6) - CREPT_NS(7));
 	/* A faster path than the baseline lowers it. */
 	assert_int_equal(owd_observe(&t, 0x1234, ts + 700, now + MS(699)), 0);
 	assert_int_equal(owd_observe(&t, 0x1234, ts + 701, now + MS(701)), MS(1));
@@ -154,7 +157,7 @@ test_owd(void **state)
 		int64_t r = owd_observe(&t, 0x1234, ts + 700 + s * 1000 + 4,
 					now + MS(699) + MS(s * 1000) + MS(9));
 		if (s < 10)
-			assert_int_equal(r, MS(5));
+			assert_int_equal(r, MS(5) - CREPT_NS(s * 1000 + 9));
 		if (s > 21)
 			assert_int_equal(r, 0);
 	}
@@ -162,6 +165,34 @@ test_owd(void **state)
 	assert_int_equal(owd_observe(&t, 0x5678, 0xfffffff0u, now), -1);
 	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 500, now + MS(0x20 + 500)), 0);
 	assert_int_equal(owd_observe(&t, 0x5678, 0x00000010u + 501, now + MS(0x20 + 504)), MS(3));
+}
+
+/*
+ * A sender's clock 100 ppm slow (an NTP-slewed server against our TSC):
+ * one-way delays grow 1 ms every 10 s with no queue. The baseline follows
+ * it (OWD_CREEP_PPM); a real queue of 5 ms still reads as one.
+ */
+static void
+test_owd_drift(void **state)
+{
+	static struct owd_table t;
+	uint64_t now = MS(5000);
+	int64_t r, worst = 0;
+
+	(void)state;
+	owd_table_init(&t);
+	/* A packet every 10 ms for 40 s, the sender's ms 0.9999 of ours. */
+	for (uint32_t ms = 0; ms <= 40000; ms += 10) {
+		r = owd_observe(&t, 0x40, 1000 + (uint32_t)((uint64_t)ms * 9999 / 10000),
+				now + MS(ms));
+		if (ms >= 1000 && r > worst)
+			worst = r;
+	}
+	/* Without the creep: up to 2 ms (a minimum 20 s old); the rounding of TSvals is 1 ms. */
+	assert_true(worst <= (int64_t)MS(1));
+	/* 5 ms of queue on top is seen (less what 10 ms of creep takes). */
+	r = owd_observe(&t, 0x40, 1000 + 40010 * 9999 / 10000 - 5, now + MS(40010));
+	assert_true(r >= (int64_t)MS(4) && r <= (int64_t)MS(6));
 }
 
 /* Flows whose TSval clock is not at 1 kHz are left out; slots are not stolen; stale ones go. */
@@ -186,7 +217,7 @@ test_owd_flows(void **state)
 	assert_int_equal(owd_observe(&t, 0x20, 100, now), -1);
 	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now + MS(100)), -1);
 	assert_int_equal(t.c.collisions, 1);
-	assert_int_equal(owd_observe(&t, 0x20, 100 + 600, now + MS(602)), MS(2));
+	assert_int_equal(owd_observe(&t, 0x20, 100 + 600, now + MS(602)), MS(2) - CREPT_NS(602));
 	/* Once the owner is quiet for OWD_STALE_MS, the slot goes to the newcomer. */
 	now += MS(602) + MS(OWD_STALE_MS);
 	assert_int_equal(owd_observe(&t, 0x20 + OWD_SLOTS, 9, now), -1);
@@ -550,6 +581,7 @@ main(void)
 		cmocka_unit_test(test_up),
 		cmocka_unit_test(test_owd),
 		cmocka_unit_test(test_owd_flows),
+		cmocka_unit_test(test_owd_drift),
 		cmocka_unit_test(test_attribute),
 		cmocka_unit_test(test_cut_at_any_load),
 		cmocka_unit_test(test_threshold_at_low_rate),

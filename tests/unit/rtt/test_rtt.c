@@ -3,7 +3,8 @@
  * side) over IPv4 and IPv6, repeated and older TSvals, one TSval in flight,
  * wraparound of TSval and sequence numbers, sequence/ACK sampling with
  * Karn's rule, Ethernet padding, eviction of the least recently seen flow
- * once idle, the baseline and the histogram.
+ * once idle, the baseline (a flow's own and its remote host's) and the
+ * histogram.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,8 +44,10 @@ struct seg {
 	int ts;
 	uint32_t tsval, tsecr;
 	uint32_t payload;
-	uint16_t lan_port; /* 0: LAN_PORT */
-	uint16_t vlan;     /* an 802.1Q tag with this id (IPv4 only); 0: untagged */
+	uint16_t lan_port;   /* 0: LAN_PORT */
+	uint16_t vlan;       /* an 802.1Q tag with this id (IPv4 only); 0: untagged */
+	uint32_t wan_ip;     /* the remote host (IPv4); 0: WAN_IP */
+	const uint8_t *wan6; /* the remote host (IPv6); NULL: v6wan */
 };
 
 static const struct sh_pkt *
@@ -54,6 +57,8 @@ build(const struct seg *s)
 	uint16_t lp = s->lan_port ? s->lan_port : LAN_PORT;
 	uint16_t sport = s->dir == RTT_UP ? lp : WAN_PORT;
 	uint16_t dport = s->dir == RTT_UP ? WAN_PORT : lp;
+	uint32_t wan_ip = s->wan_ip ? s->wan_ip : WAN_IP;
+	const uint8_t *wan6 = s->wan6 ? s->wan6 : v6wan;
 
 	opt[4] = (uint8_t)(s->tsval >> 24), opt[5] = (uint8_t)(s->tsval >> 16);
 	opt[6] = (uint8_t)(s->tsval >> 8), opt[7] = (uint8_t)s->tsval;
@@ -63,7 +68,7 @@ build(const struct seg *s)
 		pb_init(&buf);
 		pb_eth_macs(&buf, 1, 2);
 		pb_u16(&buf, 0x86dd);
-		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : v6wan, s->dir == RTT_UP ? v6wan : v6lan, 6,
+		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : wan6, s->dir == RTT_UP ? wan6 : v6lan, 6,
 			0, 0);
 		pb_tcp(&buf, sport, dport, s->seq, s->ack, s->flags, s->ts ? opt : NULL,
 		       s->ts ? 12 : 0);
@@ -71,8 +76,8 @@ build(const struct seg *s)
 			pb_u8(&buf, (uint8_t)i);
 		pb_finish(&buf);
 	} else {
-		pb_ipv4_tcp(&buf, s->dir == RTT_UP ? LAN_IP : WAN_IP,
-			    s->dir == RTT_UP ? WAN_IP : LAN_IP, sport, dport, s->seq, s->ack,
+		pb_ipv4_tcp(&buf, s->dir == RTT_UP ? LAN_IP : wan_ip,
+			    s->dir == RTT_UP ? wan_ip : LAN_IP, sport, dport, s->seq, s->ack,
 			    s->flags, s->ts ? opt : NULL, s->ts ? 12 : 0, s->payload);
 	}
 	if (s->vlan != 0) {
@@ -488,6 +493,95 @@ test_baseline(void **state)
 	rtt_table_free(t);
 }
 
+/* One WAN-side sample of RTT r on the flow of LAN port lp to the host of seg proto. */
+static void
+host_sample(struct rtt_table *t, const struct seg *proto, uint16_t lp, uint32_t *v, uint64_t now,
+	    uint64_t r, struct rtt_sample *smp)
+{
+	struct seg up = *proto, dn = *proto;
+
+	up.dir = RTT_UP, up.lan_port = lp, up.tsval = *v, up.payload = 10;
+	dn.dir = RTT_DOWN, dn.lan_port = lp, dn.tsval = 1, dn.tsecr = *v, dn.payload = 0;
+	(*v)++;
+	feed(t, &up, now, NULL);
+	assert_int_equal(feed(t, &dn, now + r, smp), r);
+}
+
+/*
+ * A new flow to a host known from other flows (its /24, or /48) is judged
+ * from its first sample against their baseline, never against its own
+ * handshake; another prefix is not; a host without samples for two
+ * windows starts over; an established flow takes the lower of its own and
+ * its host's.
+ */
+static void
+host_baseline(int v6)
+{
+	static const uint8_t same48[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 9, 0xff, 0,
+					    0,    0,    0,    0,    0, 0, 0,    7 };
+	static const uint8_t other48[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 10, 0, 0,
+					     0,    0,    0,    0,    0, 0,  0, 2 };
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg a = { .v6 = v6, .flags = PB_ACK, .ts = 1 };
+	struct seg same = a, other = a;
+	struct rtt_sample smp;
+	uint64_t now = MS(1);
+	uint32_t v = 100;
+
+	assert_non_null(t);
+	same.wan_ip = IP4(203, 0, 113, 77), same.wan6 = same48;
+	other.wan_ip = IP4(203, 0, 114, 5), other.wan6 = other48;
+	/* Flow 1 alone: its second sample is not judged against its own handshake. */
+	host_sample(t, &a, 1001, &v, now, MS(20), &smp);
+	assert_false(smp.established);
+	host_sample(t, &a, 1001, &v, now += MS(50), MS(21), &smp);
+	assert_false(smp.established);
+	host_sample(t, &a, 1001, &v, now += MS(50), MS(22), &smp);
+	assert_true(smp.established);
+	assert_int_equal(smp.base_ns, MS(20));
+	/* A new flow to another address of the prefix, under a queue: judged at once. */
+	host_sample(t, &same, 2001, &v, now += MS(50), MS(60), &smp);
+	assert_true(smp.established);
+	assert_int_equal(smp.base_ns, MS(20));
+	assert_int_equal(t->c.host_based, 1);
+	/* Its next samples too, though its own baseline (60 ms) says "no queue". */
+	host_sample(t, &same, 2001, &v, now += MS(60), MS(61), &smp);
+	assert_int_equal(smp.base_ns, MS(20));
+	host_sample(t, &same, 2001, &v, now += MS(60), MS(62), &smp);
+	host_sample(t, &same, 2001, &v, now += MS(60), MS(60), &smp);
+	assert_true(smp.established);
+	assert_int_equal(smp.base_ns, MS(20));
+	/* Another prefix is another host. */
+	host_sample(t, &other, 3001, &v, now += MS(50), MS(30), &smp);
+	assert_false(smp.established);
+	/* Flow 1 below the host's: an established flow keeps its own lower baseline. */
+	host_sample(t, &a, 1001, &v, now += MS(50), MS(25), &smp);
+	assert_int_equal(smp.base_ns, MS(20));
+	/* Two windows without a sample: the host starts over. */
+	now += 2 * RTT_BASE_WIN_NS + MS(100);
+	host_sample(t, &same, 4001, &v, now, MS(40), &smp);
+	assert_false(smp.established);
+	/* ... and flow 4's first sample is now the host's: flow 5 is judged against it. */
+	host_sample(t, &same, 5001, &v, now += MS(50), MS(55), &smp);
+	assert_true(smp.established);
+	assert_int_equal(smp.base_ns, MS(40));
+	rtt_table_free(t);
+}
+
+static void
+test_host_baseline_v4(void **state)
+{
+	(void)state;
+	host_baseline(0);
+}
+
+static void
+test_host_baseline_v6(void **state)
+{
+	(void)state;
+	host_baseline(1);
+}
+
 /*
  * Frames with random bytes flipped, cut short at random, each in an exactly
  * sized heap copy: test_rtt_asan (AddressSanitizer) fails on any read past
@@ -579,6 +673,8 @@ main(void)
 		cmocka_unit_test(test_padding_and_bare_acks),
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_baseline),
+		cmocka_unit_test(test_host_baseline_v4),
+		cmocka_unit_test(test_host_baseline_v6),
 		cmocka_unit_test(test_mangled_frames),
 		cmocka_unit_test(test_histogram),
 	};
