@@ -695,6 +695,7 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 	struct dp_sub_lpm *ctx[SHAPER_MAX_WORKERS] = { NULL };
 	struct dp_msg *m[SHAPER_MAX_WORKERS] = { NULL };
 	const struct dp_sub_lpm *cur;
+	const struct sub_set *nset;
 	uint32_t i, built = 0;
 	int rc = 0;
 
@@ -739,6 +740,7 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), n) != 0)
 			goto nomem;
 	/* Every message built before any is posted: a failure here changes nothing. */
+	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */
 	for (; built < n; built++) {
 		i = built;
 		m[i] = rte_zmalloc(NULL, sizeof(*m[i]), 0);
@@ -746,9 +748,8 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 			goto nomem;
 		m[i]->type = DP_MSG_SUBS;
 		/* ctx[0]'s set is read here only: the change copies what it keeps. */
-		m[i]->subs_change =
-				sub_sched_change_build(down[i]->subs, &ctx[0]->set, reset, nreset,
-						       ctx[i], lpm_free_ctx, err, errlen);
+		m[i]->subs_change = sub_sched_change_build(down[i]->subs, nset, reset, nreset,
+							   ctx[i], lpm_free_ctx, err, errlen);
 		if (m[i]->subs_change == NULL)
 			goto nomem;
 		ctx[i] = NULL; /* the change's now */
