@@ -18,11 +18,15 @@
  * shards have some; each gets its share; no node and not the link carries
  * more than its capacity, and the two shards' rates never add up to more
  * than the link; every frame is sent, dropped under its reason, queued or
- * in a steering ring, per direction and per subscriber; draining leaves no
+ * in a steering ring, per direction and per subscriber. A live change
+ * (dp_subs_change: a new plan, then the same set with new address tables)
+ * reaches both workers, each through its own mailbox. Draining leaves no
  * mbuf behind.
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -212,6 +216,44 @@ dir_init(struct dp_dir *d, enum shaper_dir dir, uint32_t shard, const struct sha
 	share_shard_init(&d->share, &group[dir], shard, d->sched, 0);
 }
 
+/* Both workers' mailboxes, served as their loops would between bursts. */
+static atomic_bool serving;
+
+static void *
+serve_mailboxes(void *arg)
+{
+	struct dp_dir *down = arg;
+
+	while (atomic_load(&serving))
+		for (uint32_t s = 0; s < NSHARDS; s++) {
+			struct dp_msg *m = dp_mailbox_take(&down[s]);
+
+			if (m == NULL)
+				continue;
+			while (!dp_dir_handle_msg(&down[s], m, RUN_NS))
+				;
+			dp_mailbox_answer(&down[s], m);
+		}
+	return NULL;
+}
+
+/* A change of c0's download plan on every worker; addresses: new tables too. */
+static void
+change_plan(struct dp_dir *down, struct dp_dir *const *downs, uint64_t bps, bool addresses)
+{
+	struct sub_set nw;
+	char err[256] = "";
+	uint32_t c0;
+
+	assert_int_equal(sub_set_copy(&nw, dp_subs_set(&down[0])), 0);
+	c0 = sub_find(&nw, "c0");
+	assert_int_not_equal(c0, SUB_NONE);
+	nw.subs[c0].plan[SUB_DOWN].max = bps;
+	if (dp_subs_change(downs, NSHARDS, &nw, addresses, NULL, 0, 2000, err, sizeof(err)) != 0)
+		fail_msg("dp_subs_change: %s", err);
+	assert_int_equal(dp_subs_set(&down[0])->subs[c0].plan[SUB_DOWN].max, bps);
+}
+
 /* The subscriber slot owning source i's first address. */
 static uint32_t
 slot_of(const struct sub_sched *ss, uint32_t i)
@@ -384,6 +426,27 @@ test_two_shards(void **state)
 	assert_int_equal(down[0].stats.dropped[SHAPER_DROP_STEER_FULL] +
 					 down[1].stats.dropped[SHAPER_DROP_STEER_FULL],
 			 0);
+
+	/* A live change reaches both workers: a plan, then new address tables as well. */
+	{
+		pthread_t worker;
+
+		for (uint32_t s = 0; s < NSHARDS; s++)
+			assert_int_equal(dp_dir_control_init(&down[s]), 0);
+		atomic_store(&serving, true);
+		assert_int_equal(pthread_create(&worker, NULL, serve_mailboxes, down), 0);
+		change_plan(down, downs, 3000000, false);
+		change_plan(down, downs, 4000000, true);
+		atomic_store(&serving, false);
+		pthread_join(worker, NULL);
+		for (uint32_t s = 0; s < NSHARDS; s++) {
+			assert_int_equal(sub_sched_changes(down[s].subs), 2);
+			dp_dir_control_free(&down[s]);
+		}
+		/* Each worker still finds c0 (new tables on the second change). */
+		for (uint32_t s = 0; s < NSHARDS; s++)
+			assert_int_equal(slot_of(down[s].subs, 5), slot_of(down[0].subs, 5));
+	}
 
 	for (uint32_t s = 0; s < NSHARDS; s++)
 		dp_dir_drain(&down[s]);
