@@ -449,40 +449,61 @@ setup_dirs(struct app *a)
 }
 
 /*
- * Per-subscriber shaping around the first worker's two schedulers (the
- * config allows subscribers with one worker only). A discipline change is
- * refused while it is on (the worker's DP_MSG_SWAP), and the subscribers
- * section only changes with a restart, so nothing rebuilds the schedulers
- * under it until teardown.
+ * The memory estimate for n workers: each has its own scheduler over every
+ * subscriber (idle state, allocator, the set's own lookup) and its own pool
+ * of CAKEs; the rte_lpm tables and the loaded set are there once.
+ */
+static void
+subs_mem_shards(struct sub_mem *m, uint32_t n)
+{
+	if (n <= 1)
+		return;
+	/* And each worker's copy of the tree for sharing the link (dp_subs_share_tick). */
+	m->idle_bytes = m->idle_bytes * n + n * dp_subs_shard_bytes_for(m->configured, m->nodes);
+	m->alloc_bytes *= n;
+	m->lookup_bytes *= n;
+	m->pool_bytes *= n;
+	m->active *= n;
+	m->total = m->config_bytes + m->idle_bytes + m->lookup_bytes + m->lpm_bytes +
+		   m->alloc_bytes + m->pool_bytes;
+}
+
+/*
+ * Per-subscriber shaping around every worker's two schedulers: with several
+ * workers each shapes the subscribers of its shard (dp_subs_attach_shards).
+ * A discipline change is refused while it is on (the worker's
+ * DP_MSG_SWAP), and the subscribers section only changes with a restart,
+ * so nothing rebuilds the schedulers under it until teardown.
  */
 static int
 attach_subscribers(struct app *a)
 {
-	struct dp_dir *w0[SHAPER_NUM_DIRS] = {
-		[SHAPER_UP] = a->dir[SHAPER_UP][0], [SHAPER_DOWN] = a->dir[SHAPER_DOWN][0]
-	};
 	char err[SHAPER_ERR_LEN];
 	struct sub_sched_stats st;
 
 	if (!shaper_subscribers_enabled(&a->cfg))
 		return 0;
-	if (dp_subs_attach(w0, &a->cfg, err, sizeof(err)) != 0) {
+	if (dp_subs_attach_shards(a->dir[SHAPER_DOWN], a->dir[SHAPER_UP], a->n_shards, &a->cfg, err,
+				  sizeof(err)) != 0) {
 		/* The loaders' messages name the section or the file already. */
 		shaper_log_error("%s%s",
 				 strncmp(err, "subscribers", 11) == 0 ? "" : "subscribers: ", err);
 		return -1;
 	}
 	a->subs_attached = true;
-	sub_sched_get_stats(w0[SHAPER_DOWN]->subs, SUB_DOWN, &st);
+	sub_sched_get_stats(a->dir[SHAPER_DOWN][0]->subs, SUB_DOWN, &st);
 	{
-		const struct sub_set *set = dp_subs_set(w0[SHAPER_DOWN]);
+		const struct sub_set *set = dp_subs_set(a->dir[SHAPER_DOWN][0]);
 		uint32_t used = 0;
 
 		for (uint32_t i = 0; i < set->nsubs; i++)
 			used += sub_slot_used(&set->subs[i]);
 		shaper_log_info("subscribers: %u shaped per subscriber from %s (%u spare slots for "
-				"more), %u CAKEs per direction",
-				used, set->subs_file, set->nsubs - used, st.pool_free);
+				"more), %u CAKEs per direction%s",
+				used, set->subs_file, set->nsubs - used, st.pool_free,
+				a->n_shards > 1 ? " on each worker, each subscriber on one worker "
+						  "(by its top-level node)"
+						: "");
 	}
 	return 0;
 }
@@ -500,6 +521,18 @@ choose_steering(struct app *a)
 
 	if (a->n_shards == 1)
 		return 0;
+	if (shaper_subscribers_enabled(&a->cfg)) {
+		/*
+		 * RSS would put a subscriber's addresses on different queues: the
+		 * workers steer each frame to its subscriber's worker after the
+		 * lookup (the config refuses "rss" with subscribers).
+		 */
+		a->rss_sharded = false;
+		shaper_log_info("%u workers, subscribers steered in software to their worker "
+				"(unknown addresses by %s)",
+				a->n_shards, shaper_shard_by_name(a->cfg.shard_by));
+		return 0;
+	}
 	rc = dp_steering_choose(&a->port[SHAPER_PORT_LAN], &a->port[SHAPER_PORT_WAN], a->n_shards,
 				a->cfg.steering, why, sizeof(why));
 	if (rc < 0) {
@@ -972,10 +1005,16 @@ main(int argc, char **argv)
 				sub_set_free(&set);
 				return 1;
 			}
+			subs_mem_shards(&m, a.cfg.n_workers);
 			sub_mem_format(&m, line, sizeof(line));
 			printf("subscribers: %u under %u nodes from %s\n", set.nsubs,
 			       set.nnodes - 1, set.subs_file);
 			printf("subscribers: memory %s\n", line);
+			if (a.cfg.n_workers > 1)
+				printf("subscribers: %u workers, each with a scheduler over every "
+				       "subscriber and a pool of %u CAKEs per direction (counted "
+				       "above); the address tables are shared\n",
+				       a.cfg.n_workers, m.active / a.cfg.n_workers);
 			if (set.mins_scaled != 0)
 				printf("subscribers: mins above a node's capacity at %u nodes "
 				       "(scaled, as scale_mins asks)\n",
@@ -1149,13 +1188,8 @@ out_ports:
 	report(&a, counters, in_use - kept, kept);
 	if (in_use - kept != 0)
 		exit_code = 3;
-	if (a.subs_attached) {
-		struct dp_dir *w0[SHAPER_NUM_DIRS] = {
-			[SHAPER_UP] = a.dir[SHAPER_UP][0], [SHAPER_DOWN] = a.dir[SHAPER_DOWN][0]
-		};
-
-		dp_subs_detach(w0); /* drained by teardown; before the link's schedulers go */
-	}
+	if (a.subs_attached) /* drained by teardown; before the link's schedulers go */
+		dp_subs_detach_shards(a.dir[SHAPER_DOWN], a.dir[SHAPER_UP], a.n_shards);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct dp_dir *shards[SHAPER_MAX_WORKERS];
 		unsigned int made = 0;

@@ -203,6 +203,12 @@ struct ctl_backend {
 	 */
 	const struct sub_sched *(*subs)(void *opaque, const struct sub_set **set);
 	/*
+	 * With several shards: shard i's scheduler (i < n_shards; 0 is what
+	 * subs returns). A subscriber lives on one shard: its counters are the
+	 * sum over all. NULL: one shard.
+	 */
+	const struct sub_sched *(*subs_shard)(void *opaque, unsigned int shard);
+	/*
 	 * Shape set (taken, freed either way; the slots of the running one)
 	 * from now on: dp_subs_change. NULL when subscribers cannot change.
 	 */

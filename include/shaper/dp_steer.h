@@ -62,6 +62,13 @@ uint32_t dp_steer_ring_size(uint32_t n);
 unsigned int dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n,
 			    struct sh_pkt_list *drops);
 /*
+ * The same with the shards chosen by the caller: to[i] is frame i's shard
+ * (per subscriber, dp_subs_steer_burst). tag (NULL: none) is compacted
+ * along with the frames that stay.
+ */
+unsigned int dp_steer_burst_to(struct dp_dir *d, struct sh_pkt **pkts, const uint8_t *to,
+			       uint32_t *tag, unsigned int n, struct sh_pkt_list *drops);
+/*
  * Worker: take up to max frames other shards sent this one: an equal part
  * from each ring first, the rest from the rings in turn (the first one
  * rotates every call).

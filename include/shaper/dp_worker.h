@@ -146,10 +146,11 @@ struct dp_dir {
 	struct share_hosts hosts; /* the active hosts (or flows), the shard's weight */
 	struct sched *sched;
 	/*
-	 * Per-subscriber shaping (one worker only): every frame goes to its
-	 * subscriber's CAKE, and sched is the link's own scheduler inside it
-	 * (unknown addresses). NULL = the link's scheduler alone. Shared by
-	 * the worker's two directions (dp_subs_attach).
+	 * Per-subscriber shaping: every frame goes to its subscriber's CAKE,
+	 * and sched is the link's own scheduler inside it (unknown addresses).
+	 * NULL = the link's scheduler alone. Shared by the worker's two
+	 * directions (dp_subs_attach); with several workers each shard has
+	 * its own, and a subscriber's frames are steered to its shard.
 	 */
 	struct sub_sched *subs;
 	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
@@ -265,8 +266,35 @@ unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_
  */
 int dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config *c, char *err,
 		   size_t errlen);
+/*
+ * The same for the n shards of both directions (down[i] and up[i]: worker
+ * i's): each shard gets a scheduler of its own over the whole set, and the
+ * subscribers are split among the shards by their top-level node (or, under
+ * the link, by their id), for dp_subs_steer_burst. With n > 1 the shards'
+ * share groups and steering must be set up first.
+ */
+int dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint32_t n,
+			  const struct shaper_config *c, char *err, size_t errlen);
 /* After dp_dir_drain of both directions: free it (the link schedulers stay). */
 void dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS]);
+void dp_subs_detach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint32_t n);
+/*
+ * Worker, with subscribers and software steering: look up each frame's
+ * subscriber (subs[i], SUB_NONE if nobody's) and send it to its
+ * subscriber's shard, or by LAN host if nobody's (dp_steer_burst_to).
+ * Returns the frames that stay, compacted with their subs[].
+ */
+unsigned int dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n,
+				 uint32_t *subs, struct sh_pkt_list *drops);
+/*
+ * Worker, with subscribers and several shards: the share tick. The shard's
+ * demand is what its last allocation gave its subscribers (all it can get
+ * if that used up its part of the link), weighed by its busy top-level
+ * nodes; its part of the link becomes the allocation's link rate.
+ */
+void dp_subs_share_tick(struct dp_dir *d, uint64_t now);
+/* Bytes each worker's share of that takes, past the scheduler's (with several workers). */
+size_t dp_subs_shard_bytes_for(uint32_t nsubs, uint32_t nnodes);
 /*
  * The joint packet limit of d's subscriber CAKEs and the link's scheduler
  * with params p: what the budget gives the link's scheduler alone. At
@@ -277,14 +305,17 @@ void dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p);
 const struct sub_set *dp_subs_set(const struct dp_dir *d);
 /*
  * Control thread: shape set (taken, freed either way) from now on, with
- * the subscriber slots of the running one (sub_sched_change_build). New
- * address tables are built when addresses is true, else shared. reset: the
- * slots that take a new subscriber. Posted to down's mailbox (both
- * directions share the scheduler and the worker); the old state is freed
- * here once the worker has swapped it out. 0, or -errno with err.
+ * the subscriber slots of the running one (sub_sched_change_build), on
+ * every one of the n shards (down[i]: shard i's downstream direction; the
+ * two directions share the scheduler and the worker). New address tables
+ * are built when addresses is true, else shared. reset: the slots that
+ * take a new subscriber (idle on every shard). Nothing is posted while a
+ * shard's mailbox is busy; the old state is freed here once each worker
+ * has swapped it out. 0, or -errno with err (naming the worker).
  */
-int dp_subs_change(struct dp_dir *down, struct sub_set *set, bool addresses, const uint32_t *reset,
-		   uint32_t nreset, unsigned int timeout_ms, char *err, size_t errlen);
+int dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool addresses,
+		   const uint32_t *reset, uint32_t nreset, unsigned int timeout_ms, char *err,
+		   size_t errlen);
 
 /* Worker: autorate's decision for d, applied with sched_update. */
 void dp_rtt_autorate(struct dp_dir *d, uint64_t now);

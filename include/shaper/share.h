@@ -41,6 +41,11 @@ struct share_slot {
 	alignas(SHARE_LINE) _Atomic uint64_t need; /* bytes/s, or SHARE_NEED_ALL */
 	_Atomic uint32_t weight;                   /* hosts or flows active; 0 = idle */
 	_Atomic uint64_t rate;                     /* the rate it shapes at now (for stats) */
+	/*
+	 * Part of the need that is not shared by weight: what its children
+	 * below the level can use (share_tick_need; 0 for shards of hosts).
+	 */
+	_Atomic uint64_t base;
 };
 
 struct share_group {
@@ -60,6 +65,7 @@ struct share_shard {
 	uint64_t last_enq;  /* sched_enqueued_bytes at the last tick */
 	uint64_t arrivals;  /* moving average of the arrival rate, bytes/s */
 	uint64_t ticks, rate_changes;
+	double level; /* the split's level at the last tick (bytes/s per weight; INFINITY: none) */
 };
 
 /*
@@ -117,6 +123,22 @@ share_due(const struct share_shard *sh, uint64_t now)
  * O(shards) reads of the others' lines.
  */
 uint64_t share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t now);
+
+/*
+ * share_tick for a shard whose demand its caller measures (the
+ * per-subscriber scheduler, shaper/subscriber_sched.h): need (bytes/s, or
+ * SHARE_NEED_ALL), base and weight are published as given, and the
+ * shard's rate moves to its part of the split the same way. The split
+ * gives a shard min(need, base + level x weight): base is what its
+ * children whose own need is below the level can use, weight the children
+ * at the level (sh->level, from the last tick, tells the caller where that
+ * is). No scheduler is touched: the caller shapes at the rate returned.
+ */
+uint64_t share_tick_need(struct share_shard *sh, uint64_t need, uint64_t base, uint32_t weight,
+			 uint64_t now);
+
+/* share_split, and the level it found (bytes/s per weight; INFINITY if every need is met). */
+void share_split_level(const struct share_group *g, uint64_t *out, double *level);
 
 /*
  * The split every shard computes: weighted max-min of the link over the

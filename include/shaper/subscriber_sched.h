@@ -217,4 +217,11 @@ bool sub_sched_slot_idle(const struct sub_sched *ss, uint32_t sub);
 /* Changes applied since start-up. */
 uint64_t sub_sched_changes(const struct sub_sched *ss);
 
+/*
+ * Subscriber sub's demand at the last allocation in direction dir (bit/s,
+ * SUB_DEMAND_ALL, 0 idle; sub == nsubs: the link's own entry). The
+ * worker's only: with several workers, what its shard asks of the link.
+ */
+uint64_t sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub);
+
 #endif

@@ -774,16 +774,21 @@ parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t er
 	return 0;
 }
 
-/* One worker shapes every subscriber for now: the per-subscriber scheduler is not sharded. */
+/*
+ * Subscribers with several workers are steered in software to their
+ * worker after the address lookup: RSS cannot keep them there.
+ */
 static int
 check_subscribers(const struct shaper_config *c, char *err, size_t errlen)
 {
 	if (!shaper_subscribers_enabled(c))
 		return 0;
-	if (c->n_workers != 1) {
-		errf(err, errlen, "subscribers",
-		     "needs exactly one worker for now (lcores.workers lists %u): subscribers are "
-		     "not sharded across workers yet",
+	if (c->n_workers > 1 && c->steering == SHAPER_STEER_RSS) {
+		errf(err, errlen, "dataplane.steering",
+		     "\"rss\" cannot be used with subscribers and %u workers: the NICs hash "
+		     "addresses, and a subscriber's addresses (and a node's subscribers) must all "
+		     "reach one worker, so the workers steer in software after the lookup (use "
+		     "\"auto\" or \"software\")",
 		     c->n_workers);
 		return -1;
 	}

@@ -71,15 +71,62 @@ dir_json(const struct sub_counters *c)
 			 J_U64(c->packets), "active", c->active);
 }
 
+/*
+ * Subscriber sub's counters in dir. With several shards it lives on one,
+ * and one whose node moved to another shard drains on the old one: the
+ * sum over every shard is its whole story.
+ */
+static void
+counters(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
+	 struct sub_counters *out)
+{
+	sub_sched_counters(ss, sub, dir, out);
+	for (unsigned int i = 1; be->subs_shard != NULL && i < be->n_shards; i++) {
+		const struct sub_sched *o = be->subs_shard(be->opaque, i);
+		struct sub_counters c;
+
+		if (o == NULL)
+			continue;
+		sub_sched_counters(o, sub, dir, &c);
+		out->rate += c.rate;
+		out->arrival_bps += c.arrival_bps;
+		out->bytes += c.bytes;
+		out->packets += c.packets;
+		out->sent_bytes += c.sent_bytes;
+		out->sent_packets += c.sent_packets;
+		for (int k = 0; k < SUB_DROP_KINDS; k++)
+			out->dropped[k] += c.dropped[k];
+		out->marks += c.marks;
+		out->qlen += c.qlen;
+		out->active |= c.active;
+	}
+}
+
+/* Slot sub holds no CAKE on any shard. */
+static bool
+slot_idle(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub)
+{
+	if (!sub_sched_slot_idle(ss, sub))
+		return false;
+	for (unsigned int i = 1; be->subs_shard != NULL && i < be->n_shards; i++) {
+		const struct sub_sched *o = be->subs_shard(be->opaque, i);
+
+		if (o != NULL && !sub_sched_slot_idle(o, sub))
+			return false;
+	}
+	return true;
+}
+
 /* One subscriber (sub < nsubs) or the link's own entry (sub == nsubs) as an object. */
 static json_t *
-sub_json(const struct sub_sched *ss, const struct sub_set *set, uint32_t sub, bool detail)
+sub_json(const struct ctl_backend *be, const struct sub_sched *ss, const struct sub_set *set,
+	 uint32_t sub, bool detail)
 {
 	struct sub_counters c[SUB_DIRS];
 	json_t *o;
 
-	sub_sched_counters(ss, sub, SUB_DOWN, &c[SUB_DOWN]);
-	sub_sched_counters(ss, sub, SUB_UP, &c[SUB_UP]);
+	counters(be, ss, sub, SUB_DOWN, &c[SUB_DOWN]);
+	counters(be, ss, sub, SUB_UP, &c[SUB_UP]);
 	o = json_pack("{s:o, s:o}", "download", dir_json(&c[SUB_DOWN]), "upload",
 		      dir_json(&c[SUB_UP]));
 	if (sub >= set->nsubs)
@@ -236,8 +283,8 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			/* A spare slot, or a deleted subscriber draining: not listed. */
 			continue;
 		}
-		sub_sched_counters(ss, i, SUB_DOWN, &c[SUB_DOWN]);
-		sub_sched_counters(ss, i, SUB_UP, &c[SUB_UP]);
+		counters(be, ss, i, SUB_DOWN, &c[SUB_DOWN]);
+		counters(be, ss, i, SUB_UP, &c[SUB_UP]);
 		r[used].sub = i;
 		r[used++].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
 				: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
@@ -255,12 +302,12 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		want = from + (uint32_t)json_integer_value(limit);
 	arr = json_array();
 	for (uint32_t i = from; i < want; i++)
-		json_array_append_new(arr, sub_json(ss, set, r[i].sub, false));
+		json_array_append_new(arr, sub_json(be, ss, set, r[i].sub, false));
 	free(r);
 	json_object_set_new(o, "count", J_U64(used));
 	json_object_set_new(o, "subscribers", arr);
 	/* Addresses no subscriber owns (and subscribers waiting for a CAKE): the link's own. */
-	json_object_set_new(o, "link", sub_json(ss, set, n, false));
+	json_object_set_new(o, "link", sub_json(be, ss, set, n, false));
 	return o;
 }
 
@@ -344,7 +391,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 			at = set->subs[i].node;
 		}
 		for (int d = 0; d < SUB_DIRS; d++) {
-			sub_sched_counters(ss, i, (enum sub_dir)d, &c[d]);
+			counters(be, ss, i, (enum sub_dir)d, &c[d]);
 			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent) {
 				node[k][d].bytes += c[d].sent_bytes;
 				node[k][d].drops += drops_of(&c[d]);
@@ -379,7 +426,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		for (int d = 0; d < SUB_DIRS; d++) {
 			struct sub_counters c;
 
-			sub_sched_counters(ss, r[j].sub, (enum sub_dir)d, &c);
+			counters(be, ss, r[j].sub, (enum sub_dir)d, &c);
 			m[d] = (struct metric_sums){ c.sent_bytes, drops_of(&c), c.rate };
 		}
 		sub_node_path(set, s->node, path, sizeof(path));
@@ -456,7 +503,7 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 			return NULL;
 		}
 	}
-	o = sub_json(ss, set, sub, true);
+	o = sub_json(be, ss, set, sub, true);
 	json_object_set_new(o, "time_ns", J_U64(now_ns()));
 	return o;
 }
@@ -593,15 +640,15 @@ arg_addresses(struct sub_set *set, uint32_t sub, const json_t *arr, char *msg, s
 
 /* A slot for a new subscriber: unused, and its CAKEs (if it was deleted) back in the pool. */
 static uint32_t
-free_slot(const struct sub_sched *ss, const struct sub_set *set, const uint32_t *taken,
-	  uint32_t ntaken)
+free_slot(const struct ctl_backend *be, const struct sub_sched *ss, const struct sub_set *set,
+	  const uint32_t *taken, uint32_t ntaken)
 {
 	for (uint32_t i = 0; i < set->nsubs; i++) {
 		bool used = sub_slot_used(&set->subs[i]);
 
 		for (uint32_t k = 0; !used && k < ntaken; k++)
 			used = taken[k] == i;
-		if (!used && sub_sched_slot_idle(ss, i))
+		if (!used && slot_idle(be, ss, i))
 			return i;
 	}
 	return SUB_NONE;
@@ -713,7 +760,7 @@ ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_er
 				 "args.addresses: missing (a new subscriber needs at least one)");
 			goto out;
 		}
-		sub = free_slot(ss, &nw, NULL, 0);
+		sub = free_slot(be, ss, &nw, NULL, 0);
 		if (sub == SUB_NONE) {
 			snprintf(msg, len,
 				 "no spare subscriber slot left (%u slots; a deleted subscriber's "
@@ -804,8 +851,8 @@ ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	if (apply(be, &nw, true, NULL, 0, err, msg, len) != 0)
 		return NULL;
 	/* What it still held when it went: sent at its old plan, then its slot is free. */
-	sub_sched_counters(ss, sub, SUB_DOWN, &c[SUB_DOWN]);
-	sub_sched_counters(ss, sub, SUB_UP, &c[SUB_UP]);
+	counters(be, ss, sub, SUB_DOWN, &c[SUB_DOWN]);
+	counters(be, ss, sub, SUB_UP, &c[SUB_UP]);
 	return json_pack("{s:s, s:s, s:I}", "id", json_string_value(id), "action", "removed",
 			 "draining", (json_int_t)(c[SUB_DOWN].qlen + c[SUB_UP].qlen));
 }
@@ -820,7 +867,10 @@ struct ctl_subs_reload {
 static bool
 slot_free_cb(const void *ctx, uint32_t slot)
 {
-	return sub_sched_slot_idle(ctx, slot);
+	const struct ctl_backend *be = ctx;
+	const struct sub_set *set;
+
+	return slot_idle(be, be->subs(be->opaque, &set), slot);
 }
 
 int
@@ -856,7 +906,7 @@ ctl_subscribers_reload_prepare(const struct ctl_backend *be, const char *path,
 	}
 	rc = sub_config_load(cfg, &file, e, sizeof(e));
 	if (rc == 0)
-		rc = sub_set_diff(cur, &file, slot_free_cb, ss, &r->set, &r->d, e, sizeof(e));
+		rc = sub_set_diff(cur, &file, slot_free_cb, be, &r->set, &r->d, e, sizeof(e));
 	sub_set_free(&file);
 	if (rc != 0)
 		snprintf(err, errlen, "subscribers: %s", e);

@@ -576,7 +576,7 @@ be_flows(void *opaque, enum shaper_dir dir, struct ctl_flow *out, unsigned int m
 	return rc;
 }
 
-/* Worker 0's per-subscriber scheduler (subscribers need one worker), or NULL. */
+/* Worker 0's per-subscriber scheduler and the set, or NULL. */
 static const struct sub_sched *
 be_subs(void *opaque, const struct sub_set **set)
 {
@@ -589,13 +589,22 @@ be_subs(void *opaque, const struct sub_set **set)
 	return d->subs;
 }
 
+static const struct sub_sched *
+be_subs_shard(void *opaque, unsigned int shard)
+{
+	struct dp_control *ctl = opaque;
+	const struct dp_dir *d = shard < ctl->n_shards ? ctl->dirs[SHAPER_DOWN][shard] : NULL;
+
+	return d != NULL ? d->subs : NULL;
+}
+
 static int
 be_subs_apply(void *opaque, struct sub_set *set, bool addresses, const uint32_t *reset,
 	      uint32_t nreset, char *err, size_t errlen)
 {
 	struct dp_control *ctl = opaque;
 
-	return dp_subs_change(ctl->dirs[SHAPER_DOWN][0], set, addresses, reset, nreset,
+	return dp_subs_change(ctl->dirs[SHAPER_DOWN], ctl->n_shards, set, addresses, reset, nreset,
 			      call_timeout(ctl), err, errlen);
 }
 
@@ -612,5 +621,6 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->n_shards = ctl->n_shards;
 	be->shard_snapshot = be_shard_snapshot;
 	be->subs = be_subs;
+	be->subs_shard = be_subs_shard;
 	be->subs_apply = be_subs_apply;
 }

@@ -114,20 +114,16 @@ dp_steer_create(struct dp_dir *const *dirs, uint32_t n, enum share_by by, char *
 }
 
 unsigned int
-dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, struct sh_pkt_list *drops)
+dp_steer_burst_to(struct dp_dir *d, struct sh_pkt **pkts, const uint8_t *to, uint32_t *tag,
+		  unsigned int n, struct sh_pkt_list *drops)
 {
 	struct dp_steer *st = d->steer;
 	void *away[SHAPER_BURST_MAX];
-	uint8_t to[SHAPER_BURST_MAX];
 	uint32_t counts[SHAPER_MAX_WORKERS] = { 0 };
 	unsigned int keep = 0, i;
 
-	for (i = 0; i < n; i++) {
-		uint32_t s = share_shard_of(pkts[i], st->upstream, st->by, st->n);
-
-		to[i] = (uint8_t)s;
-		counts[s]++;
-	}
+	for (i = 0; i < n; i++)
+		counts[to[i]]++;
 	if (counts[d->shard] == n)
 		return n; /* the common case with host-aware RSS, and a fast path */
 	for (uint32_t s = 0; s < st->n; s++) {
@@ -148,9 +144,23 @@ dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, struct sh
 		}
 	}
 	for (i = 0; i < n; i++)
-		if (to[i] == d->shard)
+		if (to[i] == d->shard) {
+			if (tag != NULL)
+				tag[keep] = tag[i];
 			pkts[keep++] = pkts[i];
+		}
 	return keep;
+}
+
+unsigned int
+dp_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, struct sh_pkt_list *drops)
+{
+	struct dp_steer *st = d->steer;
+	uint8_t to[SHAPER_BURST_MAX];
+
+	for (unsigned int i = 0; i < n; i++)
+		to[i] = (uint8_t)share_shard_of(pkts[i], st->upstream, st->by, st->n);
+	return dp_steer_burst_to(d, pkts, to, NULL, n, drops);
 }
 
 unsigned int

@@ -2,7 +2,17 @@
  * Per-subscriber shaping hung on a worker's two directions: the subscriber
  * files the config names, loaded and checked, and the per-subscriber
  * scheduler around each direction's own scheduler (shaper/subscriber_sched.h).
- * One worker only: the config refuses subscribers with more.
+ *
+ * With several workers every subscriber belongs to one shard, and its
+ * frames both ways are steered to that shard's worker after the address
+ * lookup. The shard key is the subscriber's top-level node (the node under
+ * the link its node descends from), or the subscriber itself when it hangs
+ * from the link: a node's whole subtree is on one worker, so its capacity
+ * holds without the workers talking, but one node cannot use more than one
+ * worker. Every shard runs its own scheduler over the whole set (the same
+ * slots everywhere: a change is the same on every shard), and only its own
+ * subscribers ever become active there. The shards share the link's rate
+ * as other shards do (shaper/share.h).
  *
  * The address lookup of the prefixes on no VLAN is DPDK's rte_lpm and
  * rte_lpm6: several times faster than the set's own hash lookup for IPv4,
@@ -42,12 +52,35 @@ struct dp_sub_tables {
  * The scheduler's lookup context, and the loaded set the control thread
  * names subscribers from (read-only once attached; a live change brings a
  * new context). v4 and v6 are the tables' own, copied for one load less.
+ * Every shard has its own context; the tables are shared, and the set is
+ * shard 0's (the others' is empty).
  */
 struct dp_sub_lpm {
 	struct rte_lpm *v4;
 	struct rte_lpm6 *v6;
 	struct dp_sub_tables *t;
 	struct sub_set set;
+	/* Several shards: who shapes whom (read by the worker, made by the control thread). */
+	uint32_t nshards;
+	uint32_t nsubs, nnodes;
+	uint8_t *sub_shard;   /* per subscriber slot: its shard */
+	uint32_t *node_shard; /* per node: the shard of its subtree (kept across changes) */
+	/* The tree as the allocation sees it (a copy: only shard 0's context has the set). */
+	uint32_t *sub_node;           /* per slot: its node */
+	uint64_t *plan_max[SUB_DIRS]; /* per slot, bit/s */
+	uint32_t *node_parent;        /* per node */
+	uint64_t *node_cap[SUB_DIRS]; /* per node, bit/s (the root's: 0 = unlimited) */
+	/*
+	 * The worker's: the link's children in this shard (its top-level nodes,
+	 * its subscribers under the link, the link's own entry), each one's
+	 * ceiling (bytes/s) as the last allocation's demands make it, sorted,
+	 * with prefix sums: what the shard asks of the link (dp_subs_share_tick).
+	 */
+	uint64_t *node_ceil;          /* scratch, per node, bit/s */
+	uint64_t *kid_ceil[SUB_DIRS]; /* nkids, ascending */
+	uint64_t *kid_sum[SUB_DIRS];  /* nkids + 1: kid_sum[k] = the k smallest together */
+	uint32_t nkids[SUB_DIRS];
+	uint64_t seen_allocs[SUB_DIRS]; /* the allocation measured last */
 };
 
 static uint32_t
@@ -83,6 +116,17 @@ lpm_free(struct dp_sub_lpm *l)
 		free(l->t);
 	}
 	sub_set_free(&l->set);
+	free(l->sub_shard);
+	free(l->node_shard);
+	free(l->sub_node);
+	free(l->node_parent);
+	free(l->node_ceil);
+	for (int d = 0; d < SUB_DIRS; d++) {
+		free(l->plan_max[d]);
+		free(l->node_cap[d]);
+		free(l->kid_ceil[d]);
+		free(l->kid_sum[d]);
+	}
 	free(l);
 }
 
@@ -197,6 +241,151 @@ nomem:
 	return NULL;
 }
 
+/* FNV-1a of a subscriber id: where a subscriber under the link goes. */
+static uint32_t
+id_hash(const char *id)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *id != '\0'; id++)
+		h = (h ^ (uint8_t)*id) * 16777619u;
+	return h;
+}
+
+static int
+by_load_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The shard of every node: the top-level nodes, largest (in subscribers)
+ * first, each to the shard with the fewest subscribers so far, after the
+ * subscribers under the link (spread by a hash of their id); every other
+ * node goes with its top-level node. top: per node, its top-level node.
+ */
+static int
+nodes_to_shards(const struct sub_set *set, uint32_t n, const uint32_t *top, uint32_t *node_shard)
+{
+	uint64_t load[SHAPER_MAX_WORKERS] = { 0 };
+	uint64_t *order = calloc(set->nnodes, sizeof(*order));
+	uint32_t *count = calloc(set->nnodes, sizeof(*count));
+	uint32_t ntop = 0, i;
+
+	if (order == NULL || count == NULL) {
+		free(order);
+		free(count);
+		return -ENOMEM;
+	}
+	for (i = 0; i < set->nsubs; i++) {
+		const struct sub_subscriber *sub = &set->subs[i];
+
+		if (!sub_slot_used(sub))
+			continue;
+		if (sub->node == SUB_ROOT)
+			load[id_hash(sub->id) % n]++;
+		else
+			count[top[sub->node]]++;
+	}
+	/* Sorted by (most subscribers, lowest index): the same file, the same shards. */
+	for (i = 1; i < set->nnodes; i++)
+		if (set->nodes[i].parent == SUB_ROOT)
+			order[ntop++] = (uint64_t)(UINT32_MAX - count[i]) << 32 | i;
+	qsort(order, ntop, sizeof(*order), by_load_desc);
+	for (uint32_t k = 0; k < ntop; k++) {
+		uint32_t node = (uint32_t)order[k], best = 0;
+
+		for (uint32_t s = 1; s < n; s++)
+			if (load[s] < load[best])
+				best = s;
+		node_shard[node] = best;
+		load[best] += count[node];
+	}
+	node_shard[SUB_ROOT] = 0;
+	for (i = 1; i < set->nnodes; i++)
+		node_shard[i] = node_shard[top[i]];
+	free(order);
+	free(count);
+	return 0;
+}
+
+/*
+ * Who shapes whom, for l (set's subscribers among n shards). The nodes keep
+ * the shards prev gave them (nodes only change with a restart), so a live
+ * change moves no subscriber but one whose node changed.
+ */
+static int
+shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_lpm *prev,
+	  uint32_t n)
+{
+	uint32_t *top, nkids_max = set->nsubs + set->nnodes + 1;
+	bool ok;
+
+	l->nshards = n;
+	if (n <= 1)
+		return 0;
+	l->nsubs = set->nsubs;
+	l->nnodes = set->nnodes;
+	l->sub_shard = calloc(set->nsubs + 1u, sizeof(*l->sub_shard));
+	l->node_shard = calloc(set->nnodes, sizeof(*l->node_shard));
+	l->sub_node = calloc(set->nsubs + 1u, sizeof(*l->sub_node));
+	l->node_parent = calloc(set->nnodes, sizeof(*l->node_parent));
+	l->node_ceil = calloc(set->nnodes, sizeof(*l->node_ceil));
+	top = calloc(set->nnodes, sizeof(*top));
+	ok = l->sub_shard != NULL && l->node_shard != NULL && l->sub_node != NULL &&
+	     l->node_parent != NULL && l->node_ceil != NULL && top != NULL;
+	for (int d = 0; d < SUB_DIRS; d++) {
+		l->plan_max[d] = calloc(set->nsubs + 1u, sizeof(*l->plan_max[d]));
+		l->node_cap[d] = calloc(set->nnodes, sizeof(*l->node_cap[d]));
+		l->kid_ceil[d] = calloc(nkids_max, sizeof(*l->kid_ceil[d]));
+		l->kid_sum[d] = calloc(nkids_max + 1u, sizeof(*l->kid_sum[d]));
+		ok = ok && l->plan_max[d] != NULL && l->node_cap[d] != NULL &&
+		     l->kid_ceil[d] != NULL && l->kid_sum[d] != NULL;
+	}
+	if (!ok) {
+		free(top);
+		return -ENOMEM;
+	}
+	top[SUB_ROOT] = SUB_NONE;
+	for (uint32_t i = 0; i < set->nnodes; i++) {
+		uint32_t p = set->nodes[i].parent;
+
+		if (i != SUB_ROOT)
+			top[i] = p == SUB_ROOT ? i : top[p]; /* parents come first */
+		l->node_parent[i] = p;
+		for (int d = 0; d < SUB_DIRS; d++)
+			l->node_cap[d][i] = set->nodes[i].capacity[d];
+	}
+	if (prev != NULL && prev->node_shard != NULL && prev->nnodes == set->nnodes)
+		memcpy(l->node_shard, prev->node_shard, set->nnodes * sizeof(*l->node_shard));
+	else if (nodes_to_shards(set, n, top, l->node_shard) != 0) {
+		free(top);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < set->nsubs; i++) {
+		const struct sub_subscriber *sub = &set->subs[i];
+
+		l->sub_node[i] = sub->node;
+		for (int d = 0; d < SUB_DIRS; d++)
+			l->plan_max[d][i] = sub->plan[d].max;
+		l->sub_shard[i] = (uint8_t)(sub->node == SUB_ROOT ? id_hash(sub->id) % n
+								  : l->node_shard[sub->node]);
+	}
+	free(top);
+	return 0;
+}
+
+size_t
+dp_subs_shard_bytes_for(uint32_t nsubs, uint32_t nnodes)
+{
+	size_t per_sub = sizeof(uint8_t) + sizeof(uint32_t) + SUB_DIRS * 3 * sizeof(uint64_t);
+	size_t per_node = 3 * sizeof(uint32_t) + (1 + 3 * SUB_DIRS) * sizeof(uint64_t);
+
+	return ((size_t)nsubs + 1) * per_sub + (size_t)nnodes * per_node;
+}
+
 static enum shaper_dir
 shaper_dir_of(enum sub_dir sd)
 {
@@ -228,16 +417,35 @@ add_spare_slots(struct sub_set *set, char *err, size_t errlen)
 	return 0;
 }
 
+/* Free shard i's scheduler and context, if it has one (both directions share them). */
+static void
+detach_one(struct dp_dir *down, struct dp_dir *up)
+{
+	struct sub_sched *ss = down->subs;
+	struct dp_sub_lpm *lpm;
+
+	if (ss == NULL)
+		return;
+	lpm = (struct dp_sub_lpm *)sub_sched_lookup_ctx(ss);
+	down->subs = up->subs = NULL;
+	sub_sched_free(ss);
+	lpm_free(lpm);
+}
+
 int
-dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config *c, char *err,
-	       size_t errlen)
+dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint32_t n,
+		      const struct shaper_config *c, char *err, size_t errlen)
 {
 	struct sub_sched_config cfg = { 0 };
-	struct dp_sub_lpm *lpm;
-	struct sub_sched *ss;
+	struct dp_sub_lpm *lpm[SHAPER_MAX_WORKERS] = { NULL };
 	struct sub_set set;
+	uint32_t i;
 	int rc;
 
+	if (n == 0 || n > SHAPER_MAX_WORKERS) {
+		snprintf(err, errlen, "subscribers: %u workers", n);
+		return -EINVAL;
+	}
 	rc = sub_config_load(c, &set, err, errlen);
 	if (rc == 0)
 		rc = add_spare_slots(&set, err, errlen);
@@ -245,53 +453,221 @@ dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config 
 		sub_set_free(&set);
 		return rc;
 	}
-	cfg.set = &set;
-	cfg.active = c->subscribers.active;
-	for (int sd = 0; sd < SUB_DIRS; sd++) {
-		struct dp_dir *d = dirs[shaper_dir_of((enum sub_dir)sd)];
-
-		sub_config_sched_params(c, &set, shaper_dir_of((enum sub_dir)sd), &cfg.params[sd]);
-		cfg.link[sd] = d->sched;
-	}
-	/* The CAKEs and tables on the worker's NUMA node, as its own scheduler's. */
-	cfg.mem = dp_dir_alloc(dirs[SHAPER_DOWN]);
-	lpm = lpm_build(&set, dp_dir_socket(dirs[SHAPER_DOWN]), err, errlen);
-	if (lpm == NULL) {
+	/* One set of tables for every shard, on the first worker's NUMA node. */
+	lpm[0] = lpm_build(&set, dp_dir_socket(down[0]), err, errlen);
+	if (lpm[0] == NULL) {
 		sub_set_free(&set);
 		return -ENOMEM;
 	}
+	/* Kept for the control thread's names (the schedulers copy what they need). */
+	lpm[0]->set = set;
+	for (i = 1; i < n; i++) {
+		struct sub_set none;
+
+		sub_set_init(&none);
+		lpm[i] = lpm_share(lpm[0], &none);
+		if (lpm[i] == NULL)
+			goto nomem;
+	}
+	for (i = 0; i < n; i++)
+		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], n) != 0)
+			goto nomem;
+	cfg.set = &lpm[0]->set;
+	cfg.active = c->subscribers.active;
 	cfg.lookup_v4 = lpm_v4;
 	cfg.lookup_v6 = lpm_v6;
-	cfg.lookup_ctx = lpm;
-	ss = sub_sched_create(&cfg, err, errlen);
-	/* Kept for the control thread's names (the scheduler copied what it needs). */
-	lpm->set = set;
-	if (ss == NULL) {
-		lpm_free(lpm);
-		return -EINVAL;
-	}
-	for (int sd = 0; sd < SUB_DIRS; sd++) {
-		struct dp_dir *d = dirs[shaper_dir_of((enum sub_dir)sd)];
+	for (i = 0; i < n; i++) {
+		struct dp_dir *dirs[SHAPER_NUM_DIRS] = {
+			[SHAPER_DOWN] = down[i], [SHAPER_UP] = up[i]
+		};
+		struct sub_sched *ss;
 
-		d->subs = ss;
-		sub_sched_set_link_rate(ss, (enum sub_dir)sd, sched_get_params(d->sched)->rate);
-		dp_subs_set_limit(d, sched_get_params(d->sched));
+		for (int sd = 0; sd < SUB_DIRS; sd++) {
+			struct dp_dir *d = dirs[shaper_dir_of((enum sub_dir)sd)];
+
+			sub_config_sched_params(c, cfg.set, shaper_dir_of((enum sub_dir)sd),
+						&cfg.params[sd]);
+			cfg.link[sd] = d->sched;
+		}
+		/* The CAKEs on the worker's NUMA node, as its own scheduler's. */
+		cfg.mem = dp_dir_alloc(down[i]);
+		cfg.lookup_ctx = lpm[i];
+		ss = sub_sched_create(&cfg, err, errlen);
+		if (ss == NULL) {
+			for (uint32_t j = 0; j < i; j++)
+				detach_one(down[j], up[j]); /* frees lpm[j] */
+			for (uint32_t j = n; j-- > i;)
+				lpm_free(lpm[j]); /* lpm[0]'s tables go with the last reference */
+			return -EINVAL;
+		}
+		lpm[i] = NULL; /* the scheduler's now */
+		for (int sd = 0; sd < SUB_DIRS; sd++) {
+			struct dp_dir *d = dirs[shaper_dir_of((enum sub_dir)sd)];
+
+			d->subs = ss;
+			/* With several shards, the allocation shares the shard's part of the link.
+			 */
+			sub_sched_set_link_rate(ss, (enum sub_dir)sd,
+						d->share_group != NULL
+								? d->share.rate
+								: sched_get_params(d->sched)->rate);
+			dp_subs_set_limit(d, sched_get_params(d->sched));
+		}
 	}
 	return 0;
+nomem:
+	for (uint32_t j = n; j-- > 0;)
+		lpm_free(lpm[j]);
+	snprintf(err, errlen, "subscribers: out of memory");
+	return -ENOMEM;
+}
+
+int
+dp_subs_attach(struct dp_dir *dirs[SHAPER_NUM_DIRS], const struct shaper_config *c, char *err,
+	       size_t errlen)
+{
+	return dp_subs_attach_shards(&dirs[SHAPER_DOWN], &dirs[SHAPER_UP], 1, c, err, errlen);
+}
+
+void
+dp_subs_detach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint32_t n)
+{
+	/* The last shard first: shard 0's context holds the set the others' were made from. */
+	for (uint32_t i = n; i-- > 0;)
+		detach_one(down[i], up[i]);
 }
 
 void
 dp_subs_detach(struct dp_dir *dirs[SHAPER_NUM_DIRS])
 {
-	struct sub_sched *ss = dirs[SHAPER_DOWN]->subs;
-	struct dp_sub_lpm *lpm;
+	detach_one(dirs[SHAPER_DOWN], dirs[SHAPER_UP]);
+}
 
-	if (ss == NULL)
-		return;
-	lpm = (struct dp_sub_lpm *)sub_sched_lookup_ctx(ss);
-	dirs[SHAPER_DOWN]->subs = dirs[SHAPER_UP]->subs = NULL;
-	sub_sched_free(ss);
-	lpm_free(lpm);
+unsigned int
+dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint32_t *subs,
+		    struct sh_pkt_list *drops)
+{
+	const struct dp_sub_lpm *l = sub_sched_lookup_ctx(d->subs);
+	const struct dp_steer *st = d->steer;
+	enum sub_dir sd = d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+	uint8_t to[SHAPER_BURST_MAX];
+
+	for (unsigned int i = 0; i < n; i++) {
+		uint32_t sub = sub_sched_classify(d->subs, sd, pkts[i]);
+
+		subs[i] = sub;
+		/* Unknown addresses: by LAN host (or flow), as without subscribers. */
+		to[i] = sub < l->nsubs ? l->sub_shard[sub]
+				       : (uint8_t)share_shard_of(pkts[i], st->upstream, st->by,
+								 st->n);
+	}
+	return dp_steer_burst_to(d, pkts, to, subs, n, drops);
+}
+
+static int
+by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t
+min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/*
+ * The link's children in this shard and each one's ceiling, from the last
+ * allocation's demands, as the allocation computes them
+ * (shaper/subscriber_alloc.h): a subscriber's min(plan, demand), a node's
+ * min(capacity, its children's together), the link's own entry its demand.
+ * Sorted, with prefix sums, for dp_subs_share_tick. O(subscribers + nodes),
+ * once per allocation. Mins are left out: the split among shards does not
+ * reserve them (inside a shard the allocation does).
+ */
+static void
+measure_kids(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
+{
+	uint32_t nsubs = sub_sched_nsubs(d->subs), k = 0;
+	uint64_t *kid = l->kid_ceil[sd], *sum = l->kid_sum[sd], dem;
+
+	memset(l->node_ceil, 0, l->nnodes * sizeof(*l->node_ceil));
+	for (uint32_t i = 0; i < nsubs && i < l->nsubs; i++) {
+		uint64_t c;
+
+		dem = sub_sched_demand(d->subs, sd, i);
+		if (dem == 0)
+			continue;
+		c = min_u64(dem, l->plan_max[sd][i]);
+		if (l->sub_node[i] == SUB_ROOT)
+			kid[k++] = c / 8;
+		else if (l->node_ceil[l->sub_node[i]] < UINT64_MAX - c)
+			l->node_ceil[l->sub_node[i]] += c;
+	}
+	/* Children before parents: each node capped, then added to its parent. */
+	for (uint32_t n = l->nnodes; n-- > 1;) {
+		uint64_t c = min_u64(l->node_ceil[n], l->node_cap[sd][n]);
+
+		if (c == 0)
+			continue;
+		if (l->node_parent[n] == SUB_ROOT)
+			kid[k++] = c / 8;
+		else if (l->node_ceil[l->node_parent[n]] < UINT64_MAX - c)
+			l->node_ceil[l->node_parent[n]] += c;
+	}
+	dem = sub_sched_demand(d->subs, sd, nsubs); /* the link's own entry: unknown addresses */
+	if (dem != 0)
+		kid[k++] = (l->node_cap[sd][SUB_ROOT] != 0 ? min_u64(dem, l->node_cap[sd][SUB_ROOT])
+							   : dem) /
+			   8;
+	qsort(kid, k, sizeof(*kid), by_u64);
+	sum[0] = 0;
+	for (uint32_t i = 0; i < k; i++)
+		sum[i + 1] = sum[i] + kid[i] < sum[i] ? UINT64_MAX : sum[i] + kid[i];
+	l->nkids[sd] = k;
+}
+
+void
+dp_subs_share_tick(struct dp_dir *d, uint64_t now)
+{
+	struct dp_sub_lpm *l = (struct dp_sub_lpm *)sub_sched_lookup_ctx(d->subs);
+	enum sub_dir sd = d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+	struct sub_sched_stats st;
+	uint64_t need = 0, base = 0, floor = share_group_floor(d->share_group);
+	uint32_t below = 0, n;
+
+	sub_sched_get_stats(d->subs, sd, &st);
+	if (st.allocations != l->seen_allocs[sd]) {
+		l->seen_allocs[sd] = st.allocations;
+		measure_kids(d, l, sd);
+	}
+	n = l->nkids[sd];
+	if (n != 0) {
+		/*
+		 * The link splits its rate among its children max-min: those whose
+		 * ceiling lies below the level (the last split's) take their
+		 * ceiling, the base; the others, the weight, one share each.
+		 */
+		uint64_t level = d->share.level >= 0x1p63 ? UINT64_MAX : (uint64_t)d->share.level;
+		uint32_t lo = 0, hi = n;
+
+		while (lo < hi) {
+			uint32_t mid = (lo + hi) / 2;
+
+			if (l->kid_ceil[sd][mid] < level)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		below = lo;
+		base = l->kid_sum[sd][below];
+		need = l->kid_sum[sd][n] >= SHARE_NEED_ALL - floor ? SHARE_NEED_ALL
+								   : l->kid_sum[sd][n] + floor;
+	}
+	sub_sched_set_link_rate(d->subs, sd,
+				share_tick_need(&d->share, need, base, n - below, now));
 }
 
 void
@@ -312,65 +688,120 @@ dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
 }
 
 int
-dp_subs_change(struct dp_dir *down, struct sub_set *set, bool addresses, const uint32_t *reset,
-	       uint32_t nreset, unsigned int timeout_ms, char *err, size_t errlen)
+dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool addresses,
+	       const uint32_t *reset, uint32_t nreset, unsigned int timeout_ms, char *err,
+	       size_t errlen)
 {
+	struct dp_sub_lpm *ctx[SHAPER_MAX_WORKERS] = { NULL };
+	struct dp_msg *m[SHAPER_MAX_WORKERS] = { NULL };
 	const struct dp_sub_lpm *cur;
-	struct dp_sub_lpm *ctx;
-	struct dp_msg *m;
-	int rc;
+	const struct sub_set *nset;
+	uint32_t i, built = 0;
+	int rc = 0;
 
-	if (down->subs == NULL) {
+	if (down[0]->subs == NULL) {
 		sub_set_free(set);
 		snprintf(err, errlen, "subscribers are not shaped");
 		return -EINVAL;
 	}
-	cur = sub_sched_lookup_ctx(down->subs);
+	/* The likeliest refusal, found before anything is built or changed. */
+	for (i = 0; i < n; i++)
+		if (!dp_dir_mailbox_free(down[i])) {
+			sub_set_free(set);
+			snprintf(err, errlen,
+				 "the data plane is still busy with an earlier request");
+			return -EBUSY;
+		}
+	cur = sub_sched_lookup_ctx(down[0]->subs);
 	if (addresses) {
-		/* New tables, built here: the worker only swaps a pointer. */
-		ctx = lpm_build(set, dp_dir_socket(down), err, errlen);
-		if (ctx != NULL)
-			ctx->set = *set;
+		/* New tables, built here: the workers only swap a pointer. */
+		ctx[0] = lpm_build(set, dp_dir_socket(down[0]), err, errlen);
+		if (ctx[0] != NULL)
+			ctx[0]->set = *set;
 		else
 			sub_set_free(set);
 	} else {
-		ctx = lpm_share(cur, set);
+		ctx[0] = lpm_share(cur, set);
 	}
-	if (ctx == NULL) {
+	if (ctx[0] == NULL) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "subscribers: out of memory");
 		return -ENOMEM;
 	}
-	m = rte_zmalloc(NULL, sizeof(*m), 0);
-	if (m == NULL) {
-		lpm_free(ctx);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+	for (i = 1; i < n; i++) {
+		struct sub_set none;
+
+		sub_set_init(&none);
+		ctx[i] = lpm_share(ctx[0], &none);
+		if (ctx[i] == NULL)
+			goto nomem;
 	}
-	m->type = DP_MSG_SUBS;
-	m->subs_change = sub_sched_change_build(down->subs, &ctx->set, reset, nreset, ctx,
-						lpm_free_ctx, err, errlen);
-	if (m->subs_change == NULL) {
-		lpm_free(ctx);
-		rte_free(m);
-		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), n) != 0)
+			goto nomem;
+	/* Every message built before any is posted: a failure here changes nothing. */
+	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */
+	for (; built < n; built++) {
+		i = built;
+		m[i] = rte_zmalloc(NULL, sizeof(*m[i]), 0);
+		if (m[i] == NULL)
+			goto nomem;
+		m[i]->type = DP_MSG_SUBS;
+		/* ctx[0]'s set is read here only: the change copies what it keeps. */
+		m[i]->subs_change = sub_sched_change_build(down[i]->subs, nset, reset, nreset,
+							   ctx[i], lpm_free_ctx, err, errlen);
+		if (m[i]->subs_change == NULL)
+			goto nomem;
+		ctx[i] = NULL; /* the change's now */
 	}
-	rc = dp_dir_call(down, &m, timeout_ms);
-	if (rc == 0)
-		rc = m->rc;
-	if (m == NULL)
-		snprintf(err, errlen,
-			 "the data plane did not answer in time; the change is still being "
-			 "applied");
-	else if (rc == -ETIMEDOUT)
-		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
-	else if (rc == -EBUSY)
-		snprintf(err, errlen, "the data plane is still busy with an earlier request");
-	else if (rc != 0)
-		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
-	/* The old state once applied (the old context and its tables' reference), else the new. */
-	dp_msg_free(m);
+	/*
+	 * Shard by shard. The mailboxes were free, so a refusal means a worker
+	 * that did not take the change in time; the others still take it (a
+	 * change carries the whole set, so the next one brings that shard
+	 * level with the rest), and the reply names the worker.
+	 */
+	for (i = 0; i < n; i++) {
+		char one[256] = "";
+		int r = dp_dir_call(down[i], &m[i], timeout_ms);
+
+		if (r == 0)
+			r = m[i]->rc;
+		if (r == 0)
+			continue;
+		if (m[i] == NULL)
+			snprintf(one, sizeof(one),
+				 "the data plane did not answer in time; the change is still "
+				 "being applied");
+		else if (r == -ETIMEDOUT)
+			snprintf(one, sizeof(one),
+				 "the data plane did not answer in time; nothing changed");
+		else if (r == -EBUSY)
+			snprintf(one, sizeof(one),
+				 "the data plane is still busy with an earlier request");
+		else
+			snprintf(one, sizeof(one), "%s",
+				 m[i]->err[0] != '\0' ? m[i]->err : strerror(-r));
+		if (rc == 0) {
+			rc = r;
+			if (n > 1)
+				snprintf(err, errlen, "%s (worker %u of %u)", one, i + 1, n);
+			else
+				snprintf(err, errlen, "%s", one);
+		}
+	}
+	/* The old state once applied (the old context and its tables' reference), else the new.
+	 * The last shard first: shard 0's context holds the set. */
+	for (i = n; i-- > 0;)
+		dp_msg_free(m[i]);
 	return rc;
+nomem:
+	for (i = n; i-- > 0;) {
+		dp_msg_free(m[i]); /* frees its context too */
+		lpm_free(ctx[i]);
+	}
+	if (err[0] == '\0')
+		snprintf(err, errlen, "subscribers: out of memory");
+	return -ENOMEM;
 }
 
 const struct sub_set *

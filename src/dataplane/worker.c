@@ -168,29 +168,34 @@ dir_dequeue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max, uint
 	return sched_dequeue_burst(d->sched, pkts, max, now, drops);
 }
 
-/* Each frame to its subscriber's CAKE (the link's for an address no subscriber owns). */
+/*
+ * Each frame to its subscriber's CAKE (the link's for an address no
+ * subscriber owns). subs: their subscribers if the steering looked them up
+ * already, else NULL.
+ */
 static void
-enqueue_subs(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t now,
-	     struct sh_pkt_list *drops)
+enqueue_subs(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
+	     uint64_t now, struct sh_pkt_list *drops)
 {
 	enum sub_dir sd = sub_dir_of(d);
 
 	for (unsigned int i = 0; i < n; i++)
-		sub_sched_enqueue(d->subs, sd, sub_sched_classify(d->subs, sd, pkts[i]), pkts[i],
-				  now, drops);
+		sub_sched_enqueue(d->subs, sd,
+				  subs != NULL ? subs[i] : sub_sched_classify(d->subs, sd, pkts[i]),
+				  pkts[i], now, drops);
 }
 
 /* Hand a burst (received here, or steered here) to the scheduler. */
 static void
-enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint64_t now,
-	      struct sh_pkt_list *drops)
+enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
+	      uint64_t now, struct sh_pkt_list *drops)
 {
 	if (n == 0)
 		return;
 	if (d->rtt != NULL)
 		dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
 	if (d->subs != NULL) {
-		enqueue_subs(d, pkts, n, now, drops);
+		enqueue_subs(d, pkts, n, subs, now, drops);
 		return;
 	}
 	if (d->share_group != NULL)
@@ -211,6 +216,7 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
        struct sh_pkt_list *drops, unsigned int *n_enq)
 {
 	struct rte_mbuf *rx[SHAPER_BURST_MAX];
+	uint32_t subs[SHAPER_BURST_MAX], *looked_up = NULL;
 	unsigned int n_in = 0, n = 0;
 	uint64_t rx_bytes = 0;
 	uint16_t nb_rx;
@@ -223,7 +229,7 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 		 * queue to this one (af_packet's fanout rollover) keeps its order.
 		 */
 		n_in = dp_steer_take(d, pkts, burst);
-		enqueue_burst(d, pkts, n_in, now, drops);
+		enqueue_burst(d, pkts, n_in, NULL, now, drops);
 	}
 	*n_enq = n_in;
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
@@ -246,9 +252,14 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 	d->stats.rx_packets += nb_rx;
 	d->stats.rx_bytes += rx_bytes;
 	classify_burst(pkts, n, &d->key);
-	if (d->steer != NULL)
+	if (d->steer != NULL && d->subs != NULL) {
+		/* Each frame to its subscriber's shard, looked up once. */
+		n = dp_subs_steer_burst(d, pkts, n, subs, drops);
+		looked_up = subs;
+	} else if (d->steer != NULL) {
 		n = dp_steer_burst(d, pkts, n, drops);
-	enqueue_burst(d, pkts, n, now, drops);
+	}
+	enqueue_burst(d, pkts, n, looked_up, now, drops);
 	*n_enq += n;
 	return n_in + nb_rx;
 }
@@ -331,8 +342,12 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 
 	if (drops.count != 0)
 		free_drops(d, &drops);
-	if (d->share_group != NULL && share_due(&d->share, now))
-		share_tick(&d->share, d->sched, share_hosts_count(&d->hosts, now), now);
+	if (d->share_group != NULL && share_due(&d->share, now)) {
+		if (d->subs != NULL)
+			dp_subs_share_tick(d, now);
+		else
+			share_tick(&d->share, d->sched, share_hosts_count(&d->hosts, now), now);
+	}
 	t = dir_next_time(d, now);
 	d->backlogged = (d->subs != NULL ? sub_sched_backlog_pkts(d->subs, sub_dir_of(d)) != 0
 					 : t != UINT64_MAX) ||
@@ -439,7 +454,10 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		if (m->rc == 0)
 			dp_share_reapply(d, now);
 		if (m->rc == 0 && d->subs != NULL) {
-			sub_sched_set_link_rate(d->subs, sub_dir_of(d), m->params.rate);
+			/* Several shards: the allocation shares the shard's part of the link. */
+			sub_sched_set_link_rate(d->subs, sub_dir_of(d),
+						d->share_group != NULL ? d->share.rate
+								       : m->params.rate);
 			dp_subs_set_limit(d, &m->params);
 		}
 		break;

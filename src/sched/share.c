@@ -62,6 +62,7 @@ share_group_init(struct share_group *g, uint64_t link_rate, uint32_t nshards, ui
 	for (i = 0; i < SHARE_MAX_SHARDS; i++) {
 		atomic_init(&g->slot[i].need, 0);
 		atomic_init(&g->slot[i].weight, 0);
+		atomic_init(&g->slot[i].base, 0);
 		atomic_init(&g->slot[i].rate, i < nshards ? part : 0);
 	}
 	return 0;
@@ -92,6 +93,7 @@ share_shard_init(struct share_shard *sh, struct share_group *g, uint32_t id, str
 	sh->rate = atomic_load_explicit(&g->slot[id].rate, memory_order_relaxed);
 	sh->last_tick = now;
 	sh->last_enq = sched_enqueued_bytes(s);
+	sh->level = INFINITY;
 	sched_set_rate(s, sh->rate, now);
 }
 
@@ -113,8 +115,9 @@ share_take(struct share_group *g, uint64_t want)
 }
 
 /*
- * Shape at target: lower first and give the difference back, or take what
- * the pool has. A pool below 0 means the link was cut and some shards still
+ * Shape at target (s: the scheduler to move, or NULL when the caller
+ * applies sh->rate itself): lower first and give the difference back, or
+ * take what the pool has. A pool below 0 means the link was cut and some shards still
  * hold more than their part: until it is repaid no shard keeps more than an
  * even part, so once every shard has acted on the cut (rebind or tick) the
  * shards' rates add up to no more than the new link, whatever the splits
@@ -133,7 +136,8 @@ share_move_to(struct share_shard *sh, struct sched *s, uint64_t target, uint64_t
 			target = even;
 	}
 	if (target < sh->rate) {
-		sched_set_rate(s, target, now);
+		if (s != NULL)
+			sched_set_rate(s, target, now);
 		atomic_fetch_add_explicit(&g->pool, (int64_t)(sh->rate - target),
 					  memory_order_release);
 		sh->rate = target;
@@ -143,7 +147,8 @@ share_move_to(struct share_shard *sh, struct sched *s, uint64_t target, uint64_t
 
 		if (took != 0) {
 			sh->rate += took;
-			sched_set_rate(s, sh->rate, now);
+			if (s != NULL)
+				sched_set_rate(s, sh->rate, now);
 			sh->rate_changes++;
 		}
 	}
@@ -179,26 +184,44 @@ share_shard_rebind(struct share_shard *sh, struct sched *s, uint64_t now)
 void
 share_split(const struct share_group *g, uint64_t *out)
 {
+	double level;
+
+	share_split_level(g, out, &level);
+}
+
+void
+share_split_level(const struct share_group *g, uint64_t *out, double *level_out)
+{
 	uint64_t link = atomic_load_explicit(&g->link_rate, memory_order_relaxed);
 	uint64_t floor = share_floor(link, g->nshards);
 	uint32_t n = g->nshards, i;
 	double cap[SHARE_MAX_SHARDS], w[SHARE_MAX_SHARDS], extra[SHARE_MAX_SHARDS];
 	bool open[SHARE_MAX_SHARDS];
-	double left, open_w = 0, all_w = 0;
+	double left, open_w = 0, all_w = 0, bases = 0;
 
+	*level_out = INFINITY;
 	left = link > (uint64_t)n * floor ? (double)(link - (uint64_t)n * floor) : 0;
 	for (i = 0; i < n; i++) {
 		uint64_t need = atomic_load_explicit(&g->slot[i].need, memory_order_relaxed);
+		double base = (double)atomic_load_explicit(&g->slot[i].base, memory_order_relaxed);
 
 		w[i] = atomic_load_explicit(&g->slot[i].weight, memory_order_relaxed);
-		extra[i] = 0;
-		open[i] = w[i] > 0;
 		cap[i] = need == SHARE_NEED_ALL ? INFINITY
 			 : need > floor         ? (double)(need - floor)
 						: 0;
-		open_w += w[i];
+		extra[i] = base < cap[i] ? base : cap[i];
+		bases += extra[i];
+		all_w += w[i];
 	}
-	all_w = open_w;
+	/* The bases first (scaled down together if they alone exceed the link). */
+	for (i = 0; i < n; i++) {
+		if (bases > left)
+			extra[i] = extra[i] * left / bases;
+		cap[i] -= extra[i];
+		open[i] = w[i] > 0 && cap[i] > 0;
+		open_w += open[i] ? w[i] : 0;
+	}
+	left = bases > left ? 0 : left - bases;
 	/*
 	 * Water-filling: the level (rate per unit of weight) rises until the
 	 * rate is gone; shards whose need lies below it keep their need.
@@ -209,7 +232,7 @@ share_split(const struct share_group *g, uint64_t *out)
 
 		for (i = 0; i < n; i++) {
 			if (open[i] && cap[i] <= level * w[i]) {
-				extra[i] = cap[i];
+				extra[i] += cap[i];
 				left -= cap[i];
 				open_w -= w[i];
 				open[i] = false;
@@ -219,8 +242,9 @@ share_split(const struct share_group *g, uint64_t *out)
 		if (!froze) {
 			for (i = 0; i < n; i++)
 				if (open[i])
-					extra[i] = level * w[i];
+					extra[i] += level * w[i];
 			left = 0;
+			*level_out = level;
 			break;
 		}
 	}
@@ -275,6 +299,24 @@ share_tick(struct share_shard *sh, struct sched *s, uint32_t weight, uint64_t no
 
 	share_split(g, split);
 	share_move_to(sh, s, split[sh->id], now);
+	return sh->rate;
+}
+
+uint64_t
+share_tick_need(struct share_shard *sh, uint64_t need, uint64_t base, uint32_t weight, uint64_t now)
+{
+	struct share_group *g = sh->g;
+	uint64_t split[SHARE_MAX_SHARDS];
+
+	sh->last_tick = now;
+	sh->ticks++;
+	if (need != 0 && weight == 0)
+		weight = 1;
+	atomic_store_explicit(&g->slot[sh->id].base, base, memory_order_relaxed);
+	atomic_store_explicit(&g->slot[sh->id].weight, weight, memory_order_relaxed);
+	atomic_store_explicit(&g->slot[sh->id].need, need, memory_order_relaxed);
+	share_split_level(g, split, &sh->level);
+	share_move_to(sh, NULL, split[sh->id], now);
 	return sh->rate;
 }
 

@@ -937,3 +937,9 @@ sub_sched_changes(const struct sub_sched *ss)
 {
 	return ss->changes;
 }
+
+uint64_t
+sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
+{
+	return ss->subs[sub].cake[dir] != NULL ? ss->d[dir].demand[sub] : 0;
+}

@@ -20,7 +20,15 @@ a new subscriber added in its place; a reload of a changed file applies it
 as a diff (one added, one changed, one removed). At exit every frame is accounted and
 every mbuf is back in its pool.
 
-usage: subscribers_test.py SHAPERD [SHAPECTL]
+With --workers 2 the same runs with two workers: each port has two rx queues
+and the frames alternate between them, so every subscriber's frames reach
+both workers and are steered to the one that shapes it (c1 and c3 on one
+worker, c2 on the other: subscribers under the link go by a hash of their
+id). The rates, counters (summed over the workers by subscribers.list),
+changes and accounting are checked as with one; both workers must have
+steered frames to the other, and at exit none may be lost as steer_full.
+
+usage: subscribers_test.py SHAPERD [SHAPECTL] [--workers N]
 """
 import json
 import os
@@ -35,8 +43,14 @@ from shaperlib import check, check_accounting, failures  # noqa: E402
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
-SHAPERD = sys.argv[1]
-SHAPECTL = sys.argv[2] if len(sys.argv) > 2 else None
+ARGS = [a for a in sys.argv[1:]]
+WORKERS = 1
+if "--workers" in ARGS:
+    k = ARGS.index("--workers")
+    WORKERS = int(ARGS[k + 1])
+    del ARGS[k:k + 2]
+SHAPERD = ARGS[0]
+SHAPECTL = ARGS[1] if len(ARGS) > 1 else None
 # id: (plan Mbit/s, address, ECN bits of its frames)
 PLANS = {"c1": (1, "100.64.0.1", 0), "c2": (2, "100.64.0.2", 2), "c3": (4, "100.64.0.3", 2)}
 BACKLOG_S = 8.0
@@ -172,8 +186,11 @@ def main():
                 frames.append(udp_frame(addr, 1000 + (k & 1), ecn, FRAME))
         if k < 50:
             frames.append(udp_frame(UNKNOWN, 2000, 0, FRAME))
-    wan_in, empty = os.path.join(tmp, "wan_in.pcap"), os.path.join(tmp, "empty.pcap")
-    write_pcap(wan_in, frames)
+    # One file per rx queue, the frames alternating: every subscriber on every queue.
+    wan_in = [os.path.join(tmp, "wan_in%d.pcap" % i) for i in range(WORKERS)]
+    for i, path in enumerate(wan_in):
+        write_pcap(path, frames[i::WORKERS])
+    empty = os.path.join(tmp, "empty.pcap")
     write_pcap(empty, [])
     subs = {
         "link": {"download": "100mbit", "upload": "100mbit"},
@@ -186,10 +203,13 @@ def main():
     }
     with open(os.path.join(tmp, "plans.json"), "w") as f:
         json.dump(subs, f)
+    queues = lambda role, inputs: ",".join(  # noqa: E731
+        ["rx_pcap=%s" % f for f in inputs] +
+        ["tx_pcap=%s/%s_out%d.pcap" % (tmp, role, i) for i in range(WORKERS)])
     cfg = {
         "ports": {
-            "lan": "net_pcap0,rx_pcap=%s,tx_pcap=%s/lan_out.pcap" % (empty, tmp),
-            "wan": "net_pcap1,rx_pcap=%s,tx_pcap=%s/wan_out.pcap" % (wan_in, tmp),
+            "lan": "net_pcap0," + queues("lan", [empty] * WORKERS),
+            "wan": "net_pcap1," + queues("wan", wan_in),
         },
         # memlimit: room for the whole backlog in the subscribers' CAKEs (their joint
         # limit is the link's), so nothing overflows and each stays backlogged.
@@ -200,7 +220,13 @@ def main():
         # The worker naps when idle, and is not pushed aside by a busy VM's other work.
         "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
-    d, sock, stats_path = start_shaperd(SHAPERD, tmp, "subs", cfg, mem_mb=768, timeout=30)
+    lcores = "0,1"
+    if WORKERS > 1:
+        cfg["lcores"] = {"workers": list(range(1, WORKERS + 1))}
+        # the main lcore and the first worker on CPU 0, the others on CPU 1 (two CPUs here)
+        lcores = ",".join(["0@0", "1@0"] + ["%d@1" % (i + 1) for i in range(1, WORKERS)])
+    d, sock, stats_path = start_shaperd(SHAPERD, tmp, "subs", cfg, lcores=lcores, mem_mb=768,
+                                        timeout=30)
     if d is None:
         check(False, "shaperd started with subscribers and opened its control socket")
         sys.exit(1)
@@ -262,6 +288,12 @@ def main():
                   "an unknown address is refused: %s" % rep.get("error", {}).get("message"))
             rep = c.call("subscribers.list", {"by": "colour"})
             check(not rep["ok"], "subscribers.list by an unknown key is refused")
+            if WORKERS > 1:
+                st = c.result("stats", {"shards": True})["directions"]["downstream"]["shards"]
+                steered = [x.get("steered_out", 0) for x in st]
+                print("figure: %d workers: frames steered to the other worker: %s" % (WORKERS, steered))
+                check(len(st) == WORKERS and all(n > 0 for n in steered),
+                      "every worker steered frames to the other (%s)" % steered)
             if SHAPECTL:
                 shapectl_checks(sock)
             live_changes(c, sock, {s["id"]: (s["download"]["bytes"] - before[s["id"]]["download"]["bytes"])
@@ -285,6 +317,8 @@ def main():
     with open(stats_path) as f:
         st = json.load(f)
     check_accounting(st, "at exit")
+    full = st["directions"]["downstream"]["drop_reasons"].get("steer_full", 0)
+    check(full == 0, "no frame lost to a full steering ring (%d)" % full)
     check(st["mbufs_in_use"] == 0, "every mbuf back in the pool at exit (%d)" % st["mbufs_in_use"])
     if failures:
         print("%d check(s) failed" % len(failures))

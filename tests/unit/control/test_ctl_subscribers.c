@@ -4,6 +4,8 @@
  * queued and sent through it, then the replies' counters, the top-N order,
  * lookups by id and address, and every refusal; subscribers.set and
  * subscribers.del applied to it as the worker would, and their refusals.
+ * With two shards (two schedulers over the same set, as two workers have),
+ * a subscriber's counters are the sum over both.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -39,7 +41,17 @@ static struct {
 	uint8_t buf[16][FRAME];
 	struct sh_pkt pkt[16];
 	bool off; /* the backend says subscribers are not shaped */
+	/* A second shard: another scheduler over the same set, with its own link schedulers. */
+	struct sub_sched *ss2;
+	struct sched *link2[SUB_DIRS];
 } W;
+
+static const struct sub_sched *
+be_subs_shard(void *opaque, unsigned int shard)
+{
+	(void)opaque;
+	return shard == 0 ? W.ss : shard == 1 ? W.ss2 : NULL;
+}
 
 static const struct sub_sched *
 be_subs(void *opaque, const struct sub_set **set)
@@ -189,9 +201,14 @@ static json_t *
 ask(enum shaper_level level, const char *req, bool want_ok)
 {
 	struct ctl_backend be = { .subs = be_subs, .subs_apply = be_subs_apply };
-	char *line = ctl_handle_request_as(&be, level, req, strlen(req), NULL);
+	char *line;
 	json_t *rep, *part;
 
+	if (W.ss2 != NULL) {
+		be.n_shards = 2;
+		be.subs_shard = be_subs_shard;
+	}
+	line = ctl_handle_request_as(&be, level, req, strlen(req), NULL);
 	assert_non_null(line);
 	rep = json_loads(line, 0, NULL);
 	if (rep == NULL || json_is_true(json_object_get(rep, "ok")) != want_ok)
@@ -289,6 +306,64 @@ test_get(void **state)
 		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.0.3\"}}", true);
 	assert_string_equal(json_string_value(json_object_get(r, "id")), "c2");
 	json_decref(r);
+}
+
+/* c1's frames on a second shard too (a subscriber that moved there): the replies add up. */
+static void
+test_two_shards(void **state)
+{
+	struct sched_params lp, sp;
+	struct sub_sched_config cfg;
+	struct classify_key key;
+	struct sh_pkt_list dropped, rest;
+	char err[256];
+	json_t *r, *dn;
+
+	(void)state;
+	sched_params_default(&lp, SCHED_DISC_CAKE);
+	lp.rate = 100000000 / 8;
+	for (int d = 0; d < SUB_DIRS; d++)
+		assert_non_null(W.link2[d] = sched_create(&lp, err, sizeof(err)));
+	sp = lp;
+	sp.rate = 30000000 / 8;
+	sub_pool_cake_size(&sp);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.set = &W.set;
+	cfg.params[SUB_DOWN] = cfg.params[SUB_UP] = sp;
+	cfg.active = 4;
+	cfg.link[SUB_DOWN] = W.link2[SUB_DOWN];
+	cfg.link[SUB_UP] = W.link2[SUB_UP];
+	W.ss2 = sub_sched_create(&cfg, err, sizeof(err));
+	if (W.ss2 == NULL)
+		fail_msg("%s", err);
+	classify_key_init(&key, 7);
+	sh_pkt_list_init(&dropped);
+	for (uint32_t k = 0; k < 3; k++) {
+		frame(&W.pkt[8 + k], W.buf[8 + k], 1, &key);
+		sub_sched_enqueue(W.ss2, SUB_DOWN, 1, &W.pkt[8 + k], 1000, &dropped);
+	}
+	assert_int_equal(dropped.count, 0);
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c1\"}}",
+		true);
+	dn = json_object_get(r, "download");
+	/* Sent on the first shard, queued on the second. */
+	assert_int_equal(json_integer_value(json_object_get(dn, "arrived_packets")),
+			 sent_to[1] + 3);
+	assert_int_equal(json_integer_value(json_object_get(dn, "packets")), sent_to[1]);
+	assert_int_equal(json_integer_value(json_object_get(dn, "qlen")), 3);
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\"}", true);
+	dn = json_object_get(json_array_get(json_object_get(r, "subscribers"), 1), "download");
+	assert_int_equal(json_integer_value(json_object_get(dn, "arrived_bytes")),
+			 (sent_to[1] + 3) * FRAME);
+	json_decref(r);
+	sh_pkt_list_init(&rest);
+	sub_sched_flush(W.ss2, SUB_DOWN, &rest);
+	assert_int_equal(rest.count, 3);
+	sub_sched_free(W.ss2);
+	W.ss2 = NULL;
+	sched_free(W.link2[SUB_DOWN]);
+	sched_free(W.link2[SUB_UP]);
 }
 
 static void
@@ -599,6 +674,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_shards, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_del, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refusals, setup, teardown),

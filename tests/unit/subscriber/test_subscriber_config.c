@@ -2,7 +2,8 @@
  * The config's "subscribers" section (src/config/config_daemon.c) and its
  * loading (src/subscriber/config_load.c): the defaults, relative paths
  * resolved beside the config file, the refusals (both forms at once, a
- * network without devices, more than one worker, half an unknown plan), the
+ * network without devices, RSS steering with several workers, half an
+ * unknown plan), several workers accepted, the
  * link's capacity taken from the bandwidth, the unknown plan applied, and
  * the preset config/isp-subscribers.json loading its sample files.
  */
@@ -79,9 +80,9 @@ test_refusals(void **state)
 		"subscribers.file", "not both");
 	refused("{" PORTS ", \"subscribers\": {\"network\": \"n.json\"}}", "subscribers.network",
 		"give devices too");
-	refused("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {\"file\": "
-		"\"s.json\"}}",
-		"subscribers", "lcores.workers lists 2");
+	refused("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"dataplane\": {\"steering\": "
+		"\"rss\"}, \"subscribers\": {\"file\": \"s.json\"}}",
+		"dataplane.steering", "a subscriber's addresses");
 	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"unknown\": {\"upload\": "
 		"\"1mbit\"}}}",
 		"subscribers.unknown", "missing \"download\"");
@@ -94,11 +95,16 @@ test_refusals(void **state)
 	refused("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", \"max\": "
 		"\"20mbit\"}}, \"subscribers\": {\"file\": \"s.json\"}}",
 		"subscribers", "upstream.bandwidth: autorate");
-	/* Two workers without subscribers stay fine. */
+	/* Two workers without subscribers stay fine, and with them (steered in software). */
 	char err[SHAPER_ERR_LEN];
 	assert_int_equal(load("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {}}",
 			      err, sizeof(err)),
 			 0);
+	assert_int_equal(load("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": "
+			      "{\"file\": \"s.json\"}}",
+			      err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_workers, 2);
 }
 
 /* The preset and its samples: paths resolved beside it, whatever the working directory. */
