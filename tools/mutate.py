@@ -655,8 +655,8 @@ MUTANTS = [
          repl="1",
          note="a host window closes by time alone (a slow link undercounts hosts)"),
     dict(name="share_init_counts_history", kind="review", file="src/sched/share.c",
-         orig="sh->last_enq = sched_enqueued_bytes(s);\n\tsched_set_rate",
-         repl="sh->last_enq = 0;\n\tsched_set_rate",
+         orig="sh->last_enq = sched_enqueued_bytes(s);\n\tsh->level",
+         repl="sh->last_enq = 0;\n\tsh->level",
          note="a new shard counts all earlier bytes as arrived in its first tick"),
 ]
 
