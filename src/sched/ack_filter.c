@@ -6,7 +6,7 @@
  * ACKs that say nothing the newest one does not: a later cumulative ACK
  * covers an earlier one. Removing such ACKs frees uplink capacity. A queued
  * ACK may only go if the new one ("trigger") carries at least the same
- * information: same connection, no data, no flags beyond ACK/ECE/CWR, no
+ * information: same connection (on the same VLAN), no data, no flags beyond ACK/ECE/CWR, no
  * options the sender needs (MSS, window scale...), no newer timestamps, and
  * either a higher cumulative ACK or strictly more SACKed bytes covering all
  * its blocks. ECE/CWR changes are never merged away.
@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sched/ack_filter.h"
+#include "shaper/classify.h"
 
 #define AF_PROTO_TCP  6
 #define AF_PROTO_IPV6 41
@@ -296,6 +297,7 @@ ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger, enum sched_ack_filt
 	struct sh_pkt *elig = NULL, *elig_prev = NULL, *cur, *cur_prev = NULL;
 	struct af_tcp trig, c;
 	struct af_opts topts;
+	uint32_t vlan;
 	uint8_t elig_ecn = 0;
 	int found = 0;
 
@@ -308,9 +310,12 @@ ack_filter_find(struct sh_pkt *head, struct sh_pkt *trigger, enum sched_ack_filt
 	af_walk_opts(&trig, &topts);
 	if (!topts.has_ts)
 		topts.tsval = topts.tsecr = 0;
+	/* The same addresses and ports on another VLAN are another customer's flow. */
+	vlan = classify_vlan_key(trigger);
 
 	for (cur = head; cur != NULL && cur != trigger; cur_prev = cur, cur = cur->next) {
-		if (af_parse(cur, &c) != 0 || !af_same_flow(&c, &trig))
+		if (af_parse(cur, &c) != 0 || !af_same_flow(&c, &trig) ||
+		    classify_vlan_key(cur) != vlan)
 			continue;
 		/* An ECE/CWR change is a congestion signal: keep its carrier. */
 		if (elig != NULL && (af_flags(&c) & AF_TCP_ECN_MASK) != elig_ecn) {

@@ -53,6 +53,7 @@ struct seg {
 	const uint8_t *opts;
 	uint32_t optlen;
 	uint32_t payload;
+	uint16_t vlan; /* an 802.1Q tag with this id; 0: untagged */
 };
 
 static struct q Q;
@@ -90,6 +91,8 @@ q_add(struct seg s)
 		dst6[15] = (uint8_t)s.dst;
 	pb_init(b);
 	pb_eth_macs(b, 1, 2);
+	if (s.vlan != 0)
+		pb_vlan(b, 0x8100, s.vlan);
 	if (s.fam == FAM_V4) {
 		pb_u16(b, 0x0800);
 		pb_ipv4(b, s.src, dst, 6, 0, s.ip_frag != 0 ? s.ip_frag : 0x4000, s.ip_opt_words);
@@ -615,6 +618,24 @@ test_other_flows_untouched(void **state)
 		assert_null(q_filter(SCHED_ACK_FILTER_ON));
 		assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
 	}
+
+	/* the same addresses and ports on another VLAN (trunks reuse address
+	 * space): another customer's flow, whose ACKs stay */
+	q_reset();
+	for (uint32_t a = 100; a <= 150; a += 50) {
+		s = ack(a);
+		s.vlan = 10;
+		q_add(s);
+	}
+	s = ack(200);
+	s.vlan = 20;
+	q_add(s);
+	assert_null(q_filter(SCHED_ACK_FILTER_ON));
+	assert_null(q_filter(SCHED_ACK_FILTER_AGGRESSIVE));
+	s.ack = 300;
+	s.vlan = 10;
+	q_add(s);
+	assert_non_null(q_filter(SCHED_ACK_FILTER_ON)); /* its own VLAN's pair */
 
 	/* interleaved: the victim is ours, prev points at the foreign packet */
 	q_reset();
