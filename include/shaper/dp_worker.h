@@ -258,6 +258,13 @@ void dp_dir_drain(struct dp_dir *d);
  */
 unsigned int dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due);
 
+/* The per-subscriber scheduler's direction of d. */
+static inline enum sub_dir
+sub_dir_of(const struct dp_dir *d)
+{
+	return d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+}
+
 /*
  * Per-subscriber shaping for a worker's two directions (src/dataplane/subs.c):
  * load the files c->subscribers names, make the per-subscriber scheduler

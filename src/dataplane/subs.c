@@ -549,7 +549,7 @@ dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint
 {
 	const struct dp_sub_lpm *l = sub_sched_lookup_ctx(d->subs);
 	const struct dp_steer *st = d->steer;
-	enum sub_dir sd = d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+	enum sub_dir sd = sub_dir_of(d);
 	uint8_t to[SHAPER_BURST_MAX];
 
 	for (unsigned int i = 0; i < n; i++) {
@@ -633,7 +633,7 @@ void
 dp_subs_share_tick(struct dp_dir *d, uint64_t now)
 {
 	struct dp_sub_lpm *l = (struct dp_sub_lpm *)sub_sched_lookup_ctx(d->subs);
-	enum sub_dir sd = d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
+	enum sub_dir sd = sub_dir_of(d);
 	struct sub_sched_stats st;
 	uint64_t need = 0, base = 0, floor = share_group_floor(d->share_group);
 	uint32_t below = 0, n;
@@ -684,7 +684,7 @@ dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
 	 */
 	if (one == SCHED_UNBOUNDED)
 		one = d->pool_mbufs > d->mbuf_fixed ? d->pool_mbufs - d->mbuf_fixed : 1;
-	sub_sched_set_limit(d->subs, d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP, one);
+	sub_sched_set_limit(d->subs, sub_dir_of(d), one);
 }
 
 int

@@ -145,12 +145,6 @@ dp_share_reapply(struct dp_dir *d, uint64_t now)
 		share_shard_rebind(&d->share, d->sched, now);
 }
 
-static inline enum sub_dir
-sub_dir_of(const struct dp_dir *d)
-{
-	return d->dir == SHAPER_DOWN ? SUB_DOWN : SUB_UP;
-}
-
 /* The scheduler's backlog and next time, per subscriber or the link's own. */
 static inline uint64_t
 dir_next_time(const struct dp_dir *d, uint64_t now)
