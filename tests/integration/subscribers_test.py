@@ -213,8 +213,11 @@ def main():
         },
         # memlimit: room for the whole backlog in the subscribers' CAKEs (their joint
         # limit is the link's), so nothing overflows and each stays backlogged.
+        # rtt oceanic (300 ms interval): COBALT's drop rate on c1's not-ECT flows grows with
+        # (time / interval)^2, and at the default 100 ms they emptied c1's backlog after
+        # about 6 s, before the plan change and the delete below had seen it backlogged.
         "downstream": {"discipline": "cake", "bandwidth": "100mbit", "ecn": True,
-                       "memlimit": "32mb"},
+                       "memlimit": "32mb", "rtt": "oceanic"},
         "upstream": {"discipline": "cake", "bandwidth": "100mbit"},
         "subscribers": {"file": os.path.join(tmp, "plans.json"), "active": 8},
         # The worker naps when idle, and is not pushed aside by a busy VM's other work.
