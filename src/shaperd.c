@@ -354,6 +354,7 @@ setup_emulator(struct app *a, int d, struct dp_dir *dd)
 	if (!emu_params_active(&ep))
 		return 0;
 	dd->emu = emu_create(&ep);
+	dd->emu_path = ep;
 	if (dd->emu == NULL) {
 		shaper_log_error("%s.emulate: cannot create the delay line", shaper_dir_name[d]);
 		return -1;

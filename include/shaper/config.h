@@ -216,6 +216,12 @@ int shaper_config_load_string(const char *json, struct shaper_config *c, char *e
  */
 int shaper_config_parse_direction(const void *jobj, const char *path, struct sched_params *p,
 				  char *err, size_t errlen);
+/*
+ * The same, and an "emulate" object applied on top of em (config.set on a
+ * direction with a WAN emulator); em NULL refuses "emulate" as above.
+ */
+int shaper_config_parse_direction_live(const void *jobj, const char *path, struct sched_params *p,
+				       struct shaper_emulate_config *em, char *err, size_t errlen);
 
 /*
  * StrictModes, as sshd has them: 0 if the file (or directory) and every
@@ -229,6 +235,8 @@ int shaper_check_dir_modes(const char *dir, char *err, size_t errlen);
 
 /* The direction's settings as a JSON object (json_t *, caller decrefs). */
 void *shaper_config_direction_to_json(const struct sched_params *p);
+/* A WAN emulator's settings, as the "emulate" object of the file. */
+void *shaper_config_emulate_to_json(const struct shaper_emulate_config *em);
 
 /* Names of enum values, as tc writes them. */
 const char *shaper_diffserv_name(enum sched_diffserv d);

@@ -214,6 +214,14 @@ struct ctl_backend {
 	 */
 	int (*subs_apply)(void *opaque, struct sub_set *set, bool addresses, const uint32_t *reset,
 			  uint32_t nreset, char *err, size_t errlen);
+	/*
+	 * The WAN emulator of direction d: its settings now (-ENOENT when the
+	 * direction has none), and a change of its delay, jitter and loss on
+	 * every shard (0, or -errno with err). NULL: no emulator can change.
+	 */
+	int (*emulate_get)(void *opaque, enum shaper_dir d, struct shaper_emulate_config *em);
+	int (*emulate_set)(void *opaque, enum shaper_dir d, const struct shaper_emulate_config *em,
+			   char *err, size_t errlen);
 };
 
 /*

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "shaper/control.h"
+#include "shaper/emulate.h"
 #include "shaper/sched.h"
 
 struct dp_dir;
@@ -30,11 +31,12 @@ struct dp_snapshot {
 
 /* Control -> worker requests, posted in the direction's mailbox. */
 enum dp_msg_type {
-	DP_MSG_UPDATE, /* sched_update with params */
-	DP_MSG_SWAP,   /* replace the scheduler (new discipline): queued packets move over */
-	DP_MSG_RESET,  /* zero the counters */
-	DP_MSG_FLOWS,  /* copy the facts of every queued flow */
-	DP_MSG_SUBS,   /* swap in a change of the subscriber set (subscriber_sched.h) */
+	DP_MSG_UPDATE,  /* sched_update with params */
+	DP_MSG_SWAP,    /* replace the scheduler (new discipline): queued packets move over */
+	DP_MSG_RESET,   /* zero the counters */
+	DP_MSG_FLOWS,   /* copy the facts of every queued flow */
+	DP_MSG_SUBS,    /* swap in a change of the subscriber set (subscriber_sched.h) */
+	DP_MSG_EMULATE, /* the delay line's delay, jitter and loss (emu_set_path) */
 };
 
 /*
@@ -53,6 +55,7 @@ struct dp_msg {
 	struct sched_flow_fact *facts; /* FLOWS: fact_cap of them, filled by the worker */
 	unsigned int fact_cap;
 	struct sub_sched_change *subs_change; /* SUBS: the new state in, the old one out */
+	struct emu_params emu;                /* EMULATE: delay, jitter and loss */
 	uint32_t cursor;                      /* FLOWS: the walk's place (sched_flow_facts) */
 	int rc;                               /* result: 0 / -errno, or the number of facts */
 	char err[256];

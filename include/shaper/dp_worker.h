@@ -153,7 +153,8 @@ struct dp_dir {
 	 * its own, and a subscriber's frames are steered to its shard.
 	 */
 	struct sub_sched *subs;
-	struct emulate *emu; /* WAN emulator after the scheduler, or NULL */
+	struct emulate *emu;        /* WAN emulator after the scheduler, or NULL */
+	struct emu_params emu_path; /* its parameters: the control thread's copy */
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	bool backlogged;    /* scheduler or pending frames at the end of the last turn */

@@ -26,6 +26,14 @@ struct emulate;
 struct emulate *emu_create(const struct emu_params *p);
 void emu_free(struct emulate *e);
 
+/*
+ * Change delay, jitter and loss of a running line (a path step: a reroute,
+ * a satellite handover); seed and limit stay. Held packets keep their
+ * release times and later ones never overtake them, so a shorter delay
+ * takes effect once the line has drained to it, as on a real path.
+ */
+void emu_set_path(struct emulate *e, uint64_t delay_ns, uint64_t jitter_ns, uint32_t loss_ppm);
+
 /* True if the params do anything (delay, jitter or loss). */
 bool emu_params_active(const struct emu_params *p);
 

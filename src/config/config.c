@@ -1078,6 +1078,29 @@ shaper_config_parse_direction(const void *jobj, const char *path, struct sched_p
 	return parse_direction(jobj, path, p, NULL, NULL, err, errlen);
 }
 
+int
+shaper_config_parse_direction_live(const void *jobj, const char *path, struct sched_params *p,
+				   struct shaper_emulate_config *em, char *err, size_t errlen)
+{
+	return parse_direction(jobj, path, p, em, NULL, err, errlen);
+}
+
+void *
+shaper_config_emulate_to_json(const struct shaper_emulate_config *em)
+{
+	char buf[64];
+	json_t *o = json_object();
+
+	shaper_format_time(em->delay_ns, buf, sizeof(buf));
+	json_object_set_new(o, "delay", json_string(buf));
+	shaper_format_time(em->jitter_ns, buf, sizeof(buf));
+	json_object_set_new(o, "jitter", json_string(buf));
+	json_object_set_new(o, "loss", json_real(em->loss_ppm / 10000.));
+	json_object_set_new(o, "seed", json_integer((json_int_t)em->seed));
+	json_object_set_new(o, "limit", json_integer(em->limit));
+	return o;
+}
+
 void *
 shaper_config_direction_to_json(const struct sched_params *p)
 {

@@ -461,6 +461,7 @@ static int
 cmd_config_get(const struct ctl_backend *be, const json_t *args, struct reply *r)
 {
 	static const char *const known[] = { "direction", NULL };
+	struct shaper_emulate_config em;
 	unsigned int mask;
 	json_t *o;
 
@@ -477,6 +478,10 @@ cmd_config_get(const struct ctl_backend *be, const json_t *args, struct reply *r
 			return -1;
 		}
 		json_object_set_new(o, shaper_dir_name[d], shaper_config_direction_to_json(&p));
+		if (be->emulate_get != NULL &&
+		    be->emulate_get(be->opaque, (enum shaper_dir)d, &em) == 0)
+			json_object_set_new(json_object_get(o, shaper_dir_name[d]), "emulate",
+					    shaper_config_emulate_to_json(&em));
 	}
 	r->result = o;
 	return 0;
@@ -487,7 +492,10 @@ cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r
 {
 	static const char *const known[] = { "direction", "settings", NULL };
 	const json_t *settings = args != NULL ? json_object_get(args, "settings") : NULL;
+	struct shaper_emulate_config em = { 0 }, was;
 	struct sched_params p;
+	bool has_emulate;
+	json_t *o;
 	char err[SHAPER_ERR_LEN];
 	unsigned int mask;
 	enum shaper_dir d;
@@ -502,14 +510,38 @@ cmd_config_set(const struct ctl_backend *be, const json_t *args, struct reply *r
 			    "{\"bandwidth\": \"200mbit\"}");
 	if (current_params(be, d, &p, r) != 0)
 		return -1;
-	if (shaper_config_parse_direction(settings, shaper_dir_name[d], &p, err, sizeof(err)) != 0)
+	has_emulate = json_object_get(settings, "emulate") != NULL;
+	if (has_emulate && (be->emulate_get == NULL || be->emulate_get(be->opaque, d, &em) != 0))
+		return fail(r, CTL_ERR_INVALID_ARGUMENT,
+			    "%s.emulate: this direction has no emulator to change (start "
+			    "shaperd with an \"emulate\" section on it)",
+			    shaper_dir_name[d]);
+	was = em;
+	if (shaper_config_parse_direction_live(settings, shaper_dir_name[d], &p,
+					       has_emulate ? &em : NULL, err, sizeof(err)) != 0)
 		return fail(r, CTL_ERR_INVALID_ARGUMENT, "%s", err);
-	rc = be->apply(be->opaque, d, &p, err, sizeof(err));
-	if (rc != 0)
-		/* Refused settings are the caller's to fix; anything else is worth a retry. */
-		return fail(r, rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY, "%s: %s",
-			    shaper_dir_name[d], err);
-	r->result = json_pack("{s:o}", shaper_dir_name[d], shaper_config_direction_to_json(&p));
+	if (has_emulate && (em.seed != was.seed || em.limit != was.limit))
+		return fail(r, CTL_ERR_INVALID_ARGUMENT,
+			    "%s.emulate.%s: fixed at start (restart shaperd to change it)",
+			    shaper_dir_name[d], em.seed != was.seed ? "seed" : "limit");
+	/* The scheduler's settings first: a refusal there leaves the emulator as it was. */
+	if (json_object_size(settings) > (has_emulate ? 1u : 0u)) {
+		rc = be->apply(be->opaque, d, &p, err, sizeof(err));
+		if (rc != 0)
+			/* Refused settings are the caller's to fix; anything else is worth a retry.
+			 */
+			return fail(r, rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY,
+				    "%s: %s", shaper_dir_name[d], err);
+	}
+	if (has_emulate) {
+		rc = be->emulate_set(be->opaque, d, &em, err, sizeof(err));
+		if (rc != 0)
+			return fail(r, CTL_ERR_BUSY, "%s.emulate: %s", shaper_dir_name[d], err);
+	}
+	o = shaper_config_direction_to_json(&p);
+	if (has_emulate)
+		json_object_set_new(o, "emulate", shaper_config_emulate_to_json(&em));
+	r->result = json_pack("{s:o}", shaper_dir_name[d], o);
 	return 0;
 }
 

@@ -65,7 +65,10 @@ FIELD_DIFFERS(d_interval, a->fqc_interval_us != b->fqc_interval_us)
 FIELD_DIFFERS(d_ce_threshold, a->fqc_ce_threshold_us != b->fqc_ce_threshold_us)
 FIELD_DIFFERS(d_drop_batch, a->fqc_drop_batch != b->fqc_drop_batch)
 
-/* Every key config.set takes ("emulate" and autorate's bounds it refuses). */
+/*
+ * Every scheduler key config.set takes (autorate's bounds it refuses;
+ * "emulate" goes to the delay line, not the scheduler).
+ */
 static const struct key_cmp dir_keys[] = {
 	{ "discipline", D_ALL, d_discipline },
 	{ "bandwidth", D_ALL, d_rate },

@@ -608,6 +608,67 @@ be_subs_apply(void *opaque, struct sub_set *set, bool addresses, const uint32_t 
 			      call_timeout(ctl), err, errlen);
 }
 
+static int
+be_emulate_get(void *opaque, enum shaper_dir dir, struct shaper_emulate_config *em)
+{
+	struct dp_control *ctl = opaque;
+	const struct dp_dir *d = ctl->dirs[dir][0];
+
+	if (d->emu == NULL)
+		return -ENOENT;
+	em->delay_ns = d->emu_path.delay_ns;
+	em->jitter_ns = d->emu_path.jitter_ns;
+	em->loss_ppm = d->emu_path.loss_ppm;
+	em->seed = d->emu_path.seed; /* shard 0's is the configured one */
+	em->limit = d->emu_path.limit;
+	return 0;
+}
+
+/* Every shard's line takes the new path; a shard that does not is named in err. */
+static int
+be_emulate_set(void *opaque, enum shaper_dir dir, const struct shaper_emulate_config *em, char *err,
+	       size_t errlen)
+{
+	struct dp_control *ctl = opaque;
+
+	for (unsigned int i = 0; i < ctl->n_shards; i++) {
+		struct dp_dir *d = ctl->dirs[dir][i];
+		struct dp_msg *m = rte_zmalloc(NULL, sizeof(*m), 0);
+		int rc;
+
+		if (m == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		m->type = DP_MSG_EMULATE;
+		m->emu = d->emu_path;
+		m->emu.delay_ns = em->delay_ns;
+		m->emu.jitter_ns = em->jitter_ns;
+		m->emu.loss_ppm = em->loss_ppm;
+		rc = dp_dir_call(d, &m, call_timeout(ctl));
+		if (rc == 0)
+			rc = m->rc;
+		if (rc == 0) {
+			d->emu_path = m->emu;
+		} else {
+			if (m == NULL)
+				snprintf(err, errlen,
+					 "the data plane did not answer in time; "
+					 "the change is still being applied");
+			else if (m->err[0] != '\0')
+				snprintf(err, errlen, "%s", m->err);
+			else
+				snprintf(err, errlen, "%s", strerror(-rc));
+			if (ctl->n_shards > 1)
+				err_append(err, errlen, "on worker", i, ctl->n_shards);
+		}
+		dp_msg_free(m);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 void
 dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 {
@@ -623,4 +684,6 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->subs = be_subs;
 	be->subs_shard = be_subs_shard;
 	be->subs_apply = be_subs_apply;
+	be->emulate_get = be_emulate_get;
+	be->emulate_set = be_emulate_set;
 }

@@ -508,6 +508,15 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		sub_sched_change_apply(d->subs, m->subs_change);
 		m->rc = 0;
 		break;
+	case DP_MSG_EMULATE:
+		if (d->emu == NULL) {
+			m->rc = -EINVAL;
+			snprintf(m->err, sizeof(m->err), "this direction has no emulator");
+			break;
+		}
+		emu_set_path(d->emu, m->emu.delay_ns, m->emu.jitter_ns, m->emu.loss_ppm);
+		m->rc = 0;
+		break;
 	case DP_MSG_FLOWS: {
 		unsigned int k;
 

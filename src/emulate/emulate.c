@@ -44,6 +44,15 @@ emu_create(const struct emu_params *p)
 }
 
 void
+emu_set_path(struct emulate *e, uint64_t delay_ns, uint64_t jitter_ns, uint32_t loss_ppm)
+{
+	e->p.delay_ns = delay_ns;
+	e->p.jitter_ns = jitter_ns;
+	e->p.loss_ppm = loss_ppm;
+	e->loss_threshold = ((uint64_t)loss_ppm << 32) / 1000000;
+}
+
+void
 emu_free(struct emulate *e)
 {
 	free(e);

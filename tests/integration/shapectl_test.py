@@ -422,6 +422,22 @@ def test_set_get():
           and r["downstream"].get("diffserv") == "diffserv3" and r["downstream"].get("rtt") == "40ms",
           "set with several pairs, --json result")
 
+    # The emulator's path, live: "emulate.delay" is {"emulate": {"delay": ...}}.
+    rc, out, _ = run(["set", "upstream", "emulate.delay", "30ms", "emulate.loss", "0.5"])
+    em = get("upstream").get("emulate", {})
+    check(rc == 0 and em.get("delay") == "30ms" and em.get("loss") == 0.5
+          and em.get("limit") == 10240,
+          "set upstream emulate.delay 30ms emulate.loss 0.5: get shows %s" % em)
+    rc, out, err = run(["set", "upstream", "emulate.limit", "5"])
+    check(rc != 0 and "upstream.emulate.limit: fixed at start" in out + err,
+          "set upstream emulate.limit is refused: %s" % (out + err).strip())
+    rc, out, err = run(["set", "downstream", "emulate.delay", "5ms"])
+    check(rc != 0 and "no emulator" in out + err and "emulate" not in get("downstream"),
+          "set downstream emulate.delay: downstream has no emulator: %s" % (out + err).strip())
+    rc, _, _ = run(["set", "upstream", "emulate.delay", "1ms", "emulate.loss", "0"])
+    check(rc == 0 and get("upstream").get("emulate", {}).get("loss") == 0,
+          "set upstream emulate back to 1 ms, no loss")
+
     rc, out, err = run(["set", "downstream", "bandwidth", "280mbps"])
     check(rc == 1 and out == "" and err.startswith("shapectl: invalid_argument: ")
           and '"280mbps" is not a rate' in err, "refused set exits 1: %r" % err.strip())
@@ -583,7 +599,8 @@ def main():
             "wan": "net_pcap0,rx_pcap=%s/wan_in.pcap,tx_pcap=%s/wan_out.pcap" % (tmp, tmp),
             "lan": "net_pcap1,rx_pcap=%s/lan_in.pcap,tx_pcap=%s/lan_out.pcap" % (tmp, tmp),
         },
-        "upstream": {"discipline": "cake"},
+        # a WAN emulator (1 ms) whose path test_set_get changes live
+        "upstream": {"discipline": "cake", "emulate": {"delay": "1ms"}},
         # Slow, and an rtt so long that AQM never drops: the queue stays for flows.
         "downstream": {"discipline": "cake", "bandwidth": "200kbit", "diffserv": "diffserv4",
                        "rtt": "interplanetary"},

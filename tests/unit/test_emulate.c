@@ -1,7 +1,7 @@
 /*
  * The WAN emulator's delay line: exact fixed delay, jitter inside its
  * bounds that never reorders, seeded loss at the configured rate, the
- * packet limit, and flush.
+ * packet limit, flush, and a path step on a running line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -136,14 +136,49 @@ test_limit_and_flush(void **state)
 	emu_free(e);
 }
 
+/*
+ * A step up applies to the next packet; a step down never lets a packet
+ * overtake one held under the longer delay, and applies once the line has
+ * drained to it. Loss set live takes effect at once.
+ */
+static void
+test_path_step(void **state)
+{
+	struct emu_params p = { .delay_ns = 10000000, .limit = N };
+	struct emulate *e = emu_create(&p);
+	struct sh_pkt_list drops;
+	uint64_t ms = 1000000;
+
+	(void)state;
+	sh_pkt_list_init(&drops);
+	assert_int_equal(emu_enqueue(e, &pkts[0], 0, &drops), 0);
+	emu_set_path(e, 35 * ms, 0, 0); /* +25 ms */
+	assert_int_equal(emu_enqueue(e, &pkts[1], 1 * ms, &drops), 0);
+	assert_int_equal(pkts[0].enq_ns, 10 * ms);
+	assert_int_equal(pkts[1].enq_ns, 36 * ms);
+	emu_set_path(e, 10 * ms, 0, 0); /* and back */
+	assert_int_equal(emu_enqueue(e, &pkts[2], 2 * ms, &drops), 0);
+	assert_int_equal(pkts[2].enq_ns, 36 * ms); /* behind pkts[1], not at 12 ms */
+	assert_int_equal(emu_enqueue(e, &pkts[3], 40 * ms, &drops), 0);
+	assert_int_equal(pkts[3].enq_ns, 50 * ms); /* drained: the short path again */
+	for (int i = 0; i < 4; i++)
+		assert_ptr_equal(emu_dequeue(e, 50 * ms), &pkts[i]);
+	emu_set_path(e, 10 * ms, 0, 1000000); /* 100 % loss */
+	assert_int_equal(emu_enqueue(e, &pkts[4], 60 * ms, &drops), 1);
+	assert_int_equal(drops.count, 1);
+	assert_int_equal(drops.head->drop_reason, SHAPER_DROP_EMULATED_LOSS);
+	emu_set_path(e, 10 * ms, 0, 0);
+	assert_int_equal(emu_enqueue(e, &pkts[5], 60 * ms, &drops), 0);
+	emu_free(e);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixed_delay),
-		cmocka_unit_test(test_jitter_keeps_order),
-		cmocka_unit_test(test_loss_rate),
-		cmocka_unit_test(test_limit_and_flush),
+		cmocka_unit_test(test_fixed_delay), cmocka_unit_test(test_jitter_keeps_order),
+		cmocka_unit_test(test_loss_rate),   cmocka_unit_test(test_limit_and_flush),
+		cmocka_unit_test(test_path_step),
 	};
 
 	return cmocka_run_group_tests_name("emulate", tests, NULL, NULL);

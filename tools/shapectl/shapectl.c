@@ -598,12 +598,16 @@ show_settings(const struct opts *o, const json_t *r)
 	return SC_EXIT_OK;
 }
 
-/* true/false -> bool, an integer literal -> integer, anything else -> string. */
+/*
+ * true/false -> bool, an integer literal -> integer, a decimal literal (a
+ * percentage such as emulate.loss 0.5) -> real, anything else -> string.
+ */
 static json_t *
 typed_value(const char *s)
 {
 	char *end;
 	long long v;
+	double x;
 
 	if (strcmp(s, "true") == 0)
 		return json_true();
@@ -613,6 +617,11 @@ typed_value(const char *s)
 	v = strtoll(s, &end, 10);
 	if (s[0] != '\0' && *end == '\0' && errno == 0 && s[0] != '+')
 		return json_integer((json_int_t)v);
+	errno = 0;
+	x = strtod(s, &end);
+	if (s[0] != '\0' && *end == '\0' && errno == 0 && strchr(s, '.') != NULL &&
+	    strspn(s, "-0123456789.") == strlen(s))
+		return json_real(x);
 	return json_string(s);
 }
 
@@ -633,11 +642,27 @@ set_args(int argc, char **argv, json_t **args)
 				   argv[0]);
 	settings = json_object();
 	for (int i = 1; i + 1 < argc; i += 2) {
-		if (json_object_get(settings, argv[i]) != NULL) {
+		/* "emulate.delay 45ms" is {"emulate": {"delay": "45ms"}} */
+		const char *dot = strchr(argv[i], '.');
+		json_t *into = settings;
+		const char *key = argv[i];
+
+		if (dot != NULL && dot != argv[i] && dot[1] != '\0') {
+			char outer[64];
+
+			snprintf(outer, sizeof(outer), "%.*s", (int)(dot - argv[i]), argv[i]);
+			into = json_object_get(settings, outer);
+			if (into == NULL) {
+				into = json_object();
+				json_object_set_new(settings, outer, into);
+			}
+			key = dot + 1;
+		}
+		if (!json_is_object(into) || json_object_get(into, key) != NULL) {
 			json_decref(settings);
 			return usage_error("set: \"%s\" is given twice", argv[i]);
 		}
-		json_object_set_new(settings, argv[i], typed_value(argv[i + 1]));
+		json_object_set_new(into, key, typed_value(argv[i + 1]));
 	}
 	*args = json_pack("{s:s, s:o}", "direction", argv[0], "settings", settings);
 	return SC_EXIT_OK;

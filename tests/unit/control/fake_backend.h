@@ -41,6 +41,10 @@ struct fake {
 	unsigned int reset_calls;
 	unsigned int flows_calls;
 	unsigned int flows_max; /* the max of the last flows() call */
+	/* the WAN emulator: only where has_emu */
+	bool has_emu[SHAPER_NUM_DIRS];
+	struct shaper_emulate_config emu[SHAPER_NUM_DIRS];
+	unsigned int emu_set_calls;
 };
 
 /* Upstream tins: 3 tins (diffserv3), distinct values everywhere. */
@@ -214,6 +218,30 @@ fake_apply(void *opaque, enum shaper_dir d, const struct sched_params *p, char *
 }
 
 static __attribute__((unused)) int
+fake_emulate_get(void *opaque, enum shaper_dir d, struct shaper_emulate_config *em)
+{
+	struct fake *f = opaque;
+
+	if (!f->has_emu[d])
+		return -ENOENT;
+	*em = f->emu[d];
+	return 0;
+}
+
+static __attribute__((unused)) int
+fake_emulate_set(void *opaque, enum shaper_dir d, const struct shaper_emulate_config *em, char *err,
+		 size_t errlen)
+{
+	struct fake *f = opaque;
+
+	(void)err;
+	(void)errlen;
+	f->emu_set_calls++;
+	f->emu[d] = *em;
+	return 0;
+}
+
+static __attribute__((unused)) int
 fake_reset_stats(void *opaque)
 {
 	struct fake *f = opaque;
@@ -273,6 +301,8 @@ fake_backend(struct fake *f, struct ctl_backend *be)
 	be->reset_stats = fake_reset_stats;
 	be->flows = fake_flows;
 	be->heap_bytes = fake_heap_bytes;
+	be->emulate_get = fake_emulate_get;
+	be->emulate_set = fake_emulate_set;
 }
 
 /* Known error codes, for checks that a reply names one of them. */

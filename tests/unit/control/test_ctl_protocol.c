@@ -779,6 +779,61 @@ test_config_set(void **state)
 	assert_str_at(r, "upstream.bandwidth", "100Mbit");
 }
 
+/*
+ * The WAN emulator's path changes live (a path step on a test bed): delay,
+ * jitter and loss; seed and limit are fixed at start; a direction without
+ * an emulator says so; a refused scheduler key leaves the emulator alone.
+ */
+static void
+test_config_set_emulate(void **state)
+{
+	json_t *r;
+
+	(void)state;
+	err("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	    "{'emulate':{'delay':'45ms'}}}}",
+	    "invalid_argument", "upstream.emulate: this direction has no emulator to change");
+	assert_int_equal(F.emu_set_calls + F.apply_calls, 0);
+	F.has_emu[SHAPER_UP] = true;
+	F.emu[SHAPER_UP] = (struct shaper_emulate_config){ .delay_ns = 20000000,
+							   .seed = 3,
+							   .limit = 10240 };
+	r = ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	       "{'emulate':{'delay':'45ms','loss':0.5}}}}");
+	assert_int_equal(F.emu_set_calls, 1);
+	assert_int_equal(F.apply_calls, 0); /* nothing for the scheduler */
+	assert_int_equal(F.emu[SHAPER_UP].delay_ns, 45000000);
+	assert_int_equal(F.emu[SHAPER_UP].loss_ppm, 5000);
+	assert_int_equal(F.emu[SHAPER_UP].jitter_ns, 0);
+	assert_int_equal(F.emu[SHAPER_UP].limit, 10240);
+	assert_str_at(r, "upstream.emulate.delay", "45ms");
+	assert_str_at(r, "upstream.bandwidth", "100Mbit");
+	r = ok("{'cmd':'config.get','args':{'direction':'upstream'}}");
+	assert_str_at(r, "upstream.emulate.delay", "45ms");
+	r = ok("{'cmd':'config.get','args':{'direction':'downstream'}}");
+	assert_null(jpath(r, "downstream.emulate"));
+	err("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	    "{'emulate':{'limit':100}}}}",
+	    "invalid_argument", "upstream.emulate.limit: fixed at start");
+	err("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	    "{'emulate':{'delay':'forever'}}}}",
+	    "invalid_argument", "upstream.emulate.delay:");
+	assert_int_equal(F.emu_set_calls, 1);
+	/* Both at once: the scheduler first; its refusal leaves the path as it was. */
+	F.apply_rc = -EINVAL;
+	snprintf(F.apply_msg, sizeof(F.apply_msg), "no");
+	err("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	    "{'bandwidth':'20mbit','emulate':{'delay':'10ms'}}}}",
+	    "invalid_argument", "upstream: no");
+	assert_int_equal(F.emu_set_calls, 1);
+	assert_int_equal(F.emu[SHAPER_UP].delay_ns, 45000000);
+	F.apply_rc = 0;
+	ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"
+	   "{'bandwidth':'20mbit','emulate':{'delay':'10ms'}}}}");
+	assert_int_equal(F.applied.rate, 2500000);
+	assert_int_equal(F.emu[SHAPER_UP].delay_ns, 10000000);
+}
+
 static void
 test_config_set_several(void **state)
 {
@@ -1058,7 +1113,7 @@ test_config_set_bad(void **state)
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'limit':100}}}",
 	    "invalid_argument", "downstream.limit: does not apply to discipline \"cake\"");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'emulate':{}}}}",
-	    "invalid_argument", "downstream.emulate: cannot be changed here");
+	    "invalid_argument", "downstream.emulate: this direction has no emulator");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'vlan_hosts':'on'}}}",
 	    "invalid_argument", "downstream.vlan_hosts: expected true or false, got a string");
 	err("{'cmd':'config.set','args':{'direction':'downstream','settings':"
@@ -1708,6 +1763,7 @@ main(void)
 		T(test_config_get),
 		T(test_config_set),
 		T(test_config_set_several),
+		T(test_config_set_emulate),
 		T(test_bad_json),
 		T(test_bad_request),
 		T(test_unknown_command),
