@@ -59,7 +59,8 @@ else
 		--suite unit --suite sim --no-suite style
 	stage_done "release build and tests"
 	# The unit, simulation and integration suites again, built with ASan and
-	# UBSan (any report fails the test that made it).
+	# UBSan (any report fails the test that made it); not the benchmark
+	# harness's smoke test (suite bench).
 	if [ -f build-asan/build.ninja ]; then
 		meson setup --reconfigure build-asan >/dev/null
 	else
@@ -68,7 +69,7 @@ else
 	ninja -C build-asan
 	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs --num-processes 2 \
-		--suite unit --suite sim --suite integration
+		--suite unit --suite sim --suite integration --no-suite bench
 	stage_done "ASan build and tests"
 	# The container image installs the package just built; shaperd passes
 	# --check-config on every preset inside it (buildah; not timing-sensitive).
