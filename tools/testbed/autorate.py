@@ -5,6 +5,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
     autorate.py [--shaperd PATH] [--down 100mbit] [--up 20mbit] [--rtt 40ms]
                 [--buffer 1mb] [--phase 20] [--modes fixed95,auto] [--out DIR]
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
+                [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
 
 Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
 -> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
@@ -26,14 +27,18 @@ under 10 ms and under 15 ms, and how long after the recovery the downloads' 1-s 
 back at 0.9 of the new rate. DIR/autorate.json and DIR/autorate.png (rate,
 RTT and goodput over time). Needs what run.py needs, and tc.
 
-Not here: path-delay steps (a satellite switch, a handover). The bed's base
-RTT is shaperd's own delay line (`emulate`), fixed at start, and this
-kernel has no qdisc that delays (no netem, no fq or etf for a BPF
-program's departure times). A step needs one of: a kernel with
-sch_netem (`tc qdisc change ... netem delay`), or sch_fq with a tc BPF
-program setting each packet's departure time from a map the run updates,
-or an `emulate.delay` that config.set can change while running. The
-simulator has the scenario (tests/sim/test_autorate.c, test_path_steps).
+Path steps (--path-step): the modems keep their rate, and every
+--step-every seconds of the load the path's delay steps up by --path-step
+and back, as a satellite handover or a reroute does. The bed's path delay
+is shaperd's own delay line (`emulate`; this kernel has no netem), changed
+live with config.set; the step is on the upstream half of the path, the
+only part of the WAN path the bed can delay (frames shaperd sends to the
+WAN), so it lengthens every WAN-side RTT sample and the upstream one-way
+delay; the downstream one-way delay does not move. Reported over the whole
+load: the rate held (mean and lowest) and what the shaper sent, as shares of
+the modem's rate, and the induced latency less the step in force. Modes
+default to auto only. The simulator has the same scenario on both halves
+(tests/sim/test_autorate.c, test_path_steps).
 """
 import argparse
 import json
@@ -107,6 +112,7 @@ def run_mode(args, mode, bed, tmp):
         if mode == "auto":
             c["bandwidth"] = {"min": "%dkbit" % round(nominal[d] * args.min_share / 1000),
                               "max": "%dkbit" % (nominal[d] // 1000)}
+            c["bandwidth"].update(args.tune)
         else:
             c["bandwidth"] = "%dkbit" % round(nominal[d] * 0.95 / 1000)
         cfg[d] = c
@@ -128,31 +134,63 @@ def run_mode(args, mode, bed, tmp):
         flows.append(bed_run.Flow("down%d_%s" % (i + 1, tos), "down", "cubic", tos))
     for i, f in enumerate(flows):
         f.start(bed, 5201 + i, 3 * args.phase, t0, args.rtt_s, tmp)
-    # The modem falls to --low of its rate after one phase and recovers after two.
-    changes = [(load_t + args.phase, args.low), (load_t + 2 * args.phase, 1.0)]
-    for at, share in changes:
-        time.sleep(max(0.0, at - (time.time() - t0)))
-        tc_modem(bed, "srv", "change", int(args.down_bps * share), args.buffer)
-        tc_modem(bed, "wan", "change", int(args.up_bps * share), args.buffer)
+    steps = []
+    if args.path_step_s > 0:
+        # The upstream half of the path steps up by --path-step and back, every --step-every s.
+        base_us = round(args.rtt_s / 2 * 1e6)
+        k, up = 1, True
+        while load_t + k * args.step_every < load_t + 3 * args.phase - 1:
+            at = load_t + k * args.step_every
+            time.sleep(max(0.0, at - (time.time() - t0)))
+            delay_us = base_us + (round(args.path_step_s * 1e6) if up else 0)
+            r = bed.ctl("config.set", {"direction": "upstream",
+                                       "settings": {"emulate": {"delay": "%dus" % delay_us}}})
+            if r is None:
+                raise RuntimeError("config.set upstream emulate.delay %dus was refused" % delay_us)
+            steps.append((time.time() - t0, args.path_step_s * 1e3 if up else 0.0))
+            k, up = k + 1, not up
+    else:
+        # The modem falls to --low of its rate after one phase and recovers after two.
+        changes = [(load_t + args.phase, args.low), (load_t + 2 * args.phase, 1.0)]
+        for at, share in changes:
+            time.sleep(max(0.0, at - (time.time() - t0)))
+            tc_modem(bed, "srv", "change", int(args.down_bps * share), args.buffer)
+            tc_modem(bed, "wan", "change", int(args.up_bps * share), args.buffer)
     for f in flows:
         f.wait(3 * args.phase + 30)
     lat = probes.wait(t0)
     poller.stop()
     bed.stop_daemon()
-    return dict(cfg=cfg, flows=flows, lat=lat, load_t=load_t, rates=poller.samples)
+    return dict(cfg=cfg, flows=flows, lat=lat, load_t=load_t, rates=poller.samples, steps=steps)
+
+
+def step_at(steps, t):
+    """The path step (ms) in force at t: the last change at or before t."""
+    ms = 0.0
+    for at, v in steps:
+        if at <= t:
+            ms = v
+    return ms
 
 
 def analyse(args, raw):
     L, P = raw["load_t"], args.phase
     icmp = raw["lat"]["icmp"]
     idle = median([r for t, r in icmp if t < L and r is not None]) or 0.0
-    induced = [(t, r - idle) for t, r in icmp if r is not None]
+    # Less the path step in force (a probe sent just before a change can see
+    # either delay: the induced latency is judged by medians).
+    steps = raw.get("steps", [])
+    induced = [(t, r - idle - step_at(steps, t)) for t, r in icmp if r is not None]
     sums = {d: [] for d in ("up", "down")}
     for f in raw["flows"]:
         sums[f.direction] += f.sums
     modem = {"down": args.down_bps / 1e6, "up": args.up_bps / 1e6}
-    phases = {"steady": (L + 3, L + P, 1.0), "low": (L + P + P / 3, L + 2 * P, args.low),
+    low = args.low if not steps else 1.0
+    phases = {"steady": (L + 3, L + P, 1.0), "low": (L + P + P / 3, L + 2 * P, low),
               "recovered": (L + 2 * P + P / 2, L + 3 * P, 1.0)}
+    if steps:
+        # Path steps: the whole load at the modem's one rate.
+        phases["whole"] = (L + 3, L + 3 * P, 1.0)
     out = {"idle_rtt_ms": idle, "phases": {}}
     for name, (a, b, share) in phases.items():
         ph = {"induced_median_ms": median([r for t, r in induced if a <= t < b])}
@@ -198,6 +236,7 @@ def analyse(args, raw):
                 out[key] = round(t + 1 - drop, 1)
                 break
             t += 0.2
+    out["path_steps"] = [[round(t - L, 2), ms] for t, ms in steps]
     out["goodput_back_to_0.9_s"] = None
     t = rec
     while t < L + 3 * P - 1:
@@ -233,8 +272,12 @@ def plot(args, results, raws, path):
     modem_t = [0, args.phase, args.phase, 2 * args.phase, 2 * args.phase, 3 * args.phase]
     for d, bps in (("down", args.down_bps), ("up", args.up_bps)):
         m = bps / 1e6
-        lo = m * args.low
+        lo = m * (args.low if args.path_step_s == 0 else 1.0)
         ax[0].plot(modem_t, [m, m, lo, lo, m, m], "k--", linewidth=1, label="modem %s" % d)
+    for raw in raws.values():
+        for t, ms in raw.get("steps", []):
+            for a in ax:
+                a.axvline(t - raw["load_t"], color="grey", linestyle=":", linewidth=1)
     ax[0].set_ylabel("rate, Mbit/s")
     ax[1].set_ylabel("ping RTT, ms")
     ax[1].set_yscale("log")
@@ -243,8 +286,9 @@ def plot(args, results, raws, path):
     for a in ax:
         a.legend(fontsize=7)
         a.grid(alpha=0.3)
-    fig.suptitle("autorate vs fixed 95 %%: modem %g/%g Mbit/s, %s buffer" % (
-        args.down_bps / 1e6, args.up_bps / 1e6, args.buffer))
+    fig.suptitle("autorate vs fixed 95 %%: modem %g/%g Mbit/s, %s buffer%s" % (
+        args.down_bps / 1e6, args.up_bps / 1e6, args.buffer,
+        ", path steps of +%g ms (dotted)" % (args.path_step_s * 1e3) if args.path_step_s else ""))
     fig.savefig(path, dpi=90)
 
 
@@ -266,6 +310,14 @@ def main():
                     choices=["ack-filter", "ack-filter-aggressive", "no-ack-filter"],
                     help="the upstream's ACK filter, both modes (aggressive: what CAKE "
                     "advises for a link as asymmetric as 100/20)")
+    ap.add_argument("--path-step", type=bed_run.parse_time, default=0.0,
+                    help="instead of changing the modems' rate: the path delay steps up by "
+                    "this much and back (default: no steps)")
+    ap.add_argument("--step-every", type=float, default=15.0,
+                    help="seconds between path steps (with --path-step)")
+    ap.add_argument("--tune", type=json.loads, default={},
+                    help="more autorate keys for both directions (auto mode), as JSON, e.g. "
+                    "'{\"path_checks\": 0}' (see docs/configuration.md)")
     ap.add_argument("--prefix", default="ar")
     ap.add_argument("--workers", type=int, default=1,
                     help="shaperd's workers (more than one share the link; both on CPU 1)")
@@ -275,6 +327,9 @@ def main():
     if rc is not None:
         return rc
     args.down_bps, args.up_bps, args.rtt_s = args.down, args.up, args.rtt
+    args.path_step_s = args.path_step
+    if args.path_step_s > 0 and "--modes" not in sys.argv:
+        args.modes = "auto"
     shaperd = args.shaperd
     for c in ("build-bed/src/shaperd", "build/src/shaperd"):
         if not shaperd and os.access(os.path.join(bed_run.ROOT, c), os.X_OK):
