@@ -564,6 +564,34 @@ dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint
 	return dp_steer_burst_to(d, pkts, to, subs, n, drops);
 }
 
+_Static_assert((int)SUB_RTT_WAN == (int)RTT_SIDE_WAN && (int)SUB_RTT_LAN == (int)RTT_SIDE_LAN,
+	       "per-subscriber RTT sides are the RTT tap's");
+
+void
+dp_subs_enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
+		      const struct rtt_sample *smp, unsigned int nsmp, uint64_t now,
+		      struct sh_pkt_list *drops)
+{
+	enum sub_dir sd = sub_dir_of(d);
+	uint32_t looked[SHAPER_BURST_MAX];
+
+	if (subs == NULL) {
+		for (unsigned int i = 0; i < n; i++)
+			looked[i] = sub_sched_classify(d->subs, sd, pkts[i]);
+		subs = looked;
+	}
+	/*
+	 * A sample's packet is the echo: coming down (WAN side) its LAN address
+	 * is the destination, going up (LAN side) the source, which is what
+	 * the lookup of its own direction keys on.
+	 */
+	for (unsigned int k = 0; k < nsmp; k++)
+		sub_sched_rtt_sample(d->subs, subs[smp[k].pkt], (enum sub_rtt_side)smp[k].side,
+				     smp[k].rtt_ns, now);
+	for (unsigned int i = 0; i < n; i++)
+		sub_sched_enqueue(d->subs, sd, subs[i], pkts[i], now, drops);
+}
+
 static int
 by_u64(const void *a, const void *b)
 {
