@@ -225,6 +225,15 @@ uint64_t sub_sched_changes(const struct sub_sched *ss);
  */
 uint64_t sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub);
 
+/*
+ * The subscribers the last allocation in direction dir looked at, in
+ * ascending order (the link's entry, nsubs, among them): the only ones
+ * whose sub_sched_demand may be non-zero, save those that took a CAKE since
+ * (they join at the next allocation). *n gets their count. The worker's
+ * only; valid until its next call into the scheduler.
+ */
+const uint32_t *sub_sched_active(const struct sub_sched *ss, enum sub_dir dir, uint32_t *n);
+
 /* ------------------------------------------------------------------------ */
 /* Passive RTT per subscriber (shaper/subscriber_rtt.h)                       */
 

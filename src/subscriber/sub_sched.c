@@ -946,6 +946,13 @@ sub_sched_changes(const struct sub_sched *ss)
 	return ss->changes;
 }
 
+const uint32_t *
+sub_sched_active(const struct sub_sched *ss, enum sub_dir dir, uint32_t *n)
+{
+	*n = ss->d[dir].nact;
+	return ss->d[dir].act;
+}
+
 uint64_t
 sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
 {
