@@ -15,7 +15,9 @@
  * each with its own delay beyond the LAN port and beyond the WAN port,
  * through both directions' worker turns with the RTT tap on. Each
  * subscriber's median and p95 per side are its own delays (within the
- * histogram's bucket), not the other's or the other side's.
+ * histogram's bucket), not the other's or the other side's; each segment
+ * comes right after a frame of an address no subscriber owns, in the same
+ * burst, and none of the samples goes to that address.
  */
 #include <errno.h>
 #include <math.h>
@@ -405,7 +407,7 @@ test_worker_subscriber_rtt(void **state)
 	} f[2] = { { { 100, 64, 1, 1 }, "c1", 8, 40 }, { { 100, 64, 3, 1 }, "c3", 25, 120 } };
 	struct dp_dir down, up, *dirs[SHAPER_NUM_DIRS];
 	uint64_t next_down[2] = { 1000000, 3000000 }, now;
-	uint32_t k[2] = { 0 };
+	uint32_t k[2] = { 0 }, fill = 0;
 	bool echo_due[2] = { false };
 	uint64_t echo_at[2] = { 0 };
 	char text[1024], err[512];
@@ -439,6 +441,9 @@ test_worker_subscriber_rtt(void **state)
 
 		for (int i = 0; i < 2; i++) {
 			if (now >= next_down[i]) {
+				/* Another frame first: the sample's packet is not the burst's
+				 * first. */
+				assert_int_equal(rte_ring_enqueue(in_ring, frame(5, fill++)), 0);
 				assert_int_equal(rte_ring_enqueue(in_ring,
 								  tcp_frame(f[i].lan, true,
 									    1000 + k[i],
@@ -449,6 +454,7 @@ test_worker_subscriber_rtt(void **state)
 				next_down[i] = echo_at[i] + f[i].wan_ms * 1000000;
 			}
 			if (echo_due[i] && now >= echo_at[i]) {
+				assert_int_equal(rte_ring_enqueue(up_in_ring, frame(5, fill++)), 0);
 				assert_int_equal(rte_ring_enqueue(up_in_ring,
 								  tcp_frame(f[i].lan, false,
 									    5000 + k[i],
