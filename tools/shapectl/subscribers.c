@@ -177,12 +177,16 @@ sc_show_subscriber(const json_t *r, bool json)
 	for (int k = 0; k < 2; k++) {
 		const json_t *x =
 				json_object_get(json_object_get(r, "rtt"), k == 0 ? "lan" : "wan");
-		char b[48];
+		const char *what = k == 0 ? "lan, to the subscriber and back"
+					  : "wan, to the remote and back";
 
-		fmt_rtt(x, b, sizeof(b));
-		printf("  rtt %s (median/p95, last 10-20 s): %s, %lld samples\n",
-		       k == 0 ? "lan (to the subscriber and back)" : "wan (to the remote and back)",
-		       b, sc_int(x, "samples"));
+		if (sc_int(x, "samples") == 0)
+			printf("  rtt (%s): no samples in the last 10-20 s\n", what);
+		else
+			printf("  rtt (%s): median %.1f ms, p95 %.1f ms of %lld samples in the "
+			       "last 10-20 s\n",
+			       what, (double)sc_int(x, "median_us") / 1000.0,
+			       (double)sc_int(x, "p95_us") / 1000.0, sc_int(x, "samples"));
 	}
 	return SC_EXIT_OK;
 }
