@@ -120,9 +120,13 @@ void dp_rtt_log_decisions(struct dp_rtt *r);
  */
 void dp_rtt_departed(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 		     uint64_t now);
-/* Worker: time the TCP packets of a classified burst of direction dir. */
-void dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
-		  uint64_t now);
+/*
+ * Worker: time the TCP packets of a classified burst of direction dir. The
+ * samples it completed go to smp (room for n; each names its packet) and
+ * their count is returned: per-subscriber RTT takes them from there.
+ */
+unsigned int dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts,
+			  unsigned int n, uint64_t now, struct rtt_sample *smp);
 
 /*
  * One shard of a direction: the worker's hot state for it. It lives in its
@@ -301,6 +305,14 @@ unsigned int dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigne
  * nodes; its part of the link becomes the allocation's link rate.
  */
 void dp_subs_share_tick(struct dp_dir *d, uint64_t now);
+/*
+ * Worker: a classified burst into the subscribers' CAKEs (subs: each
+ * frame's subscriber if the steering looked it up, else NULL), and the RTT
+ * samples it completed (dp_rtt_burst) to the subscribers they time.
+ */
+void dp_subs_enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n,
+			   const uint32_t *subs, const struct rtt_sample *smp, unsigned int nsmp,
+			   uint64_t now, struct sh_pkt_list *drops);
 /* Bytes each worker's share of that takes, past the scheduler's (with several workers). */
 size_t dp_subs_shard_bytes_for(uint32_t nsubs, uint32_t nnodes);
 /*

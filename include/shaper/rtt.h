@@ -93,6 +93,7 @@ struct rtt_sample {
 	uint8_t side;     /* enum rtt_side */
 	uint8_t method;   /* enum rtt_method */
 	bool established; /* the flow had RTT_BASE_SAMPLES earlier samples of this side */
+	uint16_t pkt;     /* rtt_observe_burst: the index of the packet that completed it */
 };
 
 /* One flow and direction (of the packets recorded). */

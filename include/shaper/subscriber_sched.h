@@ -33,6 +33,7 @@
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_rtt.h"
 
 #define SUB_SCHED_TICK_NS 5000000ull /* how often the allocation runs */
 
@@ -223,5 +224,37 @@ uint64_t sub_sched_changes(const struct sub_sched *ss);
  * worker's only: with several workers, what its shard asks of the link.
  */
 uint64_t sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub);
+
+/*
+ * The subscribers the last allocation in direction dir looked at, in
+ * ascending order (the link's entry, nsubs, among them): the only ones
+ * whose sub_sched_demand may be non-zero, save those that took a CAKE since
+ * (they join at the next allocation). *n gets their count. The worker's
+ * only; valid until its next call into the scheduler.
+ */
+const uint32_t *sub_sched_active(const struct sub_sched *ss, enum sub_dir dir, uint32_t *n);
+
+/* ------------------------------------------------------------------------ */
+/* Passive RTT per subscriber (shaper/subscriber_rtt.h)                       */
+
+/*
+ * One RTT sample of a flow of subscriber sub (SUB_NONE or past the set:
+ * the link's entry, addresses no subscriber owns), taken at now. Worker.
+ */
+void sub_sched_rtt_sample(struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
+			  uint64_t rtt_ns, uint64_t now);
+
+/*
+ * The worker's time, so that readers know which windows are recent even
+ * while no sample comes (call it every so often; samples call it too).
+ */
+void sub_sched_note_time(struct sub_sched *ss, uint64_t now);
+
+/*
+ * Add subscriber sub's recent samples of side to h (sub == nsubs: the
+ * link's entry). Any thread; with several shards, add every shard's.
+ */
+void sub_sched_rtt(const struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
+		   uint32_t h[SUB_RTT_BUCKETS]);
 
 #endif

@@ -20,6 +20,7 @@
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_config.h"
 #include "shaper/subscriber_diff.h"
+#include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 #include "shaper/units.h"
 
@@ -35,7 +36,13 @@ static const char *const drop_kind_name[SUB_DROP_KINDS] = {
 enum sort_by {
 	BY_BYTES,
 	BY_DROPS,
-	BY_RATE
+	BY_RATE,
+	BY_RTT
+};
+
+static const char *const rtt_side_name[SUB_RTT_SIDES] = {
+	[SUB_RTT_WAN] = "wan",
+	[SUB_RTT_LAN] = "lan",
 };
 
 static void *
@@ -102,6 +109,56 @@ counters(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
 	}
 }
 
+/*
+ * Subscriber sub's recent RTT samples of one side, added to h. A
+ * subscriber's samples are taken on the worker of its shard (one whose node
+ * moved has some on the old one for a while): histograms add up.
+ */
+static void
+rtt_hist(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
+	 enum sub_rtt_side side, uint32_t h[SUB_RTT_BUCKETS])
+{
+	sub_sched_rtt(ss, sub, side, h);
+	for (unsigned int i = 1; be->subs_shard != NULL && i < be->n_shards; i++) {
+		const struct sub_sched *o = be->subs_shard(be->opaque, i);
+
+		if (o != NULL)
+			sub_sched_rtt(o, sub, side, h);
+	}
+}
+
+static void
+rtt_of(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
+       enum sub_rtt_side side, struct sub_rtt_summary *out)
+{
+	uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+
+	rtt_hist(be, ss, sub, side, h);
+	sub_rtt_summarize(h, out);
+}
+
+static json_t *
+rtt_side_json(const struct sub_rtt_summary *r)
+{
+	return json_pack("{s:o, s:o, s:o}", "samples", J_U64(r->samples), "median_us",
+			 J_U64(r->median_ns / 1000), "p95_us", J_U64(r->p95_ns / 1000));
+}
+
+/* {"lan": {...}, "wan": {...}}: the two parts of the path, apart (shaper/subscriber_rtt.h). */
+static json_t *
+rtt_json(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub)
+{
+	json_t *o = json_object();
+
+	for (int k = SUB_RTT_SIDES; k-- > 0;) {
+		struct sub_rtt_summary r;
+
+		rtt_of(be, ss, sub, (enum sub_rtt_side)k, &r);
+		json_object_set_new(o, rtt_side_name[k], rtt_side_json(&r));
+	}
+	return o;
+}
+
 /* Slot sub holds no CAKE on any shard. */
 static bool
 slot_idle(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub)
@@ -127,8 +184,8 @@ sub_json(const struct ctl_backend *be, const struct sub_sched *ss, const struct 
 
 	counters(be, ss, sub, SUB_DOWN, &c[SUB_DOWN]);
 	counters(be, ss, sub, SUB_UP, &c[SUB_UP]);
-	o = json_pack("{s:o, s:o}", "download", dir_json(&c[SUB_DOWN]), "upload",
-		      dir_json(&c[SUB_UP]));
+	o = json_pack("{s:o, s:o, s:o}", "download", dir_json(&c[SUB_DOWN]), "upload",
+		      dir_json(&c[SUB_UP]), "rtt", rtt_json(be, ss, sub));
 	if (sub >= set->nsubs)
 		return o;
 	{
@@ -261,9 +318,11 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			sort = BY_DROPS;
 		else if (s != NULL && strcmp(s, "rate") == 0)
 			sort = BY_RATE;
+		else if (s != NULL && strcmp(s, "rtt") == 0)
+			sort = BY_RTT;
 		else
 			return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
-				    "args.by: expected \"bytes\", \"drops\" or \"rate\"");
+				    "args.by: expected \"bytes\", \"drops\", \"rate\" or \"rtt\"");
 	}
 	ss = subs_of(be, &set, err, msg, len);
 	if (ss == NULL)
@@ -286,6 +345,14 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		counters(be, ss, i, SUB_DOWN, &c[SUB_DOWN]);
 		counters(be, ss, i, SUB_UP, &c[SUB_UP]);
 		r[used].sub = i;
+		if (sort == BY_RTT) {
+			/* The access side's median: the part of the path the ISP runs. */
+			struct sub_rtt_summary lan;
+
+			rtt_of(be, ss, i, SUB_RTT_LAN, &lan);
+			r[used++].key = lan.median_ns;
+			continue;
+		}
 		r[used++].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
 				: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
 						   : c[0].arrival_bps + c[1].arrival_bps;
@@ -342,6 +409,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	const struct sub_set *set = NULL;
 	const struct sub_sched *ss;
 	struct metric_sums(*node)[SUB_DIRS] = NULL;
+	uint32_t(*node_rtt)[SUB_RTT_SIDES][SUB_RTT_BUCKETS] = NULL;
 	struct ranked *r = NULL;
 	uint32_t want = 0, n, used = 0;
 	json_t *o, *nodes, *subs;
@@ -368,14 +436,16 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	}
 	n = sub_sched_nsubs(ss);
 	node = calloc(set->nnodes, sizeof(*node));
+	node_rtt = calloc(set->nnodes, sizeof(*node_rtt));
 	r = calloc(n != 0 ? n : 1, sizeof(*r));
 	if (last_scrape.n != n) {
 		free(last_scrape.sent);
 		last_scrape.sent = calloc(n != 0 ? n : 1, sizeof(*last_scrape.sent));
 		last_scrape.n = last_scrape.sent != NULL ? n : 0;
 	}
-	if (node == NULL || r == NULL || last_scrape.sent == NULL) {
+	if (node == NULL || node_rtt == NULL || r == NULL || last_scrape.sent == NULL) {
 		free(node);
+		free(node_rtt);
 		free(r);
 		json_decref(o);
 		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
@@ -398,6 +468,18 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 				node[k][d].rate += c[d].rate;
 			}
 		}
+		/* A node's RTT is its subscribers' samples together (the link's: everyone's). */
+		for (int k = 0; k < SUB_RTT_SIDES; k++) {
+			uint32_t h[SUB_RTT_BUCKETS] = { 0 }, any = 0;
+
+			rtt_hist(be, ss, i, (enum sub_rtt_side)k, h);
+			for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+				any |= h[b];
+			for (uint32_t at2 = at; any != 0 && at2 != SUB_NONE;
+			     at2 = set->nodes[at2].parent)
+				for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+					node_rtt[at2][k][b] += h[b];
+		}
 		if (i == n)
 			break;
 		{
@@ -411,10 +493,19 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		}
 	}
 	for (uint32_t k = 0; k < set->nnodes; k++) {
+		json_t *rtt = json_object();
+
+		for (int side = SUB_RTT_SIDES; side-- > 0;) {
+			struct sub_rtt_summary sum;
+
+			sub_rtt_summarize(node_rtt[k][side], &sum);
+			json_object_set_new(rtt, rtt_side_name[side], rtt_side_json(&sum));
+		}
 		sub_node_path(set, k, path, sizeof(path));
-		json_array_append_new(nodes, json_pack("{s:s, s:o, s:o}", "node", path, "download",
-						       sums_json(&node[k][SUB_DOWN]), "upload",
-						       sums_json(&node[k][SUB_UP])));
+		json_array_append_new(nodes,
+				      json_pack("{s:s, s:o, s:o, s:o}", "node", path, "download",
+						sums_json(&node[k][SUB_DOWN]), "upload",
+						sums_json(&node[k][SUB_UP]), "rtt", rtt));
 	}
 	if (want > used)
 		want = used;
@@ -431,13 +522,15 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		}
 		sub_node_path(set, s->node, path, sizeof(path));
 		json_array_append_new(subs,
-				      json_pack("{s:s, s:s, s:o, s:o, s:o}", "id", s->id, "node",
-						path, "interval_bytes", J_U64(r[j].key), "download",
-						sums_json(&m[SUB_DOWN]), "upload",
-						sums_json(&m[SUB_UP])));
+				      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "id", s->id,
+						"node", path, "interval_bytes", J_U64(r[j].key),
+						"download", sums_json(&m[SUB_DOWN]), "upload",
+						sums_json(&m[SUB_UP]), "rtt",
+						rtt_json(be, ss, r[j].sub)));
 	}
 	json_object_set_new(o, "top", J_U64(want));
 	free(node);
+	free(node_rtt);
 	free(r);
 	return o;
 }

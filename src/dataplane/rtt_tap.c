@@ -183,16 +183,15 @@ dp_rtt_group_free(struct dp_ar_group *g)
 	free(g);
 }
 
-void
+unsigned int
 dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
-	     uint64_t now)
+	     uint64_t now, struct rtt_sample *smp)
 {
-	struct rtt_sample smp[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
 	unsigned int m;
 
 	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
 	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
-		return;
+		return m;
 	if (dir == SHAPER_DOWN)
 		for (unsigned int i = 0; i < n; i++) {
 			uint32_t tsval;
@@ -212,6 +211,7 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 			continue;
 		ar_take(r, &(struct dp_ar_sample){ .kind = 0, .a = s->rtt_ns, .b = s->base_ns });
 	}
+	return m;
 }
 
 /* Worker: one decision into the log's ring, or counted as lost if the reader is behind. */

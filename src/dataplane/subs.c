@@ -564,12 +564,32 @@ dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint
 	return dp_steer_burst_to(d, pkts, to, subs, n, drops);
 }
 
-static int
-by_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+_Static_assert((int)SUB_RTT_WAN == (int)RTT_SIDE_WAN && (int)SUB_RTT_LAN == (int)RTT_SIDE_LAN,
+	       "per-subscriber RTT sides are the RTT tap's");
 
-	return x < y ? -1 : x > y;
+void
+dp_subs_enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
+		      const struct rtt_sample *smp, unsigned int nsmp, uint64_t now,
+		      struct sh_pkt_list *drops)
+{
+	enum sub_dir sd = sub_dir_of(d);
+	uint32_t looked[SHAPER_BURST_MAX];
+
+	if (subs == NULL) {
+		for (unsigned int i = 0; i < n; i++)
+			looked[i] = sub_sched_classify(d->subs, sd, pkts[i]);
+		subs = looked;
+	}
+	/*
+	 * A sample's packet is the echo: coming down (WAN side) its LAN address
+	 * is the destination, going up (LAN side) the source, which is what
+	 * the lookup of its own direction keys on.
+	 */
+	for (unsigned int k = 0; k < nsmp; k++)
+		sub_sched_rtt_sample(d->subs, subs[smp[k].pkt], (enum sub_rtt_side)smp[k].side,
+				     smp[k].rtt_ns, now);
+	for (unsigned int i = 0; i < n; i++)
+		sub_sched_enqueue(d->subs, sd, subs[i], pkts[i], now, drops);
 }
 
 static uint64_t
@@ -578,25 +598,65 @@ min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
+/* Ascending, in place, no allocation (the worker's: glibc's qsort may call malloc). */
+static void
+sort_u64(uint64_t *v, uint32_t n)
+{
+	for (uint32_t end = n, start = n / 2;;) {
+		uint32_t root;
+		uint64_t x;
+
+		if (start > 0) {
+			x = v[--start];
+			root = start;
+		} else {
+			if (end <= 1)
+				return;
+			x = v[--end];
+			v[end] = v[0];
+			root = 0;
+		}
+		for (;;) {
+			uint32_t c = 2 * root + 1;
+
+			if (c >= end)
+				break;
+			if (c + 1 < end && v[c + 1] > v[c])
+				c++;
+			if (v[c] <= x)
+				break;
+			v[root] = v[c];
+			root = c;
+		}
+		v[root] = x;
+	}
+}
+
 /*
  * The link's children in this shard and each one's ceiling, from the last
  * allocation's demands, as the allocation computes them
  * (shaper/subscriber_alloc.h): a subscriber's min(plan, demand), a node's
  * min(capacity, its children's together), the link's own entry its demand.
- * Sorted, with prefix sums, for dp_subs_share_tick. O(subscribers + nodes),
- * once per allocation. Mins are left out: the split among shards does not
- * reserve them (inside a shard the allocation does).
+ * Sorted, with prefix sums, for dp_subs_share_tick. Once per allocation,
+ * over the subscribers holding a CAKE only (an idle one's demand is 0) and
+ * the nodes: its cost follows the active subscribers, not the configured
+ * ones. Mins are left out: the split among shards does not reserve them
+ * (inside a shard the allocation does).
  */
 static void
 measure_kids(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
 {
-	uint32_t nsubs = sub_sched_nsubs(d->subs), k = 0;
+	uint32_t nsubs = sub_sched_nsubs(d->subs), k = 0, nact;
+	const uint32_t *act = sub_sched_active(d->subs, sd, &nact);
 	uint64_t *kid = l->kid_ceil[sd], *sum = l->kid_sum[sd], dem;
 
 	memset(l->node_ceil, 0, l->nnodes * sizeof(*l->node_ceil));
-	for (uint32_t i = 0; i < nsubs && i < l->nsubs; i++) {
+	for (uint32_t j = 0; j < nact; j++) {
+		uint32_t i = act[j];
 		uint64_t c;
 
+		if (i >= nsubs || i >= l->nsubs)
+			continue; /* the link's own entry: below */
 		dem = sub_sched_demand(d->subs, sd, i);
 		if (dem == 0)
 			continue;
@@ -622,7 +682,7 @@ measure_kids(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
 		kid[k++] = (l->node_cap[sd][SUB_ROOT] != 0 ? min_u64(dem, l->node_cap[sd][SUB_ROOT])
 							   : dem) /
 			   8;
-	qsort(kid, k, sizeof(*kid), by_u64);
+	sort_u64(kid, k);
 	sum[0] = 0;
 	for (uint32_t i = 0; i < k; i++)
 		sum[i + 1] = sum[i] + kid[i] < sum[i] ? UINT64_MAX : sum[i] + kid[i];

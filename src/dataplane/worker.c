@@ -162,34 +162,21 @@ dir_dequeue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int max, uint
 	return sched_dequeue_burst(d->sched, pkts, max, now, drops);
 }
 
-/*
- * Each frame to its subscriber's CAKE (the link's for an address no
- * subscriber owns). subs: their subscribers if the steering looked them up
- * already, else NULL.
- */
-static void
-enqueue_subs(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
-	     uint64_t now, struct sh_pkt_list *drops)
-{
-	enum sub_dir sd = sub_dir_of(d);
-
-	for (unsigned int i = 0; i < n; i++)
-		sub_sched_enqueue(d->subs, sd,
-				  subs != NULL ? subs[i] : sub_sched_classify(d->subs, sd, pkts[i]),
-				  pkts[i], now, drops);
-}
-
 /* Hand a burst (received here, or steered here) to the scheduler. */
 static void
 enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint32_t *subs,
 	      uint64_t now, struct sh_pkt_list *drops)
 {
+	struct rtt_sample smp[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
+	unsigned int nsmp = 0;
+
 	if (n == 0)
 		return;
 	if (d->rtt != NULL)
-		dp_rtt_burst(d->rtt, d->dir, pkts, n, now);
+		nsmp = dp_rtt_burst(d->rtt, d->dir, pkts, n, now, smp);
 	if (d->subs != NULL) {
-		enqueue_subs(d, pkts, n, subs, now, drops);
+		/* Each frame to its subscriber's CAKE; the samples to whom they time. */
+		dp_subs_enqueue_burst(d, pkts, n, subs, smp, nsmp, now, drops);
 		return;
 	}
 	if (d->share_group != NULL)
@@ -428,6 +415,8 @@ publish_snapshot(struct dp_dir *d, uint64_t now)
 	dp_dir_count_queued(d, &s->c);
 	s->c.time_ns = now;
 	dp_rtt_publish(d, &s->c.rtt, now);
+	if (d->subs != NULL)
+		sub_sched_note_time(d->subs, now); /* which RTT windows are recent */
 	s->params = *sched_get_params(d->sched);
 	dp_dir_sched_stats(d, &s->st);
 	__atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);

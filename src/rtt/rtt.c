@@ -660,6 +660,7 @@ observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 		tcp++;
 		if (!pkt_observe(t, p, dir, now16, now, o))
 			continue;
+		o->pkt = (uint16_t)i; /* whose it is: per-subscriber RTT */
 		/* An echo coming down completes a WAN-side sample: its host's baseline too. */
 		if (dir == RTT_DOWN && o->side == RTT_SIDE_WAN)
 			rtt_host_judge(t, rtt_host_key(p, RTT_DOWN), p->flow_hash, now, o);

@@ -12,6 +12,7 @@
 #include "shaper/classify.h"
 #include "shaper/subscriber_alloc.h"
 #include "shaper/subscriber_lookup.h"
+#include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 
 /* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
@@ -67,6 +68,10 @@ struct sub_sched {
 	struct sub_alloc *alloc;
 	uint64_t changes; /* live changes applied */
 	struct sub_sched_dir d[SUB_DIRS];
+	/* Per subscriber and the link's entry: its RTT samples by side (shaper/subscriber_rtt.h).
+	 */
+	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
+	uint32_t rtt_win; /* the worker's window now, for readers (sub_sched_note_time) */
 };
 
 /* ------------------------------------------------------------------ heap */
@@ -163,7 +168,7 @@ sub_sched_bytes_for(uint32_t nsubs)
 {
 	/* Per subscriber and the link's entry: its record, and per direction its heap slot,
 	 * key, demand, rate and plan, and its places in the active lists. */
-	size_t per = sizeof(struct sub_idle) +
+	size_t per = sizeof(struct sub_idle) + SUB_RTT_SIDES * sizeof(struct sub_rtt) +
 		     SUB_DIRS * (4 * sizeof(uint32_t) + 4 * sizeof(uint64_t));
 
 	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
@@ -190,6 +195,7 @@ sub_sched_free(struct sub_sched *ss)
 	sub_lookup_free(ss->lookup);
 	sub_alloc_free(ss->alloc);
 	free(ss->subs);
+	free(ss->rtt);
 	free(ss);
 }
 
@@ -247,9 +253,10 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	ss->lookup_v6 = cfg->lookup_v6;
 	ss->lookup_ctx = cfg->lookup_ctx;
 	ss->subs = calloc(n, sizeof(*ss->subs));
+	ss->rtt = calloc(n, sizeof(*ss->rtt));
 	ss->lookup = sub_lookup_create(set);
 	ss->alloc = alloc_with_link(set);
-	if (ss->subs == NULL || ss->lookup == NULL || ss->alloc == NULL)
+	if (ss->subs == NULL || ss->rtt == NULL || ss->lookup == NULL || ss->alloc == NULL)
 		goto nomem;
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		struct sub_sched_dir *d = &ss->d[dir];
@@ -913,6 +920,7 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 			continue;
 		memset(s, 0, sizeof(*s));
 		s->heap_pos[SUB_DOWN] = s->heap_pos[SUB_UP] = SUB_NONE;
+		memset(ss->rtt[c->reset[i]], 0, sizeof(ss->rtt[0])); /* not the old one's RTT */
 	}
 	ss->changes++;
 	c->applied = true;
@@ -938,8 +946,43 @@ sub_sched_changes(const struct sub_sched *ss)
 	return ss->changes;
 }
 
+const uint32_t *
+sub_sched_active(const struct sub_sched *ss, enum sub_dir dir, uint32_t *n)
+{
+	*n = ss->d[dir].nact;
+	return ss->d[dir].act;
+}
+
 uint64_t
 sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
 {
 	return ss->subs[sub].cake[dir] != NULL ? ss->d[dir].demand[sub] : 0;
+}
+
+/* ------------------------------------------------------------------- RTT */
+
+void
+sub_sched_note_time(struct sub_sched *ss, uint64_t now)
+{
+	uint32_t w = sub_rtt_window(now);
+
+	if (w != ss->rtt_win)
+		__atomic_store_n(&ss->rtt_win, w, __ATOMIC_RELAXED);
+}
+
+void
+sub_sched_rtt_sample(struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side, uint64_t rtt_ns,
+		     uint64_t now)
+{
+	if (sub >= ss->nsubs)
+		sub = ss->nsubs; /* an address no subscriber owns: the link's entry */
+	sub_sched_note_time(ss, now);
+	sub_rtt_add(&ss->rtt[sub][side], ss->rtt_win, rtt_ns);
+}
+
+void
+sub_sched_rtt(const struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
+	      uint32_t h[SUB_RTT_BUCKETS])
+{
+	sub_rtt_merge(&ss->rtt[sub][side], __atomic_load_n(&ss->rtt_win, __ATOMIC_RELAXED), h);
 }

@@ -61,7 +61,10 @@ for title, e in exprs:
         used.add(name)
         check(name in families, "%s: %s is a metric shaperd writes" % (title, name))
 for must in ["shaper_up", "shaper_port_up", "shaper_drops_total", "shaper_qdisc_backlog_bytes",
-             "shaper_tin_avg_delay_seconds", "shaper_direction_transmit_bytes_total"]:
+             "shaper_tin_avg_delay_seconds", "shaper_direction_transmit_bytes_total",
+             "shaper_node_bytes_total", "shaper_node_drops_total", "shaper_node_rtt_seconds",
+             "shaper_subscriber_bytes_total", "shaper_subscriber_drops_total",
+             "shaper_subscriber_rtt_seconds"]:
     check(must in used, "the dashboard shows %s" % must)
 
 promtool = shutil.which("promtool")

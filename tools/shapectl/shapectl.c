@@ -36,7 +36,7 @@ struct opts {
 	int timeout_ms;
 	/* per command */
 	long top;          /* flows, subscribers */
-	const char *by;    /* subscribers: bytes, drops or rate */
+	const char *by;    /* subscribers: bytes, drops, rate or rtt */
 	double interval_s; /* watch */
 	long count;        /* watch: 0 = until interrupted */
 	bool save;         /* set: write the running settings to the file afterwards */
@@ -73,10 +73,11 @@ usage(FILE *f)
 		"                                   until interrupted, or N times; with each\n"
 		"                                   port's link and the link changes seen\n"
 		"  metrics                          statistics in the Prometheus text format\n"
-		"  subscribers [--top N] [--by bytes|drops|rate]\n"
-		"                                   per-subscriber counters (all, or the N\n"
-		"                                   largest by bytes sent, drops or arrival rate)\n"
-		"  subscriber ID|ADDRESS            one subscriber: plan, addresses, counters\n"
+		"  subscribers [--top N] [--by bytes|drops|rate|rtt]\n"
+		"                                   per-subscriber counters and RTT (all, or the\n"
+		"                                   N largest by bytes sent, drops, arrival rate\n"
+		"                                   or LAN-side median RTT)\n"
+		"  subscriber ID|ADDRESS            one subscriber: plan, addresses, counters, RTT\n"
 		"  subscriber set ID [download MAX[/MIN]] [upload MAX[/MIN]] [node NAME]\n"
 		"                 [name TEXT] [addresses A,B,...]\n"
 		"                                   add a subscriber or change one, live\n"
@@ -1112,10 +1113,10 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 			if (id != C_SUBS)
 				return usage_error("%s: --by applies to subscribers only", name);
 			if (strcmp(optarg, "bytes") != 0 && strcmp(optarg, "drops") != 0 &&
-			    strcmp(optarg, "rate") != 0)
+			    strcmp(optarg, "rate") != 0 && strcmp(optarg, "rtt") != 0)
 				return usage_error(
-						"subscribers: --by \"%s\": expected bytes, drops "
-						"or rate",
+						"subscribers: --by \"%s\": expected bytes, drops, "
+						"rate or rtt",
 						optarg);
 			o->by = optarg;
 			break;

@@ -65,9 +65,21 @@ sc_list_subscribers(struct sc_conn *c, json_t *args, json_t **result)
 	return SC_EXIT_OK;
 }
 
+/* "12.3/30.1 ms" (median/p95) of one side of a subscriber's RTT, or "-" without samples. */
+static void
+fmt_rtt(const json_t *side, char *buf, size_t len)
+{
+	if (sc_int(side, "samples") == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f/%.1f ms", (double)sc_int(side, "median_us") / 1000.0,
+			 (double)sc_int(side, "p95_us") / 1000.0);
+}
+
 static void
 row(struct sc_table *t, const char *id, const char *node, const json_t *s)
 {
+	const json_t *rtt = json_object_get(s, "rtt");
 	char b[32];
 
 	sc_table_cell(t, "%s", id);
@@ -82,6 +94,10 @@ row(struct sc_table *t, const char *id, const char *node, const json_t *s)
 		sc_table_cell(t, "%lld", sc_int(x, "ecn_mark"));
 		sc_table_cell(t, "%lld", sc_int(x, "qlen"));
 	}
+	fmt_rtt(json_object_get(rtt, "lan"), b, sizeof(b));
+	sc_table_cell(t, "%s", b);
+	fmt_rtt(json_object_get(rtt, "wan"), b, sizeof(b));
+	sc_table_cell(t, "%s", b);
 }
 
 int
@@ -95,10 +111,10 @@ sc_show_subscribers(const json_t *r, bool json, const char *by)
 		return sc_print_json(r);
 	if (by != NULL)
 		printf("%zu of %lld subscribers, most %s first\n", json_array_size(arr),
-		       sc_int(r, "count"), by);
+		       sc_int(r, "count"), strcmp(by, "rtt") == 0 ? "lan rtt (median)" : by);
 	else
 		printf("%lld subscribers\n", sc_int(r, "count"));
-	sc_table_init(&t, 12);
+	sc_table_init(&t, 14);
 	t.left[0] = t.left[1] = true;
 	sc_table_cell(&t, "id");
 	sc_table_cell(&t, "node");
@@ -109,6 +125,9 @@ sc_show_subscribers(const json_t *r, bool json, const char *by)
 		sc_table_cell(&t, "marks");
 		sc_table_cell(&t, "qlen");
 	}
+	/* Median/p95 of the recent samples (docs/subscribers.md: "Passive RTT"). */
+	sc_table_cell(&t, "lan rtt");
+	sc_table_cell(&t, "wan rtt");
 	json_array_foreach (arr, i, s)
 		row(&t, sc_str(s, "id"), sc_str(s, "node"), s);
 	/* Addresses no subscriber owns share the link's own scheduler. */
@@ -153,6 +172,21 @@ sc_show_subscriber(const json_t *r, bool json)
 		       sent, sc_int(x, "packets"), sc_int(x, "drops"), sc_int(why, "aqm"),
 		       sc_int(why, "overflow"), sc_int(why, "ack_filter"), sc_int(why, "budget"),
 		       sc_int(x, "ecn_mark"), sc_int(x, "qlen"));
+	}
+	/* The access side first: the part of the path the ISP runs. */
+	for (int k = 0; k < 2; k++) {
+		const json_t *x =
+				json_object_get(json_object_get(r, "rtt"), k == 0 ? "lan" : "wan");
+		const char *what = k == 0 ? "lan, to the subscriber and back"
+					  : "wan, to the remote and back";
+
+		if (sc_int(x, "samples") == 0)
+			printf("  rtt (%s): no samples in the last 10-20 s\n", what);
+		else
+			printf("  rtt (%s): median %.1f ms, p95 %.1f ms of %lld samples in the "
+			       "last 10-20 s\n",
+			       what, (double)sc_int(x, "median_us") / 1000.0,
+			       (double)sc_int(x, "p95_us") / 1000.0, sc_int(x, "samples"));
 	}
 	return SC_EXIT_OK;
 }

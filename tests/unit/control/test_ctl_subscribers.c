@@ -27,6 +27,7 @@
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 
 #define NSUB  3u
@@ -357,6 +358,27 @@ test_two_shards(void **state)
 	assert_int_equal(json_integer_value(json_object_get(dn, "arrived_bytes")),
 			 (sent_to[1] + 3) * FRAME);
 	json_decref(r);
+	/*
+	 * RTT: c1's LAN-side samples on both shards add up (40 at 10 ms on the
+	 * first, 60 at 40 ms on the second: the median is the second's), its
+	 * WAN side has none.
+	 */
+	for (int k = 0; k < 40; k++)
+		sub_sched_rtt_sample(W.ss, 1, SUB_RTT_LAN, 10000000, 2000000);
+	for (int k = 0; k < 60; k++)
+		sub_sched_rtt_sample(W.ss2, 1, SUB_RTT_LAN, 40000000, 2000000);
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c1\"}}",
+		true);
+	dn = json_object_get(json_object_get(r, "rtt"), "lan");
+	assert_int_equal(json_integer_value(json_object_get(dn, "samples")), 100);
+	assert_int_equal(sub_rtt_bucket((uint64_t)json_integer_value(
+							json_object_get(dn, "median_us")) *
+					1000),
+			 sub_rtt_bucket(40000000));
+	dn = json_object_get(json_object_get(r, "rtt"), "wan");
+	assert_int_equal(json_integer_value(json_object_get(dn, "samples")), 0);
+	assert_int_equal(json_integer_value(json_object_get(dn, "median_us")), 0);
+	json_decref(r);
 	sh_pkt_list_init(&rest);
 	sub_sched_flush(W.ss2, SUB_DOWN, &rest);
 	assert_int_equal(rest.count, 3);
@@ -643,6 +665,43 @@ test_metrics(void **state)
 					    json_array_get(json_object_get(r, "subscribers"), 0),
 					    "id")),
 			    "c0");
+	json_decref(r);
+
+	/*
+	 * RTT: c2 (under the tower) at 50 ms on the LAN side, c1 at 5 ms; the
+	 * tower's series are c2's, the link's both together, and only a side
+	 * with samples has quantile series.
+	 */
+	for (int k = 0; k < 30; k++) {
+		sub_sched_rtt_sample(W.ss, 2, SUB_RTT_LAN, 50000000, 2000000);
+		sub_sched_rtt_sample(W.ss, 1, SUB_RTT_LAN, 5000000, 2000000);
+	}
+	r = ask_metrics("{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":3}}", 0);
+	text = exposition(r);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_rtt_seconds{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_rtt_samples{"), 6);
+	assert_int_equal(lines_starting(text, "shaper_node_rtt_seconds{"), 4);
+	assert_non_null(strstr(text, "shaper_node_rtt_samples{node=\"link\",side=\"lan\"} 60\n"));
+	assert_non_null(strstr(text, "shaper_node_rtt_samples{node=\"tower \\\"A\\\"\\\\1\","
+				     "side=\"lan\"} 30\n"));
+	{
+		const char *at = strstr(text, "shaper_subscriber_rtt_seconds{subscriber=\"c1\","
+					      "node=\"link\",side=\"lan\",quantile=\"0.5\"} ");
+		double v;
+
+		assert_non_null(at);
+		v = strtod(strchr(at, '}') + 2, NULL);
+		assert_int_equal(sub_rtt_bucket((uint64_t)(v * 1e9 + 0.5)),
+				 sub_rtt_bucket(5000000));
+	}
+	free(text);
+	json_decref(r);
+	/* By RTT: c2, c1, then c0 (no samples). */
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\",\"args\":{\"by\":\"rtt\"}}",
+		true);
+	assert_string_equal(listed_id(r, 0), "c\"2\\");
+	assert_string_equal(listed_id(r, 1), "c1");
+	assert_string_equal(listed_id(r, 2), "c0");
 	json_decref(r);
 
 	/* top 0 (the default): nodes only; args.top overrides the configuration. */

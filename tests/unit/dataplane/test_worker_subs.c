@@ -10,6 +10,14 @@
  * what it sends; every frame is sent, dropped under a named reason, or
  * still queued; a discipline swap is refused while subscribers are shaped;
  * draining leaves no mbuf behind.
+ *
+ * Passive RTT per subscriber: two subscribers' TCP flows (timestamps on),
+ * each with its own delay beyond the LAN port and beyond the WAN port,
+ * through both directions' worker turns with the RTT tap on. Each
+ * subscriber's median and p95 per side are its own delays (within the
+ * histogram's bucket), not the other's or the other side's; each segment
+ * comes right after a frame of an address no subscriber owns, in the same
+ * burst, and none of the samples goes to that address.
  */
 #include <errno.h>
 #include <math.h>
@@ -43,8 +51,8 @@
 #define WIN_FROM 1000000000ull
 
 static struct rte_mempool *pool;
-static struct rte_ring *in_ring, *out_ring;
-static uint16_t in_port, out_port;
+static struct rte_ring *in_ring, *out_ring, *up_in_ring, *up_out_ring;
+static uint16_t in_port, out_port, up_in_port, up_out_port;
 static char subs_path[64];
 
 /* Downstream sources: WAN server -> LAN address (on a VLAN or not). */
@@ -107,6 +115,12 @@ setup(void **state)
 	assert_non_null(out_ring);
 	in_port = ring_port("in", in_ring);
 	out_port = ring_port("out", out_ring);
+	up_in_ring = rte_ring_create("upin", 1024, (int)rte_socket_id(), 0);
+	up_out_ring = rte_ring_create("upout", 1024, (int)rte_socket_id(), 0);
+	assert_non_null(up_in_ring);
+	assert_non_null(up_out_ring);
+	up_in_port = ring_port("upin", up_in_ring);
+	up_out_port = ring_port("upout", up_out_ring);
 	snprintf(subs_path, sizeof(subs_path), "/tmp/test_worker_subs_%d.json", (int)getpid());
 	f = fopen(subs_path, "w");
 	assert_non_null(f);
@@ -181,8 +195,8 @@ dir_init(struct dp_dir *d, enum shaper_dir dir, const struct shaper_config *c)
 
 	memset(d, 0, sizeof(*d));
 	d->dir = dir;
-	d->rx_port = in_port;
-	d->tx_port = out_port;
+	d->rx_port = dir == SHAPER_DOWN ? in_port : up_in_port;
+	d->tx_port = dir == SHAPER_DOWN ? out_port : up_out_port;
 	d->sched = sched_create(&c->dir[dir], err, sizeof(err));
 	if (d->sched == NULL)
 		fail_msg("%s", err);
@@ -313,11 +327,199 @@ test_worker_subscribers(void **state)
 	assert_int_equal(rte_mempool_in_use_count(pool), 0);
 }
 
+/*
+ * A TCP segment with timestamps between a subscriber's LAN address and a
+ * server (198.51.100.9:443): going down from the server, going up to it.
+ */
+static struct rte_mbuf *
+tcp_frame(const uint8_t lan[4], bool down, uint32_t tsval, uint32_t tsecr, uint16_t payload)
+{
+	static const uint8_t server[4] = { 198, 51, 100, 9 };
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	uint16_t len = (uint16_t)(14 + 20 + 32 + payload);
+	uint8_t *d, *ip, *th;
+
+	assert_non_null(m);
+	assert_non_null(rte_pktmbuf_append(m, len < 60 ? 60 : len));
+	d = rte_pktmbuf_mtod(m, uint8_t *);
+	memset(d, 0, len < 60 ? 60 : len);
+	d[0] = d[6] = 0x02;
+	d[12] = 0x08;
+	ip = d + 14;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)((len - 14) >> 8);
+	ip[3] = (uint8_t)(len - 14);
+	ip[8] = 64;
+	ip[9] = 6;
+	memcpy(ip + 12, down ? server : lan, 4);
+	memcpy(ip + 16, down ? lan : server, 4);
+	th = ip + 20;
+	th[0] = down ? 0x01 : 0x9c; /* 443 down, 40000 up */
+	th[1] = down ? 0xbb : 0x40;
+	th[2] = down ? 0x9c : 0x01;
+	th[3] = down ? 0x40 : 0xbb;
+	th[7] = (uint8_t)tsval; /* a sequence number that moves */
+	th[12] = 0x80;          /* 32 bytes: the timestamp option */
+	th[13] = 0x18;          /* PSH, ACK */
+	th[14] = 0xff;
+	th[20] = th[21] = 1; /* NOP, NOP, TS */
+	th[22] = 8;
+	th[23] = 10;
+	for (int b = 0; b < 4; b++) {
+		th[24 + b] = (uint8_t)(tsval >> (24 - 8 * b));
+		th[28 + b] = (uint8_t)(tsecr >> (24 - 8 * b));
+	}
+	return m;
+}
+
+static void
+drain_ring(struct rte_ring *r)
+{
+	struct rte_mbuf *out[64];
+	unsigned int n;
+
+	while ((n = rte_ring_dequeue_burst(r, (void **)out, RTE_DIM(out), NULL)) != 0)
+		rte_pktmbuf_free_bulk(out, n);
+}
+
+/*
+ * A histogram's figure is interpolated inside a bucket a third of an octave
+ * wide: the delay it stands for lies in that bucket (give or take 1 %).
+ */
+static bool
+same_bucket(uint64_t figure_ns, double want_ns)
+{
+	unsigned int b = sub_rtt_bucket(figure_ns);
+
+	return want_ns >= (double)sub_rtt_lower_ns(b) * 0.99 &&
+	       want_ns <= (double)sub_rtt_lower_ns(b + 1) * 1.01;
+}
+
+static void
+test_worker_subscriber_rtt(void **state)
+{
+	static struct shaper_config c;
+	/* c1 (100.64.1.1) and c3 (100.64.3.1): ms beyond the LAN port and beyond the WAN port. */
+	static const struct {
+		uint8_t lan[4];
+		const char *id;
+		uint64_t lan_ms, wan_ms;
+	} f[2] = { { { 100, 64, 1, 1 }, "c1", 8, 40 }, { { 100, 64, 3, 1 }, "c3", 25, 120 } };
+	struct dp_dir down, up, *dirs[SHAPER_NUM_DIRS];
+	uint64_t next_down[2] = { 1000000, 3000000 }, now;
+	uint32_t k[2] = { 0 }, fill = 0;
+	bool echo_due[2] = { false };
+	uint64_t echo_at[2] = { 0 };
+	char text[1024], err[512];
+
+	(void)state;
+	snprintf(text, sizeof(text),
+		 "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},"
+		 " \"downstream\": {\"bandwidth\": \"100mbit\"},"
+		 " \"upstream\": {\"bandwidth\": \"100mbit\"},"
+		 " \"subscribers\": {\"file\": \"%s\", \"active\": 8}}",
+		 subs_path);
+	if (shaper_config_load_string(text, &c, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	dir_init(&down, SHAPER_DOWN, &c);
+	dir_init(&up, SHAPER_UP, &c);
+	dirs[SHAPER_DOWN] = &down;
+	dirs[SHAPER_UP] = &up;
+	if (dp_subs_attach(dirs, &c, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	down.rtt = up.rtt = dp_rtt_create(&c);
+	assert_non_null(down.rtt);
+
+	/*
+	 * Each flow in turns: the server's segment comes down (TSval s, echoing
+	 * the host's last), the host's ACK goes up lan_ms later (echoing s: a
+	 * LAN-side sample), the server's next segment comes down wan_ms after
+	 * that (echoing the host's: a WAN-side sample).
+	 */
+	for (now = STEP_NS; now <= 3000000000ull; now += STEP_NS) {
+		uint64_t next = UINT64_MAX;
+
+		for (int i = 0; i < 2; i++) {
+			if (now >= next_down[i]) {
+				/* Another frame first: the sample's packet is not the burst's
+				 * first. */
+				assert_int_equal(rte_ring_enqueue(in_ring, frame(5, fill++)), 0);
+				assert_int_equal(rte_ring_enqueue(in_ring,
+								  tcp_frame(f[i].lan, true,
+									    1000 + k[i],
+									    5000 + k[i] - 1, 200)),
+						 0);
+				echo_at[i] = now + f[i].lan_ms * 1000000;
+				echo_due[i] = true;
+				next_down[i] = echo_at[i] + f[i].wan_ms * 1000000;
+			}
+			if (echo_due[i] && now >= echo_at[i]) {
+				assert_int_equal(rte_ring_enqueue(up_in_ring, frame(5, fill++)), 0);
+				assert_int_equal(rte_ring_enqueue(up_in_ring,
+								  tcp_frame(f[i].lan, false,
+									    5000 + k[i],
+									    1000 + k[i], 0)),
+						 0);
+				echo_due[i] = false;
+				k[i]++;
+			}
+		}
+		dp_dir_turn(&down, now, 32, &next);
+		dp_dir_turn(&up, now, 32, &next);
+		drain_ring(out_ring);
+		drain_ring(up_out_ring);
+	}
+	for (int i = 0; i < 2; i++) {
+		const struct sub_set *set = dp_subs_set(&down);
+		uint32_t sub = sub_find(set, f[i].id);
+
+		assert_int_not_equal(sub, SUB_NONE);
+		for (int side = 0; side < SUB_RTT_SIDES; side++) {
+			uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+			struct sub_rtt_summary r;
+			double want = (double)(side == SUB_RTT_LAN ? f[i].lan_ms : f[i].wan_ms) *
+				      1e6;
+
+			sub_sched_rtt(down.subs, sub, (enum sub_rtt_side)side, h);
+			sub_rtt_summarize(h, &r);
+			printf("# %s %s: %llu samples, median %.2f ms, p95 %.2f ms (flow's: %.0f ms)\n",
+			       f[i].id, side == SUB_RTT_LAN ? "lan" : "wan",
+			       (unsigned long long)r.samples, r.median_ns / 1e6, r.p95_ns / 1e6,
+			       want / 1e6);
+			/* One sample a round trip, less the flow's first. */
+			assert_true(r.samples >= k[i] - 2);
+			/* Every sample is one delay: both figures in the bucket that holds it. */
+			assert_true(same_bucket(r.median_ns, want));
+			assert_true(same_bucket(r.p95_ns, want));
+		}
+	}
+	/* Nobody's samples reached the link's own entry. */
+	{
+		uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+		struct sub_rtt_summary r;
+
+		sub_sched_rtt(down.subs, sub_sched_nsubs(down.subs), SUB_RTT_WAN, h);
+		sub_sched_rtt(down.subs, sub_sched_nsubs(down.subs), SUB_RTT_LAN, h);
+		sub_rtt_summarize(h, &r);
+		assert_int_equal(r.samples, 0);
+	}
+	dp_dir_drain(&down);
+	dp_dir_drain(&up);
+	dp_subs_detach(dirs);
+	dp_rtt_free(down.rtt);
+	sched_free(down.sched);
+	sched_free(up.sched);
+	drain_ring(out_ring);
+	drain_ring(up_out_ring);
+	assert_int_equal(rte_mempool_in_use_count(pool), 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_subscribers),
+		cmocka_unit_test(test_worker_subscriber_rtt),
 	};
 
 	return EAL_TEST_RUN("test_worker_subs", tests, setup, teardown);

@@ -114,8 +114,12 @@ test_memory_estimate(void **state)
 	assert_true(m.sched_bytes > sizeof(struct sub_idle));
 	assert_int_equal(sub_mem_estimate(10000, 20000, 51, 0, &p, &m0, err, sizeof(err)), 0);
 	assert_int_equal(m0.pool_bytes, 0);
-	/* Idle subscribers cost little: under 1 KB each, besides the fixed LPM tables. */
-	assert_true((m0.total - m0.lpm_bytes) / 10000 < 1024);
+	/*
+	 * Idle subscribers cost little: under 1.25 KB each, besides the fixed LPM
+	 * tables (about 950 bytes of counters, plans, addresses and places, and 296
+	 * of RTT histograms).
+	 */
+	assert_true((m0.total - m0.lpm_bytes) / 10000 < 1280);
 	p.rate = 0;
 	p.discipline = (enum sched_discipline)99;
 	assert_int_equal(sub_mem_estimate(10, 10, 1, 1, &p, &m, err, sizeof(err)), -EINVAL);
