@@ -188,23 +188,26 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	     uint64_t now)
 {
 	struct rtt_sample smp[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
-	unsigned int m;
+	struct rtt_tsval ts[SHAPER_BURST_MAX];
+	unsigned int m, nts;
 
-	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
-	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
+	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN]) {
+		rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
 		return;
-	if (dir == SHAPER_DOWN)
-		for (unsigned int i = 0; i < n; i++) {
-			uint32_t tsval;
-			int64_t rise;
+	}
+	if (dir == SHAPER_DOWN) {
+		/* The TSvals of the RTT tap's one parse also time the one-way delay. */
+		m = rtt_observe_burst_ts(r->table, pkts, n, RTT_DOWN, now, smp, ts, &nts);
+		for (unsigned int i = 0; i < nts; i++) {
+			int64_t rise = owd_observe(r->owd, ts[i].flow_hash, ts[i].tsval, now);
 
-			if (!rtt_tsval(pkts[i], &tsval))
-				continue;
-			rise = owd_observe(r->owd, pkts[i]->flow_hash, tsval, now);
 			if (rise >= 0)
 				ar_take(r,
 					&(struct dp_ar_sample){ .kind = 1, .a = (uint64_t)rise });
 		}
+	} else {
+		m = rtt_observe_burst(r->table, pkts, n, RTT_UP, now, smp);
+	}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
