@@ -410,6 +410,11 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 	out->part = (uint8_t)side;
 	out->hist = *h;
 	out->flows_evicted = r->table->c.evictions;
+	memcpy(out->by_method, r->table->c.by_method[side], sizeof(out->by_method));
+	if (side == RTT_SIDE_WAN) {
+		out->host_based = r->table->c.host_based;
+		out->host_collisions = r->table->c.host_collisions;
+	}
 	a = &r->ar[d->dir];
 	out->autorate = r->ar_on[d->dir];
 	if (out->autorate) {
@@ -428,6 +433,9 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		out->ar_arrived = a->arrived_rate;
 		out->ar_through = a->through_rate;
 		out->ar_path_ns = a->path_ns;
+		/* What fed this controller: WAN-side samples with a baseline, one-way rises. */
+		memcpy(out->ar_inputs, r->table->c.judged, sizeof(r->table->c.judged));
+		out->ar_one_way = d->dir == SHAPER_DOWN && r->owd != NULL ? r->owd->c.rises : 0;
 		memcpy(out->ar_decisions, a->why, sizeof(out->ar_decisions));
 	}
 }
