@@ -186,7 +186,8 @@ victim(struct flow *fl, int dir, double now)
 static struct rtt_table *hosts;
 /* The downstream one-way delays: owd.c's own (the old controller's run uses owd_rise). */
 static struct owd_table owds;
-static bool no_handshake; /* AR_NO_HANDSHAKE: downloads without timestamps give no sample */
+static bool no_handshake;   /* AR_NO_HANDSHAKE: downloads without timestamps give no sample */
+static bool seq_at_enqueue; /* AR_SEQ_AT_ENQUEUE: upload samples include the shaper's queue */
 
 /* rtt.c's baseline: the lowest of this window and the last; established after 2 samples. */
 static bool
@@ -347,6 +348,7 @@ simulate(const struct scen *s, struct run *r)
 	r->samples = 0;
 	memset(r->by_src, 0, sizeof(r->by_src));
 	no_handshake = getenv("AR_NO_HANDSHAKE") != NULL;
+	seq_at_enqueue = getenv("AR_SEQ_AT_ENQUEUE") != NULL;
 	for (uint32_t t = 0; t < s->run_ms; t++) {
 		double m[2], rt[2], dq[2], in[2] = { 0 }, ack[2] = { 0 },
 					   path = s->path != NULL ? s->path(t) : 0;
@@ -395,6 +397,11 @@ simulate(const struct scen *s, struct run *r)
 					      hist[DOWN][(t - back / 2) % HIST_MS];
 				double smp = f->base_ms + path + far + seen +
 					     rnd(&seed, 2000) / 1000.0;
+
+				/* AR_SEQ_AT_ENQUEUE=1: as before, sequence samples timed at
+				 * enqueue. */
+				if (seq_at_enqueue && !f->ts && d == UP && s->autorate[UP])
+					smp += sq[UP] / rt[UP];
 				double base;
 				/* A flow's first round trip is its handshake: SYN to SYN-ACK. */
 				bool hs = f->nsamp == 0;
@@ -1273,6 +1280,42 @@ test_upload_only(void **state)
 	run_free(&r);
 }
 
+/* Uploads without timestamps (timed by sequence and ACK), the up modem 20 -> 5 at 10 s. */
+static void
+flows_up_no_ts(struct flow *f, uint32_t t, uint32_t *seed)
+{
+	flows_up(f, t, seed);
+	for (int i = 0; i < 4 && t == 0; i++)
+		f[i].ts = false;
+}
+
+static void
+test_upload_no_ts(void **state)
+{
+	struct scen s = scen("upload_no_ts", 30000, modem_fall_up, flows_up_no_ts);
+	struct run r;
+	double settle, g0, g, held0;
+
+	(void)state;
+	fall_to = 0.25;
+	simulate(&s, &r);
+	settle = settled_after(&r, UP, 10000, 30000, 15.0);
+	g0 = share(&r, UP, 3000, 10000);
+	g = share(&r, UP, 15000, 30000);
+	held0 = median(r.rate[UP], 3000, 10000);
+	SIM_FIGURE("autorate uploads without timestamps, up modem 20 -> 5: rate held %.1f Mbit/s "
+		   "before the fall (modem 20), goodput %.3f; after it latency under 15 ms after %.2f "
+		   "s, goodput %.3f; %llu cuts; samples/s %llu (sequence %llu, handshake %llu)",
+		   held0, g0, settle, g, (unsigned long long)r.a[UP].downs,
+		   (unsigned long long)(r.samples / 30), (unsigned long long)(r.by_src[1] / 30),
+		   (unsigned long long)(r.by_src[2] / 30));
+	CHECK(r.by_src[1] > 0 && r.by_src[0] == 0);
+	CHECK(g0 >= 0.90);
+	CHECK(settle >= 0 && settle <= 2.0);
+	CHECK(g >= 0.85);
+	run_free(&r);
+}
+
 /* RRUL, the down modem falls to 25 % and the up stays: the upload keeps its rate. */
 static void
 test_asymmetric(void **state)
@@ -1357,21 +1400,14 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_falls_to_10),
-		cmocka_unit_test(test_falls_to_25),
-		cmocka_unit_test(test_steady),
-		cmocka_unit_test(test_halving),
-		cmocka_unit_test(test_path_steps),
-		cmocka_unit_test(test_far_end_queue),
-		cmocka_unit_test(test_churn),
-		cmocka_unit_test(test_churn_short),
-		cmocka_unit_test(test_churn_no_ts),
-		cmocka_unit_test(test_upload_only),
-		cmocka_unit_test(test_asymmetric),
-		cmocka_unit_test(test_idle_then_load),
-		cmocka_unit_test(test_no_timestamps),
-		cmocka_unit_test(test_standing_queue),
-		cmocka_unit_test(test_falls_both_to_10),
+		cmocka_unit_test(test_falls_to_10),    cmocka_unit_test(test_falls_to_25),
+		cmocka_unit_test(test_steady),         cmocka_unit_test(test_halving),
+		cmocka_unit_test(test_path_steps),     cmocka_unit_test(test_far_end_queue),
+		cmocka_unit_test(test_churn),          cmocka_unit_test(test_churn_short),
+		cmocka_unit_test(test_churn_no_ts),    cmocka_unit_test(test_upload_no_ts),
+		cmocka_unit_test(test_upload_only),    cmocka_unit_test(test_asymmetric),
+		cmocka_unit_test(test_idle_then_load), cmocka_unit_test(test_no_timestamps),
+		cmocka_unit_test(test_standing_queue), cmocka_unit_test(test_falls_both_to_10),
 		cmocka_unit_test(test_clock_drift),
 	};
 
