@@ -59,6 +59,8 @@ struct ctl_rtt {
 	uint8_t part;         /* enum rtt_side */
 	struct rtt_hist hist; /* since start or the last reset */
 	uint64_t flows_evicted;
+	uint64_t by_method[RTT_METHODS];      /* this side's samples by source (enum rtt_method) */
+	uint64_t host_based, host_collisions; /* the WAN side's remote-host baselines */
 	/* The last whole interval (ctl_rtt.interval_ns long). */
 	uint64_t interval_ns, iv_samples, iv_min_ns, iv_median_ns, iv_p99_ns;
 	/* Autorate of this direction. */
@@ -70,6 +72,8 @@ struct ctl_rtt {
 	uint64_t ar_rate, ar_min, ar_max, ar_delivered, ar_delay_ns, ar_ups, ar_downs;
 	uint64_t ar_base, ar_arrived, ar_through, ar_path_ns;
 	uint64_t ar_decisions[AR_WHY_N]; /* by reason, since start */
+	/* Samples this shard took for the controller since start: RTTs by source, one-way rises. */
+	uint64_t ar_inputs[RTT_METHODS], ar_one_way;
 };
 
 /* The "rtt" object of a direction's stats (json_t *), NULL when RTT is off. */

@@ -60,6 +60,7 @@ struct owd_slot {
 struct owd_counters {
 	uint64_t collisions; /* packets of a flow whose slot another flow holds: not timed */
 	uint64_t bad_clock;  /* flows whose TSval clock is not at 1 kHz: left out */
+	uint64_t rises;      /* figures handed out (owd_observe >= 0) */
 };
 
 struct owd_table {

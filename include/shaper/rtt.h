@@ -6,13 +6,13 @@
  *  - a TSval R sends downstream, echoed by L going up, times the LAN side.
  * Flows without the timestamp option are sampled by sequence/ACK matching
  * instead, a sample dropped when any of its segment is retransmitted (Karn's
- * rule). Either way each flow and direction has one sample in flight at a
- * time (a TSval awaiting its echo, a segment awaiting its ACK): at most one
- * sample per round trip, which keeps the state of a flow in one cache line.
- * Each sample is also reported against the flow's baseline (the lowest RTT
- * over the last one to two windows), or its remote host's where that is
- * lower or the flow is too young for one (RTT_HOST_SLOTS), so a rise says
- * "a queue grew on the path", whatever the remote's distance.
+ * rule); their handshake (SYN to SYN-ACK) is the one WAN-side sample a
+ * download without timestamps gives. Either way each flow and direction has one sample in flight at
+ * a time (a TSval awaiting its echo, a segment awaiting its ACK): at most one sample per round
+ * trip, which keeps the state of a flow in one cache line. Each sample is also reported against the
+ * flow's baseline (the lowest RTT over the last one to two windows), or its remote host's where
+ * that is lower or the flow is too young for one (RTT_HOST_SLOTS), so a rise says "a queue grew on
+ * the path", whatever the remote's distance.
  *
  * Memory is one fixed table allocated up front: 4-way buckets, the least
  * recently seen flow of a full bucket is evicted once it has been idle for
@@ -47,9 +47,20 @@ enum rtt_side {
 	RTT_SIDES = 2,
 };
 
+/* How a sample was taken (its source, counted in rtt_counters.by_method). */
 enum rtt_method {
-	RTT_BY_TIMESTAMP = 0,
-	RTT_BY_SEQUENCE = 1,
+	RTT_BY_TIMESTAMP = 0, /* a TSval and the TSecr echoing it */
+	RTT_BY_SEQUENCE = 1,  /* a data segment and the ACK covering it (no timestamps) */
+	/*
+	 * The handshake: SYN to SYN-ACK (the WAN side: the SYN-ACK waits in the
+	 * downstream modem's queue like any packet) and SYN-ACK to the LAN
+	 * host's first ACK (the LAN side), timed by timestamps or sequence
+	 * numbers, whichever the flow has: the first sample of each side of a
+	 * flow seen from its SYN (so, after a SYN sent again, its first data
+	 * sample). The one WAN-side sample a download without timestamps gives.
+	 */
+	RTT_BY_HANDSHAKE = 2,
+	RTT_METHODS = 3,
 };
 
 #define RTT_BUCKET_WAYS  4              /* flows per bucket */
@@ -123,6 +134,7 @@ struct rtt_flow {
 	uint32_t win_start;
 	uint8_t state;               /* enum rtt_flow_state */
 	uint8_t nsamples[RTT_SIDES]; /* samples of each side so far (saturating) */
+	uint8_t syn;                 /* seen from its SYN: its first samples are the handshake's */
 } __attribute__((aligned(64)));
 
 /* A remote host's WAN-side baseline (see RTT_HOST_SLOTS). */
@@ -155,6 +167,9 @@ struct rtt_counters {
 	uint64_t karn;    /* sequence samples dropped for a retransmission */
 	uint64_t host_based;      /* WAN-side samples judged by their host's lower baseline */
 	uint64_t host_collisions; /* WAN-side samples whose host's slot another host held */
+	uint64_t by_method[RTT_SIDES][RTT_METHODS]; /* samples taken, by side and source */
+	/* WAN-side samples with a baseline (the ones autorate takes), by source. */
+	uint64_t judged[RTT_METHODS];
 };
 
 struct rtt_table {
@@ -193,6 +208,23 @@ bool rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
 unsigned int rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 			       enum rtt_dir dir, uint64_t now, struct rtt_sample *out);
 
+/* A packet's TSval, handed back by rtt_observe_burst_ts. */
+struct rtt_tsval {
+	uint32_t flow_hash;
+	uint32_t tsval;
+};
+
+/*
+ * rtt_observe_burst, also handing back the TSval of each packet it found
+ * the timestamp option on (in order, to ts, room for n; their count in
+ * *nts), so that a second reader of the TSvals (owd_observe, downstream
+ * with autorate) does not parse the options again. RSTs, fragments and
+ * malformed headers are left out, as rtt_observe leaves them.
+ */
+unsigned int rtt_observe_burst_ts(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+				  enum rtt_dir dir, uint64_t now, struct rtt_sample *out,
+				  struct rtt_tsval *ts, unsigned int *nts);
+
 /*
  * The remote host of a classified packet going in direction dir (the
  * source of one coming down, the destination of one going up): a hash of
@@ -218,10 +250,10 @@ const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
 
 /*
  * The packets of direction dir left shaperd's own queue at now: a flow's
- * sample in flight (with timestamps) is timed from here, so the RTT beyond
- * the port leaves out the time the packet waited in our scheduler (for
- * flows without timestamps the enqueue time stays). Lookup only: no flow
- * is created.
+ * sample in flight (the packet of its TSval, or without timestamps the
+ * segment whose ACK it awaits) is timed from here, so the RTT beyond the
+ * port leaves out the time the packet waited in our scheduler. Lookup
+ * only: no flow is created.
  */
 void rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
 		  uint64_t now);

@@ -50,6 +50,10 @@ autorate_merge(struct ctl_rtt *into, const struct ctl_rtt *from)
 		into->ar_through = from->ar_through;
 		into->ar_path_ns = from->ar_path_ns;
 	}
+	/* Every shard's samples reach the deciding one: the inputs are the sum. */
+	for (unsigned int i = 0; i < RTT_METHODS; i++)
+		into->ar_inputs[i] += from->ar_inputs[i];
+	into->ar_one_way += from->ar_one_way;
 	into->ar_ups = ups;
 	into->ar_downs = downs;
 	memcpy(into->ar_decisions, dec, sizeof(dec));
@@ -70,6 +74,10 @@ rtt_merge(struct ctl_rtt *into, const struct ctl_rtt *from)
 	into->hist.samples += from->hist.samples;
 	into->hist.sum_ns += from->hist.sum_ns;
 	into->flows_evicted += from->flows_evicted;
+	for (unsigned int i = 0; i < RTT_METHODS; i++)
+		into->by_method[i] += from->by_method[i];
+	into->host_based += from->host_based;
+	into->host_collisions += from->host_collisions;
 	/* Interval figures cannot be added: the busier shard's median, the extremes of both. */
 	if (from->iv_samples > into->iv_samples)
 		into->iv_median_ns = from->iv_median_ns;

@@ -11,16 +11,34 @@
 #define J_U64(v) json_integer((json_int_t)(v))
 
 static const char *const action_names[] = { "hold", "up", "down" };
+/* By enum rtt_method. */
+static const char *const source_names[RTT_METHODS] = { "timestamp", "sequence", "handshake" };
+
+/* Counts by the source of the samples: {"timestamp": n, "sequence": n, "handshake": n}. */
+static json_t *
+sources_json(const uint64_t *by_method)
+{
+	json_t *o = json_object();
+
+	for (unsigned int i = 0; i < RTT_METHODS; i++)
+		json_object_set_new(o, source_names[i], J_U64(by_method[i]));
+	return o;
+}
 
 void *
 ctl_rtt_json(const struct ctl_rtt *r)
 {
-	json_t *o = json_object(), *hist = json_array(), *iv, *ar, *dec;
+	json_t *o = json_object(), *hist = json_array(), *iv, *ar, *dec, *src;
 
 	json_object_set_new(o, "part", json_string(r->part == RTT_SIDE_WAN ? "wan" : "lan"));
 	json_object_set_new(o, "samples", J_U64(r->hist.samples));
 	json_object_set_new(o, "sum_us", J_U64(r->hist.sum_ns / 1000));
 	json_object_set_new(o, "flows_evicted", J_U64(r->flows_evicted));
+	json_object_set_new(o, "sources", sources_json(r->by_method));
+	if (r->part == RTT_SIDE_WAN) {
+		json_object_set_new(o, "host_based", J_U64(r->host_based));
+		json_object_set_new(o, "host_collisions", J_U64(r->host_collisions));
+	}
 	/* Non-empty buckets only: [lower edge µs, upper edge µs, count]. */
 	for (unsigned int b = 0; b < RTT_HIST_BUCKETS; b++) {
 		uint64_t hi = b + 1 < RTT_HIST_BUCKETS ? rtt_hist_lower_ns(b + 1) / 1000 : 0;
@@ -62,6 +80,9 @@ ctl_rtt_json(const struct ctl_rtt *r)
 			json_object_set_new(dec, autorate_reason_name(i),
 					    J_U64(r->ar_decisions[i]));
 		json_object_set_new(ar, "decisions", dec);
+		src = sources_json(r->ar_inputs);
+		json_object_set_new(src, "one_way", J_U64(r->ar_one_way));
+		json_object_set_new(ar, "inputs", src);
 		json_object_set_new(o, "autorate", ar);
 	}
 	return o;

@@ -187,23 +187,24 @@ unsigned int
 dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsigned int n,
 	     uint64_t now, struct rtt_sample *smp)
 {
-	unsigned int m;
+	struct rtt_tsval ts[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
+	unsigned int m, nts;
 
-	m = rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
 	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
-		return m;
-	if (dir == SHAPER_DOWN)
-		for (unsigned int i = 0; i < n; i++) {
-			uint32_t tsval;
-			int64_t rise;
+		return rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
+	if (dir == SHAPER_DOWN) {
+		/* The TSvals of the RTT tap's one parse also time the one-way delay. */
+		m = rtt_observe_burst_ts(r->table, pkts, n, RTT_DOWN, now, smp, ts, &nts);
+		for (unsigned int i = 0; i < nts; i++) {
+			int64_t rise = owd_observe(r->owd, ts[i].flow_hash, ts[i].tsval, now);
 
-			if (!rtt_tsval(pkts[i], &tsval))
-				continue;
-			rise = owd_observe(r->owd, pkts[i]->flow_hash, tsval, now);
 			if (rise >= 0)
 				ar_take(r,
 					&(struct dp_ar_sample){ .kind = 1, .a = (uint64_t)rise });
 		}
+	} else {
+		m = rtt_observe_burst(r->table, pkts, n, RTT_UP, now, smp);
+	}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
@@ -407,6 +408,11 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 	out->part = (uint8_t)side;
 	out->hist = *h;
 	out->flows_evicted = r->table->c.evictions;
+	memcpy(out->by_method, r->table->c.by_method[side], sizeof(out->by_method));
+	if (side == RTT_SIDE_WAN) {
+		out->host_based = r->table->c.host_based;
+		out->host_collisions = r->table->c.host_collisions;
+	}
 	a = &r->ar[d->dir];
 	out->autorate = r->ar_on[d->dir];
 	if (out->autorate) {
@@ -425,6 +431,9 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		out->ar_arrived = a->arrived_rate;
 		out->ar_through = a->through_rate;
 		out->ar_path_ns = a->path_ns;
+		/* What fed this controller: WAN-side samples with a baseline, one-way rises. */
+		memcpy(out->ar_inputs, r->table->c.judged, sizeof(r->table->c.judged));
+		out->ar_one_way = d->dir == SHAPER_DOWN && r->owd != NULL ? r->owd->c.rises : 0;
 		memcpy(out->ar_decisions, a->why, sizeof(out->ar_decisions));
 	}
 }

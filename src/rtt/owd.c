@@ -96,6 +96,7 @@ owd_observe(struct owd_table *t, uint32_t flow_hash, uint32_t tsval, uint64_t no
 	cur = crept(s->min_cur, s->min_cur_ms, now_ms);
 	prev = crept(s->min_prev, s->min_prev_ms, now_ms);
 	base = below(prev, cur) ? prev : cur;
+	t->c.rises++;
 	if (below(off, base))
 		return 0;
 	return (int64_t)(uint32_t)(off - base) * 1000;

@@ -362,6 +362,8 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 	out->established = base != UINT32_MAX && f->nsamples[side] >= RTT_BASE_SAMPLES;
 	if (base == UINT32_MAX)
 		base = us;
+	if (f->nsamples[side] == 0 && f->syn)
+		method = RTT_BY_HANDSHAKE; /* the flow was seen from its SYN */
 	if (f->nsamples[side] < UINT8_MAX)
 		f->nsamples[side]++;
 	if (us < wm[0])
@@ -375,6 +377,7 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 	if (rtt > t->hi_ns[side])
 		t->hi_ns[side] = rtt;
 	t->c.samples++;
+	t->c.by_method[side][method]++;
 	out->rtt_ns = rtt;
 	out->base_ns = (uint64_t)base * 1000;
 	out->side = (uint8_t)side;
@@ -579,21 +582,39 @@ pkt_observe_seq(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir 
 					(th[13] & TCP_ACK) != 0, now, out);
 }
 
+/* A TSval for the caller (rtt_observe_burst_ts), where it wants them (tv != NULL). */
+static inline __attribute__((always_inline)) void
+hand_tsval(struct rtt_tsval **tv, const struct sh_pkt *p, uint32_t tsval)
+{
+	if (tv != NULL) {
+		(*tv)->flow_hash = p->flow_hash;
+		(*tv)->tsval = tsval;
+		(*tv)++;
+	}
+}
+
 /* Options in another layout (walked), RST, malformed headers. */
 static __attribute__((noinline)) bool
 pkt_observe_slow(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint32_t now16,
-		 uint64_t now, struct rtt_sample *out)
+		 uint64_t now, struct rtt_sample *out, struct rtt_tsval **tv)
 {
 	const uint8_t *th = p->data + p->l4_off;
 	uint32_t doff = (uint32_t)(th[12] >> 4) * 4, tsval, tsecr;
-	bool ack = (th[13] & TCP_ACK) != 0;
+	bool ack = (th[13] & TCP_ACK) != 0, syn = (th[13] & TCP_SYN) != 0;
 	struct rtt_flow *f;
 
 	if (doff < 20 || p->l4_off + doff > p->hdr_len || (th[13] & TCP_RST))
 		return false;
+	/*
+	 * A SYN or SYN-ACK (they carry options, an MSS at least, so they come
+	 * this way): the flow's first sample of each side is the handshake's.
+	 */
+	if (syn && (f = flow_get(t, p->flow_hash, true, now16)) != NULL)
+		f->syn = 1;
 	if (!tcp_find_ts(th + 20, doff - 20, &tsval, &tsecr))
 		return dir == RTT_UP ? pkt_observe_seq(t, p, RTT_UP, th, doff, now16, now, out)
 				     : pkt_observe_seq(t, p, RTT_DOWN, th, doff, now16, now, out);
+	hand_tsval(tv, p, tsval);
 	f = flow_get(t, p->flow_hash, true, now16);
 	if (f == NULL)
 		return false;
@@ -601,10 +622,13 @@ pkt_observe_slow(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, 
 			     : ts_observe(t, f, RTT_DOWN, tsval, tsecr, ack, now, out);
 }
 
-/* One packet that pkt_wanted; dir is a constant where this is inlined. */
+/*
+ * One packet that pkt_wanted; dir is a constant where this is inlined, and
+ * tv NULL where the caller wants no TSvals.
+ */
 static inline __attribute__((always_inline)) bool
 pkt_observe(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir, uint32_t now16,
-	    uint64_t now, struct rtt_sample *out)
+	    uint64_t now, struct rtt_sample *out, struct rtt_tsval **tv)
 {
 	static const uint8_t ts_opt[4] = { TCP_OPT_NOP, TCP_OPT_NOP, TCP_OPT_TS, TCP_OPT_TSLEN };
 	const uint8_t *th = p->data + p->l4_off;
@@ -615,15 +639,17 @@ pkt_observe(struct rtt_table *t, const struct sh_pkt *p, const enum rtt_dir dir,
 	 */
 	if ((off_flags & (TCP_RST << 8 | 0x80)) == 0x80 && p->l4_off + 32u <= p->hdr_len &&
 	    load32(th + 20) == load32(ts_opt)) {
-		struct rtt_flow *f = flow_get(t, p->flow_hash, true, now16);
+		struct rtt_flow *f;
 
+		hand_tsval(tv, p, be32(th + 24));
+		f = flow_get(t, p->flow_hash, true, now16);
 		return f != NULL && ts_observe(t, f, dir, be32(th + 24), be32(th + 28),
 					       (off_flags & TCP_ACK << 8) != 0, now, out);
 	}
 	/* No options, no RST: timed by sequence numbers. */
 	if ((off_flags & (TCP_RST << 8 | 0xf0)) == 0x50)
 		return pkt_observe_seq(t, p, dir, th, 20, now16, now, out);
-	return pkt_observe_slow(t, p, dir, now16, now, out);
+	return pkt_observe_slow(t, p, dir, now16, now, out, tv);
 }
 
 bool
@@ -636,17 +662,36 @@ rtt_observe(struct rtt_table *t, const struct sh_pkt *p, enum rtt_dir dir, uint6
 		return false;
 	t->c.packets++;
 	if (dir == RTT_UP)
-		return pkt_observe(t, p, RTT_UP, now16, now, out);
-	if (!pkt_observe(t, p, RTT_DOWN, now16, now, out))
+		return pkt_observe(t, p, RTT_UP, now16, now, out, NULL);
+	if (!pkt_observe(t, p, RTT_DOWN, now16, now, out, NULL))
 		return false;
-	if (out->side == RTT_SIDE_WAN)
+	if (out->side == RTT_SIDE_WAN) {
 		rtt_host_judge(t, rtt_host_key(p, RTT_DOWN), p->flow_hash, now, out);
+		t->c.judged[out->method] += out->established;
+	}
 	return true;
+}
+
+/* The sequence number after a segment's (SYN, data, FIN), if its header is whole. */
+static bool
+seq_end(const struct sh_pkt *p, uint32_t *end)
+{
+	const uint8_t *th = p->data + p->l4_off;
+	uint32_t doff, len;
+
+	if (p->l4_off == SH_OFF_NONE || p->l4_off + 20u > p->hdr_len)
+		return false;
+	doff = (uint32_t)(th[12] >> 4) * 4;
+	if (doff < 20 || p->l4_off + doff > p->hdr_len)
+		return false;
+	len = tcp_seglen(p, th, doff);
+	*end = be32(th + 4) + len;
+	return len != 0;
 }
 
 static inline __attribute__((always_inline)) unsigned int
 observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
-	      const enum rtt_dir dir, uint64_t now, struct rtt_sample *out)
+	      const enum rtt_dir dir, uint64_t now, struct rtt_sample *out, struct rtt_tsval **tv)
 {
 	uint32_t now16 = (uint32_t)(now >> RTT_SEEN_SHIFT);
 	struct rtt_sample *o = out;
@@ -658,12 +703,14 @@ observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
 		if (!pkt_wanted(p))
 			continue;
 		tcp++;
-		if (!pkt_observe(t, p, dir, now16, now, o))
+		if (!pkt_observe(t, p, dir, now16, now, o, tv))
 			continue;
 		o->pkt = (uint16_t)i; /* whose it is: per-subscriber RTT */
 		/* An echo coming down completes a WAN-side sample: its host's baseline too. */
-		if (dir == RTT_DOWN && o->side == RTT_SIDE_WAN)
+		if (dir == RTT_DOWN && o->side == RTT_SIDE_WAN) {
 			rtt_host_judge(t, rtt_host_key(p, RTT_DOWN), p->flow_hash, now, o);
+			t->c.judged[o->method] += o->established;
+		}
 		o++;
 	}
 	t->c.packets += tcp;
@@ -686,11 +733,18 @@ rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, en
 		if (m == 0)
 			continue;
 		f = &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)];
-		/* Only the first packet of the armed TSval moves its time (repeats follow it). */
-		if ((f->state & (ST_ARMED(dir) | ST_DEPARTED(dir) | RTT_HAS_TS)) !=
-				    (ST_ARMED(dir) | RTT_HAS_TS) ||
-		    !rtt_tsval(p, &tsval) || tsval != f->half[dir].want)
+		if ((f->state & (ST_ARMED(dir) | ST_DEPARTED(dir))) != ST_ARMED(dir))
 			continue;
+		/*
+		 * Only the first packet of the armed TSval moves its time (repeats
+		 * follow it); without timestamps, the segment whose end is awaited.
+		 */
+		if (f->state & RTT_HAS_TS) {
+			if (!rtt_tsval(p, &tsval) || tsval != f->half[dir].want)
+				continue;
+		} else if (!pkt_wanted(p) || !seq_end(p, &tsval) || tsval != f->half[dir].want) {
+			continue;
+		}
 		if (now > f->half[dir].ns)
 			f->half[dir].ns = now;
 		f->state |= ST_DEPARTED(dir);
@@ -702,6 +756,19 @@ rtt_observe_burst(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int 
 		  uint64_t now, struct rtt_sample *out)
 {
 	if (dir == RTT_UP)
-		return observe_burst(t, pkts, n, RTT_UP, now, out);
-	return observe_burst(t, pkts, n, RTT_DOWN, now, out);
+		return observe_burst(t, pkts, n, RTT_UP, now, out, NULL);
+	return observe_burst(t, pkts, n, RTT_DOWN, now, out, NULL);
+}
+
+unsigned int
+rtt_observe_burst_ts(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n,
+		     enum rtt_dir dir, uint64_t now, struct rtt_sample *out, struct rtt_tsval *ts,
+		     unsigned int *nts)
+{
+	struct rtt_tsval *tv = ts;
+	unsigned int m = dir == RTT_UP ? observe_burst(t, pkts, n, RTT_UP, now, out, &tv)
+				       : observe_burst(t, pkts, n, RTT_DOWN, now, out, &tv);
+
+	*nts = (unsigned int)(tv - ts);
+	return m;
 }

@@ -7,17 +7,32 @@ usage: e2e_autorate_fall.py SHAPERD [OUTDIR]
 Kernel tbf "modems" with 1 MB buffers (100/20 Mbit/s) on the WAN side of
 shaperd, RRUL (4 TCP up, 4 down) and ICMP probes; both modems fall to 10 %
 after 15 s and recover 15 s later. Autorate has min 5 %, max the nominal
-rate. Asserted, with room for this bed's noise (two runs measured 2.4 and
-2.6 s, goodput 0.87 and 0.82, median 12.8 and 14.2 ms; the simulator holds
-the tighter 2 s / 0.85 / 5 ms):
+rate. Asserted, first of the controller itself, from shaperd's own figures
+(the rate poller's `stats`: the rate it held, and the bytes the shaper sent
+over its own clock, `time_ns`, so neither iperf3's pace nor the poller's
+timing on a busy machine enters), as e2e_autorate judges it:
+- steady modem: the rate held (mean of the samples) >= 0.90 of the modem's,
+  and the shaper sent >= 0.90 of it, each direction (two runs measured held
+  1.00 both ways, sent 0.98-0.99);
+- low phase (its last 10 s): the rate held between 0.70 and 2.0 of the new
+  modem's rate, each direction (measured 0.97-0.99 down, 0.94 up): a
+  controller that cuts to its minimum holds 0.5, one that never cuts a line
+  below 30 % of its rate holds 10; and the shaper sent >= 0.70 of it
+  (0.88-0.92 / 0.95);
+- after the modem recovers, the rate held back at 0.9 of it within 10 s
+  (5.4-6.3 / 5.9-6.9 s) and the shaper sending >= 0.85 of it (0.98-0.99);
+then of what users see, with room for this bed's noise (runs measured 2.4
+to 3.0 s back under 15 ms, low-phase median 12.8 to 15.9 ms; the simulator
+holds the tighter 2 s / 5 ms):
 - the 1-s median of the induced latency is back under 15 ms within 5 s of
   the fall (the ICMP probe crosses both directions' modems, each of which
-  must be found); the controller that never cut a line below 30 % of its
-  rate stays at hundreds of ms;
-- in the low phase (its last 10 s) the downloads' goodput is >= 0.70 of the
-  new modem rate and the induced latency's median <= 30 ms;
-- the steady phase before it as in e2e_autorate (download >= 0.90 of the
-  modem, induced median <= 5 ms).
+  must be found);
+- the induced latency's median in the low phase <= 30 ms, and in the steady
+  phase <= 5 ms;
+- TCP goodput as a looser sanity bound, the flows' own pace on a shared
+  machine not being the controller's: steady download >= 0.85 of the modem
+  (measured 0.92-0.94), low-phase download >= 0.60 of the new modem
+  (0.82-0.87).
 Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
 
 In the e2e suite since the controller stopped taking the download for the
@@ -63,20 +78,47 @@ def main():
         print(("ok   " if good else "FAIL ") + text)
         fails += not good
 
+    def share(ph, key):
+        v = auto["phases"][ph].get(key)
+        return v if v is not None else -1.0
+
+    # The controller itself: the rate it held and what the shaper sent over
+    # its own clock, as shares of the modem's rate in each phase.
+    for d, name in (("down", "download"), ("up", "upload")):
+        held = share("steady", "held_%s_of_modem" % d)
+        check(held >= 0.90, "steady: %s rate held at %.3f of the modem (>= 0.90)" % (name, held))
+        sent = share("steady", "sent_%s_of_modem" % d)
+        check(sent >= 0.90, "steady: the shaper sent %.3f of the %s modem's rate by its clock "
+              "(>= 0.90)" % (sent, name))
+        held = share("low", "held_%s_of_modem" % d)
+        check(0.70 <= held <= 2.0, "low phase: %s rate held at %.3f of the new modem rate "
+              "(0.70..2.0)" % (name, held))
+        sent = share("low", "sent_%s_of_modem" % d)
+        check(sent >= 0.70, "low phase: the shaper sent %.3f of the new %s modem rate (>= 0.70)"
+              % (sent, name))
+        back = auto.get("held_%s_back_to_0.9_s" % d)
+        check(back is not None and back <= 10.0,
+              "%s rate back at 0.9 of the modem %s s after it recovered (<= 10)" % (name, back))
+        sent = share("recovered", "sent_%s_of_modem" % d)
+        check(sent >= 0.85, "recovered: the shaper sent %.3f of the %s modem's rate (>= 0.85)"
+              % (sent, name))
     back = auto["latency_back_under_15ms_s"]
     check(back is not None and back <= 5.0,
           "induced latency under 15 ms %s s after the line fell to 10 %% (<= 5)" % back)
     low = auto["phases"]["low"]
-    check(low["goodput_down_of_modem"] >= 0.70,
-          "low phase: download goodput %.3f of the new modem rate (>= 0.70)"
-          % low["goodput_down_of_modem"])
     ind = low["induced_median_ms"]
-    check(ind is not None and ind <= 30.0, "low phase: induced latency median %s ms (<= 30)" % ind)
+    check(ind is not None and ind <= 30.0, "low phase: induced latency median %s ms (<= 30)"
+          % ("%.1f" % ind if ind is not None else ind))
     st = auto["phases"]["steady"]
-    check(st["goodput_down_of_modem"] >= 0.90,
-          "steady: download goodput %.3f of the modem (>= 0.90)" % st["goodput_down_of_modem"])
     ind = st["induced_median_ms"]
-    check(ind is not None and ind <= 5.0, "steady: induced latency median %s ms (<= 5)" % ind)
+    check(ind is not None and ind <= 5.0, "steady: induced latency median %s ms (<= 5)"
+          % ("%.1f" % ind if ind is not None else ind))
+    # TCP's goodput as a sanity bound only.
+    check(st["goodput_down_of_modem"] >= 0.85,
+          "steady: download goodput %.3f of the modem (>= 0.85)" % st["goodput_down_of_modem"])
+    check(low["goodput_down_of_modem"] >= 0.60,
+          "low phase: download goodput %.3f of the new modem rate (>= 0.60)"
+          % low["goodput_down_of_modem"])
     print("upload goodput in the low phase: %.3f of the new modem rate (printed, not asserted)"
           % low["goodput_up_of_modem"])
     print("plot: %s" % os.path.join(out, "autorate.png"))

@@ -9,8 +9,9 @@
  * segment per round trip (doubling in slow start) and halves on a drop,
  * once per round trip; its ACKs (a thirtieth of its bytes) go the other
  * way through the other direction's shaper and modem. Each flow gives one
- * WAN-side RTT sample per round
- * trip (what the passive tap gets: one TSval in flight), against a
+ * WAN-side RTT sample per round trip (what the passive tap gets: one TSval
+ * or, for uploads without timestamps, one segment in flight; a download
+ * without timestamps gives only its handshake, the first), against a
  * baseline kept as src/rtt/rtt.c keeps it (the lowest over this 10 s
  * window and the last, counted once the flow has two earlier samples, or
  * judged against its server's by rtt.c's own rtt_host_judge), and
@@ -123,6 +124,7 @@ struct run {
 	double *owd;     /* the downstream's one-way rise as autorate has it, ms (-1: none) */
 	struct autorate a[2];
 	uint64_t samples;
+	uint64_t by_src[3]; /* of those, by source: enum rtt_method */
 };
 
 static uint32_t
@@ -184,6 +186,8 @@ victim(struct flow *fl, int dir, double now)
 static struct rtt_table *hosts;
 /* The downstream one-way delays: owd.c's own (the old controller's run uses owd_rise). */
 static struct owd_table owds;
+static bool no_handshake;   /* AR_NO_HANDSHAKE: downloads without timestamps give no sample */
+static bool seq_at_enqueue; /* AR_SEQ_AT_ENQUEUE: upload samples include the shaper's queue */
 
 /* rtt.c's baseline: the lowest of this window and the last; established after 2 samples. */
 static bool
@@ -342,6 +346,9 @@ simulate(const struct scen *s, struct run *r)
 	r->owd = calloc(s->run_ms, sizeof(double));
 	assert_non_null(r->owd);
 	r->samples = 0;
+	memset(r->by_src, 0, sizeof(r->by_src));
+	no_handshake = getenv("AR_NO_HANDSHAKE") != NULL;
+	seq_at_enqueue = getenv("AR_SEQ_AT_ENQUEUE") != NULL;
 	for (uint32_t t = 0; t < s->run_ms; t++) {
 		double m[2], rt[2], dq[2], in[2] = { 0 }, ack[2] = { 0 },
 					   path = s->path != NULL ? s->path(t) : 0;
@@ -390,16 +397,29 @@ simulate(const struct scen *s, struct run *r)
 					      hist[DOWN][(t - back / 2) % HIST_MS];
 				double smp = f->base_ms + path + far + seen +
 					     rnd(&seed, 2000) / 1000.0;
+
+				/* AR_SEQ_AT_ENQUEUE=1: as before, sequence samples timed at
+				 * enqueue. */
+				if (seq_at_enqueue && !f->ts && d == UP && s->autorate[UP])
+					smp += sq[UP] / rt[UP];
 				double base;
+				/* A flow's first round trip is its handshake: SYN to SYN-ACK. */
+				bool hs = f->nsamp == 0;
 
 				f->next_sample = t + rtt;
-				/* Without timestamps a download gives no WAN-side sample. */
-				if ((f->ts || d == UP) && base_of(f, smp, t, &base)) {
+				/*
+				 * Without timestamps a download's one WAN-side sample is
+				 * its handshake (AR_NO_HANDSHAKE=1: none, as the model had
+				 * it before); an upload's data is timed by the ACKs.
+				 */
+				if ((f->ts || d == UP || (hs && !no_handshake)) &&
+				    base_of(f, smp, t, &base)) {
 					for (int k = 0; k < 2; k++)
 						if (s->autorate[k])
 							autorate_sample(&r->a[k], MS(smp),
 									MS(base));
 					r->samples++;
+					r->by_src[hs ? 2 : f->ts ? 0 : 1]++;
 				}
 			}
 			/* What comes down (data, or an upload's ACKs) carries a one-way delay. */
@@ -680,7 +700,10 @@ flows_idle_then_load(struct flow *f, uint32_t t, uint32_t *seed)
 		flows_rrul(f, 0, seed);
 }
 
-/* Downloads without timestamps (Windows' default): no WAN-side samples. */
+/*
+ * Downloads without timestamps (Windows' default): a handshake each, to
+ * four servers, none with another flow's baseline: no sample is judged.
+ */
 static void
 flows_no_ts(struct flow *f, uint32_t t, uint32_t *seed)
 {
@@ -1083,8 +1106,8 @@ test_churn(void **state)
  * Short flows only, on a steady 100/20 line: a new download every 20 ms,
  * 15 to 60 kB (a web page's objects, an API's answers), to one of eight
  * servers, each over in one to three round trips; from 10 s four bulk
- * downloads without timestamps (Windows' default: no WAN-side samples of
- * their own) fill the modem. A short flow begun under that queue has at
+ * downloads without timestamps (Windows' default: no WAN-side sample of
+ * their own but the handshake) fill the modem. A short flow begun under that queue has at
  * most one sample past its first two, against a minimum it took under the
  * queue: by its own baseline the line reads clear.
  */
@@ -1125,6 +1148,52 @@ test_churn_short(void **state)
 		   "%.1f Mbit/s at the end, %llu cuts, %llu samples/s",
 		   peak(r.qd[DOWN], 10000, 40000), settle, lat, p95, g, r.rate[DOWN][39999],
 		   (unsigned long long)r.a[DOWN].downs, (unsigned long long)(r.samples / 40));
+	CHECK(settle >= 0 && settle <= 2.0);
+	CHECK(lat <= 5.0);
+	CHECK(g >= 0.85);
+	run_free(&r);
+}
+
+/*
+ * Windows' default everywhere: the short flows of flows_churn_short and
+ * then the bulk downloads, all without timestamps. Their only WAN-side
+ * samples are the handshakes (SYN to SYN-ACK, one a flow, waiting in the
+ * downstream modem's queue like the data), each judged by its server's
+ * baseline from the other flows' handshakes.
+ */
+static void
+flows_churn_no_ts(struct flow *f, uint32_t t, uint32_t *seed)
+{
+	flows_churn_short(f, t, seed);
+	for (int i = 4; i < NF_MAX; i++)
+		if (f[i].on && f[i].start_ms == t)
+			f[i].ts = false;
+}
+
+static void
+test_churn_no_ts(void **state)
+{
+	struct scen s = scen("churn_no_ts", 40000, modem_steady, flows_churn_no_ts);
+	struct run r;
+	double settle, lat, p95, g;
+
+	(void)state;
+	s.max[DOWN] = 100;
+	simulate(&s, &r);
+	settle = settled_after(&r, DOWN, 10000, 40000, 15.0);
+	lat = median(r.qd[DOWN], 12000, 40000);
+	p95 = pct(r.qd[DOWN], 12000, 40000, 95);
+	g = share(&r, DOWN, 12000, 40000);
+	SIM_FIGURE("autorate short flows (15-60 kB every 20 ms) and from 10 s bulk downloads, none "
+		   "with timestamps: induced latency peak %.0f ms, under 15 ms after %.2f s (-1: "
+		   "never), then median %.1f ms, p95 %.1f ms; goodput %.3f of the modem; rate %.1f "
+		   "Mbit/s at the end, %llu cuts; samples/s %llu (handshake %llu, sequence %llu, "
+		   "timestamp %llu)",
+		   peak(r.qd[DOWN], 10000, 40000), settle, lat, p95, g, r.rate[DOWN][39999],
+		   (unsigned long long)r.a[DOWN].downs, (unsigned long long)(r.samples / 40),
+		   (unsigned long long)(r.by_src[2] / 40), (unsigned long long)(r.by_src[1] / 40),
+		   (unsigned long long)(r.by_src[0] / 40));
+	CHECK(r.by_src[0] == 0 && r.by_src[2] > 0);
 	CHECK(settle >= 0 && settle <= 2.0);
 	CHECK(lat <= 5.0);
 	CHECK(g >= 0.85);
@@ -1208,6 +1277,42 @@ test_upload_only(void **state)
 	CHECK(settle >= 0 && settle <= 2.0);
 	CHECK(g >= 0.85);
 	CHECK(r.rate[DOWN][29999] >= 90.0);
+	run_free(&r);
+}
+
+/* Uploads without timestamps (timed by sequence and ACK), the up modem 20 -> 5 at 10 s. */
+static void
+flows_up_no_ts(struct flow *f, uint32_t t, uint32_t *seed)
+{
+	flows_up(f, t, seed);
+	for (int i = 0; i < 4 && t == 0; i++)
+		f[i].ts = false;
+}
+
+static void
+test_upload_no_ts(void **state)
+{
+	struct scen s = scen("upload_no_ts", 30000, modem_fall_up, flows_up_no_ts);
+	struct run r;
+	double settle, g0, g, held0;
+
+	(void)state;
+	fall_to = 0.25;
+	simulate(&s, &r);
+	settle = settled_after(&r, UP, 10000, 30000, 15.0);
+	g0 = share(&r, UP, 3000, 10000);
+	g = share(&r, UP, 15000, 30000);
+	held0 = median(r.rate[UP], 3000, 10000);
+	SIM_FIGURE("autorate uploads without timestamps, up modem 20 -> 5: rate held %.1f Mbit/s "
+		   "before the fall (modem 20), goodput %.3f; after it latency under 15 ms after %.2f "
+		   "s, goodput %.3f; %llu cuts; samples/s %llu (sequence %llu, handshake %llu)",
+		   held0, g0, settle, g, (unsigned long long)r.a[UP].downs,
+		   (unsigned long long)(r.samples / 30), (unsigned long long)(r.by_src[1] / 30),
+		   (unsigned long long)(r.by_src[2] / 30));
+	CHECK(r.by_src[1] > 0 && r.by_src[0] == 0);
+	CHECK(g0 >= 0.90);
+	CHECK(settle >= 0 && settle <= 2.0);
+	CHECK(g >= 0.85);
 	run_free(&r);
 }
 
@@ -1299,6 +1404,7 @@ main(void)
 		cmocka_unit_test(test_steady),         cmocka_unit_test(test_halving),
 		cmocka_unit_test(test_path_steps),     cmocka_unit_test(test_far_end_queue),
 		cmocka_unit_test(test_churn),          cmocka_unit_test(test_churn_short),
+		cmocka_unit_test(test_churn_no_ts),    cmocka_unit_test(test_upload_no_ts),
 		cmocka_unit_test(test_upload_only),    cmocka_unit_test(test_asymmetric),
 		cmocka_unit_test(test_idle_then_load), cmocka_unit_test(test_no_timestamps),
 		cmocka_unit_test(test_standing_queue), cmocka_unit_test(test_falls_both_to_10),

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "shaper/autorate.h"
 #include "shaper/control.h"
 
@@ -43,6 +45,12 @@ leader(struct ctl_dir_counters *c)
 	c->rtt.ar_decisions[AR_WHY_CUT_BLOAT] = 7;
 	c->rtt.ar_decisions[AR_WHY_RAISE] = 30;
 	c->rtt.ar_decisions[AR_WHY_HOLD] = 100;
+	c->rtt.by_method[RTT_BY_TIMESTAMP] = 30;
+	c->rtt.by_method[RTT_BY_HANDSHAKE] = 10;
+	c->rtt.host_based = 4;
+	c->rtt.ar_inputs[RTT_BY_TIMESTAMP] = 20;
+	c->rtt.ar_inputs[RTT_BY_HANDSHAKE] = 5;
+	c->rtt.ar_one_way = 300;
 }
 
 /* Another shard: its own controller idle (never ticked) but for what it counted. */
@@ -65,6 +73,10 @@ follower(struct ctl_dir_counters *c)
 	c->rtt.ar_ups = 2;
 	c->rtt.ar_downs = 1;
 	c->rtt.ar_decisions[AR_WHY_NO_SAMPLES] = 3;
+	c->rtt.by_method[RTT_BY_SEQUENCE] = 25;
+	c->rtt.host_collisions = 2;
+	c->rtt.ar_inputs[RTT_BY_SEQUENCE] = 9;
+	c->rtt.ar_one_way = 100;
 }
 
 static void
@@ -92,6 +104,16 @@ check_merged(const struct ctl_dir_counters *m)
 	assert_int_equal(m->rtt.ar_decisions[AR_WHY_RAISE], 30);
 	assert_int_equal(m->rtt.ar_decisions[AR_WHY_HOLD], 100);
 	assert_int_equal(m->rtt.ar_decisions[AR_WHY_NO_SAMPLES], 3);
+	/* Samples by source, and those the controller took: every shard's. */
+	assert_int_equal(m->rtt.by_method[RTT_BY_TIMESTAMP], 30);
+	assert_int_equal(m->rtt.by_method[RTT_BY_SEQUENCE], 25);
+	assert_int_equal(m->rtt.by_method[RTT_BY_HANDSHAKE], 10);
+	assert_int_equal(m->rtt.host_based, 4);
+	assert_int_equal(m->rtt.host_collisions, 2);
+	assert_int_equal(m->rtt.ar_inputs[RTT_BY_TIMESTAMP], 20);
+	assert_int_equal(m->rtt.ar_inputs[RTT_BY_SEQUENCE], 9);
+	assert_int_equal(m->rtt.ar_inputs[RTT_BY_HANDSHAKE], 5);
+	assert_int_equal(m->rtt.ar_one_way, 400);
 }
 
 static void
@@ -138,6 +160,41 @@ test_three_shards(void **state)
 	assert_int_equal(m.rx_packets, 2000);
 }
 
+/*
+ * The rtt object as stats shows it: samples by source, the remote-host
+ * counters on the WAN side only, and what fed the controller.
+ */
+static void
+test_json_sources(void **state)
+{
+	struct ctl_dir_counters c;
+	json_t *o, *ar;
+
+	(void)state;
+	leader(&c);
+	o = ctl_rtt_json(&c.rtt);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "sources"),
+							    "handshake")),
+			 10);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "sources"),
+							    "timestamp")),
+			 30);
+	assert_int_equal(json_integer_value(json_object_get(o, "host_based")), 4);
+	ar = json_object_get(o, "autorate");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(ar, "inputs"),
+							    "handshake")),
+			 5);
+	assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(ar, "inputs"), "one_way")),
+			 300);
+	json_decref(o);
+	c.rtt.part = RTT_SIDE_LAN;
+	o = ctl_rtt_json(&c.rtt);
+	assert_null(json_object_get(o, "host_based"));
+	assert_non_null(json_object_get(o, "sources"));
+	json_decref(o);
+}
+
 /* A shard without RTT (off) adds nothing to the RTT figures; one with takes its place. */
 static void
 test_rtt_off(void **state)
@@ -159,10 +216,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_leader_first),
-		cmocka_unit_test(test_follower_first),
-		cmocka_unit_test(test_three_shards),
-		cmocka_unit_test(test_rtt_off),
+		cmocka_unit_test(test_leader_first), cmocka_unit_test(test_follower_first),
+		cmocka_unit_test(test_three_shards), cmocka_unit_test(test_rtt_off),
+		cmocka_unit_test(test_json_sources),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,7 +48,12 @@ struct seg {
 	uint16_t vlan;       /* an 802.1Q tag with this id (IPv4 only); 0: untagged */
 	uint32_t wan_ip;     /* the remote host (IPv4); 0: WAN_IP */
 	const uint8_t *wan6; /* the remote host (IPv6); NULL: v6wan */
+	const uint8_t *opt;  /* other options (a multiple of 4 bytes, optlen), in place of ts */
+	uint8_t optlen;
 };
+
+/* A SYN's options as Windows sends them by default: MSS, NOP, WS, NOP, NOP, SACK permitted. */
+static const uint8_t win_syn_opt[12] = { 2, 4, 0x05, 0xb4, 1, 3, 3, 8, 1, 1, 4, 2 };
 
 static const struct sh_pkt *
 build(const struct seg *s)
@@ -64,21 +69,23 @@ build(const struct seg *s)
 	opt[6] = (uint8_t)(s->tsval >> 8), opt[7] = (uint8_t)s->tsval;
 	opt[8] = (uint8_t)(s->tsecr >> 24), opt[9] = (uint8_t)(s->tsecr >> 16);
 	opt[10] = (uint8_t)(s->tsecr >> 8), opt[11] = (uint8_t)s->tsecr;
+	const uint8_t *o = s->opt != NULL ? s->opt : s->ts ? opt : NULL;
+	uint8_t olen = s->opt != NULL ? s->optlen : s->ts ? 12 : 0;
+
 	if (s->v6) {
 		pb_init(&buf);
 		pb_eth_macs(&buf, 1, 2);
 		pb_u16(&buf, 0x86dd);
 		pb_ipv6(&buf, s->dir == RTT_UP ? v6lan : wan6, s->dir == RTT_UP ? wan6 : v6lan, 6,
 			0, 0);
-		pb_tcp(&buf, sport, dport, s->seq, s->ack, s->flags, s->ts ? opt : NULL,
-		       s->ts ? 12 : 0);
+		pb_tcp(&buf, sport, dport, s->seq, s->ack, s->flags, o, olen);
 		for (uint32_t i = 0; i < s->payload; i++)
 			pb_u8(&buf, (uint8_t)i);
 		pb_finish(&buf);
 	} else {
 		pb_ipv4_tcp(&buf, s->dir == RTT_UP ? LAN_IP : wan_ip,
 			    s->dir == RTT_UP ? wan_ip : LAN_IP, sport, dport, s->seq, s->ack,
-			    s->flags, s->ts ? opt : NULL, s->ts ? 12 : 0, s->payload);
+			    s->flags, o, olen, s->payload);
 	}
 	if (s->vlan != 0) {
 		/* Tag the finished frame: the IP and TCP bytes do not change. */
@@ -390,6 +397,214 @@ test_seq_sampling(void **state)
 	rtt_table_free(t);
 }
 
+/*
+ * A connection without timestamps (Windows' default): SYN up, SYN-ACK down
+ * is a WAN-side handshake sample, SYN-ACK to the LAN host's first ACK a
+ * LAN-side one; then an upload's segment and the ACK covering it are
+ * sequence samples, counted apart. A SYN sent again is not timed (Karn).
+ */
+static void
+handshake(int v6)
+{
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg syn = { .v6 = v6, .dir = RTT_UP, .flags = PB_SYN, .seq = 5000 };
+	struct seg synack = { .v6 = v6, .dir = RTT_DOWN, .flags = PB_SYN | PB_ACK, .seq = 90000 };
+	struct seg ack = { .v6 = v6, .dir = RTT_UP, .flags = PB_ACK, .seq = 5001, .ack = 90001 };
+	struct seg back = { .v6 = v6, .dir = RTT_DOWN, .flags = PB_ACK, .seq = 90001 };
+	struct rtt_sample smp;
+
+	assert_non_null(t);
+	syn.opt = synack.opt = win_syn_opt, syn.optlen = synack.optlen = 12;
+	synack.ack = 5001;
+	assert_int_equal(feed(t, &syn, MS(10), NULL), 0);
+	assert_int_equal(feed(t, &synack, MS(45), &smp), MS(35));
+	assert_int_equal(smp.side, RTT_SIDE_WAN);
+	assert_int_equal(smp.method, RTT_BY_HANDSHAKE);
+	assert_false(smp.established); /* never against itself */
+	assert_int_equal(feed(t, &ack, MS(46), &smp), MS(1));
+	assert_int_equal(smp.side, RTT_SIDE_LAN);
+	assert_int_equal(smp.method, RTT_BY_HANDSHAKE);
+	/* Upload data, and the ACK covering it coming down: a sequence sample. */
+	ack.payload = 1000;
+	feed(t, &ack, MS(50), NULL);
+	back.ack = 6001;
+	assert_int_equal(feed(t, &back, MS(90), &smp), MS(40));
+	assert_int_equal(smp.method, RTT_BY_SEQUENCE);
+	assert_int_equal(t->c.by_method[RTT_SIDE_WAN][RTT_BY_HANDSHAKE], 1);
+	assert_int_equal(t->c.by_method[RTT_SIDE_LAN][RTT_BY_HANDSHAKE], 1);
+	assert_int_equal(t->c.by_method[RTT_SIDE_WAN][RTT_BY_SEQUENCE], 1);
+	assert_int_equal(t->c.by_method[RTT_SIDE_WAN][RTT_BY_TIMESTAMP], 0);
+	assert_int_equal(t->c.judged[RTT_BY_HANDSHAKE] + t->c.judged[RTT_BY_SEQUENCE], 0);
+
+	/* A second connection whose SYN is sent again: its SYN-ACK answers either copy. */
+	syn.lan_port = synack.lan_port = 40001;
+	feed(t, &syn, MS(100), NULL);
+	feed(t, &syn, MS(1100), NULL);
+	assert_int_equal(feed(t, &synack, MS(1130), NULL), 0);
+	assert_int_equal(t->c.karn, 1);
+	/* A third to the same host: its handshake is judged by the first one's. */
+	syn.lan_port = synack.lan_port = 40002;
+	feed(t, &syn, MS(1200), NULL);
+	assert_int_equal(feed(t, &synack, MS(1260), &smp), MS(60));
+	assert_true(smp.established);
+	assert_int_equal(smp.base_ns, MS(35));
+	assert_int_equal(t->c.judged[RTT_BY_HANDSHAKE], 1);
+	rtt_table_free(t);
+}
+
+static void
+test_handshake_v4(void **state)
+{
+	(void)state;
+	handshake(0);
+}
+
+static void
+test_handshake_v6(void **state)
+{
+	(void)state;
+	handshake(1);
+}
+
+/*
+ * With timestamps the handshake is timed by them, and still counted as the
+ * handshake's. A SYN's options as Linux lays them out: MSS, SACK permitted,
+ * TS, NOP, WS (not the NOP NOP TS of the later segments).
+ */
+static void
+test_handshake_ts(void **state)
+{
+	/* TSval 100 on the SYN; TSval 7000 echoing 100 on the SYN-ACK. */
+	static const uint8_t syn_opt[20] = { 2, 4,   5, 0xb4, 4, 2, 8, 10, 0, 0,
+					     0, 100, 0, 0,    0, 0, 1, 3,  3, 7 };
+	static const uint8_t synack_opt[20] = { 2,    4,    5, 0xb4, 4, 2,   8, 10, 0, 0,
+						0x1b, 0x58, 0, 0,    0, 100, 1, 3,  3, 7 };
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg syn = { .dir = RTT_UP, .flags = PB_SYN, .seq = 1, .opt = syn_opt, .optlen = 20 };
+	struct seg synack = {
+		.dir = RTT_DOWN, .flags = PB_SYN | PB_ACK, .ack = 2, .opt = synack_opt, .optlen = 20
+	};
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .seq = 2, .ts = 1, .payload = 100 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1 };
+	struct rtt_sample smp;
+
+	(void)state;
+	feed(t, &syn, MS(0), NULL);
+	assert_int_equal(feed(t, &synack, MS(30), &smp), MS(30));
+	assert_int_equal(smp.method, RTT_BY_HANDSHAKE);
+	up.tsval = 101, up.tsecr = 7000;
+	assert_int_equal(feed(t, &up, MS(31), &smp), MS(1));
+	assert_int_equal(smp.method, RTT_BY_HANDSHAKE);
+	dn.tsval = 7001, dn.tsecr = 101;
+	assert_int_equal(feed(t, &dn, MS(61), &smp), MS(30));
+	assert_int_equal(smp.method, RTT_BY_TIMESTAMP);
+	/* A flow first seen after its handshake has no handshake samples. */
+	up.lan_port = dn.lan_port = 40009;
+	up.tsval = 500;
+	feed(t, &up, MS(70), NULL);
+	dn.tsecr = 500;
+	assert_int_equal(feed(t, &dn, MS(100), &smp), MS(30));
+	assert_int_equal(smp.method, RTT_BY_TIMESTAMP);
+	rtt_table_free(t);
+}
+
+/*
+ * Without timestamps too, the sample in flight is timed from when its
+ * segment left shaperd's queue (rtt_departed), not from its enqueue.
+ */
+static void
+test_departed_seq(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .seq = 1000, .payload = 500 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ack = 1500 };
+	struct sh_pkt *burst[] = { &pkt };
+
+	(void)state;
+	feed(t, &up, MS(0), NULL);
+	up.seq = 1500;
+	build(&up);
+	rtt_departed(t, burst, 1, RTT_UP, MS(5)); /* not the awaited segment */
+	up.seq = 1000;
+	build(&up);
+	rtt_departed(t, burst, 1, RTT_UP, MS(20));
+	rtt_departed(t, burst, 1, RTT_UP, MS(30)); /* a copy leaving later: no change */
+	assert_int_equal(feed(t, &dn, MS(60), NULL), MS(40));
+	rtt_table_free(t);
+}
+
+/*
+ * rtt_observe_burst_ts hands back the TSvals of the packets it parsed, the
+ * ones rtt_tsval reads, in order (the downstream tap's one-way timing), and
+ * takes the same samples as rtt_observe_burst.
+ */
+static void
+test_burst_tsvals(void **state)
+{
+	static struct pb bufs[7];
+	static struct sh_pkt pk[7];
+	struct rtt_table *t1 = rtt_table_new(64), *t2 = rtt_table_new(64);
+	/* MSS, then the timestamp option (TSval 77): not the usual layout, so walked. */
+	static const uint8_t mss_ts[16] = { 2, 4, 5, 0xb4, 1, 1, 8, 10, 0, 0, 0, 77, 0, 0, 0, 0 };
+	struct seg s[7] = {
+		{ .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 11, .payload = 10 },
+		{ .dir = RTT_DOWN, .flags = PB_ACK, .seq = 7, .payload = 10, .lan_port = 1 },
+		{ .dir = RTT_DOWN, .flags = PB_SYN | PB_ACK, .ts = 1, .tsval = 33, .lan_port = 2 },
+		{ .dir = RTT_DOWN,
+		  .flags = PB_ACK,
+		  .opt = win_syn_opt,
+		  .optlen = 12,
+		  .lan_port = 3 },
+		{ .dir = RTT_DOWN,
+		  .flags = PB_ACK,
+		  .ts = 1,
+		  .tsval = 55,
+		  .tsecr = 9,
+		  .lan_port = 4 },
+		{ .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 66, .lan_port = 5 },
+		{ .dir = RTT_DOWN, .flags = PB_ACK, .opt = mss_ts, .optlen = 16, .lan_port = 6 },
+	};
+	struct sh_pkt *burst[7];
+	struct rtt_sample a[7], b[7];
+	struct rtt_tsval tv[7];
+	unsigned int na, nb, nts, k = 0;
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .tsval = 9, .lan_port = 4 };
+
+	(void)state;
+	assert_non_null(t1);
+	assert_non_null(t2);
+	/* Flow 4 has a TSval in flight, so the burst completes a sample. */
+	feed(t1, &up, MS(0), NULL);
+	feed(t2, &up, MS(0), NULL);
+	for (int i = 0; i < 7; i++) {
+		build(&s[i]);
+		bufs[i] = buf;
+		pk[i] = pkt;
+		pk[i].data = bufs[i].b;
+		burst[i] = &pk[i];
+	}
+	na = rtt_observe_burst(t1, burst, 7, RTT_DOWN, MS(20), a);
+	nb = rtt_observe_burst_ts(t2, burst, 7, RTT_DOWN, MS(20), b, tv, &nts);
+	assert_int_equal(na, 1);
+	assert_int_equal(nb, na);
+	assert_int_equal(b[0].rtt_ns, a[0].rtt_ns);
+	for (int i = 0; i < 7; i++) {
+		uint32_t v;
+
+		if (!rtt_tsval(burst[i], &v))
+			continue;
+		assert_true(k < nts);
+		assert_int_equal(tv[k].tsval, v);
+		assert_int_equal(tv[k].flow_hash, burst[i]->flow_hash);
+		k++;
+	}
+	assert_int_equal(k, 5);
+	assert_int_equal(tv[4].tsval, 77);
+	assert_int_equal(nts, k);
+	rtt_table_free(t1);
+	rtt_table_free(t2);
+}
+
 /* Bare ACKs padded to 60 bytes carry no data; a flow never seen is not created for them. */
 static void
 test_padding_and_bare_acks(void **state)
@@ -671,6 +886,11 @@ main(void)
 		cmocka_unit_test(test_wraparound),
 		cmocka_unit_test(test_seq_sampling),
 		cmocka_unit_test(test_padding_and_bare_acks),
+		cmocka_unit_test(test_handshake_v4),
+		cmocka_unit_test(test_handshake_v6),
+		cmocka_unit_test(test_handshake_ts),
+		cmocka_unit_test(test_departed_seq),
+		cmocka_unit_test(test_burst_tsvals),
 		cmocka_unit_test(test_eviction),
 		cmocka_unit_test(test_baseline),
 		cmocka_unit_test(test_host_baseline_v4),
