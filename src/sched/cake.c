@@ -125,6 +125,7 @@ struct cake_tin {
 	struct cobalt_params cparams;
 	uint32_t flow_quantum;
 	uint32_t tin_quantum; /* DRR weight when unshaped */
+	uint8_t rate_shift;   /* threshold = link rate >> rate_shift (not geometric modes) */
 	char name[SCHED_NAME_LEN];
 
 	/* Running state. */
@@ -919,12 +920,16 @@ cake_tin_set_rate(const struct cake *c, struct cake_tin *b, uint64_t rate)
 	b->cparams.mtu_time = mtu_time;
 }
 
-/* Configure one tin: its rate, DRR weight, BLUE steps and name. */
+/*
+ * Configure one tin: its threshold rate >> shift (cake_rates_set keeps the
+ * shift for rate changes), DRR weight, BLUE steps and name.
+ */
 static void
-cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint32_t tin_quantum,
-		const char *name)
+cake_tin_config(struct cake *c, struct cake_tin *b, uint64_t rate, uint8_t shift,
+		uint32_t tin_quantum, const char *name)
 {
-	cake_tin_set_rate(c, b, rate);
+	cake_tin_set_rate(c, b, rate >> shift);
+	b->rate_shift = shift;
 	b->tin_quantum = tin_quantum;
 	b->cparams.p_inc = 1u << 24;
 	b->cparams.p_dec = 1u << 20;
@@ -941,7 +946,7 @@ cake_config_geometric(struct cake *c, uint64_t rate)
 
 	for (i = 0; i < CAKE_MAX_TINS; i++) {
 		snprintf(name, sizeof(name), "Tin %u", i);
-		cake_tin_config(c, &c->tins[i], rate, quantum, name);
+		cake_tin_config(c, &c->tins[i], rate, 0, quantum, name);
 		c->tin_order[i] = (uint8_t)i;
 		rate = (rate * 7) >> 3;
 		quantum = (quantum * 7) >> 3;
@@ -960,7 +965,7 @@ cake_config_tins(struct cake *c, uint64_t r)
 	switch (c->p.diffserv) {
 	case SCHED_BESTEFFORT:
 		memset(c->tin_index, 0, sizeof(c->tin_index));
-		cake_tin_config(c, &c->tins[0], r, 65535, "Tin 0");
+		cake_tin_config(c, &c->tins[0], r, 0, 65535, "Tin 0");
 		c->tin_order[0] = 0;
 		c->tin_cnt = 1;
 		break;
@@ -977,19 +982,19 @@ cake_config_tins(struct cake *c, uint64_t r)
 	case SCHED_DIFFSERV4:
 		cake_fill_map(c, 0, cake_diffserv4_map,
 			      sizeof(cake_diffserv4_map) / sizeof(cake_diffserv4_map[0]));
-		cake_tin_config(c, &c->tins[0], r, 1024, "Best Effort");
-		cake_tin_config(c, &c->tins[1], r >> 4, 64, "Bulk");
-		cake_tin_config(c, &c->tins[2], r >> 1, 512, "Video");
-		cake_tin_config(c, &c->tins[3], r >> 2, 256, "Voice");
+		cake_tin_config(c, &c->tins[0], r, 0, 1024, "Best Effort");
+		cake_tin_config(c, &c->tins[1], r, 4, 64, "Bulk");
+		cake_tin_config(c, &c->tins[2], r, 1, 512, "Video");
+		cake_tin_config(c, &c->tins[3], r, 2, 256, "Voice");
 		c->tin_cnt = 4;
 		break;
 	case SCHED_DIFFSERV3:
 	default:
 		cake_fill_map(c, 0, cake_diffserv3_map,
 			      sizeof(cake_diffserv3_map) / sizeof(cake_diffserv3_map[0]));
-		cake_tin_config(c, &c->tins[0], r, 1024, "Best Effort");
-		cake_tin_config(c, &c->tins[1], r >> 4, 64, "Bulk");
-		cake_tin_config(c, &c->tins[2], r >> 2, 256, "Voice");
+		cake_tin_config(c, &c->tins[0], r, 0, 1024, "Best Effort");
+		cake_tin_config(c, &c->tins[1], r, 4, 64, "Bulk");
+		cake_tin_config(c, &c->tins[2], r, 2, 256, "Voice");
 		c->tin_cnt = 3;
 		break;
 	}
@@ -1006,61 +1011,55 @@ cake_config_tins(struct cake *c, uint64_t r)
 		char name[SCHED_NAME_LEN];
 
 		snprintf(name, sizeof(name), "Tin %u", i);
-		cake_tin_config(c, &c->tins[i], r, 1024, name);
+		cake_tin_config(c, &c->tins[i], r, 0, 1024, name);
 	}
 	sched_rate_set(&c->rate, r);
 	c->lag = sched_lag_limit(&c->p, &c->rate);
 }
 
+/* Out of line: a tin clock ahead of now at a rate change is rare. */
+static __attribute__((noinline, cold)) void
+cake_rescale_tin_clock(struct cake_tin *b, uint64_t now, uint64_t old, uint64_t r)
+{
+	sched_rescale_clock(&b->time_next_packet, now, old, r);
+}
+
+/* A scanned tin at its new threshold rate; a clock still ahead keeps its wait, rescaled. */
+static inline void
+cake_tin_new_rate(const struct cake *c, struct cake_tin *b, uint64_t rate, uint64_t now,
+		  uint64_t old, uint64_t r)
+{
+	if (b->time_next_packet > now) /* the rest are not waiting */
+		cake_rescale_tin_clock(b, now, old, r);
+	cake_tin_set_rate(c, b, rate);
+}
+
 /*
- * A new link rate r for the tins configured by cake_config_tins (the same
- * fractions of r): only the rate-derived fields change, the DSCP map,
- * quanta and names stay. Only the tins dequeue scans: the others hold no
- * packets and cake_update reconfigures every tin before the scan can grow.
- * Tins past the mode (draining after a diffserv change) run at r and copy
- * tin 0's figures.
+ * The link rate went from old to r at now, for the tins configured by
+ * cake_config_tins (the same fractions of r): only the rate-derived fields
+ * change, the DSCP map, quanta and names stay. Only the tins dequeue scans:
+ * the others hold no packets and cake_update reconfigures every tin before
+ * the scan can grow. Outside the geometric modes each tin's threshold is
+ * r >> rate_shift (0 for tins past the mode, draining after a diffserv
+ * change at r), so one loop serves every mode.
  */
 static void
-cake_rates_set(struct cake *c, uint64_t r)
+cake_rates_set(struct cake *c, uint64_t r, uint64_t now, uint64_t old)
 {
 	struct cake_tin *t = c->tins;
-	uint32_t i, done, n = c->tin_scan < CAKE_MAX_TINS ? c->tin_scan : CAKE_MAX_TINS;
+	uint32_t i, n = c->tin_scan < CAKE_MAX_TINS ? c->tin_scan : CAKE_MAX_TINS;
 
-	cake_tin_set_rate(c, &t[0], r); /* tin 0 runs at r in every mode */
-	switch (c->p.diffserv) {
-	case SCHED_PRECEDENCE:
-	case SCHED_DIFFSERV8: {
+	if (c->p.diffserv == SCHED_PRECEDENCE || c->p.diffserv == SCHED_DIFFSERV8) {
 		uint64_t rate = r;
 
+		cake_tin_new_rate(c, &t[0], r, now, old, r);
 		for (i = 1; i < n; i++) {
 			rate = (rate * 7) >> 3;
-			cake_tin_set_rate(c, &t[i], rate);
+			cake_tin_new_rate(c, &t[i], rate, now, old, r);
 		}
-		done = n;
-		break;
-	}
-	case SCHED_DIFFSERV4:
-		cake_tin_set_rate(c, &t[1], r >> 4);
-		cake_tin_set_rate(c, &t[2], r >> 1);
-		cake_tin_set_rate(c, &t[3], r >> 2);
-		done = 4;
-		break;
-	case SCHED_DIFFSERV3:
-		cake_tin_set_rate(c, &t[1], r >> 4);
-		cake_tin_set_rate(c, &t[2], r >> 2);
-		done = 3;
-		break;
-	case SCHED_BESTEFFORT:
-	default:
-		done = 1;
-		break;
-	}
-	for (i = done; i < n; i++) {
-		t[i].rate = t[0].rate;
-		t[i].flow_quantum = t[0].flow_quantum;
-		t[i].cparams.target = t[0].cparams.target;
-		t[i].cparams.interval = t[0].cparams.interval;
-		t[i].cparams.mtu_time = t[0].cparams.mtu_time;
+	} else {
+		for (i = 0; i < n; i++) /* n >= tin_cnt >= 1: tin 0 is set */
+			cake_tin_new_rate(c, &t[i], r >> t[i].rate_shift, now, old, r);
 	}
 	c->rate = t[0].rate;
 	/* sched_lag_limit: tin 0's MTU time is the link's (same rate, same MTU). */
@@ -1859,20 +1858,18 @@ cake_set_rate(void *impl, uint64_t rate, uint64_t now)
 {
 	struct cake *c = impl;
 	uint64_t old = c->rate.rate;
-	struct cake_tin *b = c->tins, *end = b + c->tin_scan;
+	uint32_t i;
 
 	sched_rescale_clock(&c->time_next_packet, now, old, rate);
 	sched_rescale_clock(&c->failsafe_next_packet, now, old, rate);
 	/* Past the scan only while one of those clocks is ahead (rare). */
 	if (c->idle_clock_max > now) {
-		end = c->tins + c->tin_alloc;
+		for (i = c->tin_scan; i < c->tin_alloc; i++)
+			sched_rescale_clock(&c->tins[i].time_next_packet, now, old, rate);
 		/* Rescaling keeps the order of clocks: the max stays the max. */
 		sched_rescale_clock(&c->idle_clock_max, now, old, rate);
 	}
-	for (; b < end; b++)
-		if (b->time_next_packet > now) /* the rest are not waiting */
-			sched_rescale_clock(&b->time_next_packet, now, old, rate);
-	cake_rates_set(c, rate);
+	cake_rates_set(c, rate, now, old); /* and the scanned tins' clocks */
 }
 
 static void
