@@ -6,6 +6,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
                 [--buffer 1mb] [--phase 20] [--modes fixed95,auto] [--out DIR]
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
                 [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
+                [--low-down 0.1 --low-up 1] [--load both|down|up] [--no-timestamps]
 
 Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
 -> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
@@ -26,6 +27,13 @@ phase, how long after the drop the induced latency's 1-s median is back
 under 10 ms and under 15 ms, and how long after the recovery the downloads' 1-s goodput is
 back at 0.9 of the new rate. DIR/autorate.json and DIR/autorate.png (rate,
 RTT and goodput over time). Needs what run.py needs, and tc.
+
+Other scenarios: --low-down / --low-up give each modem its own share in the
+low phase (asymmetric: the downstream falls, the upstream stays); --load
+up (or down) runs only the 4 uploads (downloads), the probes still cross
+both directions; --no-timestamps turns TCP timestamps off in the client's
+namespace (net.ipv4.tcp_timestamps=0, as Windows' default), so only
+handshake and sequence samples time the flows.
 
 Path steps (--path-step): the modems keep their rate, and every
 --step-every seconds of the load the path's delay steps up by --path-step
@@ -117,6 +125,9 @@ def run_mode(args, mode, bed, tmp):
             c["bandwidth"] = "%dkbit" % round(nominal[d] * 0.95 / 1000)
         cfg[d] = c
     bed.up()
+    if args.no_timestamps:
+        subprocess.run(["ip", "netns", "exec", bed.cli, "sysctl", "-qw",
+                        "net.ipv4.tcp_timestamps=0"], check=True)
     tc_modem(bed, "srv", "add", args.down_bps, args.buffer)
     tc_modem(bed, "wan", "add", args.up_bps, args.buffer)
     bed.start_daemon(cfg)
@@ -130,8 +141,10 @@ def run_mode(args, mode, bed, tmp):
     load_t = time.time() - t0
     flows = []
     for i, tos in enumerate(("BE", "CS1", "CS5", "EF")):
-        flows.append(bed_run.Flow("up%d_%s" % (i + 1, tos), "up", "cubic", tos))
-        flows.append(bed_run.Flow("down%d_%s" % (i + 1, tos), "down", "cubic", tos))
+        if args.load in ("both", "up"):
+            flows.append(bed_run.Flow("up%d_%s" % (i + 1, tos), "up", "cubic", tos))
+        if args.load in ("both", "down"):
+            flows.append(bed_run.Flow("down%d_%s" % (i + 1, tos), "down", "cubic", tos))
     for i, f in enumerate(flows):
         f.start(bed, 5201 + i, 3 * args.phase, t0, args.rtt_s, tmp)
     steps = []
@@ -151,17 +164,23 @@ def run_mode(args, mode, bed, tmp):
             k, up = k + 1, not up
     else:
         # The modem falls to --low of its rate after one phase and recovers after two.
-        changes = [(load_t + args.phase, args.low), (load_t + 2 * args.phase, 1.0)]
-        for at, share in changes:
+        changes = [(load_t + args.phase, args.low_down, args.low_up),
+                   (load_t + 2 * args.phase, 1.0, 1.0)]
+        for at, share_down, share_up in changes:
             time.sleep(max(0.0, at - (time.time() - t0)))
-            tc_modem(bed, "srv", "change", int(args.down_bps * share), args.buffer)
-            tc_modem(bed, "wan", "change", int(args.up_bps * share), args.buffer)
+            tc_modem(bed, "srv", "change", int(args.down_bps * share_down), args.buffer)
+            tc_modem(bed, "wan", "change", int(args.up_bps * share_up), args.buffer)
     for f in flows:
         f.wait(3 * args.phase + 30)
     lat = probes.wait(t0)
     poller.stop()
+    # What fed the controllers by the end (samples by source, autorate's inputs).
+    st = bed.ctl("stats") or {}
+    fed = {d: {k: v.get(k) for k in ("rtt", "autorate")}
+           for d, v in st.get("directions", {}).items()}
     bed.stop_daemon()
-    return dict(cfg=cfg, flows=flows, lat=lat, load_t=load_t, rates=poller.samples, steps=steps)
+    return dict(cfg=cfg, flows=flows, lat=lat, load_t=load_t, rates=poller.samples, steps=steps,
+                fed=fed)
 
 
 def step_at(steps, t):
@@ -185,17 +204,20 @@ def analyse(args, raw):
     for f in raw["flows"]:
         sums[f.direction] += f.sums
     modem = {"down": args.down_bps / 1e6, "up": args.up_bps / 1e6}
-    low = args.low if not steps else 1.0
-    phases = {"steady": (L + 3, L + P, 1.0), "low": (L + P + P / 3, L + 2 * P, low),
-              "recovered": (L + 2 * P + P / 2, L + 3 * P, 1.0)}
+    # Each phase: its window and the modems' shares of their rates, (down, up).
+    low = (args.low_down, args.low_up) if not steps else (1.0, 1.0)
+    phases = {"steady": (L + 3, L + P, (1.0, 1.0)), "low": (L + P + P / 3, L + 2 * P, low),
+              "recovered": (L + 2 * P + P / 2, L + 3 * P, (1.0, 1.0))}
     if steps:
         # Path steps: the whole load at the modem's one rate.
-        phases["whole"] = (L + 3, L + 3 * P, 1.0)
+        phases["whole"] = (L + 3, L + 3 * P, (1.0, 1.0))
+    which = {"down": 0, "up": 1}
     out = {"idle_rtt_ms": idle, "phases": {}}
     for name, (a, b, share) in phases.items():
         ph = {"induced_median_ms": median([r for t, r in induced if a <= t < b])}
         for d in ("down", "up"):
-            ph["goodput_%s_of_modem" % d] = bed_run.mbit_in(sums[d], a, b) / (modem[d] * share)
+            ph["goodput_%s_of_modem" % d] = (bed_run.mbit_in(sums[d], a, b) /
+                                             (modem[d] * share[which[d]]))
         out["phases"][name] = ph
     # The controller itself, from the rate poller: the rate it held (mean of
     # the samples) and what the shaper sent over its own clock (time_ns), as
@@ -206,7 +228,7 @@ def analyse(args, raw):
         ph = out["phases"][name]
         inside = [s for s in rates if a <= s[0] < b and len(s) > 7]
         for d, (ci, ti, bi) in col.items():
-            m = modem[d] * share
+            m = modem[d] * share[which[d]]
             ph["held_%s_of_modem" % d] = (sum(s[ci] for s in inside) / len(inside) / m
                                           if inside else None)
             ph["held_%s_lowest_of_modem" % d] = (min(s[ci] for s in inside) / m
@@ -272,7 +294,8 @@ def plot(args, results, raws, path):
     modem_t = [0, args.phase, args.phase, 2 * args.phase, 2 * args.phase, 3 * args.phase]
     for d, bps in (("down", args.down_bps), ("up", args.up_bps)):
         m = bps / 1e6
-        lo = m * (args.low if args.path_step_s == 0 else 1.0)
+        lo = m * ((args.low_down if d == "down" else args.low_up)
+                  if args.path_step_s == 0 else 1.0)
         ax[0].plot(modem_t, [m, m, lo, lo, m, m], "k--", linewidth=1, label="modem %s" % d)
     for raw in raws.values():
         for t, ms in raw.get("steps", []):
@@ -303,6 +326,14 @@ def main():
     ap.add_argument("--idle", type=float, default=5.0)
     ap.add_argument("--low", type=float, default=0.5,
                     help="the modem's rate in the second phase, a share of --down/--up")
+    ap.add_argument("--low-down", type=float, default=None,
+                    help="the downstream modem's share in the second phase (default --low)")
+    ap.add_argument("--low-up", type=float, default=None,
+                    help="the upstream modem's share in the second phase (default --low)")
+    ap.add_argument("--load", choices=["both", "down", "up"], default="both",
+                    help="which TCP flows run: 4 each way (both), or only one way")
+    ap.add_argument("--no-timestamps", action="store_true",
+                    help="TCP timestamps off in the client's namespace (Windows' default)")
     ap.add_argument("--min-share", type=float, default=0.1,
                     help="autorate's min, a share of the nominal rate")
     ap.add_argument("--modes", default="fixed95,auto")
@@ -328,6 +359,8 @@ def main():
         return rc
     args.down_bps, args.up_bps, args.rtt_s = args.down, args.up, args.rtt
     args.path_step_s = args.path_step
+    args.low_down = args.low if args.low_down is None else args.low_down
+    args.low_up = args.low if args.low_up is None else args.low_up
     if args.path_step_s > 0 and "--modes" not in sys.argv:
         args.modes = "auto"
     shaperd = args.shaperd
@@ -353,6 +386,7 @@ def main():
         results[mode] = analyse(args, raws[mode])
         results[mode]["config"] = raws[mode]["cfg"]
         results[mode]["rates"] = raws[mode]["rates"]
+        results[mode]["fed"] = raws[mode]["fed"]
         # shaperd's log holds the controller's decision lines: keep it beside the figures
         log_file = getattr(bed, "log_file", None)
         if log_file and os.path.exists(log_file):
