@@ -210,6 +210,8 @@ def make_pcap(workdir, size, flows, packets=None, ts_share=None):
 
 # ------------------------------------------------------------------- EAL
 
+EAL_MEM_MB = 2048
+
 class Eal:
     def __init__(self, args):
         self.args = args
@@ -218,7 +220,9 @@ class Eal:
     def argv(self, tag):
         self.n += 1
         self.prefix = "shbench%d_%s%d" % (os.getpid(), tag, self.n)
-        return eal_args(self.prefix, mem_mb=1024, huge=self.args.huge)
+        # 2 GB: CAKE with 100k flows sizes each direction's pool for 132,768 mbufs
+        # (about 330 MB each), which did not fit in 1 GB with the ports' own pools.
+        return eal_args(self.prefix, mem_mb=EAL_MEM_MB, huge=self.args.huge)
 
     def cleanup(self):
         d = "/var/run/dpdk/" + self.prefix
@@ -1002,7 +1006,7 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None
             w("| %s | %s |" % (k, facts[k]))
     w("| TSC | %.0f MHz (%s) |" % (tsc / 1e6, facts["tsc_src"]))
     w("| EAL | `%s -l 0,1` (main lcore 0, one worker/forwarding lcore 1) |" % (
-        "-m 1024" if args.huge else "--no-huge -m 1024"))
+        "-m %d" % EAL_MEM_MB if args.huge else "--no-huge -m %d" % EAL_MEM_MB))
     w("| runs | %d per figure, %d s warm-up, %d s measured; medians shown |" % (
         args.runs, args.warmup, args.duration))
     w("| noise | load average %s; other busy processes seen: %s |" % (
