@@ -32,6 +32,7 @@
 #include <rte_lpm6.h>
 
 #include "shaper/dataplane.h"
+#include "shaper/heapsort.h"
 #include "shaper/subscriber_config.h"
 
 /* Spare subscriber slots: a quarter of those loaded, at least this many. */
@@ -598,39 +599,7 @@ min_u64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* Ascending, in place, no allocation (the worker's: glibc's qsort may call malloc). */
-static void
-sort_u64(uint64_t *v, uint32_t n)
-{
-	for (uint32_t end = n, start = n / 2;;) {
-		uint32_t root;
-		uint64_t x;
-
-		if (start > 0) {
-			x = v[--start];
-			root = start;
-		} else {
-			if (end <= 1)
-				return;
-			x = v[--end];
-			v[end] = v[0];
-			root = 0;
-		}
-		for (;;) {
-			uint32_t c = 2 * root + 1;
-
-			if (c >= end)
-				break;
-			if (c + 1 < end && v[c + 1] > v[c])
-				c++;
-			if (v[c] <= x)
-				break;
-			v[root] = v[c];
-			root = c;
-		}
-		v[root] = x;
-	}
-}
+SH_HEAPSORT_DEFINE(sort_u64, uint64_t)
 
 /*
  * The link's children in this shard and each one's ceiling, from the last

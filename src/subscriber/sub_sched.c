@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "shaper/classify.h"
+#include "shaper/heapsort.h"
 #include "shaper/subscriber_alloc.h"
 #include "shaper/subscriber_lookup.h"
 #include "shaper/subscriber_rtt.h"
@@ -373,38 +374,7 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 	return keep_up > drain ? keep_up : drain;
 }
 
-/* Ascending, in place, no allocation (glibc's qsort may call malloc): a heapsort. */
-static void
-sort_u32(uint32_t *v, uint32_t n)
-{
-	for (uint32_t end = n, start = n / 2;;) {
-		uint32_t root, x;
-
-		if (start > 0) {
-			x = v[--start];
-			root = start;
-		} else {
-			if (end <= 1)
-				return;
-			x = v[--end];
-			v[end] = v[0];
-			root = 0;
-		}
-		for (;;) {
-			uint32_t c = 2 * root + 1;
-
-			if (c >= end)
-				break;
-			if (c + 1 < end && v[c + 1] > v[c])
-				c++;
-			if (v[c] <= x)
-				break;
-			v[root] = v[c];
-			root = c;
-		}
-		v[root] = x;
-	}
-}
+SH_HEAPSORT_DEFINE(sort_u32, uint32_t)
 
 /* The subscribers that took a CAKE since the last tick join the active list, in order. */
 static void
