@@ -176,6 +176,19 @@ def check_subscribers(res, c):
                     "subscribers cake %s %s: the shaper sent %s Mbit/s = %s of its %g Mbit/s plan, in [0.90, 1.01] "
                     "(TCP goodput %s Mbit/s)" % (name, d, x.get("sent_mbit"), x.get("of_plan"), x["plan_mbit"],
                                                  x["goodput_mbit"]))
+    # Each subscriber's passive RTT (subscribers.list), both parts of the path: the bed's delay
+    # line puts half the path's RTT on each side of shaperd, and the tap leaves shaperd's own
+    # queue out for flows with timestamps (Linux's default), so each side's median is near
+    # half the path's RTT; the histogram's buckets are a third of an octave (26 %) wide.
+    half_ms = res["params"]["rtt_ms"] / 2
+    for name, v in sorted(r["subscribers"].items()):
+        for side in ("wan", "lan"):
+            s = (v.get("rtt") or {}).get(side) or {}
+            med = s.get("median_us", 0) / 1000
+            c.check(s.get("samples", 0) > 0 and 0.7 * half_ms <= med <= 1.4 * half_ms + 3,
+                    "subscribers cake %s: passive RTT, %s side, median %.1f ms over %s samples, "
+                    "in [%.1f, %.1f] (half the path's RTT, bucket width and a little more)" % (
+                        name, side, med, s.get("samples"), 0.7 * half_ms, 1.4 * half_ms + 3))
     # The probes run from subscriber A, through its own CAKE, beside its 4 downloads and 2 uploads.
     # Idle, its CAKE carries the probes alone: they must pass at once, not be paced at the
     # little they send (the induced figures below are taken against this idle median).

@@ -752,7 +752,8 @@ def snapshot(bed):
         lst = bed.ctl("subscribers.list")
         if lst:
             out["subscribers"] = {x["id"]: {"time_ns": lst["time_ns"],
-                                            "down": x["download"]["bytes"], "up": x["upload"]["bytes"]}
+                                            "down": x["download"]["bytes"], "up": x["upload"]["bytes"],
+                                            "rtt": x.get("rtt")}
                                   for x in lst["subscribers"]}
     return out
 
@@ -999,6 +1000,8 @@ def subscriber_rates(args, raw):
             if name in a and name in b and b[name]["time_ns"] > a[name]["time_ns"]:
                 mbit = (b[name][d] - a[name][d]) * 8 / ((b[name]["time_ns"] - a[name]["time_ns"]) / 1e9) / 1e6
                 r[d].update(sent_mbit=rnd(mbit), of_plan=rnd(mbit / plan, 4))
+        # Its passive RTT at the end of the window (the last 10-20 s of its flows' samples).
+        r["rtt"] = (b.get(name) or {}).get("rtt")
         out[name] = r
     return out
 
