@@ -37,15 +37,12 @@ And for the fixed setting, in the same run: the low phase stays bloated
 (induced latency median >= 100 ms), which is what autorate is for.
 Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-AUTORATE = os.path.normpath(os.path.join(HERE, "..", "..", "tools", "testbed", "autorate.py"))
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, failures, run_autorate  # noqa: E402
 PHASE = 10
 
 
@@ -53,26 +50,12 @@ def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    shaperd = os.path.abspath(sys.argv[1])
     out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="shaper_autorate_e2e_")
     workers = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    os.makedirs(out, exist_ok=True)
     extra = ["--workers", str(workers), "--modes", "auto"] if workers > 1 else []
-    r = subprocess.run([PY, AUTORATE, "--shaperd", shaperd, "--phase", str(PHASE), "--out", out,
-                        "--prefix", "ae"] + extra, timeout=600)
-    if r.returncode == 77:
-        return 77
-    if r.returncode != 0:
-        print("FAIL autorate.py exited %d" % r.returncode)
-        return 1
-    with open(os.path.join(out, "autorate.json")) as f:
-        res = json.load(f)
-    fails = 0
-
-    def check(good, text):
-        nonlocal fails
-        print(("ok   " if good else "FAIL ") + text)
-        fails += not good
+    rc, res = run_autorate(sys.argv[1], out, ["--phase", str(PHASE), "--prefix", "ae"] + extra)
+    if res is None:
+        return rc
 
     auto, fixed = res["auto"], res.get("fixed95")
 
@@ -119,7 +102,7 @@ def main():
               "fixed 95 %%, same run: induced latency median %s ms in the low phase (>= 100: "
               "bloated)" % ("%.1f" % low if low is not None else low))
     print("plot: %s" % os.path.join(out, "autorate.png"))
-    return 1 if fails else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

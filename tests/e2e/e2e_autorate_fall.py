@@ -43,40 +43,24 @@ about 25 ms stood for the whole low phase (6 of 8 runs failed so). A direction
 now counts as the other's ACKs only when it also carries lesser_ratio times
 fewer bytes; 4 of 4 runs then passed (2.4-2.8 s, low-phase median 14-15 ms).
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-AUTORATE = os.path.normpath(os.path.join(HERE, "..", "..", "tools", "testbed", "autorate.py"))
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, failures, run_autorate  # noqa: E402
 
 
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    shaperd = os.path.abspath(sys.argv[1])
     out = sys.argv[2] if len(sys.argv) > 2 else tempfile.mkdtemp(prefix="shaper_arfall_")
-    os.makedirs(out, exist_ok=True)
-    r = subprocess.run([PY, AUTORATE, "--shaperd", shaperd, "--phase", "15", "--modes", "auto",
-                        "--low", "0.1", "--min-share", "0.05", "--out", out, "--prefix", "af"],
-                       timeout=600)
-    if r.returncode == 77:
-        return 77
-    if r.returncode != 0:
-        print("FAIL autorate.py exited %d" % r.returncode)
-        return 1
-    with open(os.path.join(out, "autorate.json")) as f:
-        auto = json.load(f)["auto"]
-    fails = 0
-
-    def check(good, text):
-        nonlocal fails
-        print(("ok   " if good else "FAIL ") + text)
-        fails += not good
+    rc, res = run_autorate(sys.argv[1], out, ["--phase", "15", "--modes", "auto", "--low", "0.1",
+                                              "--min-share", "0.05", "--prefix", "af"])
+    if res is None:
+        return rc
+    auto = res["auto"]
 
     def share(ph, key):
         v = auto["phases"][ph].get(key)
@@ -122,7 +106,7 @@ def main():
     print("upload goodput in the low phase: %.3f of the new modem rate (printed, not asserted)"
           % low["goodput_up_of_modem"])
     print("plot: %s" % os.path.join(out, "autorate.png"))
-    return 1 if fails else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

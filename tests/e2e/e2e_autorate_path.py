@@ -28,15 +28,12 @@ checks. Asserted over the whole load, from shaperd's own figures
   median <= 5 ms: absorbing the steps did not let a queue stand.
 Exit 0 = met, 1 = missed, 77 = not root or a tool missing.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-AUTORATE = os.path.normpath(os.path.join(HERE, "..", "..", "tools", "testbed", "autorate.py"))
-PY = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, failures, run_autorate  # noqa: E402
 
 
 def main():
@@ -48,25 +45,12 @@ def main():
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
-    shaperd = os.path.abspath(argv[0])
     out = argv[1] if len(argv) > 1 else tempfile.mkdtemp(prefix="shaper_arpath_")
-    os.makedirs(out, exist_ok=True)
-    r = subprocess.run([PY, AUTORATE, "--shaperd", shaperd, "--phase", "10", "--modes", "auto",
-                        "--path-step", "25ms", "--step-every", "5", "--out", out,
-                        "--prefix", "ap"] + extra, timeout=600)
-    if r.returncode == 77:
-        return 77
-    if r.returncode != 0:
-        print("FAIL autorate.py exited %d" % r.returncode)
-        return 1
-    with open(os.path.join(out, "autorate.json")) as f:
-        auto = json.load(f)["auto"]
-    fails = 0
-
-    def check(good, text):
-        nonlocal fails
-        print(("ok   " if good else "FAIL ") + text)
-        fails += not good
+    rc, res = run_autorate(argv[0], out, ["--phase", "10", "--modes", "auto", "--path-step", "25ms",
+                                          "--step-every", "5", "--prefix", "ap"] + extra)
+    if res is None:
+        return rc
+    auto = res["auto"]
 
     whole = auto["phases"]["whole"]
     print("figure: path steps at %s (s from the load, ms)" % auto["path_steps"])
@@ -92,7 +76,7 @@ def main():
           "path steps: induced latency median %s ms, less the step in force (<= 5)"
           % ("%.2f" % ind if ind is not None else ind))
     print("plot: %s" % os.path.join(out, "autorate.png"))
-    return 1 if fails else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     control  the control socket client (one JSON request line, one reply line)
     stats    the accounting identity of a `stats` result or an exit report
     checks   the ok/FAIL check list of a test script, and small statistics
+    autorate the bed's autorate run (tools/testbed/autorate.py), for the e2e tests
     frames   Ethernet/IP test frames and pcap files
     net      veth pairs
 
@@ -15,6 +16,7 @@ tools directory on sys.path before importing it:
                                     "..", "..", "tools"))
     from shaperlib import start_shaperd, Control
 """
+from .autorate import run_autorate  # noqa: F401
 from .checks import check, failures, percentile, slope  # noqa: F401
 from .control import Control, ControlError, request  # noqa: F401
 from .daemon import (NOBODY, Proc, asan_build, eal_args, favour_session, rss_kb,  # noqa: F401
