@@ -10,8 +10,8 @@
  * subscriber's router and its upload queue) is where an ISP can act; the
  * WAN side (from the shaper to the remote servers and back) is mostly the
  * distance to what the subscriber visits. Their sum would hide which one
- * grew. With TCP timestamps neither includes the time a packet waits in
- * shaperd's own queues (shaper/rtt.h: rtt_departed).
+ * grew. Neither includes the time a packet waits in shaperd's own queues
+ * (shaper/rtt.h: rtt_departed).
  *
  * Buckets: [0, 0.5 ms), then a third of an octave each (26 % wide) from
  * 0.5 ms, the last open from about 1.3 s. A quantile is interpolated inside

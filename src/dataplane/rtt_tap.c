@@ -6,6 +6,7 @@
  * packets complete the samples of one part of the path: echoes coming down
  * time the WAN side, echoes going up the LAN side.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,7 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	struct rtt_tsval ts[SHAPER_BURST_MAX]; /* n <= SHAPER_BURST_MAX: one rx burst */
 	unsigned int m, nts;
 
+	assert(n <= SHAPER_BURST_MAX);
 	if (!r->ar_on[SHAPER_UP] && !r->ar_on[SHAPER_DOWN])
 		return rtt_observe_burst(r->table, pkts, n, rtt_dir_of(dir), now, smp);
 	if (dir == SHAPER_DOWN) {

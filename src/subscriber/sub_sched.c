@@ -69,8 +69,7 @@ struct sub_sched {
 	struct sub_alloc *alloc;
 	uint64_t changes; /* live changes applied */
 	struct sub_sched_dir d[SUB_DIRS];
-	/* Per subscriber and the link's entry: its RTT samples by side (shaper/subscriber_rtt.h).
-	 */
+	/* Each subscriber's and the link's RTT samples by side (shaper/subscriber_rtt.h). */
 	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
 	uint32_t rtt_win; /* the worker's window now, for readers (sub_sched_note_time) */
 };
