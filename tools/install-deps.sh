@@ -24,6 +24,8 @@ test_pkgs=(
 	# tests and the namespace bed
 	python3 python3-scapy python3-matplotlib iproute2 iputils-ping iperf3 fping irtt ethtool
 	tcpdump procps kmod clang-format valgrind
+	# the mutation check's scratch build reuses the main build's objects
+	ccache
 	# the /metrics test scrapes shaperd with a real Prometheus server
 	prometheus
 	# the install test: systemd-analyze, systemd-tmpfiles, man, groff

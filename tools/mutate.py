@@ -767,7 +767,11 @@ def fingerprint(build, tests):
 
 def build_tests(build, tests):
     targets = sorted({t["target"] for t in tests if t["target"] is not None})
-    return run(["ninja", "-C", build] + targets, build, 1800)
+    # Through ccache (when meson found it), keyed relative to the scratch tree
+    # and without the directory: objects the main build made are reused.
+    env = dict(os.environ, CCACHE_NOHASHDIR="1",
+               CCACHE_BASEDIR=os.path.dirname(os.path.abspath(build)))
+    return run(["ninja", "-C", build] + targets, build, 1800, env)
 
 
 def run_test(t, timeout):

@@ -21,6 +21,10 @@ stage_done() {
 }
 
 bash tools/install-deps.sh
+# meson builds through ccache when it is installed; keyed without the build
+# directory's absolute path, so the mutation check's scratch copy of the tree
+# (tools/mutate.py) reuses these objects instead of compiling them again.
+export CCACHE_NOHASHDIR=1 CCACHE_BASEDIR="$PWD"
 if [ -f build/build.ninja ]; then
 	meson setup --reconfigure build >/dev/null
 else
