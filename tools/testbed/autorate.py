@@ -6,7 +6,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
                 [--buffer 1mb] [--phase 20] [--modes fixed95,auto] [--out DIR]
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
                 [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
-                [--low-down 0.1 --low-up 1] [--load both|down|up] [--no-timestamps]
+                [--low-down 0.1 --low-up 1] [--load both|down|up|churn] [--no-timestamps]
 
 Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
 -> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
@@ -31,7 +31,9 @@ RTT and goodput over time). Needs what run.py needs, and tc.
 Other scenarios: --low-down / --low-up give each modem its own share in the
 low phase (asymmetric: the downstream falls, the upstream stays); --load
 up (or down) runs only the 4 uploads (downloads), the probes still cross
-both directions; --no-timestamps turns TCP timestamps off in the client's
+both directions; --load churn runs --churn (16) fetchers of short
+HTTP-like downloads instead (churn.py: objects of 10 kB to 2 MB, each on a
+new connection, so the controller is fed by many short flows); --no-timestamps turns TCP timestamps off in the client's
 namespace (net.ipv4.tcp_timestamps=0, as Windows' default), so only
 handshake and sequence samples time the flows.
 
@@ -72,6 +74,43 @@ def tc_modem(bed, where, op, rate_bps, buffer_bytes, burst=None):
     if where == "srv":
         argv = ["ip", "netns", "exec", bed.srv] + argv
     subprocess.run(argv, check=True)
+
+
+class ChurnLoad:
+    """Short HTTP-like downloads, each on a new connection (churn.py): the
+    downstream load of --load churn, with the same interface as run.py's Flow."""
+
+    def __init__(self, parallel, seed=1):
+        self.name, self.direction = "churn", "down"
+        self.parallel, self.seed = parallel, seed
+        self.sums, self.objects = [], 0
+
+    def start(self, bed, port, duration, t0, rtt_s, tmp):
+        script = os.path.join(HERE, "churn.py")
+        self.file = os.path.join(tmp, "%s.churn.json" % bed.name)
+        bed.ns("srv", [sys.executable, script, "serve", bed_run.SRV_ADDR, str(port)])
+        for _ in range(50):
+            r = subprocess.run(["ip", "netns", "exec", bed.srv, "ss", "-ltn", "sport",
+                                "= :%d" % port], capture_output=True, text=True)
+            if ":%d" % port in r.stdout:
+                break
+            time.sleep(0.05)
+        self.proc = bed.ns("cli", [sys.executable, script, "fetch", bed_run.SRV_ADDR, str(port),
+                                   "%g" % duration, str(self.parallel), str(self.seed), self.file,
+                                   repr(t0)])
+
+    def wait(self, timeout):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        try:
+            j = json.load(open(self.file))
+        except (OSError, ValueError):
+            bed_run.log("churn: no results")
+            return
+        self.sums = [tuple(x) for x in j["sums"]]
+        self.objects = j["objects"]
 
 
 class RatePoller(threading.Thread):
@@ -140,6 +179,8 @@ def run_mode(args, mode, bed, tmp):
     time.sleep(args.idle)
     load_t = time.time() - t0
     flows = []
+    if args.load == "churn":
+        flows.append(ChurnLoad(args.churn))
     for i, tos in enumerate(("BE", "CS1", "CS5", "EF")):
         if args.load in ("both", "up"):
             flows.append(bed_run.Flow("up%d_%s" % (i + 1, tos), "up", "cubic", tos))
@@ -259,6 +300,7 @@ def analyse(args, raw):
                 break
             t += 0.2
     out["path_steps"] = [[round(t - L, 2), ms] for t, ms in steps]
+    out["churn_objects"] = sum(getattr(f, "objects", 0) for f in raw["flows"])
     out["goodput_back_to_0.9_s"] = None
     t = rec
     while t < L + 3 * P - 1:
@@ -330,8 +372,11 @@ def main():
                     help="the downstream modem's share in the second phase (default --low)")
     ap.add_argument("--low-up", type=float, default=None,
                     help="the upstream modem's share in the second phase (default --low)")
-    ap.add_argument("--load", choices=["both", "down", "up"], default="both",
-                    help="which TCP flows run: 4 each way (both), or only one way")
+    ap.add_argument("--load", choices=["both", "down", "up", "churn"], default="both",
+                    help="which TCP flows run: 4 each way (both), only one way, or "
+                    "short downloads each on a new connection (churn)")
+    ap.add_argument("--churn", type=int, default=16,
+                    help="parallel fetchers of --load churn")
     ap.add_argument("--no-timestamps", action="store_true",
                     help="TCP timestamps off in the client's namespace (Windows' default)")
     ap.add_argument("--min-share", type=float, default=0.1,
