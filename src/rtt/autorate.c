@@ -277,6 +277,17 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
 		return;
 	}
+	/*
+	 * Downstream, a longer path leaves us the bottleneck after the cut: what
+	 * arrives follows our rate down. A line still carrying near the rate at
+	 * which it bloated (near_low of it) is the modem draining its own queue
+	 * into us at its rate (short flows' slow-start bursts keep one standing
+	 * whatever we send): a queue, not the path. Cut again, from our rate.
+	 */
+	if (a->p.after_modem && a->arrived_rate * 100 >= a->bloat_rate * a->p.near_lo_pct) {
+		cut_bloat(a, now, a->rate, own, bloat);
+		return;
+	}
 	a->path_ns += a->flat_delay_ns;
 	if (a->p.after_modem && a->owd_last_ns != UINT64_MAX)
 		a->path_own_ns += a->flat_min_ns;
