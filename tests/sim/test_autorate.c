@@ -1368,6 +1368,62 @@ test_idle_then_load(void **state)
 	run_free(&r);
 }
 
+/*
+ * RRUL with timestamps off on the client (Windows' default), both modems
+ * halved at 10 s and back at 25 s: the downloads' only WAN-side samples are
+ * their handshakes, so every sample after them comes from the uploads'
+ * sequence/ACK timing, and carries both modems' queues. Each direction
+ * must still be cut for its own queue only.
+ */
+static void
+flows_rrul_no_ts(struct flow *f, uint32_t t, uint32_t *seed)
+{
+	flows_rrul(f, t, seed);
+	for (int i = 0; i < 8 && t == 0; i++)
+		f[i].ts = false;
+}
+
+static void
+test_halving_no_ts(void **state)
+{
+	struct scen s = scen("halving_no_ts", 40000, modem_halving, flows_rrul_no_ts);
+	struct run r;
+
+	(void)state;
+	s.max[DOWN] = 100;
+	s.max[UP] = 20;
+	simulate(&s, &r);
+	for (int d = 0; d < 2; d++) {
+		double settle = median_back_under(r.qd[d], 10000, 25000, 10.0);
+		double lat = median(r.qd[d], 11000, 25000), p95 = pct(r.qd[d], 11000, 25000, 95);
+		double held = 0, g = share(&r, d, 13000, 25000);
+
+		for (uint32_t t = 13000; t < 25000; t++)
+			held += r.rate[d][t] / r.cap[d][t];
+		held /= 12000;
+		SIM_FIGURE("autorate halving without timestamps %s: induced latency's 1-s median "
+			   "under 10 ms after %.2f s, then median %.2f ms, p95 %.1f ms, peak %.0f ms; "
+			   "rate held %.3f of the halved modem, goodput %.3f; %llu cuts; samples/s "
+			   "%llu (sequence %llu, handshake %llu)",
+			   d == DOWN ? "down" : "up", settle, lat, p95, peak(r.qd[d], 11000, 25000),
+			   held, g, (unsigned long long)r.a[d].downs,
+			   (unsigned long long)(r.samples / 40),
+			   (unsigned long long)(r.by_src[1] / 40),
+			   (unsigned long long)(r.by_src[2] / 40));
+		/*
+		 * The bed's measure (a probe's 1-s median). The probes over each
+		 * line's rate still reach 10-20 ms for a refractory period when
+		 * the wrong one of the two is cut first (p95, peak).
+		 */
+		CHECK(settle >= 0 && settle <= 1.0);
+		CHECK(lat <= 5.0 && p95 <= 15.0);
+		CHECK(held >= 0.70);
+		CHECK(g >= 0.70);
+	}
+	CHECK(r.by_src[0] == 0 && r.by_src[1] > 0);
+	run_free(&r);
+}
+
 /* Downloads without timestamps: no samples; stats say so, and the rate holds or decays. */
 static void
 test_no_timestamps(void **state)
@@ -1408,7 +1464,7 @@ main(void)
 		cmocka_unit_test(test_upload_only),    cmocka_unit_test(test_asymmetric),
 		cmocka_unit_test(test_idle_then_load), cmocka_unit_test(test_no_timestamps),
 		cmocka_unit_test(test_standing_queue), cmocka_unit_test(test_falls_both_to_10),
-		cmocka_unit_test(test_clock_drift),
+		cmocka_unit_test(test_clock_drift),    cmocka_unit_test(test_halving_no_ts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
