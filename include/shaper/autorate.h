@@ -68,6 +68,13 @@ struct autorate_params {
 	 * such rule).
 	 */
 	uint32_t line_pct;
+	/*
+	 * Upstream, a rise growing since the last cut by at least this many ms
+	 * per 100 ms: the next cut is sized from the line the growth implies
+	 * (what was sent over 1 + the growth per second), not from what was
+	 * sent (0: never).
+	 */
+	uint32_t growth_pct;
 	bool after_modem; /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
@@ -78,7 +85,7 @@ struct autorate_params {
  * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
  * without samples, one-way figures stale after 1 s and the upstream's share
  * against the last 8 intervals', lesser ratio 4, path 2 ms flat for 2
- * checks up to 60 ms, line 90 %.
+ * checks up to 60 ms, line 90 %, growth 25 %.
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
 

@@ -45,6 +45,7 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->path_checks = 2;
 	p->path_max_ns = 60000000ull;
 	p->line_pct = 90;
+	p->growth_pct = 25;
 }
 
 bool
@@ -65,7 +66,8 @@ autorate_params_same(const struct autorate_params *a, const struct autorate_para
 	       a->owd_stale_ns == b->owd_stale_ns && a->owd_recent == b->owd_recent &&
 	       a->lesser_ratio == b->lesser_ratio && a->path_flat_ns == b->path_flat_ns &&
 	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
-	       a->line_pct == b->line_pct && a->after_modem == b->after_modem;
+	       a->line_pct == b->line_pct && a->growth_pct == b->growth_pct &&
+	       a->after_modem == b->after_modem;
 }
 
 static const char *const reason_names[AR_WHY_N] = {
@@ -270,6 +272,23 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
 	bool falling = own + a->p.path_flat_ns < a->cut_delay_ns;
 
+	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->last_down_ns &&
+	    (own - a->cut_delay_ns) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
+		/*
+		 * Upstream, rising fast since the last cut (a line that fell
+		 * far): what we send fills the modem faster than it drains. Its
+		 * queue's delay grows by (sent - line) / line a second, so the
+		 * line is sent / (1 + growth): below what we send, which is all
+		 * a cut is otherwise sized from (downstream, what arrives is the
+		 * modem's rate). Slower growth (a probe over the line) is cut as
+		 * every bloat is.
+		 */
+		double g = (double)(own - a->cut_delay_ns) / (double)(now - a->last_down_ns);
+
+		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
+		a->bloat_rate = through; /* "near": what got through, as for every cut */
+		return;
+	}
 	if (rising || a->series_rate == 0 || own > a->p.path_max_ns || a->p.path_checks == 0) {
 		cut_bloat(a, now, through, own, bloat);
 		return;

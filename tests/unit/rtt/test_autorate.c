@@ -595,6 +595,41 @@ test_no_owd_attribution(void **state)
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
 }
 
+/*
+ * Upstream, a rise growing fast after a cut: what was sent fills the modem
+ * faster than it drains, and the next cut is sized from the line that
+ * growth implies (sent / (1 + growth)), not from what was sent.
+ */
+static uint64_t
+second_cut(uint32_t growth_pct)
+{
+	struct drive up;
+	uint64_t first;
+
+	start_dir(&up, false);
+	up.a.p.growth_pct = growth_pct;
+	up.a.rate = MBIT(20);
+	assert_true(interval(&up, 100, 20));
+	first = up.a.rate;
+	assert_false(interval(&up, 100, 60)); /* refractory */
+	assert_false(interval(&up, 100, 100));
+	/* 300 ms on, 140 ms: grown 120 ms in 300 (40 %): the line is what was sent / 1.4 */
+	assert_true(interval(&up, 100, 140));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	return up.a.rate * 1000 / first;
+}
+
+static void
+test_growth_sized_cut(void **state)
+{
+	(void)state;
+	/* The same 30 % cut (140 ms is past twice bloat) from 1/1.4 of what was sent. */
+	assert_in_range(second_cut(25), 490, 510);
+	assert_in_range(second_cut(0), 690, 710);
+	/* Growth under the threshold: sized from what was sent. */
+	assert_in_range(second_cut(50), 690, 710);
+}
+
 /* The upstream's share is taken against the highest one-way rise of the last intervals. */
 static void
 test_owd_recent(void **state)
@@ -658,6 +693,7 @@ main(void)
 		cmocka_unit_test(test_lesser_direction),
 		cmocka_unit_test(test_lesser_by_bytes),
 		cmocka_unit_test(test_no_owd_attribution),
+		cmocka_unit_test(test_growth_sized_cut),
 		cmocka_unit_test(test_owd_recent),
 	};
 
