@@ -61,7 +61,21 @@ struct autorate_params {
 	uint64_t path_flat_ns; /* a rise that moves less than this after a cut ... */
 	uint32_t path_checks;  /* ... for this many refractory periods ... */
 	uint64_t path_max_ns;  /* ... and is no larger than this is the path's */
-	bool after_modem;      /* downstream: gets the one-way rise (autorate_owd_sample) */
+	/*
+	 * Without one-way figures: a direction carrying under this share of
+	 * what got through at its last cut, while the other carries at least as
+	 * much of its own, is not the bottleneck: not cut for a rise (0: no
+	 * such rule).
+	 */
+	uint32_t line_pct;
+	/*
+	 * Upstream, a rise growing since the last cut by at least this many ms
+	 * per 100 ms: the next cut is sized from the line the growth implies
+	 * (what was sent over 1 + the growth per second), not from what was
+	 * sent (0: never).
+	 */
+	uint32_t growth_pct;
+	bool after_modem; /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
 /*
@@ -71,7 +85,7 @@ struct autorate_params {
  * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
  * without samples, one-way figures stale after 1 s and the upstream's share
  * against the last 8 intervals', lesser ratio 4, path 2 ms flat for 2
- * checks up to 60 ms.
+ * checks up to 60 ms, line 90 %, growth 25 %.
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
 
@@ -126,6 +140,11 @@ struct autorate {
 	uint32_t other_load_pct;  /* the other direction's (autorate_attribute) */
 	uint64_t load_rate;       /* bytes/s sent or arrived over the last interval, the larger */
 	uint64_t other_load_rate; /* the other direction's (autorate_attribute) */
+	uint64_t other_line_rate; /* the other direction's bloat_rate (autorate_attribute) */
+	bool other_at_min;        /* the other direction's rate is at its min (the same) */
+	uint64_t other_down_ns;   /* the other direction's last cut (the same) */
+	uint64_t other_rate;      /* the other direction's rate (the same) */
+	uint64_t bloat_since;     /* the first of the intervals in a row at bloat (0: none) */
 	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
 	uint32_t owd_recent_i;
 

@@ -702,6 +702,8 @@ static const struct ar_key ar_keys[] = {
 	ARK("path_flat", AR_TIME, path_flat_ns, 0, AR_MS(1000)),
 	ARK("path_checks", AR_U32, path_checks, 0, 100),
 	ARK("path_max", AR_TIME, path_max_ns, 0, AR_MS(10000)),
+	ARK("at_line", AR_U32, line_pct, 0, 100),
+	ARK("growth", AR_U32, growth_pct, 0, 1000),
 };
 
 static int

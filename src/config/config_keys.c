@@ -102,6 +102,8 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "autorate", "path_flat", "\"2ms\"", "2ms", true },
 	{ "autorate", "path_checks", "2", "2", true },
 	{ "autorate", "path_max", "\"60ms\"", "60ms", true },
+	{ "autorate", "at_line", "90", "90", true },
+	{ "autorate", "growth", "25", "25", true },
 
 	{ "control", "enabled", "true", "true", true },
 	{ "control", "socket", "\"/run/shaper/shaper.sock\"", "/run/shaper/shaper.sock", true },

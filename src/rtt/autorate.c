@@ -44,6 +44,8 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->path_flat_ns = 2000000ull;
 	p->path_checks = 2;
 	p->path_max_ns = 60000000ull;
+	p->line_pct = 90;
+	p->growth_pct = 25;
 }
 
 bool
@@ -64,6 +66,7 @@ autorate_params_same(const struct autorate_params *a, const struct autorate_para
 	       a->owd_stale_ns == b->owd_stale_ns && a->owd_recent == b->owd_recent &&
 	       a->lesser_ratio == b->lesser_ratio && a->path_flat_ns == b->path_flat_ns &&
 	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
+	       a->line_pct == b->line_pct && a->growth_pct == b->growth_pct &&
 	       a->after_modem == b->after_modem;
 }
 
@@ -128,9 +131,17 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 
 	up->other_load_pct = down != NULL ? down->load_pct : 0;
 	up->other_load_rate = down != NULL ? down->load_rate : 0;
+	up->other_line_rate = down != NULL ? down->bloat_rate : 0;
+	up->other_at_min = down != NULL && down->rate <= down->p.min_rate;
+	up->other_down_ns = down != NULL ? down->last_down_ns : 0;
+	up->other_rate = down != NULL ? down->rate : 0;
 	if (down != NULL) {
 		down->other_load_pct = up->load_pct;
 		down->other_load_rate = up->load_rate;
+		down->other_line_rate = up->bloat_rate;
+		down->other_at_min = up->rate <= up->p.min_rate;
+		down->other_down_ns = up->last_down_ns;
+		down->other_rate = up->rate;
 	}
 	/*
 	 * The RTT samples the upstream decides on completed up to a round trip
@@ -261,6 +272,23 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
 	bool falling = own + a->p.path_flat_ns < a->cut_delay_ns;
 
+	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->last_down_ns &&
+	    (own - a->cut_delay_ns) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
+		/*
+		 * Upstream, rising fast since the last cut (a line that fell
+		 * far): what we send fills the modem faster than it drains. Its
+		 * queue's delay grows by (sent - line) / line a second, so the
+		 * line is sent / (1 + growth): below what we send, which is all
+		 * a cut is otherwise sized from (downstream, what arrives is the
+		 * modem's rate). Slower growth (a probe over the line) is cut as
+		 * every bloat is.
+		 */
+		double g = (double)(own - a->cut_delay_ns) / (double)(now - a->last_down_ns);
+
+		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
+		a->bloat_rate = through; /* "near": what got through, as for every cut */
+		return;
+	}
 	if (rising || a->series_rate == 0 || own > a->p.path_max_ns || a->p.path_checks == 0) {
 		cut_bloat(a, now, through, own, bloat);
 		return;
@@ -297,12 +325,58 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	decide(a, AUTORATE_UP, AR_WHY_PATH);
 }
 
+/*
+ * Without one-way figures every sample's rise holds both modems' queues.
+ * Is this direction evidently not the bottleneck, so that the rise is the
+ * other's? "At its line": carrying at least line_pct of what got through
+ * at its last cut; the other's counts only while it is loaded (not just
+ * this one's ACKs) and can still be cut. A direction never cut has no
+ * line, and none of this holds it back.
+ *  - Below its line (its TCP refilling the rate after a cut, or held below
+ *    it) while the other is at its own: cutting this one again would not
+ *    drain the other's queue.
+ *  - Within a refractory period of the other's cut, made since this one's
+ *    last: the rise may be that queue draining (the samples arrive a round
+ *    trip late); this one is cut only if the rise outlasts it.
+ *  - Both at their lines: the one whose rate is further above its line
+ *    (raised the more since its last cut: the one probing) is cut first,
+ *    alike the one carrying fewer bytes (the cheaper cut). The other waits
+ *    a refractory period from the rise's first interval at bloat, and is
+ *    cut if the rise outlasts that.
+ * A line that falls takes what a direction carries below its line, and the
+ * other's too if it fell (or neither has a line yet): both are then cut.
+ */
+static bool
+not_bottleneck(const struct autorate *a, uint64_t now)
+{
+	uint64_t lp = a->p.line_pct, refr = a->p.refractory_ns;
+	double mine, other;
+	bool other_at_line;
+
+	if (a->owd_last_ns != UINT64_MAX || lp == 0 || a->bloat_rate == 0)
+		return false;
+	other_at_line = a->other_line_rate != 0 && !a->other_at_min &&
+			a->other_load_pct >= a->p.loaded_pct &&
+			a->other_load_rate * 100 >= lp * a->other_line_rate;
+	if (a->load_rate * 100 < lp * a->bloat_rate)
+		return other_at_line;
+	if (a->other_down_ns != 0 && now - a->other_down_ns < refr &&
+	    a->last_down_ns < a->other_down_ns)
+		return true;
+	if (!other_at_line || a->bloat_since == 0 || now - a->bloat_since >= refr)
+		return false;
+	/* Which probes further over its line; alike, the one carrying fewer bytes. */
+	mine = (double)a->rate / (double)a->bloat_rate;
+	other = a->other_rate != 0 ? (double)a->other_rate / (double)a->other_line_rate : 0;
+	return mine < other || (mine == other && a->load_rate > a->other_load_rate);
+}
+
 bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear;
 	uint32_t n = a->nsamples, mid;
-	bool loaded, idle;
+	bool loaded, idle, theirs;
 
 	if (!a->started) {
 		a->started = true;
@@ -367,6 +441,23 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->last_delay_ns = delay;
 	bloat = autorate_threshold(a, a->p.bloat_ns);
 	clear = autorate_threshold(a, a->p.clear_ns);
+	if (a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other_rate != 0) {
+		/*
+		 * Without one-way figures both directions judge the same rise:
+		 * against the same bloat threshold, the slower line's frame time
+		 * in it, so that neither is cut first for being the faster.
+		 */
+		uint64_t ft = (uint64_t)a->p.frame_bytes * 1000000000ull / a->other_rate;
+
+		if (a->p.bloat_ns + ft > bloat)
+			bloat = a->p.bloat_ns + ft;
+	}
+	if (delay < bloat)
+		a->bloat_since = 0;
+	else if (a->bloat_since == 0)
+		a->bloat_since = now;
+	/* Not this one's queue: not cut for it (at bloat, or standing). */
+	theirs = not_bottleneck(a, now);
 	/*
 	 * What the line carries: downstream the modem sits before us, and with a
 	 * queue in it what arrives is its rate; upstream TCP is clocked by the
@@ -400,7 +491,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 				   a->load_rate * a->p.lesser_ratio < a->other_load_rate;
 		bool lesser = (idle || few) && fewer_bytes;
 
-		if (own < bloat / 2 ||
+		if (theirs || own < bloat / 2 ||
 		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
@@ -422,6 +513,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
 		decide(a, AUTORATE_UP, AR_WHY_RAISE);
+	} else if (own > clear && !idle && theirs) {
+		decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 	} else if (own > clear && !idle) {
 		a->mid_intervals = mid + 1;
 		if (a->p.standing_intervals != 0 && a->mid_intervals >= a->p.standing_intervals &&

@@ -573,6 +573,106 @@ test_lesser_by_bytes(void **state)
 	assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
 }
 
+/*
+ * Without one-way figures (no timestamps) both directions see the same
+ * rise. Each has a line (what got through at its last cut): 50 Mbit/s
+ * down, 10 up, both rates there.
+ */
+static void
+lines(struct drive *up, struct drive *down, uint32_t line_pct)
+{
+	start_dir(up, false);
+	start_dir(down, true);
+	up->a.p.line_pct = down->a.p.line_pct = line_pct;
+	up->a.rate = up->a.bloat_rate = MBIT(10);
+	down->a.rate = down->a.bloat_rate = MBIT(50);
+	interval(up, 100, -1); /* what the upload carries, for autorate_attribute */
+	autorate_attribute(&up->a, &down->a);
+}
+
+static void
+test_no_owd_attribution(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	/* The download refilling after a cut (60 % of its line), the upload at its own: not cut. */
+	lines(&up, &down, 90);
+	assert_false(interval(&down, 60, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+	/* ... as it was without the rule. */
+	lines(&up, &down, 0);
+	assert_true(interval(&down, 60, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+
+	/*
+	 * Both at their lines: the cheaper cut first. The download waits, the
+	 * upload is cut; the download holds a refractory period from that cut
+	 * and, the rise outlasting it, is cut.
+	 */
+	lines(&up, &down, 90);
+	assert_false(interval(&down, 100, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 100, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	autorate_attribute(&up.a, &down.a);
+	for (int i = 0; i < 3; i++) { /* the download's clock: 0, 100 and 200 ms after the cut */
+		assert_false(interval(&down, 100, 20));
+		assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+	}
+	assert_true(interval(&down, 100, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+
+	/* The upload at its minimum cannot take the cut: the download's own. */
+	lines(&up, &down, 90);
+	up.a.rate = up.a.p.min_rate;
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&down, 60, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+
+	/* With one-way figures none of this applies: the rise is put where they say. */
+	lines(&up, &down, 90);
+	autorate_owd_sample(&down.a, MS(20));
+	assert_true(interval(&down, 60, 20));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+}
+
+/*
+ * Upstream, a rise growing fast after a cut: what was sent fills the modem
+ * faster than it drains, and the next cut is sized from the line that
+ * growth implies (sent / (1 + growth)), not from what was sent.
+ */
+static uint64_t
+second_cut(uint32_t growth_pct)
+{
+	struct drive up;
+	uint64_t first;
+
+	start_dir(&up, false);
+	up.a.p.growth_pct = growth_pct;
+	up.a.rate = MBIT(20);
+	assert_true(interval(&up, 100, 20));
+	first = up.a.rate;
+	assert_false(interval(&up, 100, 60)); /* refractory */
+	assert_false(interval(&up, 100, 100));
+	/* 300 ms on, 140 ms: grown 120 ms in 300 (40 %): the line is what was sent / 1.4 */
+	assert_true(interval(&up, 100, 140));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	return up.a.rate * 1000 / first;
+}
+
+static void
+test_growth_sized_cut(void **state)
+{
+	(void)state;
+	/* The same 30 % cut (140 ms is past twice bloat) from 1/1.4 of what was sent. */
+	assert_in_range(second_cut(25), 490, 510);
+	assert_in_range(second_cut(0), 690, 710);
+	/* Growth under the threshold: sized from what was sent. */
+	assert_in_range(second_cut(50), 690, 710);
+}
+
 /* The upstream's share is taken against the highest one-way rise of the last intervals. */
 static void
 test_owd_recent(void **state)
@@ -636,6 +736,8 @@ main(void)
 		cmocka_unit_test(test_owd_stale),
 		cmocka_unit_test(test_lesser_direction),
 		cmocka_unit_test(test_lesser_by_bytes),
+		cmocka_unit_test(test_no_owd_attribution),
+		cmocka_unit_test(test_growth_sized_cut),
 		cmocka_unit_test(test_owd_recent),
 	};
 
