@@ -105,13 +105,22 @@ struct rtt_sample {
 	uint8_t method;   /* enum rtt_method */
 	bool established; /* the flow had RTT_BASE_SAMPLES earlier samples of this side */
 	uint16_t pkt;     /* rtt_observe_burst: the index of the packet that completed it */
+	/*
+	 * The time from the sampled segment's departure to the departure of the
+	 * flow's next segment with data, if one left before the echo came (0:
+	 * none). A receiver that acknowledges every second segment (RFC 1122,
+	 * RFC 9293) echoes the first of a pair only once the second arrived, so
+	 * a sample can hold up to this much of the flow's own spacing.
+	 */
+	uint32_t gap_us;
 };
 
 /* One flow and direction (of the packets recorded). */
 struct rtt_half {
-	uint32_t last; /* the newest TSval seen; without timestamps the highest sequence end */
-	uint32_t want; /* the TSecr, or the ACK, that completes the sample in flight */
-	uint64_t ns;   /* when the sample's packet passed */
+	uint32_t last;   /* the newest TSval seen; without timestamps the highest sequence end */
+	uint32_t want;   /* the TSecr, or the ACK, that completes the sample in flight */
+	uint32_t us;     /* when the sample's packet passed (us, wrapping) */
+	uint32_t gap_us; /* then until the flow's next segment with data left (0: none yet) */
 };
 
 /* rtt_flow.state: bits of each direction (shifted by 2 * enum rtt_dir), then the flow's. */

@@ -210,9 +210,18 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
 
+		uint64_t rtt = s->rtt_ns, gap = (uint64_t)s->gap_us * 1000;
+
 		if (s->side != RTT_SIDE_WAN || !s->established)
 			continue;
-		ar_take(r, &(struct dp_ar_sample){ .kind = 0, .a = s->rtt_ns, .b = s->base_ns });
+		/*
+		 * Less the flow's own spacing, which a receiver acknowledging every
+		 * second segment may have added: at a few Mbit/s shared by several
+		 * uploads that is tens of ms, and cutting for it spaces them wider.
+		 */
+		if (rtt > s->base_ns)
+			rtt = rtt - s->base_ns > gap ? rtt - gap : s->base_ns;
+		ar_take(r, &(struct dp_ar_sample){ .kind = 0, .a = rtt, .b = s->base_ns });
 	}
 	return m;
 }

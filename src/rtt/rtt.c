@@ -382,6 +382,7 @@ take_sample(struct rtt_table *t, struct rtt_flow *f, const enum rtt_side side,
 	out->base_ns = (uint64_t)base * 1000;
 	out->side = (uint8_t)side;
 	out->method = (uint8_t)method;
+	out->gap_us = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -448,6 +449,13 @@ rtt_host_judge(struct rtt_table *t, uint32_t host_key, uint32_t flow_hash, uint6
 	}
 }
 
+/* A time in microseconds, wrapping every 71 minutes (RTT_MAX_NS is far less). */
+static inline uint32_t
+us_of(uint64_t ns)
+{
+	return (uint32_t)(ns / 1000);
+}
+
 /* Samples of what dir's opposite direction recorded are of this side. */
 #define SIDE_OF_RECORDER(recorder) ((recorder) == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN)
 
@@ -469,7 +477,8 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 		st |= ST_HAVE(dir);
 		if (!(st & ST_ARMED(dir))) {
 			mine->want = tsval;
-			mine->ns = now;
+			mine->us = us_of(now);
+			mine->gap_us = 0;
 			st |= ST_ARMED(dir);
 			st &= (uint8_t)~ST_DEPARTED(dir);
 		} else {
@@ -478,11 +487,14 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 	}
 	/* An echo of the TSval in flight is a sample; of a later one, it never will be. */
 	if ((st & ST_ARMED(od)) && ack && tsecr != 0 && !after32(other->want, tsecr)) {
+		uint32_t el = us_of(now) - other->us;
+
 		f->state = st & (uint8_t)~ST_ARMED(od);
-		if (other->want != tsecr || now - other->ns > RTT_MAX_NS)
+		if (other->want != tsecr || el > RTT_MAX_NS / 1000)
 			return false;
-		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, now - other->ns, now,
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, (uint64_t)el * 1000, now,
 			    out);
+		out->gap_us = other->gap_us;
 		return true;
 	}
 	f->state = st;
@@ -522,15 +534,20 @@ seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uin
 				st |= ST_ARMED(dir);
 				st &= (uint8_t)~ST_DEPARTED(dir);
 				mine->want = end;
-				mine->ns = now;
+				mine->us = us_of(now);
+				mine->gap_us = 0;
 			}
 		}
 	}
 	if (ack && (st & ST_ARMED(od)) && !after32(other->want, ackno)) {
+		uint32_t el = us_of(now) - other->us;
+
 		f->state = st & (uint8_t)~ST_ARMED(od);
-		if (now - other->ns > RTT_MAX_NS)
+		if (el > RTT_MAX_NS / 1000)
 			return false;
-		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, now - other->ns, now, out);
+		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, (uint64_t)el * 1000, now,
+			    out);
+		out->gap_us = other->gap_us;
 		return true;
 	}
 	f->state = st;
@@ -733,8 +750,20 @@ rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, en
 		if (m == 0)
 			continue;
 		f = &t->flows[(size_t)idx * RTT_BUCKET_WAYS + (unsigned int)__builtin_ctz(m)];
-		if ((f->state & (ST_ARMED(dir) | ST_DEPARTED(dir))) != ST_ARMED(dir))
+		if (!(f->state & ST_ARMED(dir)))
 			continue;
+		if (f->state & ST_DEPARTED(dir)) {
+			/*
+			 * The flow's next segment with data after the sampled one:
+			 * how long the receiver may have held its echo (rtt_sample).
+			 */
+			if (f->half[dir].gap_us == 0 && pkt_wanted(p) && seq_end(p, &tsval)) {
+				uint32_t gap = us_of(now) - f->half[dir].us;
+
+				f->half[dir].gap_us = gap != 0 ? gap : 1;
+			}
+			continue;
+		}
 		/*
 		 * Only the first packet of the armed TSval moves its time (repeats
 		 * follow it); without timestamps, the segment whose end is awaited.
@@ -745,8 +774,8 @@ rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, en
 		} else if (!pkt_wanted(p) || !seq_end(p, &tsval) || tsval != f->half[dir].want) {
 			continue;
 		}
-		if (now > f->half[dir].ns)
-			f->half[dir].ns = now;
+		if ((int32_t)(us_of(now) - f->half[dir].us) > 0)
+			f->half[dir].us = us_of(now);
 		f->state |= ST_DEPARTED(dir);
 	}
 }

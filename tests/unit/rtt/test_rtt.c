@@ -284,6 +284,68 @@ test_departed(void **state)
 }
 
 /*
+ * A receiver that acknowledges every second segment echoes the first only
+ * when the second arrived: the sample carries the time from the sampled
+ * segment's departure to the next data segment's of the flow (gap_us), with
+ * or without timestamps. Pure ACKs following the sampled one (a download's)
+ * are not such a segment.
+ */
+static void
+test_departed_gap(void **state)
+{
+	struct rtt_table *t = rtt_table_new(64);
+	struct seg up = { .dir = RTT_UP, .flags = PB_ACK, .ts = 1, .payload = 1000, .tsval = 700 };
+	struct seg dn = { .dir = RTT_DOWN, .flags = PB_ACK, .ts = 1, .tsval = 50 };
+	struct sh_pkt *burst[] = { &pkt };
+	struct rtt_sample smp;
+
+	(void)state;
+	feed(t, &up, MS(0), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(5)); /* the sampled segment leaves */
+	up.tsval = 720;
+	feed(t, &up, MS(6), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(25)); /* the next one, 20 ms behind it */
+	up.tsval = 740;
+	feed(t, &up, MS(26), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(45)); /* only the first successor counts */
+	dn.tsecr = 700;
+	assert_int_equal(feed(t, &dn, MS(70), &smp), MS(65));
+	assert_int_equal(smp.gap_us, 20000);
+	/* None left before the echo: no gap. */
+	up.tsval = 800;
+	feed(t, &up, MS(80), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(81));
+	dn.tsecr = 800;
+	assert_int_equal(feed(t, &dn, MS(120), &smp), MS(39));
+	assert_int_equal(smp.gap_us, 0);
+	/* A download's ACKs going up carry no data: no gap. */
+	up.tsval = 900, up.payload = 0;
+	feed(t, &up, MS(130), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(130));
+	up.tsval = 910;
+	feed(t, &up, MS(140), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(140));
+	dn.tsecr = 900, dn.payload = 1000;
+	assert_int_equal(feed(t, &dn, MS(170), &smp), MS(40));
+	assert_int_equal(smp.gap_us, 0);
+	rtt_table_free(t);
+	/* Without timestamps: the next segment by sequence. */
+	t = rtt_table_new(64);
+	struct seg u = { .dir = RTT_UP, .flags = PB_ACK, .seq = 1000, .payload = 1000 };
+	struct seg d = { .dir = RTT_DOWN, .flags = PB_ACK };
+
+	feed(t, &u, MS(0), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(1));
+	u.seq = 2000;
+	feed(t, &u, MS(2), NULL);
+	rtt_departed(t, burst, 1, RTT_UP, MS(31));
+	d.ack = 3000;
+	assert_int_equal(feed(t, &d, MS(61), &smp), MS(60));
+	assert_int_equal(smp.gap_us, 30000);
+	rtt_table_free(t);
+}
+
+/*
  * One TSval per direction in flight: the ones sent while it awaits its echo
  * are not timed; an echo of a later TSval (the one in flight was never
  * echoed itself, e.g. its segment was lost) ends it without a sample.
@@ -882,6 +944,7 @@ main(void)
 		cmocka_unit_test(test_ts_vlan),
 		cmocka_unit_test(test_ts_repeats),
 		cmocka_unit_test(test_departed),
+		cmocka_unit_test(test_departed_gap),
 		cmocka_unit_test(test_ts_one_in_flight),
 		cmocka_unit_test(test_wraparound),
 		cmocka_unit_test(test_seq_sampling),
