@@ -7,6 +7,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
                 [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
                 [--low-down 0.1 --low-up 1] [--load both|down|up|churn] [--no-timestamps]
+                [--base-share 0.5]
 
 Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
 -> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
@@ -33,7 +34,10 @@ low phase (asymmetric: the downstream falls, the upstream stays); --load
 up (or down) runs only the 4 uploads (downloads), the probes still cross
 both directions; --load churn runs --churn (16) fetchers of short
 HTTP-like downloads instead (churn.py: objects of 10 kB to 2 MB, each on a
-new connection, so the controller is fed by many short flows); --no-timestamps turns TCP timestamps off in the client's
+new connection, so the controller is fed by many short flows); --idle 10
+--base-share 0.5 lets the rate decay towards half the nominal rate before
+the load (idle then load: the steady phase shows how fast it comes back);
+--no-timestamps turns TCP timestamps off in the client's
 namespace (net.ipv4.tcp_timestamps=0, as Windows' default), so only
 handshake and sequence samples time the flows.
 
@@ -159,6 +163,8 @@ def run_mode(args, mode, bed, tmp):
         if mode == "auto":
             c["bandwidth"] = {"min": "%dkbit" % round(nominal[d] * args.min_share / 1000),
                               "max": "%dkbit" % (nominal[d] // 1000)}
+            if args.base_share is not None:
+                c["bandwidth"]["base"] = "%dkbit" % round(nominal[d] * args.base_share / 1000)
             c["bandwidth"].update(args.tune)
         else:
             c["bandwidth"] = "%dkbit" % round(nominal[d] * 0.95 / 1000)
@@ -381,6 +387,9 @@ def main():
                     help="TCP timestamps off in the client's namespace (Windows' default)")
     ap.add_argument("--min-share", type=float, default=0.1,
                     help="autorate's min, a share of the nominal rate")
+    ap.add_argument("--base-share", type=float, default=None,
+                    help="autorate's base (where an idle direction decays to), a share of "
+                    "the nominal rate (default: start, the nominal rate)")
     ap.add_argument("--modes", default="fixed95,auto")
     ap.add_argument("--ack-filter", default="ack-filter-aggressive",
                     choices=["ack-filter", "ack-filter-aggressive", "no-ack-filter"],
