@@ -7,10 +7,13 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
                 [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
                 [--low-down 0.1 --low-up 1] [--load both|down|up|churn] [--no-timestamps]
-                [--base-share 0.5]
+                [--base-share 0.5] [--server-modem]
 
-Modems: downstream, a tbf on the server's eth0 (server -> modem -> WAN port
--> shaperd -> LAN); upstream, a tbf on the WAN veth the daemon sends into
+Modems: downstream, a tbf in a bridge namespace between the server and
+shaperd's WAN port (server -> modem -> WAN port -> shaperd -> LAN; bed.sh's
+"modem": on the server's own eth0, --server-modem, the server's TCP small
+queues would keep it nearly empty, as they do not at the far end of a real
+line); upstream, a tbf on the WAN veth the daemon sends into
 (its af_packet port with qdisc_bypass=0, so the qdisc is not skipped). Base
 RTT from the daemon's delay line, as in run.py. For each mode, in the same
 invocation: idle probes, then 4 TCP uploads + 4 downloads (BE, CS1, CS5, EF)
@@ -73,10 +76,11 @@ def tc_modem(bed, where, op, rate_bps, buffer_bytes, burst=None):
     """add/change the tbf modem: 'srv' on the server's eth0, 'wan' on the WAN veth.
     burst: the token bucket in bytes (default 4 ms of line rate, at least 16000)."""
     burst = burst or max(16000, int(rate_bps / 8 / 250))
-    argv = ["tc", "qdisc", op, "dev", "eth0" if where == "srv" else bed.pfx + "wan0", "root", "tbf",
+    dev = bed.pfx + "wan0" if where == "wan" else "wan" if bed.modem else "eth0"
+    argv = ["tc", "qdisc", op, "dev", dev, "root", "tbf",
             "rate", "%dkbit" % (rate_bps // 1000), "burst", str(burst), "limit", str(buffer_bytes)]
     if where == "srv":
-        argv = ["ip", "netns", "exec", bed.srv] + argv
+        argv = ["ip", "netns", "exec", bed.pfx + "mdm" if bed.modem else bed.srv] + argv
     subprocess.run(argv, check=True)
 
 
@@ -390,6 +394,9 @@ def main():
     ap.add_argument("--base-share", type=float, default=None,
                     help="autorate's base (where an idle direction decays to), a share of "
                     "the nominal rate (default: start, the nominal rate)")
+    ap.add_argument("--server-modem", dest="modem_ns", action="store_false",
+                    help="the downstream modem on the server's own eth0, as before the modem "
+                    "namespace (its TCP small queues then keep that queue short)")
     ap.add_argument("--modes", default="fixed95,auto")
     ap.add_argument("--ack-filter", default="ack-filter-aggressive",
                     choices=["ack-filter", "ack-filter-aggressive", "no-ack-filter"],
@@ -430,6 +437,7 @@ def main():
     for mode in args.modes.split(","):
         bed = bed_run.Bed(args.prefix, shaperd, tmp, mode)
         bed.wan_opts = ",qdisc_bypass=0"  # the upstream modem's tbf must see the frames
+        bed.modem = args.modem_ns
         bed.rt_priority, bed.probe_rt = 50, 10
         bed.workers = args.workers
         bed.pin_cpus = bed_run.load_cpus()

@@ -142,10 +142,12 @@ class Bed:
         self.workers = 1  # more: both on CPU 1 (lcores 1..N), af_packet with qpairs=N
         self.probe_rt = 0  # probes under SCHED_FIFO at this priority (0 = not)
         self.wan_opts = ""  # more af_packet options for the WAN port (",qdisc_bypass=0")
+        self.modem = False  # a bridge namespace (<pfx>mdm) between the WAN port and the server
         self.sock = os.path.join(tmp, name + ".sock")
 
     def up(self):
-        subprocess.run(["bash", BED, "up", self.pfx], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["bash", BED, "up", self.pfx] + (["modem"] if self.modem else []),
+                       check=True, stdout=subprocess.DEVNULL)
 
     def down(self):
         for p in self.procs:
