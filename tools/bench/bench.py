@@ -769,7 +769,8 @@ def run_callgrind_rtt(args, workdir, packets):
                "mean_len": traffic["mean_len"], "two_way": info["two_way"],
                "cake_per_pkt": sum(incl0.get(fn, 0) for fn in FAST_PATH) / n0,
                "cake_with_tap_per_pkt": sum(incl.get(fn, 0) for fn in FAST_PATH) / n,
-               "tap_per_pkt": incl.get("rtt_observe_burst", 0) / n,
+               "tap_per_pkt": (incl.get("rtt_observe_burst", 0)
+                               + incl.get("rtt_departed", 0)) / n,
                "tcp_share": rtt["tcp_packets"] / n,
                "samples_per_pkt": (rtt["samples_wan"] + rtt["samples_lan"]) / n,
                "no_room_per_pkt": rtt["no_room"] / n, "evictions_per_pkt": rtt["evictions"] / n,
