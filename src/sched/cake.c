@@ -847,16 +847,9 @@ cake_ewma(uint64_t avg, uint64_t sample, unsigned int shift)
 	return avg - (avg >> shift) + (sample >> shift);
 }
 
-static inline __attribute__((always_inline)) uint32_t
-cake_overhead(struct cake *c, const struct sh_pkt *pkt)
+static inline void
+cake_note_sizes(struct cake *c, uint32_t net, uint32_t adj)
 {
-	uint32_t net, adj;
-
-	if (c->len_plain)
-		adj = net = pkt->len; /* what sched_adjust_len returns for these settings */
-	else
-		adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
-	c->avg_netoff = cake_ewma(c->avg_netoff, (uint64_t)pkt->net_off << 16, 8);
 	if (net < c->min_netlen)
 		c->min_netlen = net;
 	if (net > c->max_netlen)
@@ -865,7 +858,40 @@ cake_overhead(struct cake *c, const struct sh_pkt *pkt)
 		c->min_adjlen = adj;
 	if (adj > c->max_adjlen)
 		c->max_adjlen = adj;
+}
+
+/*
+ * The charged length. Without overhead settings it is the frame's, and
+ * the size extremes are the caller's to note (cake_note_plain_sizes, once
+ * a burst: a minimum and a maximum do not depend on the order).
+ */
+static inline __attribute__((always_inline)) uint32_t
+cake_overhead(struct cake *c, const struct sh_pkt *pkt)
+{
+	uint32_t net, adj;
+
+	c->avg_netoff = cake_ewma(c->avg_netoff, (uint64_t)pkt->net_off << 16, 8);
+	if (c->len_plain)
+		return pkt->len; /* what sched_adjust_len returns for these settings */
+	adj = sched_adjust_len(&c->p, pkt->len, pkt->net_off, &net);
+	cake_note_sizes(c, net, adj);
 	return adj;
+}
+
+/* cake_overhead's size extremes for a burst without overhead settings. */
+static inline void
+cake_note_plain_sizes(struct cake *c, struct sh_pkt *const *pkts, unsigned int n)
+{
+	uint32_t lo = UINT32_MAX, hi = 0, i;
+
+	for (i = 0; i < n; i++) {
+		lo = pkts[i]->len < lo ? pkts[i]->len : lo;
+		hi = pkts[i]->len > hi ? pkts[i]->len : hi;
+	}
+	if (n != 0) {
+		cake_note_sizes(c, lo, lo);
+		cake_note_sizes(c, hi, hi);
+	}
 }
 
 /* -------------------------------------------------------- configuration */
@@ -1547,7 +1573,11 @@ static int
 cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	     struct sh_pkt_list *dropped)
 {
-	return cake_enqueue_one(impl, pkt, now, stamp, dropped);
+	struct cake *c = impl;
+
+	if (c->len_plain)
+		cake_note_plain_sizes(c, &pkt, 1);
+	return cake_enqueue_one(c, pkt, now, stamp, dropped);
 }
 
 /* A burst in one call: one function entry instead of one per packet. */
@@ -1558,6 +1588,8 @@ cake_enqueue_burst(void *impl, struct sh_pkt *const *pkts, unsigned int n, uint6
 	struct cake *c = impl;
 	unsigned int i, self = 0;
 
+	if (c->len_plain)
+		cake_note_plain_sizes(c, pkts, n);
 	if (stamped) {
 		for (i = 0; i < n; i++)
 			self += (unsigned int)cake_enqueue_one(

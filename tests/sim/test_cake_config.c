@@ -87,6 +87,57 @@ enqueue_one(struct sched *s, struct sh_pkt *pkt, uint32_t len, uint8_t dscp, uin
 	assert_int_equal(dropped.count, 0);
 }
 
+/*
+ * Without overhead settings the size extremes are noted once per burst:
+ * they must be those of every frame, wherever in the burst the smallest
+ * and the largest are (the last one included).
+ */
+static void
+test_size_stats_burst(void **state)
+{
+	static struct sh_pkt pkts[40];
+	struct sh_pkt *burst[8];
+	struct sched_params p;
+	struct sched_stats st;
+	struct sh_pkt_list dropped, out;
+	struct sched *s;
+	uint32_t i, j, lo = UINT32_MAX, hi = 0;
+
+	(void)state;
+	cake_params(&p, 0); /* unlimited, no overhead settings */
+	s = mk(&p);
+	sh_pkt_list_init(&dropped);
+	for (i = 0; i < 5; i++) {
+		for (j = 0; j < 8; j++) {
+			struct sh_pkt *pkt = &pkts[i * 8 + j];
+			/* Burst i has its extremes last (i even) or first (i odd). */
+			uint32_t len = 100 + 10 * (i % 2 ? 7 - j : j) + 200 * i;
+
+			memset(pkt, 0, sizeof(*pkt));
+			pkt->len = pkt->mem = len;
+			pkt->net_off = 14;
+			pkt->l3_off = pkt->l4_off = SH_OFF_NONE;
+			pkt->flow_hash = 0x1000u + j;
+			burst[j] = pkt;
+			lo = len < lo ? len : lo;
+			hi = len > hi ? len : hi;
+		}
+		assert_int_equal(sched_enqueue_burst(s, burst, 8, i, &dropped), 0);
+		sched_get_stats(s, &st);
+		assert_int_equal(st.min_network_size, lo);
+		assert_int_equal(st.max_network_size, hi);
+		assert_int_equal(st.min_adj_size, lo);
+		assert_int_equal(st.max_adj_size, hi);
+	}
+	assert_int_equal(dropped.count, 0);
+	assert_int_equal(lo, 100);
+	assert_int_equal(hi, 100 + 70 + 800);
+	sh_pkt_list_init(&out);
+	sched_flush(s, &out);
+	assert_int_equal(out.count, 40);
+	sched_free(s);
+}
+
 static void
 test_config_100mbit_ethernet(void **state)
 {
@@ -635,6 +686,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_invsqrt_table),
+		cmocka_unit_test(test_size_stats_burst),
 		cmocka_unit_test(test_config_100mbit_ethernet),
 		cmocka_unit_test(test_memlimit_derivation),
 		cmocka_unit_test(test_low_rate_table),

@@ -769,7 +769,8 @@ def run_callgrind_rtt(args, workdir, packets):
                "mean_len": traffic["mean_len"], "two_way": info["two_way"],
                "cake_per_pkt": sum(incl0.get(fn, 0) for fn in FAST_PATH) / n0,
                "cake_with_tap_per_pkt": sum(incl.get(fn, 0) for fn in FAST_PATH) / n,
-               "tap_per_pkt": incl.get("rtt_observe_burst", 0) / n,
+               "tap_per_pkt": (incl.get("rtt_observe_burst", 0)
+                               + incl.get("rtt_departed", 0)) / n,
                "tcp_share": rtt["tcp_packets"] / n,
                "samples_per_pkt": (rtt["samples_wan"] + rtt["samples_lan"]) / n,
                "no_room_per_pkt": rtt["no_room"] / n, "evictions_per_pkt": rtt["evictions"] / n,
@@ -1093,15 +1094,16 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None
         w("## Passive RTT (callgrind)")
         w("")
         w("What `dataplane.passive_rtt` (on by default) adds: `sched_bench --rtt` runs "
-          "`rtt_observe_burst` after `classify_burst` in each direction's turn, as `dir_turn()` "
-          "does, over a table of the daemon's size; CAKE diffserv4 triple-isolate unlimited in "
+          "`rtt_observe_burst` after `classify_burst` in each direction's turn and "
+          "`rtt_departed` after its dequeue, as `dir_turn()` does, over a table of the "
+          "daemon's size; CAKE diffserv4 triple-isolate unlimited in "
           "both directions. Traffic from `gen_pcap.py --rtt` (seed 1): TCP both ways at the "
           "smallest frame that holds the segment, every segment a new TSval of its end's "
           "1 kHz clock echoing the newest one received (flows without timestamps carry 6 data "
           "bytes and are timed by sequence numbers), replayed with the TCP numbers moved on "
           "each cycle. *CAKE path* = `classify_burst` + `sched_enqueue_burst` + "
           "`sched_dequeue_burst` + `sched_next_time` without the tap, *+ passive RTT* = "
-          "`rtt_observe_burst`, both inclusive, per packet over %d measured packets; "
+          "`rtt_observe_burst` + `rtt_departed`, both inclusive, per packet over %d measured packets; "
           "*samples* and *new flows not timed* per packet." % cg_rtt["packets"])
         w("")
         w(fmt_cg_rtt(cg_rtt))

@@ -22,7 +22,8 @@
  * 2^24 every cycle, so a flow keeps sending new values. --rtt adds the
  * passive RTT tap after classify, as dir_turn() does with
  * dataplane.passive_rtt: rtt_observe_burst over a table of the daemon's
- * size shared by both directions.
+ * size shared by both directions, and rtt_departed over what each dequeue
+ * released, as dir_tx() does.
  *
  * The direction is configured from the same JSON keys as shaperd's config
  * (the same loader), e.g.
@@ -299,6 +300,8 @@ sb_dir_turn(struct sb *b, enum shaper_dir dir, struct sh_pkt **pkts, uint32_t n)
 	sched_enqueue_burst(d->s, pkts, n, b->now, &drops);
 	n = sched_dequeue_burst(d->s, pkts, b->burst < SB_TX_ROOM ? b->burst : SB_TX_ROOM, b->now,
 				&drops);
+	if (b->rtt != NULL) /* dir_tx()'s dp_rtt_departed: the departure of awaited segments */
+		rtt_departed(b->rtt, pkts, n, upstream ? RTT_UP : RTT_DOWN, b->now);
 	for (i = 0; i < n; i++) {
 		b->delivered++;
 		b->delivered_bytes += pkts[i]->len;
