@@ -121,12 +121,14 @@ struct shaper_autorate_config {
  */
 #define SHAPER_SUBS_PATH_LEN   512
 #define SHAPER_SUBS_ACTIVE_DEF 1000u /* CAKEs in each direction's pool */
+#define SHAPER_SUBS_QUEUES_DEF 256u  /* flow queues per tin of a subscriber's CAKE */
 
 struct shaper_subscribers_config {
 	char devices[SHAPER_SUBS_PATH_LEN]; /* ShapedDevices.csv; "" = none */
 	char network[SHAPER_SUBS_PATH_LEN]; /* network.json; "" = a flat network */
 	char file[SHAPER_SUBS_PATH_LEN];    /* the JSON form; "" = none */
 	uint32_t active;                    /* subscribers with a CAKE at once, per direction */
+	uint32_t flow_queues;               /* per tin of each subscriber's CAKE: 16..1024, 2^n */
 	bool scale_mins;                    /* accept mins above a node's capacity */
 	/* Addresses no subscriber owns: the link's CAKE (false) or a plan each (true). */
 	bool unknown_plan;

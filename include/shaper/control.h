@@ -257,6 +257,17 @@ void *ctl_subscribers_set(const struct ctl_backend *be, const void *args, enum c
 			  char *msg, size_t len);
 void *ctl_subscribers_del(const struct ctl_backend *be, const void *args, enum ctl_error *err,
 			  char *msg, size_t len);
+/*
+ * nodes.set (add a node, or change one's parent, capacity or type; a node
+ * moved takes its subtree and subscribers along) and nodes.del (a node with
+ * nothing under it), applied as subscribers.set is. Bad input, a parent
+ * under the node itself, mins that no longer fit, or a node still holding
+ * subscribers or nodes change nothing, and the error names the argument.
+ */
+void *ctl_nodes_set(const struct ctl_backend *be, const void *args, enum ctl_error *err, char *msg,
+		    size_t len);
+void *ctl_nodes_del(const struct ctl_backend *be, const void *args, enum ctl_error *err, char *msg,
+		    size_t len);
 
 /*
  * A reload with subscribers shaped: the subscriber files the configuration

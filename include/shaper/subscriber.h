@@ -163,6 +163,49 @@ sub_slot_used(const struct sub_subscriber *s)
 /* dst (not initialised) becomes a deep copy of src. 0 or -ENOMEM (dst then empty). */
 int sub_set_copy(struct sub_set *dst, const struct sub_set *src);
 
+/* ------------------------------------------------------------------------ */
+/* Changing the node tree (live changes: nodes.set/del, a reload's diff)      */
+
+/*
+ * map[i] for each node i of from: the node of the same name in to, or
+ * SUB_NONE (the root maps to the root). 0 or -ENOMEM.
+ */
+int sub_node_map(const struct sub_set *from, const struct sub_set *to, uint32_t *map);
+
+/*
+ * Put the nodes back in an order where every parent comes before its
+ * children (nothing moves if they already are), renumbering the
+ * subscribers' nodes, and recompute depths. 0, -EINVAL with err when a
+ * node would be its own ancestor or nodes nest deeper than SUB_MAX_DEPTH,
+ * or -ENOMEM. Node indices are not kept: match nodes by name.
+ */
+int sub_set_order_nodes(struct sub_set *set, char *err, size_t errlen);
+
+struct sub_node_change {
+	const char *name;            /* the node's, unique; not "link" */
+	const char *parent;          /* NULL: keep (a new node: the link); "" or "link": the link */
+	uint64_t capacity[SUB_DIRS]; /* bit/s; 0: keep (a new node needs both) */
+	const char *type;            /* NULL: keep */
+};
+
+/*
+ * Add node c->name, or change its parent, capacity or type. A node moved
+ * takes its subtree and subscribers with it. Refused (-EINVAL with err
+ * naming the argument: "parent: ...") when the parent does not exist or
+ * lies under the node. *added says which. Call sub_set_validate after
+ * (the mins under the new parent must fit). Node indices change.
+ */
+int sub_set_node_put(struct sub_set *set, const struct sub_node_change *c, bool *added, char *err,
+		     size_t errlen);
+
+/*
+ * Remove node name. Only a node with no subscriber and no node under it:
+ * else -EBUSY with err counting them (move or delete them first). Slots
+ * of deleted subscribers still draining there move up to its parent.
+ * Node indices change.
+ */
+int sub_set_node_del(struct sub_set *set, const char *name, char *err, size_t errlen);
+
 /* Index of the node called name, or SUB_NONE. */
 uint32_t sub_node_find(const struct sub_set *set, const char *name);
 /* Index of the subscriber with circuit id, or SUB_NONE (linear: control plane only). */

@@ -16,8 +16,10 @@
 struct sub_diff {
 	uint32_t added, changed, removed, unchanged;
 	uint32_t nodes_changed; /* nodes (the link included) whose capacity changed */
-	bool addresses;         /* some subscriber's addresses changed: new lookup tables */
-	uint32_t *reset;        /* slots that take an added subscriber (malloc'd) */
+	uint32_t nodes_added, nodes_removed;
+	uint32_t nodes_moved; /* under another parent (a subtree counts once) */
+	bool addresses;       /* some subscriber's addresses changed: new lookup tables */
+	uint32_t *reset;      /* slots that take an added subscriber (malloc'd) */
 	uint32_t nreset;
 };
 
@@ -26,11 +28,12 @@ struct sub_diff {
  * subscriber of file in the slot of the same id in cur, or in a free slot
  * (unused in cur and slot_free(ctx, slot): its CAKEs back in the pool); a
  * subscriber of cur missing from file keeps its slot without addresses, to
- * drain at its plan. The node tree must be cur's (same names under the same
- * parents); capacities may change. out is validated. 0 with out and d
- * filled (free d->reset and out), -ENOTSUP when the nodes differ (a restart
- * applies that), -ENOSPC when no free slot is left, else -EINVAL/-ENOMEM;
- * err says which, naming the file or the node.
+ * drain at its plan. out's node tree is the file's (nodes are matched by
+ * name: added, removed, moved, capacities changed; indices are the file's),
+ * and a removed subscriber under a node the file no longer has drains under
+ * the nearest ancestor it still has. out is validated. 0 with out and d
+ * filled (free d->reset and out), -ENOSPC when no free slot is left, else
+ * -EINVAL/-ENOMEM; err says which, naming the file or the node.
  */
 int sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 		 bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,

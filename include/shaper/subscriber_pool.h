@@ -51,7 +51,6 @@ struct sub_idle {
 	uint32_t qlen[SUB_DIRS];     /* packets queued in its CAKE now */
 	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
 	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
-	uint32_t heap_pos[SUB_DIRS];   /* place among the ready subscribers, or SUB_NONE */
 };
 
 /*

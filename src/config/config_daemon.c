@@ -52,6 +52,7 @@ shaper_config_default(struct shaper_config *c)
 	c->idle_sleep_us = 0;
 	c->passive_rtt = true;
 	c->subscribers.active = SHAPER_SUBS_ACTIVE_DEF;
+	c->subscribers.flow_queues = SHAPER_SUBS_QUEUES_DEF;
 }
 
 /* One pool size: "auto" (0) or an integer. */
@@ -750,6 +751,16 @@ parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t er
 			if (get_int(x, sub, 1, 1000000, &n, err, errlen) != 0)
 				return -1;
 			sc->active = (uint32_t)n;
+		} else if (strcmp(key, "flow_queues") == 0) {
+			if (get_int(x, sub, 16, 1024, &n, err, errlen) != 0)
+				return -1;
+			if ((n & (n - 1)) != 0) {
+				errf(err, errlen, sub,
+				     "%lld is not a power of two (16, 32, ... 1024; sch_cake has 1024)",
+				     (long long)n);
+				return -1;
+			}
+			sc->flow_queues = (uint32_t)n;
 		} else if (strcmp(key, "scale_mins") == 0) {
 			if (get_bool(x, sub, &sc->scale_mins, err, errlen) != 0)
 				return -1;

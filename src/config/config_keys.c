@@ -145,6 +145,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "subscribers", "network", "\"\"", "", true },
 	{ "subscribers", "file", "\"\"", "", true },
 	{ "subscribers", "active", "1000", "1000", true },
+	{ "subscribers", "flow_queues", "256", "256", true },
 	{ "subscribers", "scale_mins", "false", "false", true },
 	{ "subscribers", "unknown", "\"link\"", "link", true },
 

@@ -682,6 +682,20 @@ cmd_subscribers_del(const struct ctl_backend *be, const json_t *args, struct rep
 	return r->result != NULL ? 0 : -1;
 }
 
+static int
+cmd_nodes_set(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_nodes_set(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
+static int
+cmd_nodes_del(const struct ctl_backend *be, const json_t *args, struct reply *r)
+{
+	r->result = ctl_nodes_del(be, args, &r->err, r->msg, sizeof(r->msg));
+	return r->result != NULL ? 0 : -1;
+}
+
 /* Each command with the lowest access level that may run it. */
 static const struct {
 	const char *name;
@@ -708,6 +722,9 @@ static const struct {
 	/* An operator changes plans; the daemon's own settings stay the admin's. */
 	{ "subscribers.set", cmd_subscribers_set, SHAPER_LEVEL_OPERATOR },
 	{ "subscribers.del", cmd_subscribers_del, SHAPER_LEVEL_OPERATOR },
+	/* Sites and access points change with the subscribers under them. */
+	{ "nodes.set", cmd_nodes_set, SHAPER_LEVEL_OPERATOR },
+	{ "nodes.del", cmd_nodes_del, SHAPER_LEVEL_OPERATOR },
 };
 
 int

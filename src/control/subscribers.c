@@ -950,6 +950,119 @@ ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_er
 			 "draining", (json_int_t)(c[SUB_DOWN].qlen + c[SUB_UP].qlen));
 }
 
+/* ----------------------------------------------------- nodes.set, del */
+
+/* A node's path in set, for replies ("Site_1/AP_7"). */
+static json_t *
+node_path_json(const struct sub_set *set, const char *name)
+{
+	uint32_t n = sub_node_find(set, name);
+	char path[256];
+
+	sub_node_path(set, n != SUB_NONE ? n : SUB_ROOT, path, sizeof(path));
+	return json_string(path);
+}
+
+void *
+ctl_nodes_set(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
+	      size_t len)
+{
+	static const char *const known[] = { "name", "parent", "download", "upload", "type", NULL };
+	static const char *const dir_key[SUB_DIRS] = { "download", "upload" };
+	const json_t *args = argsv, *name = args != NULL ? json_object_get(args, "name") : NULL;
+	const json_t *parent = args != NULL ? json_object_get(args, "parent") : NULL;
+	const json_t *type = args != NULL ? json_object_get(args, "type") : NULL;
+	struct sub_node_change c = { 0 };
+	const struct sub_set *cur = NULL;
+	const char *field = "args";
+	struct sub_set nw;
+	char why[400];
+	bool added;
+
+	if (check_known(args, known, err, msg, len) != 0)
+		return NULL;
+	*err = CTL_ERR_INVALID_ARGUMENT;
+	if (!json_is_string(name))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.name: expected a node name");
+	if (parent != NULL && !json_is_string(parent))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.parent: expected a node name (\"link\" for the link)");
+	if (type != NULL && (!json_is_string(type) || json_string_length(type) >= 16))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.type: expected a string of at most 15 characters");
+	c.name = json_string_value(name);
+	c.parent = parent != NULL ? json_string_value(parent) : NULL;
+	c.type = type != NULL ? json_string_value(type) : NULL;
+	for (int d = 0; d < SUB_DIRS; d++) {
+		const json_t *v = json_object_get(args, dir_key[d]);
+		char path[32];
+
+		if (v == NULL)
+			continue;
+		snprintf(path, sizeof(path), "args.%s", dir_key[d]);
+		if (arg_rate(v, path, &c.capacity[d], msg, len) != 0)
+			return NULL;
+		field = d == SUB_DOWN ? "args.download" : "args.upload";
+	}
+	if (parent != NULL)
+		field = "args.parent";
+	if (subs_changeable(be, &cur, err, msg, len) == NULL)
+		return NULL;
+	if (sub_set_copy(&nw, cur) != 0)
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	if (sub_set_node_put(&nw, &c, &added, why, sizeof(why)) != 0) {
+		/* The model's message starts with the argument at fault. */
+		snprintf(msg, len, "args.%s", why);
+		goto out;
+	}
+	if (check_set(&nw, field, err, msg, len) != 0)
+		goto out;
+	/* The addresses stay: the worker keeps its lookup tables. */
+	if (apply(be, &nw, false, NULL, 0, err, msg, len) != 0)
+		return NULL;
+	be->subs(be->opaque, &cur);
+	return json_pack("{s:s, s:o, s:s}", "name", c.name, "path", node_path_json(cur, c.name),
+			 "action", added ? "added" : "changed");
+out:
+	sub_set_free(&nw);
+	return NULL;
+}
+
+void *
+ctl_nodes_del(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
+	      size_t len)
+{
+	static const char *const known[] = { "name", NULL };
+	const json_t *args = argsv, *name = args != NULL ? json_object_get(args, "name") : NULL;
+	const struct sub_set *cur = NULL;
+	struct sub_set nw;
+	char why[400];
+
+	if (check_known(args, known, err, msg, len) != 0)
+		return NULL;
+	if (!json_is_string(name))
+		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
+			    "args.name: expected a node name");
+	if (subs_changeable(be, &cur, err, msg, len) == NULL)
+		return NULL;
+	if (sub_set_copy(&nw, cur) != 0)
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	if (sub_set_node_del(&nw, json_string_value(name), why, sizeof(why)) != 0) {
+		*err = CTL_ERR_INVALID_ARGUMENT;
+		snprintf(msg, len, "args.%s", why);
+		sub_set_free(&nw);
+		return NULL;
+	}
+	if (check_set(&nw, "args.name", err, msg, len) != 0) {
+		sub_set_free(&nw);
+		return NULL;
+	}
+	if (apply(be, &nw, false, NULL, 0, err, msg, len) != 0)
+		return NULL;
+	return json_pack("{s:s, s:s}", "name", json_string_value(name), "action", "removed");
+}
+
 /* ------------------------------------------------------------- reload */
 
 struct ctl_subs_reload {
@@ -1020,7 +1133,9 @@ ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reloa
 	struct sub_diff *d = &r->d;
 	int rc;
 
-	if (d->added + d->changed + d->removed + d->nodes_changed == 0)
+	if (d->added + d->changed + d->removed + d->nodes_changed + d->nodes_added +
+			    d->nodes_removed + d->nodes_moved ==
+	    0)
 		return 0; /* the same subscribers: nothing to post */
 	rc = be->subs_apply(be->opaque, &r->set, d->addresses, d->reset, d->nreset, err, errlen);
 	memset(&r->set, 0, sizeof(r->set)); /* taken */
@@ -1030,10 +1145,13 @@ ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reloa
 void *
 ctl_subscribers_reload_summary(const struct ctl_subs_reload *r)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I}", "added", (json_int_t)r->d.added, "changed",
-			 (json_int_t)r->d.changed, "removed", (json_int_t)r->d.removed, "unchanged",
-			 (json_int_t)r->d.unchanged, "nodes_changed",
-			 (json_int_t)r->d.nodes_changed);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added",
+			 (json_int_t)r->d.added, "changed", (json_int_t)r->d.changed, "removed",
+			 (json_int_t)r->d.removed, "unchanged", (json_int_t)r->d.unchanged,
+			 "nodes_changed", (json_int_t)r->d.nodes_changed, "nodes_added",
+			 (json_int_t)r->d.nodes_added, "nodes_removed",
+			 (json_int_t)r->d.nodes_removed, "nodes_moved",
+			 (json_int_t)r->d.nodes_moved);
 }
 
 void
@@ -1041,8 +1159,9 @@ ctl_subscribers_reload_describe(const struct ctl_subs_reload *r, char *buf, size
 {
 	snprintf(buf, len,
 		 "%u added, %u changed, %u removed (their queues drain at their plans), %u "
-		 "unchanged, %u node capacities changed",
-		 r->d.added, r->d.changed, r->d.removed, r->d.unchanged, r->d.nodes_changed);
+		 "unchanged; nodes: %u added, %u removed, %u moved, %u capacities changed",
+		 r->d.added, r->d.changed, r->d.removed, r->d.unchanged, r->d.nodes_added,
+		 r->d.nodes_removed, r->d.nodes_moved, r->d.nodes_changed);
 }
 
 void

@@ -266,9 +266,12 @@ by_load_desc(const void *a, const void *b)
  * first, each to the shard with the fewest subscribers so far, after the
  * subscribers under the link (spread by a hash of their id); every other
  * node goes with its top-level node. top: per node, its top-level node.
+ * keep: per node, the shard it already has (SUB_NONE: place it), counted
+ * as placed before the others; NULL: place every one.
  */
 static int
-nodes_to_shards(const struct sub_set *set, uint32_t n, const uint32_t *top, uint32_t *node_shard)
+nodes_to_shards(const struct sub_set *set, uint32_t n, const uint32_t *top, const uint32_t *keep,
+		uint32_t *node_shard)
 {
 	uint64_t load[SHAPER_MAX_WORKERS] = { 0 };
 	uint64_t *order = calloc(set->nnodes, sizeof(*order));
@@ -292,8 +295,14 @@ nodes_to_shards(const struct sub_set *set, uint32_t n, const uint32_t *top, uint
 	}
 	/* Sorted by (most subscribers, lowest index): the same file, the same shards. */
 	for (i = 1; i < set->nnodes; i++)
-		if (set->nodes[i].parent == SUB_ROOT)
-			order[ntop++] = (uint64_t)(UINT32_MAX - count[i]) << 32 | i;
+		if (set->nodes[i].parent == SUB_ROOT) {
+			if (keep != NULL && keep[i] != SUB_NONE) {
+				node_shard[i] = keep[i];
+				load[keep[i]] += count[i];
+			} else {
+				order[ntop++] = (uint64_t)(UINT32_MAX - count[i]) << 32 | i;
+			}
+		}
 	qsort(order, ntop, sizeof(*order), by_load_desc);
 	for (uint32_t k = 0; k < ntop; k++) {
 		uint32_t node = (uint32_t)order[k], best = 0;
@@ -313,16 +322,36 @@ nodes_to_shards(const struct sub_set *set, uint32_t n, const uint32_t *top, uint
 }
 
 /*
+ * For each top-level node of set, the shard it had in prev (prev_set's
+ * nodes), matched by name: a top-level node that stays, or a node moved up
+ * to the link, keeps its worker and its subscribers with it; a new one is
+ * placed. SUB_NONE where not kept.
+ */
+static int
+kept_shards(const struct sub_set *set, const struct sub_set *prev_set,
+	    const struct dp_sub_lpm *prev, uint32_t *keep)
+{
+	if (sub_node_map(set, prev_set, keep) != 0)
+		return -ENOMEM;
+	for (uint32_t i = 1; i < set->nnodes; i++)
+		if (keep[i] != SUB_NONE)
+			keep[i] = keep[i] < prev->nnodes ? prev->node_shard[keep[i]] : SUB_NONE;
+	return 0;
+}
+
+/*
  * Who shapes whom, for l (set's subscribers among n shards). The nodes keep
- * the shards prev gave them (nodes only change with a restart), so a live
- * change moves no subscriber but one whose node changed.
+ * the shards prev gave them (prev_set: the set prev was made for; nodes are
+ * matched by name), so a live change moves no subscriber but one whose node
+ * changed or went under another top-level node.
  */
 static int
 shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_lpm *prev,
-	  uint32_t n)
+	  const struct sub_set *prev_set, uint32_t n)
 {
-	uint32_t *top, nkids_max = set->nsubs + set->nnodes + 1;
+	uint32_t *top, *keep = NULL, nkids_max = set->nsubs + set->nnodes + 1;
 	bool ok;
+	int rc;
 
 	l->nshards = n;
 	if (n <= 1)
@@ -359,11 +388,19 @@ shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_l
 		for (int d = 0; d < SUB_DIRS; d++)
 			l->node_cap[d][i] = set->nodes[i].capacity[d];
 	}
-	if (prev != NULL && prev->node_shard != NULL && prev->nnodes == set->nnodes)
-		memcpy(l->node_shard, prev->node_shard, set->nnodes * sizeof(*l->node_shard));
-	else if (nodes_to_shards(set, n, top, l->node_shard) != 0) {
+	if (prev != NULL && prev->node_shard != NULL) {
+		keep = calloc(set->nnodes, sizeof(*keep));
+		if (keep == NULL || kept_shards(set, prev_set, prev, keep) != 0) {
+			free(keep);
+			free(top);
+			return -ENOMEM;
+		}
+	}
+	rc = nodes_to_shards(set, n, top, keep, l->node_shard);
+	free(keep);
+	if (rc != 0) {
 		free(top);
-		return -ENOMEM;
+		return rc;
 	}
 	for (uint32_t i = 0; i < set->nsubs; i++) {
 		const struct sub_subscriber *sub = &set->subs[i];
@@ -471,7 +508,7 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 			goto nomem;
 	}
 	for (i = 0; i < n; i++)
-		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], n) != 0)
+		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], &lpm[0]->set, n) != 0)
 			goto nomem;
 	cfg.set = &lpm[0]->set;
 	cfg.active = c->subscribers.active;
@@ -766,7 +803,8 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 			goto nomem;
 	}
 	for (i = 0; i < n; i++)
-		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), n) != 0)
+		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), &cur->set,
+			      n) != 0)
 			goto nomem;
 	/* Every message built before any is posted: a failure here changes nothing. */
 	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */

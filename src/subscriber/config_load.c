@@ -85,4 +85,6 @@ sub_config_sched_params(const struct shaper_config *cfg, const struct sub_set *s
 		top = set->unknown_plan[sd].max;
 	out->rate = top / 8u > 0 ? top / 8u : 1;
 	sub_pool_cake_size(out);
+	if (cfg->subscribers.flow_queues != 0)
+		out->cake_queues = cfg->subscribers.flow_queues;
 }

@@ -42,34 +42,42 @@ same_prefix(const struct sub_prefix *a, const struct sub_prefix *b)
 	       memcmp(a->addr, b->addr, 16) == 0;
 }
 
-/* cur's node for each of file's, or -ENOTSUP with err when the trees differ. */
+/*
+ * The file's tree against cur's, matched by name: cmap[c] is the file's
+ * node for cur's node c (SUB_NONE: removed), up[c] the same, but a removed
+ * node's nearest ancestor the file still has (where what drains there
+ * goes). Counts what was added, removed, moved and given new capacities.
+ */
 static int
-map_nodes(const struct sub_set *cur, const struct sub_set *file, uint32_t *map, char *err,
-	  size_t errlen)
+map_nodes(const struct sub_set *cur, const struct sub_set *file, uint32_t *cmap, uint32_t *up,
+	  struct sub_diff *d)
 {
-	map[SUB_ROOT] = SUB_ROOT;
-	if (file->nnodes != cur->nnodes) {
-		sub_errf(err, errlen,
-			 "the node tree changed (%u nodes, %u running): node changes need a "
-			 "restart",
-			 file->nnodes - 1, cur->nnodes - 1);
-		return -ENOTSUP;
+	uint32_t *fmap = calloc(file->nnodes, sizeof(*fmap));
+
+	if (fmap == NULL || sub_node_map(cur, file, cmap) != 0 ||
+	    sub_node_map(file, cur, fmap) != 0) {
+		free(fmap);
+		return -ENOMEM;
 	}
-	for (uint32_t n = 1; n < file->nnodes; n++) {
-		uint32_t c = sub_node_find(cur, file->nodes[n].name);
+	for (uint32_t c = 0; c < cur->nnodes; c++) {
+		uint32_t f = cmap[c], a = c;
 
-		if (c == SUB_NONE || cur->nodes[c].parent != map[file->nodes[n].parent]) {
-			char path[256];
-
-			sub_node_path(file, n, path, sizeof(path));
-			sub_errf(err, errlen,
-				 "node %s is %s: node changes need a restart (capacities alone "
-				 "apply live)",
-				 path, c == SUB_NONE ? "new" : "under another parent");
-			return -ENOTSUP;
+		while (cmap[a] == SUB_NONE)
+			a = cur->nodes[a].parent; /* the root always maps */
+		up[c] = cmap[a];
+		if (f == SUB_NONE) {
+			d->nodes_removed++;
+			continue;
 		}
-		map[n] = c;
+		if (c != SUB_ROOT && cmap[cur->nodes[c].parent] != file->nodes[f].parent)
+			d->nodes_moved++;
+		if (memcmp(cur->nodes[c].capacity, file->nodes[f].capacity,
+			   sizeof(file->nodes[f].capacity)) != 0)
+			d->nodes_changed++;
 	}
+	for (uint32_t f = 1; f < file->nnodes; f++)
+		d->nodes_added += fmap[f] == SUB_NONE;
+	free(fmap);
 	return 0;
 }
 
@@ -78,26 +86,26 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 	     bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,
 	     struct sub_set *out, struct sub_diff *d, char *err, size_t errlen)
 {
-	uint32_t *map = NULL, *slot_of = NULL, *cfirst = NULL, *corder = NULL, *ffirst = NULL,
-		 *forder = NULL, next_free = 0, i;
+	uint32_t *cmap = NULL, *up = NULL, *slot_of = NULL, *cfirst = NULL, *corder = NULL,
+		 *ffirst = NULL, *forder = NULL, next_free = 0, i;
 	bool *kept = NULL;
 	struct sub_names ids = { 0 };
 	int rc = -ENOMEM;
 
 	memset(d, 0, sizeof(*d));
 	memset(out, 0, sizeof(*out));
-	map = calloc(file->nnodes, sizeof(*map));
+	cmap = calloc(cur->nnodes, sizeof(*cmap));
+	up = calloc(cur->nnodes, sizeof(*up));
 	slot_of = calloc((size_t)file->nsubs + 1, sizeof(*slot_of));
 	kept = calloc((size_t)cur->nsubs + 1, sizeof(*kept));
 	d->reset = calloc((size_t)file->nsubs + 1, sizeof(*d->reset));
 	cfirst = prefixes_by_sub(cur, &corder);
 	ffirst = prefixes_by_sub(file, &forder);
-	if (map == NULL || slot_of == NULL || kept == NULL || d->reset == NULL || cfirst == NULL ||
-	    ffirst == NULL || sub_names_init(&ids, cur->nsubs) != 0)
+	if (cmap == NULL || up == NULL || slot_of == NULL || kept == NULL || d->reset == NULL ||
+	    cfirst == NULL || ffirst == NULL || sub_names_init(&ids, cur->nsubs) != 0)
 		goto nomem;
-	rc = map_nodes(cur, file, map, err, errlen);
-	if (rc != 0)
-		goto out;
+	if (map_nodes(cur, file, cmap, up, d) != 0)
+		goto nomem;
 	for (i = 0; i < cur->nsubs; i++)
 		if (sub_slot_used(&cur->subs[i]) && sub_names_put(&ids, cur->subs[i].id, i) != 0)
 			goto nomem;
@@ -126,7 +134,7 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 			d->addresses = true;
 		} else {
 			const struct sub_subscriber *a = &cur->subs[s], *b = &file->subs[j];
-			bool same = a->node == map[b->node] && strcmp(a->name, b->name) == 0 &&
+			bool same = cmap[a->node] == b->node && strcmp(a->name, b->name) == 0 &&
 				    memcmp(a->plan, b->plan, sizeof(a->plan)) == 0 &&
 				    memcmp(a->sqm, b->sqm, sizeof(a->sqm)) == 0;
 			bool addrs = cfirst[s + 1] - cfirst[s] == ffirst[j + 1] - ffirst[j];
@@ -143,8 +151,7 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 		}
 		slot_of[j] = s;
 		kept[s] = true;
-		out->subs[s] = file->subs[j];
-		out->subs[s].node = map[file->subs[j].node];
+		out->subs[s] = file->subs[j]; /* its node: the file's tree is out's */
 		out->subs[s].nprefixes = ffirst[j + 1] - ffirst[j];
 	}
 	/* The running ones the file no longer has: no address, drain at their plan. */
@@ -168,14 +175,20 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 		out->prefixes[i] = file->prefixes[i];
 		out->prefixes[i].sub = slot_of[file->prefixes[i].sub];
 	}
-	/* Capacities (the link's too) as the file has them; the tree itself is cur's. */
-	for (uint32_t n = 0; n < file->nnodes; n++)
-		if (memcmp(out->nodes[map[n]].capacity, file->nodes[n].capacity,
-			   sizeof(file->nodes[n].capacity)) != 0) {
-			memcpy(out->nodes[map[n]].capacity, file->nodes[n].capacity,
-			       sizeof(file->nodes[n].capacity));
-			d->nodes_changed++;
-		}
+	/*
+	 * The file's tree (capacities, the link's too, and nodes added, moved or
+	 * removed); what drains under a removed node goes up to the nearest
+	 * node that stays.
+	 */
+	for (i = 0; i < cur->nsubs; i++)
+		if (!kept[i])
+			out->subs[i].node = up[cur->subs[i].node];
+	free(out->nodes);
+	out->nodes = malloc((size_t)file->nnodes * sizeof(*out->nodes));
+	if (out->nodes == NULL)
+		goto nomem;
+	memcpy(out->nodes, file->nodes, (size_t)file->nnodes * sizeof(*out->nodes));
+	out->nnodes = out->nodes_cap = file->nnodes;
 	out->scale_mins = file->scale_mins;
 	memcpy(out->subs_file, file->subs_file, sizeof(out->subs_file));
 	memcpy(out->nodes_file, file->nodes_file, sizeof(out->nodes_file));
@@ -192,7 +205,8 @@ out:
 		d->reset = NULL;
 	}
 	sub_names_free(&ids);
-	free(map);
+	free(cmap);
+	free(up);
 	free(slot_of);
 	free(kept);
 	free(cfirst);

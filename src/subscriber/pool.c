@@ -17,6 +17,13 @@ struct sub_pool {
 	struct sched **all;  /* every scheduler of the pool */
 	struct sched **free; /* a stack of the ones not taken */
 	bool *taken;         /* by index in all */
+	/*
+	 * Scheduler -> index in all, open addressing: a take or give happens at
+	 * every activation of a subscriber, and a scan of all was thousands of
+	 * instructions and cache misses each with thousands of CAKEs.
+	 */
+	uint32_t *slot; /* index in all + 1; 0 = empty */
+	uint32_t mask;
 };
 
 void
@@ -31,7 +38,15 @@ sub_pool_free(struct sub_pool *pool)
 	free(pool->all);
 	free(pool->free);
 	free(pool->taken);
+	free(pool->slot);
 	free(pool);
+}
+static uint32_t
+slot_hash(const struct sub_pool *pool, const struct sched *s)
+{
+	uint64_t x = (uint64_t)(uintptr_t)s;
+
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32) & pool->mask;
 }
 
 struct sub_pool *
@@ -47,7 +62,10 @@ sub_pool_create(const struct sched_params *p, uint32_t count, const struct sched
 	pool->all = calloc(count + 1, sizeof(*pool->all));
 	pool->free = calloc(count + 1, sizeof(*pool->free));
 	pool->taken = calloc(count + 1, sizeof(*pool->taken));
-	if (pool->all == NULL || pool->free == NULL || pool->taken == NULL)
+	for (pool->mask = 15; pool->mask < 2 * (uint64_t)count; pool->mask = pool->mask * 2 + 1)
+		;
+	pool->slot = calloc((size_t)pool->mask + 1, sizeof(*pool->slot));
+	if (pool->all == NULL || pool->free == NULL || pool->taken == NULL || pool->slot == NULL)
 		goto nomem;
 	for (i = 0; i < count; i++) {
 		pool->all[i] = sched_create_on(p, a, err, errlen);
@@ -57,6 +75,13 @@ sub_pool_create(const struct sched_params *p, uint32_t count, const struct sched
 		}
 		pool->count++;
 		pool->free[pool->nfree++] = pool->all[i];
+		{
+			uint32_t h = slot_hash(pool, pool->all[i]);
+
+			while (pool->slot[h] != 0)
+				h = (h + 1) & pool->mask;
+			pool->slot[h] = i + 1;
+		}
 	}
 	return pool;
 nomem:
@@ -66,15 +91,14 @@ nomem:
 	return NULL;
 }
 
+/* count when s is not the pool's. */
 static uint32_t
 sub_pool_index(const struct sub_pool *pool, const struct sched *s)
 {
-	uint32_t i;
-
-	/* Linear: a take or give is per subscriber activation, not per packet. */
-	for (i = 0; i < pool->count && pool->all[i] != s; i++)
-		;
-	return i;
+	for (uint32_t h = slot_hash(pool, s); pool->slot[h] != 0; h = (h + 1) & pool->mask)
+		if (pool->all[pool->slot[h] - 1] == s)
+			return pool->slot[h] - 1;
+	return pool->count;
 }
 
 struct sched *

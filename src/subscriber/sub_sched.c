@@ -39,8 +39,17 @@ struct sub_sched_dir {
 	uint64_t root_cap;  /* the set's capacity of the link, bit/s (0 = unlimited) */
 	uint64_t link_next; /* the pacer's clock */
 	uint64_t next_tick, last_tick;
-	uint32_t *heap; /* subscriber indices with packets, min-heap on key */
-	uint64_t *key;  /* key[pos]: the scheduler's next time */
+	/*
+	 * The subscribers with packets, a min-heap on each one's next time. A
+	 * sift touches the entries only (key and index side by side, one cache
+	 * line per level) and the dense pos array, not the subscribers' records:
+	 * with thousands busy, those are out of cache.
+	 */
+	struct sub_heap_ent {
+		uint64_t key; /* the scheduler's next time */
+		uint32_t sub;
+	} * heap;
+	uint32_t *pos; /* per subscriber (and the link's entry): its place in heap, or SUB_NONE */
 	uint32_t nheap;
 	uint64_t *demand, *rate; /* per subscriber (and the link's entry), bit/s */
 	uint64_t queued;         /* packets in all its schedulers */
@@ -76,51 +85,48 @@ struct sub_sched {
 
 /* ------------------------------------------------------------------ heap */
 
-static void
-heap_place(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos,
-	   uint32_t sub, uint64_t key)
+static inline void
+heap_place(struct sub_sched_dir *d, uint32_t pos, uint32_t sub, uint64_t key)
 {
-	d->heap[pos] = sub;
-	d->key[pos] = key;
-	ss->subs[sub].heap_pos[dir] = pos;
+	d->heap[pos].key = key;
+	d->heap[pos].sub = sub;
+	d->pos[sub] = pos;
 }
 
 static void
-heap_up(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos)
+heap_up(struct sub_sched_dir *d, uint32_t pos)
 {
-	uint32_t sub = d->heap[pos];
-	uint64_t key = d->key[pos];
+	struct sub_heap_ent e = d->heap[pos];
 
 	while (pos > 0) {
 		uint32_t parent = (pos - 1) / 2;
 
-		if (d->key[parent] <= key)
+		if (d->heap[parent].key <= e.key)
 			break;
-		heap_place(ss, d, dir, pos, d->heap[parent], d->key[parent]);
+		heap_place(d, pos, d->heap[parent].sub, d->heap[parent].key);
 		pos = parent;
 	}
-	heap_place(ss, d, dir, pos, sub, key);
+	heap_place(d, pos, e.sub, e.key);
 }
 
 static void
-heap_down(struct sub_sched *ss, struct sub_sched_dir *d, enum sub_dir dir, uint32_t pos)
+heap_down(struct sub_sched_dir *d, uint32_t pos)
 {
-	uint32_t sub = d->heap[pos];
-	uint64_t key = d->key[pos];
+	struct sub_heap_ent e = d->heap[pos];
 
 	for (;;) {
 		uint32_t l = 2 * pos + 1, m = l;
 
 		if (l >= d->nheap)
 			break;
-		if (l + 1 < d->nheap && d->key[l + 1] < d->key[l])
+		if (l + 1 < d->nheap && d->heap[l + 1].key < d->heap[l].key)
 			m = l + 1;
-		if (d->key[m] >= key)
+		if (d->heap[m].key >= e.key)
 			break;
-		heap_place(ss, d, dir, pos, d->heap[m], d->key[m]);
+		heap_place(d, pos, d->heap[m].sub, d->heap[m].key);
 		pos = m;
 	}
-	heap_place(ss, d, dir, pos, sub, key);
+	heap_place(d, pos, e.sub, e.key);
 }
 
 /* Set sub's key (UINT64_MAX: no packets, out of the heap). */
@@ -128,36 +134,37 @@ static void
 heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 {
 	struct sub_sched_dir *d = &ss->d[dir];
-	uint32_t pos = ss->subs[sub].heap_pos[dir];
+	uint32_t pos = d->pos[sub];
 
 	if (pos == SUB_NONE) {
 		if (key == UINT64_MAX)
 			return;
 		pos = d->nheap++;
-		heap_place(ss, d, dir, pos, sub, key);
-		heap_up(ss, d, dir, pos);
+		heap_place(d, pos, sub, key);
+		heap_up(d, pos);
 		return;
 	}
 	if (key == UINT64_MAX) {
-		uint32_t last = --d->nheap, moved = d->heap[last];
+		uint32_t last = --d->nheap;
+		struct sub_heap_ent moved = d->heap[last];
 
-		ss->subs[sub].heap_pos[dir] = SUB_NONE;
+		d->pos[sub] = SUB_NONE;
 		if (pos == last)
 			return;
 		/* The last entry fills the hole, then finds its place either way. */
-		heap_place(ss, d, dir, pos, moved, d->key[last]);
-		heap_up(ss, d, dir, pos);
-		heap_down(ss, d, dir, ss->subs[moved].heap_pos[dir]);
+		heap_place(d, pos, moved.sub, moved.key);
+		heap_up(d, pos);
+		heap_down(d, d->pos[moved.sub]);
 		return;
 	}
-	if (key == d->key[pos])
+	if (key == d->heap[pos].key)
 		return; /* a packet behind others in a backlogged CAKE: nothing moves */
-	if (key < d->key[pos]) {
-		d->key[pos] = key;
-		heap_up(ss, d, dir, pos);
+	if (key < d->heap[pos].key) {
+		d->heap[pos].key = key;
+		heap_up(d, pos);
 	} else {
-		d->key[pos] = key;
-		heap_down(ss, d, dir, pos);
+		d->heap[pos].key = key;
+		heap_down(d, pos);
 	}
 }
 
@@ -166,10 +173,11 @@ heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 size_t
 sub_sched_bytes_for(uint32_t nsubs)
 {
-	/* Per subscriber and the link's entry: its record, and per direction its heap slot,
-	 * key, demand, rate and plan, and its places in the active lists. */
+	/* Per subscriber and the link's entry: its record, and per direction its heap entry
+	 * and place in it, demand, rate and plan, and its places in the active lists. */
 	size_t per = sizeof(struct sub_idle) + SUB_RTT_SIDES * sizeof(struct sub_rtt) +
-		     SUB_DIRS * (4 * sizeof(uint32_t) + 4 * sizeof(uint64_t));
+		     SUB_DIRS * (sizeof(struct sub_heap_ent) + 4 * sizeof(uint32_t) +
+				 3 * sizeof(uint64_t));
 
 	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
 }
@@ -184,7 +192,7 @@ sub_sched_free(struct sub_sched *ss)
 
 		sub_pool_free(d->pool);
 		free(d->heap);
-		free(d->key);
+		free(d->pos);
 		free(d->demand);
 		free(d->rate);
 		free(d->act);
@@ -262,14 +270,14 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 		struct sub_sched_dir *d = &ss->d[dir];
 
 		d->heap = calloc(n, sizeof(*d->heap));
-		d->key = calloc(n, sizeof(*d->key));
+		d->pos = malloc(n * sizeof(*d->pos));
 		d->demand = calloc(n, sizeof(*d->demand));
 		d->rate = calloc(n, sizeof(*d->rate));
 		ss->plan_max[dir] = calloc(n, sizeof(*ss->plan_max[dir]));
 		d->act = calloc(n, sizeof(*d->act));
 		d->act_tmp = calloc(n, sizeof(*d->act_tmp));
 		d->fresh = calloc(n, sizeof(*d->fresh));
-		if (d->heap == NULL || d->key == NULL || d->demand == NULL || d->rate == NULL ||
+		if (d->heap == NULL || d->pos == NULL || d->demand == NULL || d->rate == NULL ||
 		    ss->plan_max[dir] == NULL || d->act == NULL || d->act_tmp == NULL ||
 		    d->fresh == NULL)
 			goto nomem;
@@ -286,8 +294,9 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
 		ss->plan_max[dir][set->nsubs] = set->nodes[SUB_ROOT].capacity[dir];
 	}
-	for (i = 0; i < n; i++)
-		ss->subs[i].heap_pos[SUB_DOWN] = ss->subs[i].heap_pos[SUB_UP] = SUB_NONE;
+	for (int dir = 0; dir < SUB_DIRS; dir++)
+		for (i = 0; i < n; i++)
+			ss->d[dir].pos[i] = SUB_NONE;
 	/* The link's own scheduler stays with its entry: it never goes to a pool. */
 	ss->subs[set->nsubs].cake[SUB_DOWN] = cfg->link[SUB_DOWN];
 	ss->subs[set->nsubs].cake[SUB_UP] = cfg->link[SUB_UP];
@@ -419,7 +428,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 			continue;
 		d->demand[i] = demand_of(s, dir, dt);
 		/* Drained and quiet for the hold: the CAKE goes back. */
-		if (i < ss->nsubs && d->demand[i] == 0 && s->heap_pos[dir] == SUB_NONE &&
+		if (i < ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
 		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
 			CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
@@ -460,7 +469,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
 			/* A new rate moves its next time. */
-			if (s->heap_pos[dir] != SUB_NONE)
+			if (d->pos[i] != SUB_NONE)
 				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
 		}
 	}
@@ -512,8 +521,8 @@ budget_victim(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving)
 	    ss->subs[d->fat].qlen[dir] >= avg)
 		return d->fat;
 	for (uint32_t i = 0; i < d->nheap; i++)
-		if (ss->subs[d->heap[i]].qlen[dir] > ss->subs[best].qlen[dir])
-			best = d->heap[i];
+		if (ss->subs[d->heap[i].sub].qlen[dir] > ss->subs[best].qlen[dir])
+			best = d->heap[i].sub;
 	d->fat = best;
 	return best;
 }
@@ -625,8 +634,8 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 
 	if (now >= d->next_tick)
 		sub_sched_tick(ss, dir, now);
-	while (n < max && d->nheap != 0 && d->key[0] <= now) {
-		uint32_t sub = d->heap[0], nd;
+	while (n < max && d->nheap != 0 && d->heap[0].key <= now) {
+		uint32_t sub = d->heap[0].sub, nd;
 		struct sub_idle *s = &ss->subs[sub];
 		struct sh_pkt *old_tail = dropped->tail, *pkt;
 		uint64_t next;
@@ -672,7 +681,7 @@ sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	if (d->queued == 0 && d->st.taken == d->st.given)
 		return UINT64_MAX;
 	if (d->nheap != 0) {
-		uint64_t k = d->key[0];
+		uint64_t k = d->heap[0].key;
 
 		if (d->link_rate != 0 && d->link_next > k)
 			k = d->link_next;
@@ -694,7 +703,7 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 			continue;
 		sched_flush(s->cake[dir], out);
 		CTR_SET(s->qlen[dir], 0);
-		if (s->heap_pos[dir] != SUB_NONE)
+		if (d->pos[i] != SUB_NONE)
 			heap_set(ss, dir, i, UINT64_MAX);
 		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
 			CTR_SET(s->cake[dir], NULL);
@@ -887,8 +896,7 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 		if (c->reset[i] >= ss->nsubs || s->cake[SUB_DOWN] != NULL ||
 		    s->cake[SUB_UP] != NULL)
 			continue;
-		memset(s, 0, sizeof(*s));
-		s->heap_pos[SUB_DOWN] = s->heap_pos[SUB_UP] = SUB_NONE;
+		memset(s, 0, sizeof(*s)); /* idle: out of both heaps already */
 		memset(ss->rtt[c->reset[i]], 0, sizeof(ss->rtt[0])); /* not the old one's RTT */
 	}
 	ss->changes++;

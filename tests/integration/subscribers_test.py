@@ -164,13 +164,51 @@ def live_changes(c, sock, rate_before, plans_path):
     rep = c.call("config.reload")
     got = rep.get("result", {}).get("subscribers")
     check(rep["ok"] and got == {"added": 1, "changed": 1, "removed": 1, "unchanged": 1,
-                                "nodes_changed": 0},
+                                "nodes_changed": 0, "nodes_added": 0, "nodes_removed": 0,
+                                "nodes_moved": 0},
           "config.reload applies the subscriber file as a diff: %s" % (got or rep.get("error")))
     lst = c.result("subscribers.list")
     check(sorted(s["id"] for s in lst["subscribers"]) == ["c2", "c3", "c5"],
           "after the reload: c2, c3, c5")
     g = c.result("subscribers.get", {"id": "c2"})
     check(g["download"]["plan"]["max"] == 2000000, "c2's plan is the file's again")
+    node_changes(c, plans_path, subs)
+
+
+def node_changes(c, plans_path, subs):
+    """Nodes changed live, through nodes.set/del and a reload; every frame is still
+    accounted at exit (main's checks), whichever node it was shaped under."""
+    r = c.result("nodes.set", {"name": "AP_X", "download": "50mbit", "upload": "10mbit"})
+    check(r["action"] == "added" and r["path"] == "AP_X", "nodes.set adds AP_X: %s" % r)
+    c.result("subscribers.set", {"id": "c3", "node": "AP_X"})
+    r = c.result("nodes.set", {"name": "Site", "download": "80mbit", "upload": "20mbit"})
+    r = c.result("nodes.set", {"name": "AP_X", "parent": "Site", "download": "40mbit"})
+    check(r["path"] == "Site/AP_X", "AP_X moved under Site: %s" % r["path"])
+    g = c.result("subscribers.get", {"id": "c3"})
+    check(g["node"] == "Site/AP_X", "c3 moved with its node: %s" % g["node"])
+    rep = c.call("nodes.del", {"name": "AP_X"})
+    check(not rep["ok"] and "still has 1 subscriber" in rep["error"]["message"],
+          "a node with a subscriber is not removed: %s" % rep.get("error"))
+    rep = c.call("nodes.set", {"name": "Site", "parent": "AP_X"})
+    check(not rep["ok"] and rep["error"]["message"].startswith("args.parent"),
+          "a node under its own child is refused: %s" % rep.get("error"))
+    # The file with a node: the reload's diff takes the tree from it (Site and AP_X go,
+    # AP_F comes with c5 under it; c3 back under the link).
+    subs["nodes"] = {"AP_F": {"download": "30mbit", "upload": "5mbit"}}
+    for s in subs["subscribers"]:
+        if s["id"] == "c5":
+            s["node"] = "AP_F"
+    with open(plans_path, "w") as f:
+        json.dump(subs, f)
+    rep = c.call("config.reload")
+    got = rep.get("result", {}).get("subscribers")
+    check(rep["ok"] and got is not None and got["nodes_added"] == 1 and
+          got["nodes_removed"] == 2 and got["changed"] == 2,
+          "config.reload applies the file's tree as a diff: %s" % (got or rep.get("error")))
+    g = c.result("subscribers.get", {"id": "c5"})
+    check(g["node"] == "AP_F", "c5 under AP_F: %s" % g["node"])
+    g = c.result("subscribers.get", {"id": "c3"})
+    check(g["node"] == "link", "c3 back under the link: %s" % g["node"])
 
 
 def main():

@@ -82,6 +82,10 @@ usage(FILE *f)
 		"                 [name TEXT] [addresses A,B,...]\n"
 		"                                   add a subscriber or change one, live\n"
 		"  subscriber del ID                remove one (its queue drains at its plan)\n"
+		"  node set NAME [parent NODE] [download RATE] [upload RATE] [type TEXT]\n"
+		"                                   add a node (site, AP) or change or move one,\n"
+		"                                   live\n"
+		"  node del NAME                    remove a node with nothing under it\n"
 		"\n"
 		"options:\n"
 		"  -s, --socket PATH       control socket (default: $SHAPER_SOCKET, else\n"
@@ -1048,7 +1052,8 @@ enum cmd_id {
 	C_RELOAD,
 	C_SAVE,
 	C_SUBS,
-	C_SUB
+	C_SUB,
+	C_NODE
 };
 
 static const struct {
@@ -1059,6 +1064,7 @@ static const struct {
 	{ "get", C_GET },         { "set", C_SET },          { "reset", C_RESET },
 	{ "watch", C_WATCH },     { "metrics", C_METRICS },  { "reload", C_RELOAD },
 	{ "save", C_SAVE },       { "subscribers", C_SUBS }, { "subscriber", C_SUB },
+	{ "node", C_NODE },
 };
 
 /* Options after the command: --top for flows, -n/--count for watch, -j anywhere. */
@@ -1158,7 +1164,7 @@ main(int argc, char **argv)
 	struct opts o = { .timeout_ms = 5000, .interval_s = 1.0 };
 	const char *env = getenv("SHAPER_SOCKET");
 	json_t *args = NULL, *r = NULL;
-	const char *sub_cmd = NULL; /* subscriber set or del */
+	const char *sub_cmd = NULL; /* subscriber or node, set or del */
 	struct sc_conn conn;
 	enum cmd_id id;
 	const char *name;
@@ -1267,6 +1273,11 @@ main(int argc, char **argv)
 						 : "id",
 				 argv[0]);
 		break;
+	case C_NODE:
+		if (argc < 2 || (strcmp(argv[0], "set") != 0 && strcmp(argv[0], "del") != 0))
+			return usage_error("node: expected set NAME ... or del NAME");
+		rc = sc_node_change_args(argc, argv, &sub_cmd, &args);
+		break;
 	case C_SET:
 		/* "set upstream bandwidth 90mbit --save": the flag may come last. */
 		if (argc > 0 && strcmp(argv[argc - 1], "--save") == 0) {
@@ -1323,6 +1334,8 @@ main(int argc, char **argv)
 			rc = show_save(&o, r);
 		else if (id == C_SUBS)
 			rc = sc_show_subscribers(r, o.json, o.by);
+		else if (id == C_NODE)
+			rc = sc_show_node_change(r, o.json);
 		else if (id == C_SUB && sub_cmd != NULL)
 			rc = sc_show_subscriber_change(r, o.json);
 		else if (id == C_SUB)

@@ -81,6 +81,9 @@ int sc_show_subscriber(const json_t *r, bool json);
 /* "subscriber set ID [download MAX[/MIN]] ..." or "subscriber del ID" (argv[0] set/del). */
 int sc_subscriber_change_args(int argc, char **argv, const char **cmd, json_t **args);
 int sc_show_subscriber_change(const json_t *r, bool json);
+/* "node set NAME [parent P] [download RATE] [upload RATE] [type T]" or "node del NAME". */
+int sc_node_change_args(int argc, char **argv, const char **cmd, json_t **args);
+int sc_show_node_change(const json_t *r, bool json);
 
 /* Field access that tolerates a missing key (prints as 0 / ""). */
 long long sc_int(const json_t *o, const char *key);

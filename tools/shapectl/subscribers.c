@@ -264,3 +264,56 @@ sc_show_subscriber_change(const json_t *r, bool json)
 	printf("\n");
 	return SC_EXIT_OK;
 }
+
+int
+sc_node_change_args(int argc, char **argv, const char **cmd, json_t **args)
+{
+	int i;
+
+	if (strcmp(argv[0], "del") == 0) {
+		if (argc != 2) {
+			fprintf(stderr, "shapectl: node del: expected one node name\n");
+			return SC_EXIT_USAGE;
+		}
+		*cmd = "nodes.del";
+		*args = json_pack("{s:s}", "name", argv[1]);
+		return SC_EXIT_OK;
+	}
+	*cmd = "nodes.set";
+	*args = json_pack("{s:s}", "name", argv[1]);
+	for (i = 2; i < argc; i += 2) {
+		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (v == NULL) {
+			fprintf(stderr, "shapectl: node set: %s needs a value\n", k);
+			goto usage;
+		}
+		if (strcmp(k, "download") == 0 || strcmp(k, "upload") == 0 ||
+		    strcmp(k, "parent") == 0 || strcmp(k, "type") == 0) {
+			json_object_set_new(*args, k, json_string(v));
+		} else {
+			fprintf(stderr,
+				"shapectl: node set: \"%s\" is not a field (download, upload, "
+				"parent, type)\n",
+				k);
+			goto usage;
+		}
+	}
+	return SC_EXIT_OK;
+usage:
+	json_decref(*args);
+	*args = NULL;
+	return SC_EXIT_USAGE;
+}
+
+int
+sc_show_node_change(const json_t *r, bool json)
+{
+	if (json)
+		return sc_print_json(r);
+	if (json_object_get(r, "path") != NULL)
+		printf("node %s %s\n", sc_str(r, "path"), sc_str(r, "action"));
+	else
+		printf("node %s %s\n", sc_str(r, "name"), sc_str(r, "action"));
+	return SC_EXIT_OK;
+}

@@ -567,6 +567,114 @@ test_change_refusals(void **state)
 	assert_int_equal(count(), NSUB);
 }
 
+static const char *
+node_of(const char *id)
+{
+	static char path[256];
+	json_t *r = get_id(id);
+
+	snprintf(path, sizeof(path), "%s", json_string_value(json_object_get(r, "node")));
+	json_decref(r);
+	return path;
+}
+
+/*
+ * nodes.set and nodes.del: a node added, a subscriber moved under it, the
+ * node moved under another added after it (the tree is put back in
+ * parent-first order), refusals that change nothing, and removal once
+ * empty. Every subscriber keeps its CAKE throughout.
+ */
+static void
+test_nodes(void **state)
+{
+	const struct sched *cake1, *cake2;
+	json_t *r;
+
+	(void)state;
+	cake1 = sub_sched_sub(W.ss, 1)->cake[SUB_DOWN];
+	cake2 = sub_sched_sub(W.ss, 2)->cake[SUB_DOWN];
+	assert_non_null(cake1);
+	assert_non_null(cake2);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"AP_A\",\"download\":\"50mbit\","
+		"\"upload\":\"20mbit\",\"type\":\"AP\"}}",
+		true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "added");
+	assert_string_equal(json_string_value(json_object_get(r, "path")), "AP_A");
+	json_decref(r);
+	json_decref(ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c2\",\"node\":\"AP_A\","
+			"\"download\":{\"max\":\"30mbit\",\"min\":\"5mbit\"}}}",
+			true));
+	assert_string_equal(node_of("c2"), "AP_A");
+	/* A parent added after its child: the tree is reordered, paths follow. */
+	json_decref(ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"Site\",\"download\":"
+			"\"100mbit\",\"upload\":\"100mbit\"}}",
+			true));
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"AP_A\",\"parent\":\"Site\"}}", true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "changed");
+	assert_string_equal(json_string_value(json_object_get(r, "path")), "Site/AP_A");
+	json_decref(r);
+	assert_string_equal(node_of("c2"), "Site/AP_A");
+	assert_string_equal(node_of("c1"), "link");
+	assert_int_equal(W.set.nodes[sub_node_find(&W.set, "AP_A")].capacity[SUB_DOWN], 50000000);
+	assert_true(W.set.nodes[sub_node_find(&W.set, "AP_A")].parent ==
+		    sub_node_find(&W.set, "Site"));
+	assert_true(sub_node_find(&W.set, "Site") < sub_node_find(&W.set, "AP_A"));
+
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"Site\",\"parent\":"
+		       "\"AP_A\"}}",
+		       "args.parent");
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"Site\",\"parent\":"
+		       "\"nowhere\"}}",
+		       "args.parent");
+	/* c2's min of 5 Mbit/s no longer fits. */
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"AP_A\",\"download\":"
+		       "\"4mbit\"}}",
+		       "args.download");
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"AP_B\",\"download\":"
+		       "\"4mbit\"}}",
+		       "args.upload");
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"link\",\"download\":"
+		       "\"4mbit\"}}",
+		       "args.name");
+	refused_change("{\"cmd\":\"nodes.set\",\"args\":{\"name\":\"AP_A\",\"colour\":1}}",
+		       "args.colour");
+	refused_change("{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"AP_A\"}}",
+		       "args.name: node \"AP_A\" still has 1 subscriber and 0 nodes");
+	refused_change("{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"Site\"}}",
+		       "args.name: node \"Site\" still has 0 subscribers and 1 node");
+	refused_change("{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"nowhere\"}}", "args.name");
+	refused(SHAPER_LEVEL_USER, "{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"Site\"}}",
+		"permission_denied");
+	assert_string_equal(node_of("c2"), "Site/AP_A");
+
+	/* Emptied, then removed, child first. */
+	json_decref(ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c2\",\"node\":\"link\"}}",
+			true));
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"AP_A\"}}",
+		true);
+	assert_string_equal(json_string_value(json_object_get(r, "action")), "removed");
+	json_decref(r);
+	json_decref(ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"nodes.del\",\"args\":{\"name\":\"Site\"}}", true));
+	assert_int_equal(W.set.nnodes, 1);
+	assert_string_equal(node_of("c2"), "link");
+	assert_int_equal(sub_sched_changes(W.ss), 7);
+	/* Nobody lost the CAKE it held, nor its queue's counters. */
+	assert_ptr_equal(sub_sched_sub(W.ss, 1)->cake[SUB_DOWN], cake1);
+	assert_ptr_equal(sub_sched_sub(W.ss, 2)->cake[SUB_DOWN], cake2);
+	r = get_id("c2");
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "download"),
+							    "packets")),
+			 sent_to[2]);
+	json_decref(r);
+	assert_int_equal(count(), NSUB);
+}
+
 /* subscribers.metrics through a backend whose started configuration asks for top. */
 static json_t *
 ask_metrics(const char *req, uint32_t top)
@@ -741,6 +849,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_set_del, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_change_refusals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	};
 

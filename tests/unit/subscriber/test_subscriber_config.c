@@ -43,6 +43,7 @@ test_defaults(void **state)
 	assert_int_equal(load("{" PORTS "}", err, sizeof(err)), 0);
 	assert_false(shaper_subscribers_enabled(&cfg));
 	assert_int_equal(cfg.subscribers.active, 1000);
+	assert_int_equal(cfg.subscribers.flow_queues, 256);
 	assert_false(cfg.subscribers.unknown_plan);
 	assert_int_equal(load("{" PORTS ", \"subscribers\": {}}", err, sizeof(err)), 0);
 	assert_false(shaper_subscribers_enabled(&cfg));
@@ -90,6 +91,10 @@ test_refusals(void **state)
 		"subscribers.unknown", "expected \"link\"");
 	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"active\": 0}}",
 		"subscribers.active", "");
+	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"flow_queues\": 100}}",
+		"subscribers.flow_queues", "not a power of two");
+	refused("{" PORTS ", \"subscribers\": {\"file\": \"s.json\", \"flow_queues\": 2048}}",
+		"subscribers.flow_queues", "");
 	refused("{" PORTS ", \"subscribers\": {\"files\": \"s.json\"}}", "subscribers.files",
 		"unknown key");
 	refused("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", \"max\": "
@@ -141,6 +146,20 @@ test_preset(void **state)
 					      sizeof(err)),
 			 0);
 	assert_int_equal(m.active, 5); /* at most every configured one */
+	assert_int_equal(sp.cake_queues, 256);
+	/* sch_cake's 1024 flow queues per tin, chosen: a CAKE that much larger. */
+	{
+		struct sched_params big;
+		struct sub_mem mb;
+
+		cfg.subscribers.flow_queues = 1024;
+		sub_config_sched_params(&cfg, &set, SHAPER_DOWN, &big);
+		assert_int_equal(big.cake_queues, 1024);
+		assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, &big, &mb, err,
+						      sizeof(err)),
+				 0);
+		assert_true(mb.total > m.total);
+	}
 	sub_set_free(&set);
 }
 

@@ -155,12 +155,118 @@ test_diff_counts(void **state)
 			 -ENOSPC);
 	assert_non_null(strstr(err, "spare slots"));
 	sub_set_free(&file);
-	build(&file, 6, 3, 0, 10);
-	assert_int_equal(sub_set_diff(&cur, &file, all_free, NULL, &out, &d, err, sizeof(err)),
-			 -ENOTSUP);
-	assert_non_null(strstr(err, "node changes need a restart"));
+	sub_set_free(&cur);
+}
+
+/* Subscriber 0 and its prefixes out of set (a file without it). */
+static void
+drop_first_sub(struct sub_set *set)
+{
+	uint32_t k = 0;
+
+	memmove(&set->subs[0], &set->subs[1], (set->nsubs - 1) * sizeof(set->subs[0]));
+	set->nsubs--;
+	for (uint32_t i = 0; i < set->nprefixes; i++)
+		if (set->prefixes[i].sub != 0) {
+			set->prefixes[k] = set->prefixes[i];
+			set->prefixes[k++].sub--;
+		}
+	set->nprefixes = k;
+}
+
+/*
+ * A file whose tree differs: AP_2 added (s4 moves under it), AP_1 moved
+ * under AP_2, AP_0 removed along with s0 (which drains under the link, AP_0's
+ * parent), a capacity changed. The output's tree is the file's, matched by
+ * name; every subscriber that stays keeps its slot.
+ */
+static void
+test_diff_nodes(void **state)
+{
+	struct sub_set cur, file, out;
+	struct sub_node_change c = { .name = "AP_2", .capacity = { 900 * MBIT, 900 * MBIT } };
+	struct sub_diff d;
+	char err[256];
+	bool added;
+
+	(void)state;
+	build(&cur, 6, 2, 3, 10); /* s0, s2, s4 under AP_0; s1, s3, s5 under AP_1 */
+	build(&file, 6, 2, 0, 10);
+	if (sub_set_node_put(&file, &c, &added, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_true(added);
+	c = (struct sub_node_change){ .name = "AP_1", .parent = "AP_2" };
+	if (sub_set_node_put(&file, &c, &added, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_false(added);
+	file.subs[4].node = sub_node_find(&file, "AP_2");
+	file.subs[2].node = SUB_ROOT;
+	file.subs[0].node = SUB_ROOT;
+	drop_first_sub(&file); /* s0 goes */
+	assert_int_equal(sub_set_node_del(&file, "AP_0", err, sizeof(err)), 0);
+	file.nodes[sub_node_find(&file, "AP_1")].capacity[SUB_DOWN] = 200 * MBIT;
+	if (sub_set_validate(&file, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	if (sub_set_diff(&cur, &file, all_free, NULL, &out, &d, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(d.nodes_added, 1);
+	assert_int_equal(d.nodes_removed, 1);
+	assert_int_equal(d.nodes_moved, 1);
+	assert_int_equal(d.nodes_changed, 1);
+	assert_int_equal(d.changed, 2); /* s2 and s4 moved */
+	assert_int_equal(d.removed, 1);
+	assert_int_equal(d.added, 0);
+	assert_int_equal(out.nnodes, 3);
+	assert_int_equal(sub_node_find(&out, "AP_0"), SUB_NONE);
+	assert_int_equal(out.nodes[sub_node_find(&out, "AP_1")].parent,
+			 sub_node_find(&out, "AP_2"));
+	for (uint32_t i = 1; i < out.nnodes; i++)
+		assert_true(out.nodes[i].parent < i);
+	assert_string_equal(out.subs[4].id, "s4");
+	assert_int_equal(out.subs[4].node, sub_node_find(&out, "AP_2"));
+	assert_int_equal(out.subs[1].node, sub_node_find(&out, "AP_1"));
+	assert_int_equal(out.subs[2].node, SUB_ROOT);
+	/* s0 drains without an address where AP_0 was: under the link. */
+	assert_string_equal(out.subs[0].id, "");
+	assert_int_equal(out.subs[0].node, SUB_ROOT);
+	assert_int_equal(out.subs[0].plan[SUB_DOWN].max, 10 * MBIT);
+	free(d.reset);
+	sub_set_free(&out);
 	sub_set_free(&file);
 	sub_set_free(&cur);
+}
+
+/* The model's refusals: a cycle, a node with something under it; an emptied one goes. */
+static void
+test_node_refusals(void **state)
+{
+	struct sub_node_change c = { .name = "AP_9", .capacity = { MBIT, 0 } };
+	struct sub_set set;
+	char err[256];
+	bool added;
+
+	(void)state;
+	build(&set, 4, 2, 0, 1);
+	assert_int_equal(sub_set_node_put(&set, &c, &added, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "upload: missing"));
+	c = (struct sub_node_change){ .name = "AP_0", .parent = "AP_0" };
+	assert_int_equal(sub_set_node_put(&set, &c, &added, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "parent: "));
+	c = (struct sub_node_change){ .name = "AP_0", .parent = "AP_1" };
+	assert_int_equal(sub_set_node_put(&set, &c, &added, err, sizeof(err)), 0);
+	c = (struct sub_node_change){ .name = "AP_1", .parent = "AP_0" };
+	assert_int_equal(sub_set_node_put(&set, &c, &added, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "parent: AP_1/AP_0 is under node \"AP_1\""));
+	assert_int_equal(sub_set_node_del(&set, "AP_1", err, sizeof(err)), -EBUSY);
+	assert_non_null(strstr(err, "2 subscribers and 1 node under it"));
+	for (uint32_t i = 0; i < set.nsubs; i++)
+		set.subs[i].node = SUB_ROOT;
+	assert_int_equal(sub_set_node_del(&set, "AP_1", err, sizeof(err)), -EBUSY);
+	assert_int_equal(sub_set_node_del(&set, "AP_0", err, sizeof(err)), 0);
+	assert_int_equal(sub_set_node_del(&set, "AP_1", err, sizeof(err)), 0);
+	assert_int_equal(set.nnodes, 1);
+	assert_int_equal(sub_set_validate(&set, err, sizeof(err)), 0);
+	sub_set_free(&set);
 }
 
 static double
@@ -216,6 +322,7 @@ test_change_cost(void **state)
 	struct sub_set cur, file, nw;
 	struct sub_sched *ss;
 	double set_ctl = 1e9, set_wk = 1e9, diff_ms = 1e9, diff_ctl = 1e9, diff_wk = 1e9;
+	double node_ctl = 1e9, node_wk = 1e9, ndiff_ctl = 1e9, ndiff_wk = 1e9;
 	char err[256];
 
 	(void)state;
@@ -266,8 +373,13 @@ test_change_cost(void **state)
 		if (r == 0)
 			printf("# diff: %u added, %u changed, %u removed, %u unchanged\n", d.added,
 			       d.changed, d.removed, d.unchanged);
-		/* 40, and the one subscribers.set moved (the file puts it back) */
-		assert_int_equal(d.changed, 41);
+		/*
+		 * 40, and the one subscribers.set moved (the file puts it back); after
+		 * the first round also the 20 (one of them among the 40) the last
+		 * round's node file moved into its new node, which this file lacks.
+		 */
+		assert_int_equal(d.changed, r == 0 ? 41 : 60);
+		assert_int_equal(d.nodes_removed, r == 0 ? 0 : 1);
 		assert_int_equal(d.added, 30);
 		assert_int_equal(d.removed, 30);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -284,12 +396,94 @@ test_change_cost(void **state)
 		cur = nw;
 		diff_ms = a < diff_ms ? a : diff_ms;
 		diff_ctl = b < diff_ctl ? b : diff_ctl;
+
+		/*
+		 * nodes.set: AP_7 (its 200 subscribers) moved under AP_3 and back,
+		 * by turns, with a new capacity; as the control thread does it.
+		 */
+		{
+			struct sub_node_change nc = { .name = "AP_7",
+						      .parent = r % 2 == 0 ? "AP_3" : "link",
+						      .capacity = { (uint64_t)(300 + r) * MBIT,
+								    0 } };
+			bool added;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			assert_int_equal(sub_set_copy(&nw, &cur), 0);
+			if (sub_set_node_put(&nw, &nc, &added, err, sizeof(err)) != 0 ||
+			    sub_set_validate(&nw, err, sizeof(err)) != 0)
+				fail_msg("%s", err);
+			c = sub_sched_change_build(ss, &nw, NULL, 0, NULL, NULL, err, sizeof(err));
+			assert_non_null(c);
+			a = ms_since(&t0);
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			sub_sched_change_apply(ss, c);
+			b = ms_since(&t0);
+			sub_sched_change_free(c);
+			sub_set_free(&cur);
+			cur = nw;
+			node_ctl = a < node_ctl ? a : node_ctl;
+			node_wk = b < node_wk ? b : node_wk;
+		}
+
+		/*
+		 * A file of the same subscribers whose tree changed: a node added
+		 * with 20 subscribers moved into it, one node moved under another.
+		 */
+		build(&file, NBIG, 50, 0, 10);
+		{
+			char an[16], mn[16];
+			struct sub_node_change add = { .name = an,
+						       .capacity = { 500 * MBIT, 500 * MBIT } },
+					       mv = { .name = mn, .parent = "AP_2" };
+			bool added;
+
+			/* Each round's own: the last round's node goes, its node moves back. */
+			snprintf(an, sizeof(an), "AP_new%d", r);
+			snprintf(mn, sizeof(mn), "AP_%d", 10 + r);
+			if (sub_set_node_put(&file, &add, &added, err, sizeof(err)) != 0 ||
+			    sub_set_node_put(&file, &mv, &added, err, sizeof(err)) != 0)
+				fail_msg("%s", err);
+			for (uint32_t i = 0; i < 20; i++)
+				file.subs[i * 31].node = sub_node_find(&file, an);
+		}
+		if (sub_set_validate(&file, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (sub_set_diff(&cur, &file, all_free, NULL, &nw, &d, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		c = sub_sched_change_build(ss, &nw, d.reset, d.nreset, NULL, NULL, err,
+					   sizeof(err));
+		assert_non_null(c);
+		a = ms_since(&t0);
+		assert_int_equal(d.nodes_added, 1);
+		assert_int_equal(d.nodes_moved, r % 2 == 0 ? 2 : 1); /* and AP_7 back */
+		if (r == 0)
+			printf("# node diff: %u nodes added, %u moved, %u removed; %u subscribers "
+			       "added, %u changed, %u removed (the file undoes the last one's)\n",
+			       d.nodes_added, d.nodes_moved, d.nodes_removed, d.added, d.changed,
+			       d.removed);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		sub_sched_change_apply(ss, c);
+		b = ms_since(&t0);
+		sub_sched_change_free(c);
+		free(d.reset);
+		sub_set_free(&file);
+		sub_set_free(&cur);
+		cur = nw;
+		ndiff_ctl = a < ndiff_ctl ? a : ndiff_ctl;
+		ndiff_wk = b < ndiff_wk ? b : ndiff_wk;
 	}
 	printf("# figure: live change at %u subscribers (+%u spare slots), best of %d: one "
 	       "subscribers.set %.2f ms on the control thread, %.4f ms on the worker; a file "
 	       "diff of 100 changes %.2f ms (diff %.2f ms), %.4f ms on the worker\n",
 	       NBIG, NSPARE, ROUNDS, set_ctl, set_wk, diff_ctl, diff_ms, diff_wk);
-	assert_int_equal(sub_sched_changes(ss), 2 * ROUNDS);
+	printf("# figure: node changes at %u subscribers, best of %d: one nodes.set (a node of "
+	       "200 subscribers moved, its capacity changed) %.2f ms on the control thread, %.4f "
+	       "ms on the worker; a file diff with a node added (20 subscribers moved into it) and one or two moved %.2f ms, %.4f ms "
+	       "on the worker\n",
+	       NBIG, ROUNDS, node_ctl, node_wk, ndiff_ctl, ndiff_wk);
+	assert_int_equal(sub_sched_changes(ss), 4 * ROUNDS);
 	sub_sched_free(ss);
 	sched_free(link[SUB_DOWN]);
 	sched_free(link[SUB_UP]);
@@ -301,6 +495,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_diff_counts),
+		cmocka_unit_test(test_diff_nodes),
+		cmocka_unit_test(test_node_refusals),
 		cmocka_unit_test(test_change_cost),
 	};
 
