@@ -120,8 +120,10 @@ struct rtt_half {
 	uint32_t last;   /* the newest TSval seen; without timestamps the highest sequence end */
 	uint32_t want;   /* the TSecr, or the ACK, that completes the sample in flight */
 	uint32_t us;     /* when the sample's packet passed (us, wrapping) */
-	uint32_t gap_us; /* then until the flow's next segment with data left (0: none yet) */
+	uint32_t gap_us; /* then until the flow's next segment with data left (0: none yet;
+			    RTT_GAP_NONE: the next was a pure ACK) */
 };
+#define RTT_GAP_NONE UINT32_MAX
 
 /* rtt_flow.state: bits of each direction (shifted by 2 * enum rtt_dir), then the flow's. */
 enum rtt_flow_state {

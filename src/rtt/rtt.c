@@ -494,7 +494,7 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 			return false;
 		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, (uint64_t)el * 1000, now,
 			    out);
-		out->gap_us = other->gap_us;
+		out->gap_us = other->gap_us != RTT_GAP_NONE ? other->gap_us : 0;
 		return true;
 	}
 	f->state = st;
@@ -547,7 +547,7 @@ seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uin
 			return false;
 		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, (uint64_t)el * 1000, now,
 			    out);
-		out->gap_us = other->gap_us;
+		out->gap_us = other->gap_us != RTT_GAP_NONE ? other->gap_us : 0;
 		return true;
 	}
 	f->state = st;
@@ -757,9 +757,12 @@ rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, en
 			 * The flow's next segment with data after the sampled one:
 			 * how long the receiver may have held its echo (rtt_sample).
 			 */
-			if (f->half[dir].gap_us == 0 && pkt_wanted(p) && seq_end(p, &tsval)) {
+			if (f->half[dir].gap_us == 0) {
 				uint32_t gap = us_of(now) - f->half[dir].us;
 
+				/* A pure ACK next (a download's): no such wait, stop looking. */
+				if (!pkt_wanted(p) || !seq_end(p, &tsval))
+					gap = RTT_GAP_NONE;
 				f->half[dir].gap_us = gap != 0 ? gap : 1;
 			}
 			continue;
