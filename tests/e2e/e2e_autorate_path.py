@@ -33,15 +33,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, failures, run_autorate  # noqa: E402
+from shaperlib import check, failures, run_autorate, split_extra  # noqa: E402
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_extra(sys.argv[1:])
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2

@@ -49,7 +49,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, failures, run_autorate  # noqa: E402
+from shaperlib import check, failures, run_autorate, split_extra  # noqa: E402
 
 SCENARIOS = {
     "churn": ["--load", "churn", "--low-down", "0.5", "--low-up", "1"],
@@ -61,11 +61,7 @@ SCENARIOS = {
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_extra(sys.argv[1:])
     if len(argv) < 2 or argv[0] not in SCENARIOS:
         print(__doc__, file=sys.stderr)
         return 2

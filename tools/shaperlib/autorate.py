@@ -23,3 +23,10 @@ def run_autorate(shaperd, out, args, timeout=600):
         return 1, None
     with open(os.path.join(out, "autorate.json")) as f:
         return 0, json.load(f)
+
+
+def split_extra(argv):
+    """A test's arguments, and after '--' more autorate.py arguments: (argv, extra)."""
+    if "--" in argv:
+        return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    return argv, []
