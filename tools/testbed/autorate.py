@@ -337,12 +337,13 @@ def plot(args, results, raws, path):
         ax[0].plot(ts, [s[2] for s in raw["rates"]], label="%s: shaper up" % mode)
         pts = [(t - L, r) for t, r in raw["lat"]["icmp"] if r is not None]
         ax[1].plot([p[0] for p in pts], [p[1] for p in pts], ".", markersize=2, label="%s: ping" % mode)
-        sums = []
-        for f in raw["flows"]:
-            if f.direction == "down":
-                sums += f.sums
-        g = bed_run.binned(sums, L, L + 3 * P, 0.5)
-        ax[2].plot([x[0] - L for x in g], [x[1] for x in g], label="%s: download goodput" % mode)
+        for d, name in (("down", "download"), ("up", "upload")):
+            sums = [x for f in raw["flows"] if f.direction == d for x in f.sums]
+            if not sums and (d == "up" or any(f.direction == "up" for f in raw["flows"])):
+                continue  # the download's line is drawn even when empty, unless uploads ran
+            g = bed_run.binned(sums, L, L + 3 * P, 0.5)
+            ax[2].plot([x[0] - L for x in g], [x[1] for x in g],
+                       label="%s: %s goodput" % (mode, name))
     modem_t = [0, args.phase, args.phase, 2 * args.phase, 2 * args.phase, 3 * args.phase]
     for d, bps in (("down", args.down_bps), ("up", args.up_bps)):
         m = bps / 1e6
