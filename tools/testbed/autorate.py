@@ -7,7 +7,7 @@ buffer on the WAN side of shaperd, whose rate changes under RRUL load.
                 [--ack-filter ack-filter-aggressive] [--low 0.5] [--min-share 0.1]
                 [--path-step 25ms [--step-every 15]] [--tune '{"path_checks": 0}']
                 [--low-down 0.1 --low-up 1] [--load both|down|up|churn] [--no-timestamps]
-                [--base-share 0.5] [--server-modem]
+                [--base-share 0.5] [--server-modem] [--far-queue 2mbit]
 
 Modems: downstream, a tbf in a bridge namespace between the server and
 shaperd's WAN port (server -> modem -> WAN port -> shaperd -> LAN; bed.sh's
@@ -43,6 +43,14 @@ the load (idle then load: the steady phase shows how fast it comes back);
 --no-timestamps turns TCP timestamps off in the client's
 namespace (net.ipv4.tcp_timestamps=0, as Windows' default), so only
 handshake and sequence samples time the flows.
+
+A far-end server's own queue (--far-queue 2mbit): one more download, from
+port 5299, whose server sits behind its own uplink of that rate with a
+--buffer queue it fills (its samples grow to seconds); the downstream modem
+becomes an HTB tree in the modem namespace (the line, that flow's class,
+the rest), and that flow's goodput is left out of the downloads'. The
+controller should not take its queue for the line's (the lowest rise of an
+interval over all flows ignores it).
 
 Path steps (--path-step): the modems keep their rate, and every
 --step-every seconds of the load the path's delay steps up by --path-step
@@ -82,6 +90,32 @@ def tc_modem(bed, where, op, rate_bps, buffer_bytes, burst=None):
     if where == "srv":
         argv = ["ip", "netns", "exec", bed.pfx + "mdm" if bed.modem else bed.srv] + argv
     subprocess.run(argv, check=True)
+
+
+FAR_PORT = 5299  # --far-queue: the one download whose server's own queue grows
+
+
+def tc_modem_far(bed, op, rate_bps, far_bps, buffer_bytes):
+    """The downstream modem as an HTB tree in the modem namespace: the line (1:1) at rate_bps,
+    one flow's class (1:10, server port FAR_PORT) held to far_bps with its own buffer_bytes
+    queue, as if its server sat behind its own slow uplink; the rest (1:20) shares the line."""
+    ns = ["ip", "netns", "exec", bed.pfx + "mdm", "tc"]
+    cls = [("1:", "1:1", rate_bps, rate_bps), ("1:1", "1:10", far_bps, far_bps),
+           ("1:1", "1:20", max(rate_bps - far_bps, 8000), rate_bps)]
+    if op == "add":
+        subprocess.run(ns + ["qdisc", "add", "dev", "wan", "root", "handle", "1:", "htb",
+                             "default", "20"], check=True)
+    for parent, cid, rate, ceil in cls:
+        subprocess.run(ns + ["class", op, "dev", "wan", "parent", parent, "classid", cid, "htb",
+                             "rate", "%dkbit" % (rate // 1000), "ceil", "%dkbit" % (ceil // 1000)],
+                       check=True, stderr=subprocess.DEVNULL)
+    if op == "add":
+        for cid in ("1:10", "1:20"):
+            subprocess.run(ns + ["qdisc", "add", "dev", "wan", "parent", cid, "bfifo", "limit",
+                                 str(buffer_bytes)], check=True)
+        subprocess.run(ns + ["filter", "add", "dev", "wan", "parent", "1:", "protocol", "ip",
+                             "prio", "1", "u32", "match", "ip", "sport", str(FAR_PORT), "0xffff",
+                             "flowid", "1:10"], check=True)
 
 
 class ChurnLoad:
@@ -177,7 +211,10 @@ def run_mode(args, mode, bed, tmp):
     if args.no_timestamps:
         subprocess.run(["ip", "netns", "exec", bed.cli, "sysctl", "-qw",
                         "net.ipv4.tcp_timestamps=0"], check=True)
-    tc_modem(bed, "srv", "add", args.down_bps, args.buffer)
+    if args.far_queue:
+        tc_modem_far(bed, "add", args.down_bps, args.far_queue, args.buffer)
+    else:
+        tc_modem(bed, "srv", "add", args.down_bps, args.buffer)
     tc_modem(bed, "wan", "add", args.up_bps, args.buffer)
     bed.start_daemon(cfg)
     total = args.idle + 3 * args.phase + 1
@@ -198,6 +235,12 @@ def run_mode(args, mode, bed, tmp):
             flows.append(bed_run.Flow("down%d_%s" % (i + 1, tos), "down", "cubic", tos))
     for i, f in enumerate(flows):
         f.start(bed, 5201 + i, 3 * args.phase, t0, args.rtt_s, tmp)
+    if args.far_queue:
+        # Its own queue grows at the far end; counted apart from the downloads' goodput.
+        far = bed_run.Flow("far_BE", "down", "cubic", "BE")
+        far.far = True
+        far.start(bed, FAR_PORT, 3 * args.phase, t0, args.rtt_s, tmp)
+        flows.append(far)
     steps = []
     if args.path_step_s > 0:
         # The upstream half of the path steps up by --path-step and back, every --step-every s.
@@ -219,7 +262,11 @@ def run_mode(args, mode, bed, tmp):
                    (load_t + 2 * args.phase, 1.0, 1.0)]
         for at, share_down, share_up in changes:
             time.sleep(max(0.0, at - (time.time() - t0)))
-            tc_modem(bed, "srv", "change", int(args.down_bps * share_down), args.buffer)
+            if args.far_queue:
+                tc_modem_far(bed, "change", int(args.down_bps * share_down), args.far_queue,
+                             args.buffer)
+            else:
+                tc_modem(bed, "srv", "change", int(args.down_bps * share_down), args.buffer)
             tc_modem(bed, "wan", "change", int(args.up_bps * share_up), args.buffer)
     for f in flows:
         f.wait(3 * args.phase + 30)
@@ -253,7 +300,8 @@ def analyse(args, raw):
     induced = [(t, r - idle - step_at(steps, t)) for t, r in icmp if r is not None]
     sums = {d: [] for d in ("up", "down")}
     for f in raw["flows"]:
-        sums[f.direction] += f.sums
+        if not getattr(f, "far", False):
+            sums[f.direction] += f.sums
     modem = {"down": args.down_bps / 1e6, "up": args.up_bps / 1e6}
     # Each phase: its window and the modems' shares of their rates, (down, up).
     low = (args.low_down, args.low_up) if not steps else (1.0, 1.0)
@@ -338,7 +386,8 @@ def plot(args, results, raws, path):
         pts = [(t - L, r) for t, r in raw["lat"]["icmp"] if r is not None]
         ax[1].plot([p[0] for p in pts], [p[1] for p in pts], ".", markersize=2, label="%s: ping" % mode)
         for d, name in (("down", "download"), ("up", "upload")):
-            sums = [x for f in raw["flows"] if f.direction == d for x in f.sums]
+            sums = [x for f in raw["flows"] if f.direction == d and not getattr(f, "far", False)
+                    for x in f.sums]
             if not sums and (d == "up" or any(f.direction == "up" for f in raw["flows"])):
                 continue  # the download's line is drawn even when empty, unless uploads ran
             g = bed_run.binned(sums, L, L + 3 * P, 0.5)
@@ -386,6 +435,10 @@ def main():
     ap.add_argument("--load", choices=["both", "down", "up", "churn"], default="both",
                     help="which TCP flows run: 4 each way (both), only one way, or "
                     "short downloads each on a new connection (churn)")
+    ap.add_argument("--far-queue", type=bed_run.parse_rate, default=0,
+                    help="one more download whose server sits behind its own uplink of this "
+                    "rate with a --buffer queue that it fills (the downstream modem becomes an "
+                    "HTB tree; needs the modem namespace)")
     ap.add_argument("--churn", type=int, default=16,
                     help="parallel fetchers of --load churn")
     ap.add_argument("--no-timestamps", action="store_true",
