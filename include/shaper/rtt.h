@@ -263,8 +263,9 @@ const struct rtt_flow *rtt_find(const struct rtt_table *t, uint32_t flow_hash);
  * The packets of direction dir left shaperd's own queue at now: a flow's
  * sample in flight (the packet of its TSval, or without timestamps the
  * segment whose ACK it awaits) is timed from here, so the RTT beyond the
- * port leaves out the time the packet waited in our scheduler. Lookup
- * only: no flow is created.
+ * port leaves out the time the packet waited in our scheduler. The flow's
+ * next packet after it notes the gap (rtt_sample.gap_us), or that it was a
+ * pure ACK. Lookup only: no flow is created.
  */
 void rtt_departed(struct rtt_table *t, struct sh_pkt *const *pkts, unsigned int n, enum rtt_dir dir,
 		  uint64_t now);

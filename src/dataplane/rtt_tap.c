@@ -209,7 +209,6 @@ dp_rtt_burst(struct dp_rtt *r, enum shaper_dir dir, struct sh_pkt **pkts, unsign
 	}
 	for (unsigned int i = 0; i < m; i++) {
 		const struct rtt_sample *s = &smp[i];
-
 		uint64_t rtt = s->rtt_ns, gap = (uint64_t)s->gap_us * 1000;
 
 		if (s->side != RTT_SIDE_WAN || !s->established)

@@ -124,25 +124,26 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	a->last_why = AR_WHY_NO_SAMPLES;
 }
 
+/* What a sees of the other direction o (NULL: none, all zero). */
+static void
+see_other(struct autorate *a, const struct autorate *o)
+{
+	a->other_load_pct = o != NULL ? o->load_pct : 0;
+	a->other_load_rate = o != NULL ? o->load_rate : 0;
+	a->other_line_rate = o != NULL ? o->bloat_rate : 0;
+	a->other_at_min = o != NULL && o->rate <= o->p.min_rate;
+	a->other_down_ns = o != NULL ? o->last_down_ns : 0;
+	a->other_rate = o != NULL ? o->rate : 0;
+}
+
 void
 autorate_attribute(struct autorate *up, struct autorate *down)
 {
 	uint64_t m = UINT64_MAX;
 
-	up->other_load_pct = down != NULL ? down->load_pct : 0;
-	up->other_load_rate = down != NULL ? down->load_rate : 0;
-	up->other_line_rate = down != NULL ? down->bloat_rate : 0;
-	up->other_at_min = down != NULL && down->rate <= down->p.min_rate;
-	up->other_down_ns = down != NULL ? down->last_down_ns : 0;
-	up->other_rate = down != NULL ? down->rate : 0;
-	if (down != NULL) {
-		down->other_load_pct = up->load_pct;
-		down->other_load_rate = up->load_rate;
-		down->other_line_rate = up->bloat_rate;
-		down->other_at_min = up->rate <= up->p.min_rate;
-		down->other_down_ns = up->last_down_ns;
-		down->other_rate = up->rate;
-	}
+	see_other(up, down);
+	if (down != NULL)
+		see_other(down, up);
 	/*
 	 * The RTT samples the upstream decides on completed up to a round trip
 	 * after their packets met the queues; the one-way figures are of now.

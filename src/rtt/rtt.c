@@ -459,6 +459,21 @@ us_of(uint64_t ns)
 /* Samples of what dir's opposite direction recorded are of this side. */
 #define SIDE_OF_RECORDER(recorder) ((recorder) == RTT_UP ? RTT_SIDE_WAN : RTT_SIDE_LAN)
 
+/* The echo of what od recorded came at now: a sample, unless it took longer than RTT_MAX_NS. */
+static inline __attribute__((always_inline)) bool
+take_echo(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir od, enum rtt_method method,
+	  uint64_t now, struct rtt_sample *out)
+{
+	const struct rtt_half *h = &f->half[od];
+	uint32_t el = us_of(now) - h->us;
+
+	if (el > RTT_MAX_NS / 1000)
+		return false;
+	take_sample(t, f, SIDE_OF_RECORDER(od), method, (uint64_t)el * 1000, now, out);
+	out->gap_us = h->gap_us != RTT_GAP_NONE ? h->gap_us : 0;
+	return true;
+}
+
 /* A packet of a flow with timestamps; dir is a constant where this is inlined. */
 static inline __attribute__((always_inline)) bool
 ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint32_t tsval,
@@ -487,15 +502,8 @@ ts_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uint
 	}
 	/* An echo of the TSval in flight is a sample; of a later one, it never will be. */
 	if ((st & ST_ARMED(od)) && ack && tsecr != 0 && !after32(other->want, tsecr)) {
-		uint32_t el = us_of(now) - other->us;
-
 		f->state = st & (uint8_t)~ST_ARMED(od);
-		if (other->want != tsecr || el > RTT_MAX_NS / 1000)
-			return false;
-		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_TIMESTAMP, (uint64_t)el * 1000, now,
-			    out);
-		out->gap_us = other->gap_us != RTT_GAP_NONE ? other->gap_us : 0;
-		return true;
+		return other->want == tsecr && take_echo(t, f, od, RTT_BY_TIMESTAMP, now, out);
 	}
 	f->state = st;
 	return false;
@@ -540,15 +548,8 @@ seq_observe(struct rtt_table *t, struct rtt_flow *f, const enum rtt_dir dir, uin
 		}
 	}
 	if (ack && (st & ST_ARMED(od)) && !after32(other->want, ackno)) {
-		uint32_t el = us_of(now) - other->us;
-
 		f->state = st & (uint8_t)~ST_ARMED(od);
-		if (el > RTT_MAX_NS / 1000)
-			return false;
-		take_sample(t, f, SIDE_OF_RECORDER(od), RTT_BY_SEQUENCE, (uint64_t)el * 1000, now,
-			    out);
-		out->gap_us = other->gap_us != RTT_GAP_NONE ? other->gap_us : 0;
-		return true;
+		return take_echo(t, f, od, RTT_BY_SEQUENCE, now, out);
 	}
 	f->state = st;
 	return false;

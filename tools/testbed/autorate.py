@@ -131,12 +131,7 @@ class ChurnLoad:
         script = os.path.join(HERE, "churn.py")
         self.file = os.path.join(tmp, "%s.churn.json" % bed.name)
         bed.ns("srv", [sys.executable, script, "serve", bed_run.SRV_ADDR, str(port)])
-        for _ in range(50):
-            r = subprocess.run(["ip", "netns", "exec", bed.srv, "ss", "-ltn", "sport",
-                                "= :%d" % port], capture_output=True, text=True)
-            if ":%d" % port in r.stdout:
-                break
-            time.sleep(0.05)
+        bed_run.Flow._wait_server(bed, port)
         self.proc = bed.ns("cli", [sys.executable, script, "fetch", bed_run.SRV_ADDR, str(port),
                                    "%g" % duration, str(self.parallel), str(self.seed), self.file,
                                    repr(t0)])
