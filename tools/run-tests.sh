@@ -46,8 +46,9 @@ else
 	meson test -C build --print-errorlogs --num-processes 2 --no-suite fuzz
 	stage_done "unit, sim, integration, e2e, pktgen"
 	# The fuzzers use a whole core each for 25 s: after the timing-sensitive
-	# suites, one at a time (tools/fuzz.sh builds them with clang in build-fuzz/).
-	meson test -C build --print-errorlogs --num-processes 1 --suite fuzz
+	# suites, two at a time, one a core (tools/fuzz.sh builds them with clang
+	# in build-fuzz/, one build at a time).
+	meson test -C build --print-errorlogs --num-processes 2 --suite fuzz
 	stage_done "fuzz"
 	# A release build (what the deployment guide installs: -O3, NDEBUG) with
 	# -Werror: optimisation brings warnings of its own (gcc's

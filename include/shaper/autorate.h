@@ -158,6 +158,9 @@ struct autorate {
 	uint64_t flat_delay_ns; /* the lowest rise since then */
 	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	uint64_t path_ns;       /* the part of every rise known to be the path's */
+	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on (UINT64_MAX: none) */
+	uint64_t settle_min_ns; /* after a path decision: the lowest rise of the standing run
+				   that may be the rest of the step (UINT64_MAX: not settling) */
 	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
 
 	/* For stats. */

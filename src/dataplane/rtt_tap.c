@@ -264,7 +264,15 @@ dp_rtt_log_decisions(struct dp_rtt *r)
 		for (; tail != head; tail++) {
 			const struct dp_ar_event *e = &l->ev[tail % DP_AR_EVENTS];
 
-			if (e->why == AR_WHY_PATH)
+			if (shaper_log_enabled(SHAPER_LOG_DEBUG))
+				shaper_log_debug(
+						"autorate %s: %.3f s %s %.3f -> %.3f Mbit/s, rise %.2f "
+						"ms, line %.3f Mbit/s, path %.2f ms",
+						shaper_dir_name[d], e->time_ns / 1e9,
+						autorate_reason_name(e->why), e->from / 125000.0,
+						e->to / 125000.0, e->delay_ns / 1e6,
+						e->line / 125000.0, e->path_ns / 1e6);
+			else if (e->why == AR_WHY_PATH)
 				shaper_log_limited(
 						&limit[d], SHAPER_LOG_INFO,
 						"autorate %s: a rise of %.1f ms did not drain after "
@@ -307,6 +315,7 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 	struct dp_ar_group *g;
 	struct autorate *a;
 	uint64_t from, sent, arrived, want;
+	bool moved;
 
 	if (r == NULL || !r->ar_on[d->dir] || sched_move_active(&d->move))
 		return;
@@ -327,10 +336,15 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 			arrived += __atomic_load_n(&g->dir[d->dir][i]->stats.rx_bytes,
 						   __ATOMIC_RELAXED);
 		}
-		if (autorate_tick(a, now, sent, arrived)) {
-			if (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
-			    a->last_why == AR_WHY_PATH)
-				log_push(&r->log[d->dir], a, from, now);
+		moved = autorate_tick(a, now, sent, arrived);
+		/* At debug level every decision (an interval ended), for a trace of a run. */
+		if (a->tick_start == now && shaper_log_enabled(SHAPER_LOG_DEBUG))
+			log_push(&r->log[d->dir], a, from, now);
+		else if (moved &&
+			 (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
+			  a->last_why == AR_WHY_PATH))
+			log_push(&r->log[d->dir], a, from, now);
+		if (moved) {
 			if (g == NULL) {
 				if (!ar_apply(d, a->rate, now))
 					a->rate = sched_get_params(d->sched)->rate;

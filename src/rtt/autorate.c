@@ -119,6 +119,8 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	a->delay_min = UINT64_MAX;
 	a->owd_min = UINT64_MAX;
 	a->owd_last_ns = UINT64_MAX;
+	a->raw_prev = UINT64_MAX;
+	a->settle_min_ns = UINT64_MAX;
 	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
 		a->owd_recent[i] = UINT64_MAX;
 	a->last_why = AR_WHY_NO_SAMPLES;
@@ -323,6 +325,7 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	a->rate = clamp_rate(a, a->series_rate);
 	a->series_rate = 0;
 	a->flat_checks = 0;
+	a->settle_min_ns = 0; /* the standing run after this may be the rest of the step */
 	decide(a, AUTORATE_UP, AR_WHY_PATH);
 }
 
@@ -428,16 +431,24 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
 	if (n == 0) {
 		/* No TCP to listen to: nothing is known. */
+		a->raw_prev = UINT64_MAX;
 		if (a->p.decay_without_samples)
 			decay(a);
 		else
 			decide(a, AUTORATE_HOLD, AR_WHY_NO_SAMPLES);
 		return a->rate != old;
 	}
-	/* The path's part goes as soon as the baselines have it (or the path is back). */
-	if (raw < a->path_ns)
-		a->path_ns = raw;
-	delay = raw - a->path_ns;
+	/*
+	 * The path's part goes as soon as the baselines have it (or the path is
+	 * back): two intervals in a row below it. One is not enough: a sample
+	 * whose receiver did not hold its echo for the flow's next segment reads
+	 * its gap too low (rtt_sample.gap_us), and one such interval would leave
+	 * a step's whole remainder looking like a queue.
+	 */
+	if (raw < a->path_ns && a->raw_prev < a->path_ns)
+		a->path_ns = raw > a->raw_prev ? raw : a->raw_prev;
+	a->raw_prev = raw;
+	delay = raw > a->path_ns ? raw - a->path_ns : 0;
 	own = own_share(a, delay);
 	a->last_delay_ns = delay;
 	bloat = autorate_threshold(a, a->p.bloat_ns);
@@ -475,6 +486,15 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		a->flat_min_ns = own;
 	if (delay < a->flat_delay_ns)
 		a->flat_delay_ns = delay;
+	/*
+	 * Settling after a path decision ends at the next bloat (cut or not) or
+	 * the first clear loaded interval (the step was all taken); a standing
+	 * run that breaks starts again.
+	 */
+	if (delay >= bloat || (own <= clear && loaded))
+		a->settle_min_ns = UINT64_MAX;
+	else if (own <= clear && a->settle_min_ns != UINT64_MAX)
+		a->settle_min_ns = 0;
 	if (delay >= bloat) {
 		/*
 		 * The other direction's queue (autorate_attribute). A direction
@@ -518,8 +538,31 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 	} else if (own > clear && !idle) {
 		a->mid_intervals = mid + 1;
+		if (a->settle_min_ns != UINT64_MAX &&
+		    (a->settle_min_ns == 0 || delay < a->settle_min_ns))
+			a->settle_min_ns = delay;
+		/*
+		 * Loaded: only a rate that is being used tells the line's. A
+		 * direction refilling its rate (TCP after a cut) sends less than
+		 * it, and cutting to that would cut for TCP's pace.
+		 */
 		if (a->p.standing_intervals != 0 && a->mid_intervals >= a->p.standing_intervals &&
-		    (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
+		    loaded && a->settle_min_ns != UINT64_MAX) {
+			/*
+			 * The first standing run after a path decision, at the
+			 * rate restored: the rest of the step. The flat rise
+			 * the decision took was read at the cut rate, where
+			 * a flow's segments are spaced wider, and an echo not
+			 * held for the next one reads that much lower
+			 * (rtt_sample.gap_us). Below bloat, so bounded.
+			 */
+			a->mid_intervals = 0;
+			a->path_ns += a->settle_min_ns;
+			a->settle_min_ns = UINT64_MAX;
+			decide(a, AUTORATE_HOLD, AR_WHY_PATH);
+		} else if (a->p.standing_intervals != 0 &&
+			   a->mid_intervals >= a->p.standing_intervals && loaded &&
+			   (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
 			a->mid_intervals = 0;
 			a->bloat_rate = through;
 			a->rate = clamp_rate(a, through * (100 - a->p.standing_cut_pct) / 100);

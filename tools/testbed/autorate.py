@@ -202,6 +202,8 @@ def run_mode(args, mode, bed, tmp):
         else:
             c["bandwidth"] = "%dkbit" % round(nominal[d] * 0.95 / 1000)
         cfg[d] = c
+    if mode == "auto":
+        cfg["log"] = {"level": "debug"}  # every decision of the controller, in shaperd's log
     bed.up()
     if args.no_timestamps:
         subprocess.run(["ip", "netns", "exec", bed.cli, "sysctl", "-qw",

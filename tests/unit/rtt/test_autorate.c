@@ -363,9 +363,67 @@ test_path_step(void **state)
 	/* A queue on top of the new path is seen. */
 	assert_true(interval(&d, 100, 45));
 	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
-	/* The path back (samples at the old baseline): the part goes at once. */
+	/*
+	 * The path back (samples at the old baseline): the part goes after two
+	 * intervals in a row, not after one (an echo read low by its gap).
+	 */
+	interval(&d, 100, 0);
+	assert_int_equal(d.a.path_ns, MS(25));
+	interval(&d, 100, 25);
+	interval(&d, 100, 0);
+	assert_int_equal(d.a.path_ns, MS(25));
 	interval(&d, 100, 0);
 	assert_int_equal(d.a.path_ns, 0);
+}
+
+/*
+ * A path decision taken at the cut rate read the step short (the rest then
+ * stands between clear and bloat at the restored rate): the first standing
+ * run after it, once loaded, is taken into the path, not cut for.
+ */
+static void
+test_path_settles(void **state)
+{
+	struct drive d;
+	int i;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	d.a.rate = MBIT(80);
+	assert_true(interval(&d, 100, 25));
+	for (i = 0; i < 20 && d.a.last_why != AR_WHY_PATH; i++)
+		interval(&d, 100, 20); /* read short at the cut rate */
+	assert_int_equal(d.a.last_why, AR_WHY_PATH);
+	assert_int_equal(d.a.path_ns, MS(20));
+	for (i = 0; i < 10 && d.a.path_ns == MS(20); i++)
+		assert_false(interval(&d, 100, 25)); /* 5 ms: between clear and bloat */
+	assert_int_equal(d.a.last_why, AR_WHY_PATH);
+	assert_int_equal(i, 5); /* after the standing run, standing_intervals long */
+	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.rate, MBIT(80));
+	assert_true(interval(&d, 100, 25)); /* clear now: it rises */
+	assert_int_equal(d.a.last_why, AR_WHY_RAISE);
+	/* Only once: a standing rise after that is trimmed as ever. */
+	for (i = 0; i < 10 && d.a.last_why != AR_WHY_CUT_STANDING; i++)
+		interval(&d, 100, 30);
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_STANDING);
+	assert_int_equal(d.a.path_ns, MS(25));
+}
+
+/* A standing rise while the direction refills its rate (not loaded) is not cut for. */
+static void
+test_standing_needs_load(void **state)
+{
+	struct drive d;
+	int i;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	d.a.rate = MBIT(80);
+	for (i = 0; i < 10; i++)
+		assert_false(interval(&d, 40, 5)); /* sends 40 % of its rate */
+	assert_int_equal(d.a.last_why, AR_WHY_HOLD);
+	assert_int_equal(d.a.rate, MBIT(80));
 }
 
 /* One downstream interval: we send at our rate, and what arrives is the line's rate. */
@@ -729,6 +787,8 @@ main(void)
 		cmocka_unit_test(test_cut_at_any_load),
 		cmocka_unit_test(test_threshold_at_low_rate),
 		cmocka_unit_test(test_path_step),
+		cmocka_unit_test(test_path_settles),
+		cmocka_unit_test(test_standing_needs_load),
 		cmocka_unit_test(test_flat_modem_queue),
 		cmocka_unit_test(test_rising_and_draining),
 		cmocka_unit_test(test_decay_to_base),
