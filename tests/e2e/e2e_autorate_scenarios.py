@@ -44,7 +44,7 @@ far        RRUL and one more download from a server behind its own 2 Mbit/s
            flow: its samples reach seconds); the modems keep their rate.
            Asserted, each phase, each way: held >= 0.90 of the modem (that
            flow's rise is not the line's queue), the shaper sent >= 0.80 of
-           it; the induced latency's median over the load <= 8 ms.
+           it; the induced latency's median <= 8 ms, each phase.
 
 Each but far: the rate back at 0.9 of the modem within 10 s of the recovery, in the
 direction that fell. Exit 0 = met, 1 = missed, 77 = not root or a tool
@@ -139,7 +139,7 @@ def main():
             for d in ("down", "up"):
                 held(p, d, 0.90)
                 sent(p, d, 0.80)
-        induced("whole", 8.0)
+            induced(p, 8.0)
     else:
         held("low", "up", 0.70, 2.0)
         sent("low", "up", 0.70)
