@@ -234,6 +234,13 @@ unsigned int dp_lcore_shared_lines(struct dp_lcore *const *lc, unsigned int n);
 void dp_share_reapply(struct dp_dir *d, uint64_t now);
 
 /*
+ * Worker: after sched_update took p (config.set, or autorate's rate), the
+ * rest follows it: the shard's share, and with subscribers the link's rate
+ * their allocation splits and their buffer.
+ */
+void dp_rate_applied(struct dp_dir *d, const struct sched_params *p, uint64_t now);
+
+/*
  * Where the direction's received packets are right now, besides sent and
  * dropped: c's sched_qlen, swap_qlen, emulator_qlen and tx_pending (and the
  * pool's mbufs in use at the same moment). Only

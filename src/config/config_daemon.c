@@ -803,14 +803,6 @@ check_subscribers(const struct shaper_config *c, char *err, size_t errlen)
 		     c->n_workers);
 		return -1;
 	}
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (c->autorate[d].enabled) {
-			errf(err, errlen, "subscribers",
-			     "%s.bandwidth: autorate with subscribers is not built yet (give the "
-			     "link's rate)",
-			     shaper_dir_name[d]);
-			return -1;
-		}
 	return 0;
 }
 

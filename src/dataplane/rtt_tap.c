@@ -304,7 +304,7 @@ ar_apply(struct dp_dir *d, uint64_t rate, uint64_t now)
 	if (dp_budget_check_update(d, &p, err, sizeof(err)) != 0 ||
 	    sched_update(d->sched, &p, err, sizeof(err)) != 0)
 		return false;
-	dp_share_reapply(d, now); /* with shards: back to this shard's part of the link */
+	dp_rate_applied(d, &p, now); /* with shards: back to this shard's part of the link */
 	return true;
 }
 

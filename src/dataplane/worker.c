@@ -145,6 +145,18 @@ dp_share_reapply(struct dp_dir *d, uint64_t now)
 		share_shard_rebind(&d->share, d->sched, now);
 }
 
+void
+dp_rate_applied(struct dp_dir *d, const struct sched_params *p, uint64_t now)
+{
+	dp_share_reapply(d, now);
+	if (d->subs != NULL) {
+		/* Several shards: the allocation shares the shard's part of the link. */
+		sub_sched_set_link_rate(d->subs, sub_dir_of(d),
+					d->share_group != NULL ? d->share.rate : p->rate);
+		dp_subs_set_limit(d, p);
+	}
+}
+
 /* The scheduler's backlog and next time, per subscriber or the link's own. */
 static inline uint64_t
 dir_next_time(const struct dp_dir *d, uint64_t now)
@@ -435,14 +447,7 @@ dp_dir_handle_msg(struct dp_dir *d, struct dp_msg *m, uint64_t now)
 		dp_rtt_update_params(d, &m->params);
 		m->rc = sched_update(d->sched, &m->params, m->err, sizeof(m->err));
 		if (m->rc == 0)
-			dp_share_reapply(d, now);
-		if (m->rc == 0 && d->subs != NULL) {
-			/* Several shards: the allocation shares the shard's part of the link. */
-			sub_sched_set_link_rate(d->subs, sub_dir_of(d),
-						d->share_group != NULL ? d->share.rate
-								       : m->params.rate);
-			dp_subs_set_limit(d, &m->params);
-		}
+			dp_rate_applied(d, &m->params, now);
 		break;
 	case DP_MSG_SWAP:
 		if (d->subs != NULL) {
