@@ -97,9 +97,6 @@ test_refusals(void **state)
 		"subscribers.flow_queues", "");
 	refused("{" PORTS ", \"subscribers\": {\"files\": \"s.json\"}}", "subscribers.files",
 		"unknown key");
-	refused("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", \"max\": "
-		"\"20mbit\"}}, \"subscribers\": {\"file\": \"s.json\"}}",
-		"subscribers", "upstream.bandwidth: autorate");
 	/* Two workers without subscribers stay fine, and with them (steered in software). */
 	char err[SHAPER_ERR_LEN];
 	assert_int_equal(load("{" PORTS ", \"lcores\": {\"workers\": [1, 2]}, \"subscribers\": {}}",
@@ -110,6 +107,11 @@ test_refusals(void **state)
 			      err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.n_workers, 2);
+	/* Autorate steers the link the subscribers share. */
+	assert_int_equal(load("{" PORTS ", \"upstream\": {\"bandwidth\": {\"min\": \"10mbit\", "
+			      "\"max\": \"20mbit\"}}, \"subscribers\": {\"file\": \"s.json\"}}",
+			      err, sizeof(err)),
+			 0);
 }
 
 /* The preset and its samples: paths resolved beside it, whatever the working directory. */
