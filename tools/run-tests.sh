@@ -65,7 +65,7 @@ else
 	stage_done "release build and tests"
 	# The unit, simulation and integration suites again, built with ASan and
 	# UBSan (any report fails the test that made it); not the benchmark
-	# harness's smoke test (suite bench).
+	# harness's smoke test (suite bench) nor the format check (suite style).
 	if [ -f build-asan/build.ninja ]; then
 		meson setup --reconfigure build-asan >/dev/null
 	else
@@ -74,7 +74,7 @@ else
 	ninja -C build-asan
 	ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs --num-processes 2 \
-		--suite unit --suite sim --suite integration --no-suite bench
+		--suite unit --suite sim --suite integration --no-suite bench --no-suite style
 	stage_done "ASan build and tests"
 	# The container image installs the package just built; shaperd passes
 	# --check-config on every preset inside it (buildah; not timing-sensitive).
