@@ -26,7 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, check_accounting, failures, ip_frame, write_pcap  # noqa: E402
+from shaperlib import (check, check_accounting, failures, ip_frame, pcap_ports,  # noqa: E402
+                       worker_lcores, write_pcap)
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
@@ -66,14 +67,8 @@ def main():
     }
     with open(os.path.join(tmp, "plans.json"), "w") as f:
         json.dump(subs, f)
-    queues = lambda role, inputs: ",".join(  # noqa: E731
-        ["rx_pcap=%s" % f for f in inputs] +
-        ["tx_pcap=%s/%s_out%d.pcap" % (tmp, role, i) for i in range(WORKERS)])
     cfg = {
-        "ports": {
-            "lan": "net_pcap0," + queues("lan", [empty] * WORKERS),
-            "wan": "net_pcap1," + queues("wan", wan_in),
-        },
+        "ports": pcap_ports(tmp, wan_in, [empty] * WORKERS),
         # memlimit: room for the whole backlog (ECN-less UDP: oceanic keeps COBALT's drops
         # from emptying it within the test).
         "downstream": {"discipline": "cake", "memlimit": "32mb", "rtt": "oceanic",
@@ -84,10 +79,7 @@ def main():
         "subscribers": {"file": os.path.join(tmp, "plans.json"), "active": 4},
         "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
-    lcores = "0,1"
-    if WORKERS > 1:
-        cfg["lcores"] = {"workers": list(range(1, WORKERS + 1))}
-        lcores = ",".join(["0@0", "1@0"] + ["%d@1" % (i + 1) for i in range(1, WORKERS)])
+    lcores = worker_lcores(cfg, WORKERS)
     d, sock, stats_path = start_shaperd(SHAPERD, tmp, "subs_ar", cfg, lcores=lcores,
                                         mem_mb=768, timeout=30)
     if d is None:

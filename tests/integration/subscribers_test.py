@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, check_accounting, failures  # noqa: E402
+from shaperlib import check, check_accounting, failures, pcap_ports, worker_lcores  # noqa: E402
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
@@ -241,14 +241,8 @@ def main():
     }
     with open(os.path.join(tmp, "plans.json"), "w") as f:
         json.dump(subs, f)
-    queues = lambda role, inputs: ",".join(  # noqa: E731
-        ["rx_pcap=%s" % f for f in inputs] +
-        ["tx_pcap=%s/%s_out%d.pcap" % (tmp, role, i) for i in range(WORKERS)])
     cfg = {
-        "ports": {
-            "lan": "net_pcap0," + queues("lan", [empty] * WORKERS),
-            "wan": "net_pcap1," + queues("wan", wan_in),
-        },
+        "ports": pcap_ports(tmp, wan_in, [empty] * WORKERS),
         # memlimit: room for the whole backlog in the subscribers' CAKEs (their joint
         # limit is the link's), so nothing overflows and each stays backlogged.
         # rtt oceanic (300 ms interval): COBALT's drop rate on c1's not-ECT flows grows with
@@ -261,11 +255,7 @@ def main():
         # The worker naps when idle, and is not pushed aside by a busy VM's other work.
         "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
-    lcores = "0,1"
-    if WORKERS > 1:
-        cfg["lcores"] = {"workers": list(range(1, WORKERS + 1))}
-        # the main lcore and the first worker on CPU 0, the others on CPU 1 (two CPUs here)
-        lcores = ",".join(["0@0", "1@0"] + ["%d@1" % (i + 1) for i in range(1, WORKERS)])
+    lcores = worker_lcores(cfg, WORKERS)
     d, sock, stats_path = start_shaperd(SHAPERD, tmp, "subs", cfg, lcores=lcores, mem_mb=768,
                                         timeout=30)
     if d is None:

@@ -39,6 +39,26 @@ def shaperd_argv(shaperd, cfg_path, stats_path=None, eal_argv=None, **eal_kw):
                                                        if stats_path else [])
 
 
+def pcap_ports(tmp, wan_inputs, lan_inputs):
+    """config's ports on net_pcap vdevs: each side one rx queue per input
+    pcap (as many as workers) and a tx pcap per queue, tmp/<side>_out<i>.pcap."""
+    def side(role, inputs):
+        return ",".join(["rx_pcap=%s" % f for f in inputs] +
+                        ["tx_pcap=%s/%s_out%d.pcap" % (tmp, role, i) for i in range(len(inputs))])
+    return {"lan": "net_pcap0," + side("lan", lan_inputs),
+            "wan": "net_pcap1," + side("wan", wan_inputs)}
+
+
+def worker_lcores(cfg, workers):
+    """shaperd's lcores on this 2-CPU machine for this many workers: the
+    main lcore and the first worker on CPU 0, the others on CPU 1 (sets
+    cfg's lcores.workers when more than one); the --lcores argument."""
+    if workers <= 1:
+        return "0,1"
+    cfg["lcores"] = {"workers": list(range(1, workers + 1))}
+    return ",".join(["0@0", "1@0"] + ["%d@1" % (i + 1) for i in range(1, workers)])
+
+
 def write_config(path, cfg, indent=None):
     with open(path, "w") as f:
         json.dump(cfg, f, indent=indent)

@@ -337,6 +337,27 @@ test_threshold_at_low_rate(void **state)
 	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
 }
 
+/*
+ * At 80 Mbit/s a rise of 25 ms is cut for, then reads flat_ms until a path
+ * decision takes it: returns the intervals that took.
+ */
+static int
+cut_then_flat(struct drive *d, int64_t flat_ms)
+{
+	int i;
+
+	start(d, MBIT(5), MBIT(100));
+	d->a.rate = MBIT(80);
+	assert_true(interval(d, 100, 25));
+	assert_true(d->a.rate < MBIT(80));
+	for (i = 0; i < 20 && d->a.last_why != AR_WHY_PATH; i++)
+		interval(d, 100, flat_ms);
+	assert_int_equal(d->a.last_why, AR_WHY_PATH);
+	assert_int_equal(d->a.rate, MBIT(80));
+	assert_int_equal(d->a.path_ns, MS(flat_ms));
+	return i;
+}
+
 /* A rise that stays flat after a cut is the path's: taken into the baseline, the rate restored. */
 static void
 test_path_step(void **state)
@@ -345,16 +366,7 @@ test_path_step(void **state)
 	int i;
 
 	(void)state;
-	start(&d, MBIT(5), MBIT(100));
-	d.a.rate = MBIT(80);
-	assert_true(interval(&d, 100, 25));
-	assert_true(d.a.rate < MBIT(80));
-	for (i = 0; i < 20 && d.a.last_why != AR_WHY_PATH; i++)
-		interval(&d, 100, 25);
-	assert_int_equal(d.a.last_why, AR_WHY_PATH);
-	assert_int_equal(d.a.rate, MBIT(80));
-	assert_int_equal(d.a.path_ns, MS(25));
-	assert_true(i <= 8); /* within a second */
+	assert_true(cut_then_flat(&d, 25) <= 8); /* within a second */
 	/* Now 25 ms reads as none: loaded, the rate rises. */
 	for (i = 0; i < 3; i++) {
 		assert_true(interval(&d, 100, 25));
@@ -388,13 +400,7 @@ test_path_settles(void **state)
 	int i;
 
 	(void)state;
-	start(&d, MBIT(5), MBIT(100));
-	d.a.rate = MBIT(80);
-	assert_true(interval(&d, 100, 25));
-	for (i = 0; i < 20 && d.a.last_why != AR_WHY_PATH; i++)
-		interval(&d, 100, 20); /* read short at the cut rate */
-	assert_int_equal(d.a.last_why, AR_WHY_PATH);
-	assert_int_equal(d.a.path_ns, MS(20));
+	cut_then_flat(&d, 20); /* read short at the cut rate */
 	for (i = 0; i < 10 && d.a.path_ns == MS(20); i++)
 		assert_false(interval(&d, 100, 25)); /* 5 ms: between clear and bloat */
 	assert_int_equal(d.a.last_why, AR_WHY_PATH);
