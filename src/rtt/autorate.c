@@ -325,7 +325,12 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	a->rate = clamp_rate(a, a->series_rate);
 	a->series_rate = 0;
 	a->flat_checks = 0;
-	a->settle_min_ns = 0; /* the standing run after this may be the rest of the step */
+	/*
+	 * The standing run after this may be the rest of the step, if the rise
+	 * is judged on RTT samples (downstream with one-way figures it is not).
+	 */
+	if (!a->p.after_modem || a->owd_last_ns == UINT64_MAX)
+		a->settle_min_ns = 0;
 	decide(a, AUTORATE_UP, AR_WHY_PATH);
 }
 
