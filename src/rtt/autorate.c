@@ -385,7 +385,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear;
 	uint32_t n = a->nsamples, mid;
-	bool loaded, idle, theirs;
+	bool loaded, idle, theirs, acks_only;
 
 	if (!a->started) {
 		a->started = true;
@@ -500,6 +500,17 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		a->settle_min_ns = UINT64_MAX;
 	else if (own <= clear && a->settle_min_ns != UINT64_MAX)
 		a->settle_min_ns = 0;
+	/*
+	 * Far fewer bytes than the other direction carries (lesser_ratio
+	 * squared, 16 by default: TCP's ACKs are about a fortieth of the data
+	 * they answer): the other's ACKs and requests, however large a share
+	 * of its own rate that is. Judged by the share alone, an ACK direction
+	 * cut once looks loaded, and the other's queue cut it again and again
+	 * (short downloads, which give no one-way figures: to an eighth of its
+	 * modem on the bed).
+	 */
+	acks_only = a->p.lesser_ratio != 0 && a->other_load_rate != 0 &&
+		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other_load_rate;
 	if (delay >= bloat) {
 		/*
 		 * The other direction's queue (autorate_attribute). A direction
@@ -515,7 +526,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct;
 		bool fewer_bytes = a->p.lesser_ratio == 0 || a->other_load_rate == 0 ||
 				   a->load_rate * a->p.lesser_ratio < a->other_load_rate;
-		bool lesser = (idle || few) && fewer_bytes;
+		bool lesser = ((idle || few) && fewer_bytes) || acks_only;
 
 		if (theirs || own < bloat / 2 ||
 		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
@@ -539,7 +550,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
 		decide(a, AUTORATE_UP, AR_WHY_RAISE);
-	} else if (own > clear && !idle && theirs) {
+	} else if (own > clear && !idle &&
+		   (theirs || (acks_only && a->owd_last_ns == UINT64_MAX))) {
 		decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 	} else if (own > clear && !idle) {
 		a->mid_intervals = mid + 1;

@@ -638,6 +638,41 @@ test_lesser_by_bytes(void **state)
 }
 
 /*
+ * Short downloads (no one-way figures): the upload carries only their ACKs
+ * and requests, all of its rate once cut to its minimum of 5 Mbit/s, a share
+ * no smaller than the download's of its own; but a twentieth of its bytes.
+ * Not cut for the rise, at bloat or standing; at a tenth of the bytes (an
+ * upload of its own), it is.
+ */
+static void
+test_acks_only(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, -1); /* 100 Mbit/s, all of its rate */
+	up.a.rate = MBIT(5);
+	autorate_attribute(&up.a, &down.a);
+	assert_false(interval(&up, 100, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+	for (int i = 0; i < 10; i++) {
+		autorate_attribute(&up.a, &down.a);
+		assert_false(interval(&up, 100, 8)); /* between clear and bloat (5.4, 10.4 ms) */
+		assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+	}
+	/* Ten times fewer bytes: more than ACKs, cut. */
+	start_dir(&up, false);
+	start_dir(&down, true);
+	interval(&down, 100, -1);
+	up.a.rate = MBIT(10);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 100, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+}
+
+/*
  * Without one-way figures (no timestamps) both directions see the same
  * rise. Each has a line (what got through at its last cut): 50 Mbit/s
  * down, 10 up, both rates there.
@@ -802,6 +837,7 @@ main(void)
 		cmocka_unit_test(test_owd_stale),
 		cmocka_unit_test(test_lesser_direction),
 		cmocka_unit_test(test_lesser_by_bytes),
+		cmocka_unit_test(test_acks_only),
 		cmocka_unit_test(test_no_owd_attribution),
 		cmocka_unit_test(test_growth_sized_cut),
 		cmocka_unit_test(test_owd_recent),
