@@ -447,7 +447,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	 * since it depends on the ceiling alone (demand counts only while under
 	 * the plan, where the ceiling is the demand). Outside this loop a rate
 	 * changes only when a CAKE is taken or given back, which changes the
-	 * list. So no subscriber's record needs a look.
+	 * list. So this pass over the records is not needed.
 	 */
 	if (sub_alloc_same_as_last(ss->alloc, dir)) {
 		d->st.repeats++;
