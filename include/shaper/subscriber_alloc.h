@@ -24,6 +24,7 @@
 #ifndef SHAPER_SUBSCRIBER_ALLOC_H
 #define SHAPER_SUBSCRIBER_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -62,10 +63,27 @@ uint64_t sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, con
  * (every other subscriber's rate is 0 and is not written). node_rate, if
  * not NULL, is written for every node, as by sub_alloc_run. The rates are
  * exactly sub_alloc_run's.
+ *
+ * rate must be the array the last run in dir wrote, its active entries
+ * untouched since: a run with that run's input (sub_alloc_same_as_last)
+ * has its rates, so it writes nothing and leaves them there.
  */
 uint64_t sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link,
 			      const uint32_t *active, uint32_t nactive, const uint64_t *demand,
 			      uint64_t *rate, uint64_t *node_rate);
+
+/*
+ * Whether the last sub_alloc_run_active in dir found the same input as the
+ * run before it in dir (the same active subscribers in the same order, each
+ * with the same min(plan max, demand), the same link) and so left that
+ * run's rates in rate[] without splitting anything. Backlogged subscribers (demand
+ * SUB_DEMAND_ALL or above their plan) that stay so keep this true.
+ * False after sub_alloc_forget and for a run given node_rate.
+ */
+bool sub_alloc_same_as_last(const struct sub_alloc *a, enum sub_dir dir);
+
+/* The next sub_alloc_run_active in either direction splits afresh. */
+void sub_alloc_forget(struct sub_alloc *a);
 
 /*
  * The split at one node: n children with floor[i] <= ceiling[i], total to

@@ -121,9 +121,10 @@ struct sub_sched_stats {
 	uint64_t pool_empty;   /* packets queued in the link's scheduler for want of a CAKE */
 	uint64_t unknown;      /* packets of addresses no subscriber owns */
 	uint64_t allocations;  /* allocation runs */
-	uint64_t link_waits;   /* dequeues held back by the link's pacer */
-	uint32_t active;       /* CAKEs taken now */
-	uint32_t pool_free;    /* CAKEs left */
+	uint64_t repeats;    /* of them, ones with last run's input: its rates kept as they were */
+	uint64_t link_waits; /* dequeues held back by the link's pacer */
+	uint32_t active;     /* CAKEs taken now */
+	uint32_t pool_free;  /* CAKEs left */
 };
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);

@@ -798,6 +798,35 @@ subs_changeable(const struct ctl_backend *be, const struct sub_set **set, enum c
 	return ss;
 }
 
+/* What every change starts from: a copy nw of the running set *cur, if it may change. */
+static const struct sub_sched *
+change_begin(const struct ctl_backend *be, const struct sub_set **cur, struct sub_set *nw,
+	     enum ctl_error *err, char *msg, size_t len)
+{
+	const struct sub_sched *ss = subs_changeable(be, cur, err, msg, len);
+
+	if (ss == NULL)
+		return NULL;
+	if (sub_set_copy(nw, *cur) != 0)
+		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+	return ss;
+}
+
+/*
+ * What every change ends with: nw checked (a failure blamed on field) and
+ * applied (see apply), or freed with the error.
+ */
+static int
+change_end(const struct ctl_backend *be, struct sub_set *nw, const char *field, bool addresses,
+	   const uint32_t *reset, uint32_t nreset, enum ctl_error *err, char *msg, size_t len)
+{
+	if (check_set(nw, field, err, msg, len) != 0) {
+		sub_set_free(nw);
+		return -1;
+	}
+	return apply(be, nw, addresses, reset, nreset, err, msg, len);
+}
+
 void *
 ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_error *err, char *msg,
 		    size_t len)
@@ -831,11 +860,9 @@ ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	if (node != NULL && !json_is_string(node))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
 			    "args.node: expected a node name (\"link\" for none)");
-	ss = subs_changeable(be, &cur, err, msg, len);
+	ss = change_begin(be, &cur, &nw, err, msg, len);
 	if (ss == NULL)
 		return NULL;
-	if (sub_set_copy(&nw, cur) != 0)
-		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 	sub = sub_find(&nw, json_string_value(id));
 	added = sub == SUB_NONE;
 	if (added) {
@@ -897,9 +924,7 @@ ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_er
 			goto out;
 		field = "args.addresses";
 	}
-	if (check_set(&nw, field, err, msg, len) != 0)
-		goto out;
-	if (apply(be, &nw, addrs != NULL, &reset, nreset, err, msg, len) != 0)
+	if (change_end(be, &nw, field, addrs != NULL, &reset, nreset, err, msg, len) != 0)
 		return NULL;
 	return json_pack("{s:s, s:s}", "id", json_string_value(id), "action",
 			 added ? "added" : "changed");
@@ -925,23 +950,18 @@ ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	if (!json_is_string(id) || json_string_length(id) == 0)
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
 			    "args.id: expected a circuit id");
-	ss = subs_changeable(be, &cur, err, msg, len);
+	ss = change_begin(be, &cur, &nw, err, msg, len);
 	if (ss == NULL)
 		return NULL;
-	sub = sub_find(cur, json_string_value(id));
+	sub = sub_find(&nw, json_string_value(id));
 	if (sub == SUB_NONE) {
 		*err = CTL_ERR_INVALID_ARGUMENT;
 		snprintf(msg, len, "args.id: no subscriber \"%.64s\"", json_string_value(id));
-		return NULL;
-	}
-	if (sub_set_copy(&nw, cur) != 0)
-		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
-	retire(&nw, sub);
-	if (check_set(&nw, "args.id", err, msg, len) != 0) {
 		sub_set_free(&nw);
 		return NULL;
 	}
-	if (apply(be, &nw, true, NULL, 0, err, msg, len) != 0)
+	retire(&nw, sub);
+	if (change_end(be, &nw, "args.id", true, NULL, 0, err, msg, len) != 0)
 		return NULL;
 	/* What it still held when it went: sent at its old plan, then its slot is free. */
 	counters(be, ss, sub, SUB_DOWN, &c[SUB_DOWN]);
@@ -1007,19 +1027,15 @@ ctl_nodes_set(const struct ctl_backend *be, const void *argsv, enum ctl_error *e
 	}
 	if (parent != NULL)
 		field = "args.parent";
-	if (subs_changeable(be, &cur, err, msg, len) == NULL)
+	if (change_begin(be, &cur, &nw, err, msg, len) == NULL)
 		return NULL;
-	if (sub_set_copy(&nw, cur) != 0)
-		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 	if (sub_set_node_put(&nw, &c, &added, why, sizeof(why)) != 0) {
 		/* The model's message starts with the argument at fault. */
 		snprintf(msg, len, "args.%s", why);
 		goto out;
 	}
-	if (check_set(&nw, field, err, msg, len) != 0)
-		goto out;
 	/* The addresses stay: the worker keeps its lookup tables. */
-	if (apply(be, &nw, false, NULL, 0, err, msg, len) != 0)
+	if (change_end(be, &nw, field, false, NULL, 0, err, msg, len) != 0)
 		return NULL;
 	be->subs(be->opaque, &cur);
 	return json_pack("{s:s, s:o, s:s}", "name", c.name, "path", node_path_json(cur, c.name),
@@ -1044,21 +1060,15 @@ ctl_nodes_del(const struct ctl_backend *be, const void *argsv, enum ctl_error *e
 	if (!json_is_string(name))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
 			    "args.name: expected a node name");
-	if (subs_changeable(be, &cur, err, msg, len) == NULL)
+	if (change_begin(be, &cur, &nw, err, msg, len) == NULL)
 		return NULL;
-	if (sub_set_copy(&nw, cur) != 0)
-		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 	if (sub_set_node_del(&nw, json_string_value(name), why, sizeof(why)) != 0) {
 		*err = CTL_ERR_INVALID_ARGUMENT;
 		snprintf(msg, len, "args.%s", why);
 		sub_set_free(&nw);
 		return NULL;
 	}
-	if (check_set(&nw, "args.name", err, msg, len) != 0) {
-		sub_set_free(&nw);
-		return NULL;
-	}
-	if (apply(be, &nw, false, NULL, 0, err, msg, len) != 0)
+	if (change_end(be, &nw, "args.name", false, NULL, 0, err, msg, len) != 0)
 		return NULL;
 	return json_pack("{s:s, s:s}", "name", json_string_value(name), "action", "removed");
 }

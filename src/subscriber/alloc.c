@@ -35,6 +35,19 @@ struct sub_alloc {
 	uint32_t *node_next;              /* [node] -> its next sibling in its parent's list */
 	uint32_t *ent_sub, *ent_next;     /* [entry]: one wanting subscriber */
 	uint64_t *ent_floor, *ent_ceil;   /* [entry] */
+	/*
+	 * The last active run's input per direction: a run whose active list,
+	 * ceilings and link are the same has the same rates, which are still
+	 * in the caller's rate[], so it neither sorts nor splits (steadily
+	 * backlogged subscribers).
+	 */
+	struct sub_alloc_last {
+		bool valid, same;
+		uint32_t n;
+		uint64_t link, root;
+		uint32_t *sub;  /* [j]: active[j] */
+		uint64_t *ceil; /* [j]: its ceiling */
+	} last[SUB_DIRS];
 };
 
 static uint64_t
@@ -251,6 +264,12 @@ sub_alloc_create(const struct sub_set *set)
 	a->ent_next = calloc(ns + 1, sizeof(*a->ent_next));
 	a->ent_floor = calloc(ns + 1, sizeof(*a->ent_floor));
 	a->ent_ceil = calloc(ns + 1, sizeof(*a->ent_ceil));
+	for (int d = 0; d < SUB_DIRS; d++) {
+		a->last[d].sub = calloc(ns + 1, sizeof(*a->last[d].sub));
+		a->last[d].ceil = calloc(ns + 1, sizeof(*a->last[d].ceil));
+		if (a->last[d].sub == NULL || a->last[d].ceil == NULL)
+			goto fail;
+	}
 	if (a->touched == NULL || a->tnodes == NULL || a->nfloor == NULL || a->nceil == NULL ||
 	    a->given == NULL || a->sub_head == NULL || a->sub_tail == NULL ||
 	    a->node_head == NULL || a->node_tail == NULL || a->node_next == NULL ||
@@ -281,7 +300,9 @@ sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs)
 	       kids * 5 * sizeof(uint64_t) +
 	       /* the active pass: per node and per subscriber */
 	       nn * (1 + 4 * sizeof(uint64_t) + 5 * sizeof(uint32_t)) +
-	       (ns + 1) * (2 * sizeof(uint32_t) + 2 * sizeof(uint64_t));
+	       (ns + 1) * (2 * sizeof(uint32_t) + 2 * sizeof(uint64_t)) +
+	       /* the last run per direction */
+	       SUB_DIRS * (ns + 1) * (sizeof(uint32_t) + sizeof(uint64_t));
 }
 
 void
@@ -315,6 +336,10 @@ sub_alloc_free(struct sub_alloc *a)
 	free(a->ent_next);
 	free(a->ent_floor);
 	free(a->ent_ceil);
+	for (int d = 0; d < SUB_DIRS; d++) {
+		free(a->last[d].sub);
+		free(a->last[d].ceil);
+	}
 	free(a);
 }
 
@@ -388,13 +413,57 @@ touch(struct sub_alloc *a, uint32_t n, uint32_t *nt)
 	a->sub_head[n] = a->node_head[n] = SUB_NONE;
 }
 
+static inline uint64_t
+ceil_of(const struct sub_alloc *a, enum sub_dir dir, uint32_t s, const uint64_t *demand)
+{
+	return min_u64(a->plan[(size_t)s * SUB_DIRS + dir].max, demand[s]);
+}
+
+/*
+ * Whether this input is the last run's (each ceiling decides its
+ * subscriber's floor and share: the same ceilings, the same split), having
+ * looked no further than the first difference.
+ */
+static bool
+same_input(const struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint32_t *active,
+	   uint32_t nactive, const uint64_t *demand)
+{
+	const struct sub_alloc_last *l = &a->last[dir];
+	uint32_t j;
+
+	if (!l->valid || l->n != nactive || l->link != link)
+		return false;
+	for (j = 0; j < nactive; j++)
+		if (l->sub[j] != active[j] || l->ceil[j] != ceil_of(a, dir, active[j], demand))
+			return false;
+	return true;
+}
+
+bool
+sub_alloc_same_as_last(const struct sub_alloc *a, enum sub_dir dir)
+{
+	return a->last[dir].same;
+}
+
+void
+sub_alloc_forget(struct sub_alloc *a)
+{
+	for (int d = 0; d < SUB_DIRS; d++)
+		a->last[d].valid = a->last[d].same = false;
+}
+
 uint64_t
 sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint32_t *active,
 		     uint32_t nactive, const uint64_t *demand, uint64_t *rate, uint64_t *node_rate)
 {
+	struct sub_alloc_last *l = &a->last[dir];
 	uint32_t nt = 0, ne = 0, j, t;
 	uint64_t root;
 
+	/* The nodes' rates are not kept: a caller asking for them gets a full run. */
+	l->same = node_rate == NULL && same_input(a, dir, link, active, nactive, demand);
+	if (l->same)
+		return l->root;
 	touch(a, SUB_ROOT, &nt);
 	/*
 	 * The subscribers that want something, appended to their node's list
@@ -406,6 +475,8 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 		const struct sub_plan *p = &a->plan[(size_t)s * SUB_DIRS + dir];
 		uint64_t c = min_u64(p->max, demand[s]), f = min_u64(p->min, c);
 
+		l->sub[j] = s;
+		l->ceil[j] = c;
 		if (c == 0) {
 			rate[s] = 0;
 			continue;
@@ -492,5 +563,9 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 	}
 	for (t = 0; t < nt; t++)
 		a->touched[a->tnodes[t]] = 0;
+	l->valid = true;
+	l->n = nactive;
+	l->link = link;
+	l->root = root;
 	return root;
 }

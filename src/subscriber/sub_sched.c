@@ -441,7 +441,21 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	d->nact = w;
 	sub_alloc_run_active(ss->alloc, dir, d->link_bps, d->act, d->nact, d->demand, d->rate,
 			     NULL);
-	for (j = 0; j < d->nact; j++) {
+	/*
+	 * The same input as last tick (the same list, each with the same
+	 * ceiling): what follows would set every rate to what it set last tick,
+	 * since it depends on the ceiling alone (demand counts only while under
+	 * the plan, where the ceiling is the demand). Outside this loop a rate
+	 * changes only when a CAKE is taken or given back, which changes the
+	 * list. So this pass over the records is not needed.
+	 */
+	if (sub_alloc_same_as_last(ss->alloc, dir)) {
+		d->st.repeats++;
+		j = d->nact;
+	} else {
+		j = 0;
+	}
+	for (; j < d->nact; j++) {
 		struct sub_idle *s;
 		uint64_t bps, r;
 
@@ -871,6 +885,8 @@ void
 sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 {
 	SWAP(ss->alloc, c->alloc);
+	/* Its last run's rates were not the ones this scheduler set since. */
+	sub_alloc_forget(ss->alloc);
 	SWAP(ss->lookup, c->lookup);
 	ss->vlan_prefixes = c->vlan_prefixes;
 	if (c->lookup_ctx != NULL)

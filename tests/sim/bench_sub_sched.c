@@ -238,10 +238,12 @@ main(int argc, char **argv)
 		struct sub_sched_stats st;
 
 		sub_sched_get_stats(B.ss, SUB_DOWN, &st);
-		printf("allocation: %llu runs over the %u subscribers holding a CAKE at the end "
-		       "(of %u configured); %llu CAKEs taken, %llu given back\n",
-		       (unsigned long long)st.allocations, st.active, nsubs,
-		       (unsigned long long)st.taken, (unsigned long long)st.given);
+		printf("allocation: %llu runs (%llu repeating the last one's rates) over the %u "
+		       "subscribers holding a CAKE at the end (of %u configured); %llu CAKEs taken, "
+		       "%llu given back\n",
+		       (unsigned long long)st.allocations, (unsigned long long)st.repeats,
+		       st.active, nsubs, (unsigned long long)st.taken,
+		       (unsigned long long)st.given);
 	}
 	printf("%s: %u subscribers, %u active: %llu packets offered, %llu delivered "
 	       "(%.1f Mbit/s over %.3f s simulated), %llu dropped, %.1f ns per packet (the "

@@ -436,6 +436,44 @@ test_link_cut(void **state)
 	world_free(w);
 }
 
+/*
+ * Every subscriber backlogged above its plan and no unknown traffic: each
+ * tick's allocation has the last one's input and repeats its rates
+ * without a look at any subscriber. Then the link is cut: the ceilings
+ * stay (still backlogged), so only the link's rate tells the allocation
+ * its input moved; a repeat that missed it would leave every rate as it
+ * was, adding up to more than the link.
+ */
+static void
+test_repeat_then_cut(void **state)
+{
+	struct world *w = world_new(90, 8);
+	struct sub_sched_stats st;
+	struct sub_counters c;
+	uint64_t sum = 0;
+
+	(void)state;
+	set_on(w, true);
+	w->src[NSRC - 1].on = false; /* the unknown address: its demand moves every tick */
+	run(w, 1 * SIM_NS);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st);
+	printf("# %lu of %lu allocations repeated the last one's rates\n",
+	       (unsigned long)st.repeats, (unsigned long)st.allocations);
+	assert_true(st.repeats > st.allocations / 2);
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8);
+	run(w, 1 * SIM_NS + 2 * SUB_SCHED_TICK_NS);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		sub_sched_counters(w->ss, i, SUB_DOWN, &c);
+		assert_true(c.active);
+		sum += c.rate * 8;
+	}
+	printf("# after the cut to 40 Mbit/s the subscribers' rates add up to %.3f Mbit/s\n",
+	       (double)sum / 1e6);
+	assert_true(sum <= 40 * MBIT && sum > 39 * MBIT);
+	check_accounting(w);
+	world_free(w);
+}
+
 static void
 test_quiet_and_small_pool(void **state)
 {
@@ -771,6 +809,7 @@ main(void)
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
+		cmocka_unit_test(test_repeat_then_cut),
 		cmocka_unit_test(test_quiet_and_small_pool),
 		cmocka_unit_test(test_joint_limit),
 		cmocka_unit_test(test_live_change),

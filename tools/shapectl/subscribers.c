@@ -202,47 +202,45 @@ plan_arg(const char *v)
 	return json_pack("{s:s%, s:s}", "max", v, (size_t)(slash - v), "min", slash + 1);
 }
 
-int
-sc_subscriber_change_args(int argc, char **argv, const char **cmd, json_t **args)
+/* What "set NAME FIELD VALUE ..." and "del NAME" build for one kind of object. */
+struct change_kind {
+	const char *what;        /* "subscriber": its name in messages */
+	const char *del_expects; /* the message for a del without exactly one name */
+	const char *key;         /* the argument naming it */
+	const char *set_cmd, *del_cmd;
+	const char *fields; /* listed when a field is not one */
+	/* Put field k = v into args; false if k is not one of its fields. */
+	bool (*field)(json_t *args, const char *k, const char *v);
+};
+
+/* The command and arguments for "set NAME FIELD VALUE ..." or "del NAME" of one kind. */
+static int
+change_args(const struct change_kind *kind, int argc, char **argv, const char **cmd, json_t **args)
 {
 	int i;
 
 	if (strcmp(argv[0], "del") == 0) {
 		if (argc != 2) {
-			fprintf(stderr, "shapectl: subscriber del: expected one circuit id\n");
+			fprintf(stderr, "shapectl: %s del: expected %s\n", kind->what,
+				kind->del_expects);
 			return SC_EXIT_USAGE;
 		}
-		*cmd = "subscribers.del";
-		*args = json_pack("{s:s}", "id", argv[1]);
+		*cmd = kind->del_cmd;
+		*args = json_pack("{s:s}", kind->key, argv[1]);
 		return SC_EXIT_OK;
 	}
-	*cmd = "subscribers.set";
-	*args = json_pack("{s:s}", "id", argv[1]);
+	*cmd = kind->set_cmd;
+	*args = json_pack("{s:s}", kind->key, argv[1]);
 	for (i = 2; i < argc; i += 2) {
 		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
 		if (v == NULL) {
-			fprintf(stderr, "shapectl: subscriber set: %s needs a value\n", k);
+			fprintf(stderr, "shapectl: %s set: %s needs a value\n", kind->what, k);
 			goto usage;
 		}
-		if (strcmp(k, "download") == 0 || strcmp(k, "upload") == 0) {
-			json_object_set_new(*args, k, plan_arg(v));
-		} else if (strcmp(k, "node") == 0 || strcmp(k, "name") == 0) {
-			json_object_set_new(*args, k, json_string(v));
-		} else if (strcmp(k, "addresses") == 0 || strcmp(k, "address") == 0) {
-			json_t *a = json_array();
-			char buf[1024], *save = NULL, *t;
-
-			snprintf(buf, sizeof(buf), "%s", v);
-			for (t = strtok_r(buf, ", ", &save); t != NULL;
-			     t = strtok_r(NULL, ", ", &save))
-				json_array_append_new(a, json_string(t));
-			json_object_set_new(*args, "addresses", a);
-		} else {
-			fprintf(stderr,
-				"shapectl: subscriber set: \"%s\" is not a field (download, "
-				"upload, node, name, addresses)\n",
-				k);
+		if (!kind->field(*args, k, v)) {
+			fprintf(stderr, "shapectl: %s set: \"%s\" is not a field (%s)\n",
+				kind->what, k, kind->fields);
 			goto usage;
 		}
 	}
@@ -251,6 +249,43 @@ usage:
 	json_decref(*args);
 	*args = NULL;
 	return SC_EXIT_USAGE;
+}
+
+static bool
+subscriber_field(json_t *args, const char *k, const char *v)
+{
+	if (strcmp(k, "download") == 0 || strcmp(k, "upload") == 0) {
+		json_object_set_new(args, k, plan_arg(v));
+	} else if (strcmp(k, "node") == 0 || strcmp(k, "name") == 0) {
+		json_object_set_new(args, k, json_string(v));
+	} else if (strcmp(k, "addresses") == 0 || strcmp(k, "address") == 0) {
+		json_t *a = json_array();
+		char buf[1024], *save = NULL, *t;
+
+		snprintf(buf, sizeof(buf), "%s", v);
+		for (t = strtok_r(buf, ", ", &save); t != NULL; t = strtok_r(NULL, ", ", &save))
+			json_array_append_new(a, json_string(t));
+		json_object_set_new(args, "addresses", a);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+int
+sc_subscriber_change_args(int argc, char **argv, const char **cmd, json_t **args)
+{
+	static const struct change_kind kind = {
+		.what = "subscriber",
+		.del_expects = "one circuit id",
+		.key = "id",
+		.set_cmd = "subscribers.set",
+		.del_cmd = "subscribers.del",
+		.fields = "download, upload, node, name, addresses",
+		.field = subscriber_field,
+	};
+
+	return change_args(&kind, argc, argv, cmd, args);
 }
 
 int
@@ -265,45 +300,30 @@ sc_show_subscriber_change(const json_t *r, bool json)
 	return SC_EXIT_OK;
 }
 
+static bool
+node_field(json_t *args, const char *k, const char *v)
+{
+	if (strcmp(k, "download") != 0 && strcmp(k, "upload") != 0 && strcmp(k, "parent") != 0 &&
+	    strcmp(k, "type") != 0)
+		return false;
+	json_object_set_new(args, k, json_string(v));
+	return true;
+}
+
 int
 sc_node_change_args(int argc, char **argv, const char **cmd, json_t **args)
 {
-	int i;
+	static const struct change_kind kind = {
+		.what = "node",
+		.del_expects = "one node name",
+		.key = "name",
+		.set_cmd = "nodes.set",
+		.del_cmd = "nodes.del",
+		.fields = "download, upload, parent, type",
+		.field = node_field,
+	};
 
-	if (strcmp(argv[0], "del") == 0) {
-		if (argc != 2) {
-			fprintf(stderr, "shapectl: node del: expected one node name\n");
-			return SC_EXIT_USAGE;
-		}
-		*cmd = "nodes.del";
-		*args = json_pack("{s:s}", "name", argv[1]);
-		return SC_EXIT_OK;
-	}
-	*cmd = "nodes.set";
-	*args = json_pack("{s:s}", "name", argv[1]);
-	for (i = 2; i < argc; i += 2) {
-		const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (v == NULL) {
-			fprintf(stderr, "shapectl: node set: %s needs a value\n", k);
-			goto usage;
-		}
-		if (strcmp(k, "download") == 0 || strcmp(k, "upload") == 0 ||
-		    strcmp(k, "parent") == 0 || strcmp(k, "type") == 0) {
-			json_object_set_new(*args, k, json_string(v));
-		} else {
-			fprintf(stderr,
-				"shapectl: node set: \"%s\" is not a field (download, upload, "
-				"parent, type)\n",
-				k);
-			goto usage;
-		}
-	}
-	return SC_EXIT_OK;
-usage:
-	json_decref(*args);
-	*args = NULL;
-	return SC_EXIT_USAGE;
+	return change_args(&kind, argc, argv, cmd, args);
 }
 
 int
