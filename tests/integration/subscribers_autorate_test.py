@@ -27,16 +27,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from shaperlib import (check, check_accounting, failures, ip_frame, pcap_ports,  # noqa: E402
-                       worker_lcores, write_pcap)
+                       worker_lcores, workers_option, write_pcap)
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
-ARGS = list(sys.argv[1:])
-WORKERS = 1
-if "--workers" in ARGS:
-    k = ARGS.index("--workers")
-    WORKERS = int(ARGS[k + 1])
-    del ARGS[k:k + 2]
+ARGS, WORKERS = workers_option(sys.argv[1:])
 SHAPERD = ARGS[0]
 PLANS = {"c1": (6, "100.64.0.1"), "c2": (8, "100.64.0.2")}  # id: (plan Mbit/s, address)
 LINK_MBIT, BASE_MBIT = 10, 3

@@ -39,16 +39,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, check_accounting, failures, pcap_ports, worker_lcores  # noqa: E402
+from shaperlib import (check, check_accounting, failures, pcap_ports,  # noqa: E402
+                       worker_lcores, workers_option)
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
-ARGS = [a for a in sys.argv[1:]]
-WORKERS = 1
-if "--workers" in ARGS:
-    k = ARGS.index("--workers")
-    WORKERS = int(ARGS[k + 1])
-    del ARGS[k:k + 2]
+ARGS, WORKERS = workers_option(sys.argv[1:])
 SHAPERD = ARGS[0]
 SHAPECTL = ARGS[1] if len(ARGS) > 1 else None
 # id: (plan Mbit/s, address, ECN bits of its frames)

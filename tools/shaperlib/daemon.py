@@ -49,6 +49,17 @@ def pcap_ports(tmp, wan_inputs, lan_inputs):
             "wan": "net_pcap1," + side("wan", wan_inputs)}
 
 
+def workers_option(argv):
+    """(argv less a '--workers N', N or 1): a test's own option."""
+    args = list(argv)
+    if "--workers" not in args:
+        return args, 1
+    k = args.index("--workers")
+    n = int(args[k + 1])
+    del args[k:k + 2]
+    return args, n
+
+
 def worker_lcores(cfg, workers):
     """shaperd's lcores on this 2-CPU machine for this many workers: the
     main lcore and the first worker on CPU 0, the others on CPU 1 (sets
