@@ -473,7 +473,7 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 	for (j = 0; j < nactive; j++) {
 		uint32_t s = active[j], n = a->sub_node[s], e;
 		const struct sub_plan *p = &a->plan[(size_t)s * SUB_DIRS + dir];
-		uint64_t c = min_u64(p->max, demand[s]), f = min_u64(p->min, c);
+		uint64_t c = ceil_of(a, dir, s, demand), f = min_u64(p->min, c);
 
 		l->sub[j] = s;
 		l->ceil[j] = c;

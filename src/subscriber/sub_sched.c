@@ -417,6 +417,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	struct sub_sched_dir *d = &ss->d[dir];
 	uint64_t dt = now - d->last_tick;
 	uint32_t i, j, w;
+	bool same;
 
 	merge_fresh(d);
 	for (j = w = 0; j < d->nact; j++) {
@@ -449,13 +450,10 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	 * changes only when a CAKE is taken or given back, which changes the
 	 * list. So this pass over the records is not needed.
 	 */
-	if (sub_alloc_same_as_last(ss->alloc, dir)) {
+	same = sub_alloc_same_as_last(ss->alloc, dir);
+	if (same)
 		d->st.repeats++;
-		j = d->nact;
-	} else {
-		j = 0;
-	}
-	for (; j < d->nact; j++) {
+	for (j = same ? d->nact : 0; j < d->nact; j++) {
 		struct sub_idle *s;
 		uint64_t bps, r;
 

@@ -26,8 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import (check, check_accounting, failures, ip_frame, pcap_ports,  # noqa: E402
-                       worker_lcores, workers_option, write_pcap)
+from shaperlib import (check, check_accounting, failures, ip_frame,  # noqa: E402
+                       pcap_ports_with, worker_lcores, workers_option)
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
@@ -47,11 +47,6 @@ def main():
     for k in range(count):
         for cid, (_, addr) in sorted(PLANS.items()):
             frames.append(ip_frame("192.0.2.1", addr, 1000 + (k & 1), 5000, FRAME))
-    wan_in = [os.path.join(tmp, "wan_in%d.pcap" % i) for i in range(WORKERS)]
-    for i, path in enumerate(wan_in):
-        write_pcap(path, frames[i::WORKERS])
-    empty = os.path.join(tmp, "empty.pcap")
-    write_pcap(empty, [])
     subs = {
         "link": {"download": "%dmbit" % LINK_MBIT, "upload": "%dmbit" % LINK_MBIT},
         "subscribers": [
@@ -63,7 +58,7 @@ def main():
     with open(os.path.join(tmp, "plans.json"), "w") as f:
         json.dump(subs, f)
     cfg = {
-        "ports": pcap_ports(tmp, wan_in, [empty] * WORKERS),
+        "ports": pcap_ports_with(tmp, frames, WORKERS),
         # memlimit: room for the whole backlog (ECN-less UDP: oceanic keeps COBALT's drops
         # from emptying it within the test).
         "downstream": {"discipline": "cake", "memlimit": "32mb", "rtt": "oceanic",

@@ -39,7 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import (check, check_accounting, failures, pcap_ports,  # noqa: E402
+from shaperlib import (check, check_accounting, failures, pcap_ports_with,  # noqa: E402
                        worker_lcores, workers_option)
 from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
@@ -220,12 +220,6 @@ def main():
                 frames.append(udp_frame(addr, 1000 + (k & 1), ecn, FRAME))
         if k < 50:
             frames.append(udp_frame(UNKNOWN, 2000, 0, FRAME))
-    # One file per rx queue, the frames alternating: every subscriber on every queue.
-    wan_in = [os.path.join(tmp, "wan_in%d.pcap" % i) for i in range(WORKERS)]
-    for i, path in enumerate(wan_in):
-        write_pcap(path, frames[i::WORKERS])
-    empty = os.path.join(tmp, "empty.pcap")
-    write_pcap(empty, [])
     subs = {
         "link": {"download": "100mbit", "upload": "100mbit"},
         "subscribers": [
@@ -238,7 +232,8 @@ def main():
     with open(os.path.join(tmp, "plans.json"), "w") as f:
         json.dump(subs, f)
     cfg = {
-        "ports": pcap_ports(tmp, wan_in, [empty] * WORKERS),
+        # One file per rx queue, the frames alternating: every subscriber on every queue.
+        "ports": pcap_ports_with(tmp, frames, WORKERS, write_pcap),
         # memlimit: room for the whole backlog in the subscribers' CAKEs (their joint
         # limit is the link's), so nothing overflows and each stays backlogged.
         # rtt oceanic (300 ms interval): COBALT's drop rate on c1's not-ECT flows grows with

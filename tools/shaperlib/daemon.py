@@ -49,6 +49,20 @@ def pcap_ports(tmp, wan_inputs, lan_inputs):
             "wan": "net_pcap1," + side("wan", wan_inputs)}
 
 
+def pcap_ports_with(tmp, frames, workers, write=None):
+    """config's ports on net_pcap vdevs, the WAN side receiving frames dealt
+    round one pcap per worker's queue (every flow on every queue), the LAN
+    side nothing; write(path, frames) writes a pcap (frames.write_pcap)."""
+    if write is None:
+        from .frames import write_pcap as write
+    wan_in = [os.path.join(tmp, "wan_in%d.pcap" % i) for i in range(workers)]
+    for i, path in enumerate(wan_in):
+        write(path, frames[i::workers])
+    empty = os.path.join(tmp, "empty.pcap")
+    write(empty, [])
+    return pcap_ports(tmp, wan_in, [empty] * workers)
+
+
 def workers_option(argv):
     """(argv less a '--workers N', N or 1): a test's own option."""
     args = list(argv)
