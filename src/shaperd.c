@@ -505,6 +505,11 @@ attach_subscribers(struct app *a)
 				a->n_shards > 1 ? " on each worker, each subscriber on one worker "
 						  "(by its top-level node)"
 						: "");
+		if (sub_sched_unknown_slots(a->dir[SHAPER_DOWN][0]->subs) != 0)
+			shaper_log_info("subscribers: addresses no subscriber owns get a plan each, "
+					"up to %u at once%s",
+					sub_sched_unknown_slots(a->dir[SHAPER_DOWN][0]->subs),
+					a->n_shards > 1 ? " per worker" : "");
 	}
 	return 0;
 }

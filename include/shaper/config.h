@@ -133,6 +133,7 @@ struct shaper_subscribers_config {
 	/* Addresses no subscriber owns: the link's CAKE (false) or a plan each (true). */
 	bool unknown_plan;
 	uint64_t unknown_rate[SHAPER_NUM_DIRS]; /* bytes/s: the plan's max per direction */
+	uint32_t unknown_addresses; /* such addresses shaped at once per worker; 0 = active / 4 */
 };
 
 struct shaper_config {

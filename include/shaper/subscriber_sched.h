@@ -12,7 +12,10 @@
  * Addresses no subscriber owns share the link's own scheduler (the
  * caller's), which competes under the link as one more subscriber with the
  * link's capacity as its plan; so do the packets of a subscriber that finds
- * the pool empty, until a CAKE is free. Dequeue serves the subscriber due
+ * the pool empty, until a CAKE is free. Or, with a plan per unknown address
+ * (the set's unknown), each such address (a v4 address, a v6 /64) is a
+ * subscriber of its own under the link while it has packets, in one of a
+ * fixed number of slots (sub_sched_unknown_key). Dequeue serves the subscriber due
  * soonest (a heap keyed by each scheduler's next time), and a pacer at the
  * link's rate bounds the total: a subscriber that has just become active
  * shapes at its plan until the next allocation, and never pushes the link
@@ -57,12 +60,16 @@ struct sub_sched_config {
 	uint32_t (*lookup_v4)(const void *ctx, uint32_t addr);
 	uint32_t (*lookup_v6)(const void *ctx, const uint8_t addr[16]);
 	const void *lookup_ctx;
+	/*
+	 * With a plan per unknown address (the set's unknown): how many such
+	 * addresses may be shaped at once, each as one more subscriber under
+	 * the link (shaper/subscriber_unknown.h). 0: a quarter of active; never
+	 * more than active. Past it, a new address shares the link's entry.
+	 */
+	uint32_t unknown_slots;
 };
 
-/*
- * NULL with err if the set asks for what is not built (a plan per unknown
- * address), a param is refused or memory runs out.
- */
+/* NULL with err if a param is refused or memory runs out. */
 struct sub_sched *sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen);
 /* Frees the pools (each CAKE must be empty: sub_sched_flush first); not the link's schedulers. */
 void sub_sched_free(struct sub_sched *ss);
@@ -120,6 +127,8 @@ struct sub_sched_stats {
 	uint64_t taken, given; /* CAKEs drawn from and returned to the pool */
 	uint64_t pool_empty;   /* packets queued in the link's scheduler for want of a CAKE */
 	uint64_t unknown;      /* packets of addresses no subscriber owns */
+	uint64_t unknown_full; /* of them, ones of a new address when every unknown slot was taken
+				*/
 	uint64_t allocations;  /* allocation runs */
 	uint64_t repeats;    /* of them, ones with last run's input: its rates kept as they were */
 	uint64_t link_waits; /* dequeues held back by the link's pacer */
@@ -158,6 +167,9 @@ struct sub_counters {
 void sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 			struct sub_counters *out);
 
+/* Subscriber sub's plan (its max) in direction dir, bit/s; nsubs + 1 + k: unknown slot k's. */
+uint64_t sub_sched_plan_max(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub);
+
 /* Subscribers of the set it was made with (the link's entry is index nsubs). */
 uint32_t sub_sched_nsubs(const struct sub_sched *ss);
 
@@ -166,6 +178,27 @@ uint32_t sub_sched_nsubs(const struct sub_sched *ss);
  * vlan 0 for untagged), or SUB_NONE. Read-only: any thread.
  */
 uint32_t sub_sched_find(const struct sub_sched *ss, const struct sub_prefix *a);
+
+/*
+ * Unknown addresses with a plan each: the number of slots (0 without), and
+ * slot k's address (a /32 or /64 with its VLAN) if it holds one now (any
+ * thread). Its counters are sub_sched_counters(ss, nsubs + 1 + k, ...).
+ */
+uint32_t sub_sched_unknown_slots(const struct sub_sched *ss);
+/* The slots a scheduler made from set with active CAKEs and unknown_slots want will have. */
+uint32_t sub_sched_unknown_slots_for(const struct sub_set *set, uint32_t active, uint32_t want);
+bool sub_sched_unknown_key(const struct sub_sched *ss, uint32_t k, struct sub_prefix *key);
+/* Slots holding an address now (any thread). */
+uint32_t sub_sched_unknown_used(const struct sub_sched *ss);
+
+/*
+ * A hash of pkt's unknown address (the same on every worker), to steer it:
+ * each unknown address must reach one shard only, or it would get a plan
+ * on each. false if the scheduler has no plan per unknown address (or pkt
+ * no IP header).
+ */
+bool sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt,
+			    uint32_t *hash);
 
 /* ------------------------------------------------------------------------ */
 /* Live changes (subscribers.set/del, a reload of the subscriber files)       */

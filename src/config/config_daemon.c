@@ -767,6 +767,10 @@ parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t er
 		} else if (strcmp(key, "unknown") == 0) {
 			if (parse_subs_unknown(x, sc, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "unknown_addresses") == 0) {
+			if (get_int(x, sub, 1, 1000000, &n, err, errlen) != 0)
+				return -1;
+			sc->unknown_addresses = (uint32_t)n;
 		} else {
 			return unknown_key("subscribers", sub, "key", err, errlen);
 		}

@@ -148,6 +148,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "subscribers", "flow_queues", "256", "256", true },
 	{ "subscribers", "scale_mins", "false", "false", true },
 	{ "subscribers", "unknown", "\"link\"", "link", true },
+	{ "subscribers", "unknown_addresses", "100", NULL, false },
 
 	{ "dataplane.mbufs", "upstream", "\"auto\"", "auto", true },
 	{ "dataplane.mbufs", "downstream", "\"auto\"", "auto", true },

@@ -266,6 +266,7 @@ check_known(const json_t *args, const char *const *known, enum ctl_error *err, c
 
 struct ranked {
 	uint32_t sub;
+	uint32_t shard; /* an unknown address's (sub past the set's): its shard */
 	uint64_t key;
 };
 
@@ -276,7 +277,56 @@ by_key_desc(const void *a, const void *b)
 
 	if (x->key != y->key)
 		return x->key < y->key ? 1 : -1;
+	if (x->shard != y->shard)
+		return x->shard < y->shard ? -1 : 1;
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
+}
+
+/* Shard i's scheduler (0: ss itself), or NULL. */
+static const struct sub_sched *
+shard_of(const struct ctl_backend *be, const struct sub_sched *ss, unsigned int i)
+{
+	if (i == 0)
+		return ss;
+	return be->subs_shard != NULL && i < be->n_shards ? be->subs_shard(be->opaque, i) : NULL;
+}
+
+static unsigned int
+shards(const struct ctl_backend *be)
+{
+	return be->subs_shard != NULL && be->n_shards > 1 ? be->n_shards : 1;
+}
+
+/*
+ * The row of an unknown address with a plan of its own (slot sub of
+ * shard's scheduler o, which alone shapes it), or NULL if the slot has
+ * let it go meanwhile. Its RTT samples are the link's entry's.
+ */
+static json_t *
+unknown_json(const struct sub_sched *o, uint32_t sub)
+{
+	struct sub_counters c[SUB_DIRS];
+	struct sub_prefix key;
+	char buf[80];
+	json_t *rtt;
+
+	if (!sub_sched_unknown_key(o, sub - sub_sched_nsubs(o) - 1, &key))
+		return NULL;
+	sub_prefix_format(&key, buf, sizeof(buf));
+	sub_sched_counters(o, sub, SUB_DOWN, &c[SUB_DOWN]);
+	sub_sched_counters(o, sub, SUB_UP, &c[SUB_UP]);
+	rtt = json_object();
+	for (int k = SUB_RTT_SIDES; k-- > 0;) {
+		uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+		struct sub_rtt_summary r;
+
+		sub_sched_rtt(o, sub, (enum sub_rtt_side)k, h);
+		sub_rtt_summarize(h, &r);
+		json_object_set_new(rtt, rtt_side_name[k], rtt_side_json(&r));
+	}
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o}", "id", buf, "node", "link", "unknown", 1,
+			 "download", dir_json(&c[SUB_DOWN]), "upload", dir_json(&c[SUB_UP]), "rtt",
+			 rtt);
 }
 
 void *
@@ -292,7 +342,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	const struct sub_sched *ss;
 	enum sort_by sort = BY_BYTES;
 	struct ranked *r;
-	uint32_t n, want, from, used = 0;
+	uint32_t n, nunk, want, from, used = 0, unknown_used = 0;
 	json_t *arr, *o;
 
 	if (check_known(args, known, err, msg, len) != 0)
@@ -328,8 +378,10 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	if (ss == NULL)
 		return NULL;
 	n = sub_sched_nsubs(ss);
-	want = top != NULL && json_integer_value(top) < n ? (uint32_t)json_integer_value(top) : n;
-	r = calloc(n != 0 ? n : 1, sizeof(*r));
+	nunk = sub_sched_unknown_slots(ss) * shards(be);
+	want = top != NULL && json_integer_value(top) < n + nunk ? (uint32_t)json_integer_value(top)
+								 : n + nunk;
+	r = calloc(n + nunk != 0 ? n + nunk : 1, sizeof(*r));
 	if (r == NULL)
 		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 	o = json_object();
@@ -357,6 +409,29 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 				: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
 						   : c[0].arrival_bps + c[1].arrival_bps;
 	}
+	/* Unknown addresses with a plan each: rows of their own, named by address. */
+	for (unsigned int sh = 0; nunk != 0 && sh < shards(be); sh++) {
+		const struct sub_sched *os = shard_of(be, ss, sh);
+
+		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
+			struct sub_counters c[SUB_DIRS];
+			struct sub_prefix key;
+			uint32_t sub = n + 1 + k;
+
+			if (!sub_sched_unknown_key(os, k, &key))
+				continue;
+			sub_sched_counters(os, sub, SUB_DOWN, &c[SUB_DOWN]);
+			sub_sched_counters(os, sub, SUB_UP, &c[SUB_UP]);
+			r[used].sub = sub;
+			r[used].shard = sh;
+			/* No RTT of their own (the link's entry has it): last by rtt. */
+			r[used++].key = sort == BY_RTT     ? 0
+					: sort == BY_BYTES ? c[0].sent_bytes + c[1].sent_bytes
+					: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
+							   : c[0].arrival_bps + c[1].arrival_bps;
+			unknown_used++;
+		}
+	}
 	if (want > used)
 		want = used;
 	/* The whole list in the set's order; a top-N cut largest first. */
@@ -368,10 +443,16 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	if (limit != NULL && json_integer_value(limit) < want - from)
 		want = from + (uint32_t)json_integer_value(limit);
 	arr = json_array();
-	for (uint32_t i = from; i < want; i++)
-		json_array_append_new(arr, sub_json(be, ss, set, r[i].sub, false));
+	for (uint32_t i = from; i < want; i++) {
+		json_t *row = r[i].sub < n ? sub_json(be, ss, set, r[i].sub, false)
+					   : unknown_json(shard_of(be, ss, r[i].shard), r[i].sub);
+
+		if (row != NULL)
+			json_array_append_new(arr, row);
+	}
 	free(r);
 	json_object_set_new(o, "count", J_U64(used));
+	json_object_set_new(o, "unknown_count", J_U64(unknown_used));
 	json_object_set_new(o, "subscribers", arr);
 	/* Addresses no subscriber owns (and subscribers waiting for a CAKE): the link's own. */
 	json_object_set_new(o, "link", sub_json(be, ss, set, n, false));

@@ -347,9 +347,9 @@ kept_shards(const struct sub_set *set, const struct sub_set *prev_set,
  */
 static int
 shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_lpm *prev,
-	  const struct sub_set *prev_set, uint32_t n)
+	  const struct sub_set *prev_set, uint32_t n, uint32_t nunk)
 {
-	uint32_t *top, *keep = NULL, nkids_max = set->nsubs + set->nnodes + 1;
+	uint32_t *top, *keep = NULL, nkids_max = set->nsubs + set->nnodes + 1 + nunk;
 	bool ok;
 	int rc;
 
@@ -508,12 +508,15 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 			goto nomem;
 	}
 	for (i = 0; i < n; i++)
-		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], &lpm[0]->set, n) != 0)
+		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], &lpm[0]->set, n,
+			      sub_sched_unknown_slots_for(&lpm[0]->set, c->subscribers.active,
+							  c->subscribers.unknown_addresses)) != 0)
 			goto nomem;
 	cfg.set = &lpm[0]->set;
 	cfg.active = c->subscribers.active;
 	cfg.lookup_v4 = lpm_v4;
 	cfg.lookup_v6 = lpm_v6;
+	cfg.unknown_slots = c->subscribers.unknown_addresses;
 	for (i = 0; i < n; i++) {
 		struct dp_dir *dirs[SHAPER_NUM_DIRS] = {
 			[SHAPER_DOWN] = down[i], [SHAPER_UP] = up[i]
@@ -591,13 +594,15 @@ dp_subs_steer_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, uint
 	uint8_t to[SHAPER_BURST_MAX];
 
 	for (unsigned int i = 0; i < n; i++) {
-		uint32_t sub = sub_sched_classify(d->subs, sd, pkts[i]);
+		uint32_t sub = sub_sched_classify(d->subs, sd, pkts[i]), h;
 
 		subs[i] = sub;
-		/* Unknown addresses: by LAN host (or flow), as without subscribers. */
-		to[i] = sub < l->nsubs ? l->sub_shard[sub]
-				       : (uint8_t)share_shard_of(pkts[i], st->upstream, st->by,
-								 st->n);
+		if (sub < l->nsubs)
+			to[i] = l->sub_shard[sub];
+		else if (sub_sched_unknown_hash(d->subs, sd, pkts[i], &h))
+			to[i] = (uint8_t)(((uint64_t)h * st->n) >> 32); /* its plan on one shard */
+		else /* unknown addresses on the link: by LAN host (or flow), as without */
+			to[i] = (uint8_t)share_shard_of(pkts[i], st->upstream, st->by, st->n);
 	}
 	return dp_steer_burst_to(d, pkts, to, subs, n, drops);
 }
@@ -661,11 +666,16 @@ measure_kids(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
 		uint32_t i = act[j];
 		uint64_t c;
 
-		if (i >= nsubs || i >= l->nsubs)
+		if (i == nsubs || i >= l->nsubs + 1 + sub_sched_unknown_slots(d->subs))
 			continue; /* the link's own entry: below */
 		dem = sub_sched_demand(d->subs, sd, i);
 		if (dem == 0)
 			continue;
+		if (i > nsubs) {
+			/* An unknown address with a plan: one more child of the link. */
+			kid[k++] = min_u64(dem, sub_sched_plan_max(d->subs, sd, i)) / 8;
+			continue;
+		}
 		c = min_u64(dem, l->plan_max[sd][i]);
 		if (l->sub_node[i] == SUB_ROOT)
 			kid[k++] = c / 8;
@@ -804,7 +814,7 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 	}
 	for (i = 0; i < n; i++)
 		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), &cur->set,
-			      n) != 0)
+			      n, sub_sched_unknown_slots(down[i]->subs)) != 0)
 			goto nomem;
 	/* Every message built before any is posted: a failure here changes nothing. */
 	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */

@@ -15,6 +15,7 @@
 #include "shaper/subscriber_lookup.h"
 #include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
+#include "shaper/subscriber_unknown.h"
 
 /* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
 #define SUB_SCHED_LINK_LAG_NS 250000ull
@@ -68,6 +69,16 @@ struct sub_sched_dir {
 
 struct sub_sched {
 	uint32_t nsubs; /* the set's; index nsubs is the link's own scheduler */
+	/*
+	 * A plan per unknown address: slot k of the table is subscriber index
+	 * nsubs + 1 + k, under the link at unknown_plan. NULL (nunk 0): such
+	 * addresses share the link's entry. unknown_on: new addresses take a
+	 * slot (a live change back to "link" clears it; taken slots drain).
+	 */
+	struct sub_unknown_table *unknown;
+	uint32_t nunk;
+	bool unknown_on;
+	struct sub_plan unknown_plan[SUB_DIRS];
 	struct sub_idle *subs;
 	uint64_t *plan_max[SUB_DIRS]; /* bit/s, for a fresh CAKE's rate until the next tick */
 	struct sub_lookup *lookup;
@@ -202,17 +213,22 @@ sub_sched_free(struct sub_sched *ss)
 	}
 	sub_lookup_free(ss->lookup);
 	sub_alloc_free(ss->alloc);
+	sub_unknown_free(ss->unknown);
 	free(ss->subs);
 	free(ss->rtt);
 	free(ss);
 }
 
-/* The allocator for set plus the link's own scheduler as one more subscriber under the root. */
+/*
+ * The allocator for set plus the link's own scheduler as one more
+ * subscriber under the root, and nunk more for unknown addresses there at
+ * the unknown plan (unknown_plan: the set's, else plan's, the old one).
+ */
 static struct sub_alloc *
-alloc_with_link(const struct sub_set *set)
+alloc_with_link(const struct sub_set *set, uint32_t nunk, const struct sub_plan *plan)
 {
 	struct sub_set tmp = *set;
-	struct sub_subscriber *subs = calloc((size_t)set->nsubs + 1, sizeof(*subs));
+	struct sub_subscriber *subs = calloc((size_t)set->nsubs + 1 + nunk, sizeof(*subs));
 	struct sub_alloc *a;
 
 	if (subs == NULL)
@@ -226,8 +242,17 @@ alloc_with_link(const struct sub_set *set)
 		/* The link's whole capacity: it is capped by what the others leave. */
 		subs[set->nsubs].plan[dir].max = cap != 0 ? cap : UINT64_MAX / 16;
 	}
+	for (uint32_t k = 0; k < nunk; k++) {
+		struct sub_subscriber *u = &subs[set->nsubs + 1 + k];
+
+		snprintf(u->id, SUB_ID_LEN, "(unknown)");
+		u->node = SUB_ROOT;
+		for (int dir = 0; dir < SUB_DIRS; dir++)
+			u->plan[dir] = set->unknown == SUB_UNKNOWN_PLAN ? set->unknown_plan[dir]
+									: plan[dir];
+	}
 	tmp.subs = subs;
-	tmp.nsubs = set->nsubs + 1;
+	tmp.nsubs = set->nsubs + 1 + nunk;
 	a = sub_alloc_create(&tmp);
 	free(subs);
 	return a;
@@ -238,14 +263,10 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 {
 	const struct sub_set *set = cfg->set;
 	struct sub_sched *ss;
-	uint32_t n = set->nsubs + 1, i;
+	uint32_t n = set->nsubs + 1, i, nunk = 0;
 
-	if (set->unknown == SUB_UNKNOWN_PLAN) {
-		snprintf(err, errlen,
-			 "a plan per unknown address is not built yet: set subscribers.unknown to "
-			 "\"link\"");
-		return NULL;
-	}
+	nunk = sub_sched_unknown_slots_for(set, cfg->active, cfg->unknown_slots);
+	n += nunk;
 	for (int dir = 0; dir < SUB_DIRS; dir++)
 		if (cfg->link[dir] == NULL) {
 			snprintf(err, errlen, "the link's scheduler is missing");
@@ -255,6 +276,11 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	if (ss == NULL)
 		goto nomem;
 	ss->nsubs = set->nsubs;
+	ss->nunk = nunk;
+	ss->unknown_on = nunk != 0;
+	memcpy(ss->unknown_plan, set->unknown_plan, sizeof(ss->unknown_plan));
+	if (nunk != 0 && (ss->unknown = sub_unknown_create(nunk)) == NULL)
+		goto nomem;
 	for (i = 0; i < set->nprefixes; i++)
 		ss->vlan_prefixes |= set->prefixes[i].vlan != 0;
 	ss->lookup_v4 = cfg->lookup_v4;
@@ -263,7 +289,7 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	ss->subs = calloc(n, sizeof(*ss->subs));
 	ss->rtt = calloc(n, sizeof(*ss->rtt));
 	ss->lookup = sub_lookup_create(set);
-	ss->alloc = alloc_with_link(set);
+	ss->alloc = alloc_with_link(set, nunk, NULL);
 	if (ss->subs == NULL || ss->rtt == NULL || ss->lookup == NULL || ss->alloc == NULL)
 		goto nomem;
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
@@ -293,6 +319,8 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 		for (i = 0; i < set->nsubs; i++)
 			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
 		ss->plan_max[dir][set->nsubs] = set->nodes[SUB_ROOT].capacity[dir];
+		for (i = 0; i < nunk; i++)
+			ss->plan_max[dir][set->nsubs + 1 + i] = set->unknown_plan[dir].max;
 	}
 	for (int dir = 0; dir < SUB_DIRS; dir++)
 		for (i = 0; i < n; i++)
@@ -351,6 +379,97 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
 		return sub_lookup_v6(ss->lookup, vlan, a);
 	}
 	return SUB_NONE;
+}
+
+/* ------------------------------------------------------- unknown slots */
+
+/*
+ * Subscriber i's CAKE in dir went back to the pool. An unknown address's
+ * slot holding no CAKE either way is free for the next new address.
+ */
+static void
+cake_given(struct sub_sched *ss, enum sub_dir dir, uint32_t i)
+{
+	struct sub_idle *s = &ss->subs[i];
+
+	CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
+	CTR_SET(s->rate[dir], 0);
+	ss->d[dir].st.given++;
+	if (i > ss->nsubs && s->cake[dir == SUB_DOWN ? SUB_UP : SUB_DOWN] == NULL)
+		sub_unknown_release(ss->unknown, i - ss->nsubs - 1);
+}
+
+/* The subscriber index of pkt's unknown address: its slot, a new one, or the link's entry. */
+static uint32_t
+unknown_claim(struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
+{
+	struct sub_prefix k;
+	uint32_t slot, sub;
+
+	if (!sub_unknown_key_from(pkt, dir, &k))
+		return ss->nsubs;
+	slot = sub_unknown_find(ss->unknown, &k);
+	if (slot != SUB_NONE)
+		return ss->nsubs + 1 + slot;
+	/* A slot is held only with a CAKE: none free, and the link's entry takes it. */
+	if (sub_pool_available(ss->d[dir].pool) == 0)
+		return ss->nsubs;
+	slot = sub_unknown_take(ss->unknown, &k);
+	if (slot == SUB_NONE) {
+		ss->d[dir].st.unknown_full++;
+		return ss->nsubs;
+	}
+	/* Its last address's counters and RTT are not this one's. */
+	sub = ss->nsubs + 1 + slot;
+	memset(&ss->subs[sub], 0, sizeof(ss->subs[sub]));
+	memset(ss->rtt[sub], 0, sizeof(ss->rtt[sub]));
+	return sub;
+}
+
+uint32_t
+sub_sched_unknown_slots_for(const struct sub_set *set, uint32_t active, uint32_t want)
+{
+	if (set->unknown != SUB_UNKNOWN_PLAN)
+		return 0;
+	if (want == 0)
+		want = active / 4 > 0 ? active / 4 : 1;
+	return want < active ? want : active; /* each holds a CAKE: no more than the pool */
+}
+
+uint64_t
+sub_sched_plan_max(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
+{
+	return ss->plan_max[dir][sub];
+}
+
+uint32_t
+sub_sched_unknown_slots(const struct sub_sched *ss)
+{
+	return ss->nunk;
+}
+
+uint32_t
+sub_sched_unknown_used(const struct sub_sched *ss)
+{
+	return ss->unknown != NULL ? sub_unknown_used(ss->unknown) : 0;
+}
+
+bool
+sub_sched_unknown_key(const struct sub_sched *ss, uint32_t k, struct sub_prefix *key)
+{
+	return ss->unknown != NULL && sub_unknown_key_of(ss->unknown, k, key);
+}
+
+bool
+sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt,
+		       uint32_t *hash)
+{
+	struct sub_prefix k;
+
+	if (!ss->unknown_on || !sub_unknown_key_from(pkt, dir, &k))
+		return false;
+	*hash = sub_unknown_hash(&k);
+	return true;
 }
 
 /* ------------------------------------------------------------ allocation */
@@ -429,12 +548,10 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 			continue;
 		d->demand[i] = demand_of(s, dir, dt);
 		/* Drained and quiet for the hold: the CAKE goes back. */
-		if (i < ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
+		if (i != ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
 		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
-			CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
-			CTR_SET(s->rate[dir], 0);
-			d->st.given++;
+			cake_given(ss, dir, i);
 			continue;
 		}
 		d->act[w++] = i;
@@ -529,7 +646,7 @@ budget_victim(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving)
 
 	if (ss->subs[arriving].qlen[dir] != 0 && ss->subs[arriving].qlen[dir] >= avg)
 		return arriving;
-	if (d->fat <= ss->nsubs && ss->subs[d->fat].qlen[dir] != 0 &&
+	if (d->fat <= ss->nsubs + ss->nunk && ss->subs[d->fat].qlen[dir] != 0 &&
 	    ss->subs[d->fat].qlen[dir] >= avg)
 		return d->fat;
 	for (uint32_t i = 0; i < d->nheap; i++)
@@ -583,8 +700,8 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 	int self;
 
 	if (sub >= ss->nsubs) {
-		sub = ss->nsubs;
 		d->st.unknown++;
+		sub = ss->unknown_on ? unknown_claim(ss, dir, pkt) : ss->nsubs;
 	}
 	s = &ss->subs[sub];
 	if (s->cake[dir] == NULL) {
@@ -708,7 +825,7 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 {
 	struct sub_sched_dir *d = &ss->d[dir];
 
-	for (uint32_t i = 0; i <= ss->nsubs; i++) {
+	for (uint32_t i = 0; i <= ss->nsubs + ss->nunk; i++) {
 		struct sub_idle *s = &ss->subs[i];
 
 		if (s->cake[dir] == NULL)
@@ -717,16 +834,13 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 		CTR_SET(s->qlen[dir], 0);
 		if (d->pos[i] != SUB_NONE)
 			heap_set(ss, dir, i, UINT64_MAX);
-		if (i < ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0) {
-			CTR_SET(s->cake[dir], NULL);
-			CTR_SET(s->rate[dir], 0);
-			d->st.given++;
-		}
+		if (i != ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0)
+			cake_given(ss, dir, i);
 	}
 	d->queued = 0;
 	/* Whatever kept its CAKE (none should) stays active. */
 	d->nact = d->nfresh = 0;
-	for (uint32_t i = 0; i <= ss->nsubs; i++)
+	for (uint32_t i = 0; i <= ss->nsubs + ss->nunk; i++)
 		if (ss->subs[i].cake[dir] != NULL)
 			d->act[d->nact++] = i;
 }
@@ -776,7 +890,7 @@ sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 	out->marks = CTR_GET(s->marks[dir]);
 	out->qlen = CTR_GET(s->qlen[dir]);
 	/* The link's entry always holds the link's scheduler. */
-	out->active = sub < ss->nsubs && out->rate != 0;
+	out->active = sub != ss->nsubs && out->rate != 0;
 }
 
 uint32_t
@@ -809,6 +923,8 @@ struct sub_sched_change {
 	void (*ctx_free)(const void *ctx);
 	uint32_t *reset; /* slots that take a new subscriber */
 	uint32_t nreset;
+	bool unknown_on; /* new unknown addresses take a slot */
+	struct sub_plan unknown_plan[SUB_DIRS];
 };
 
 void
@@ -832,11 +948,19 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 		       char *err, size_t errlen)
 {
 	struct sub_sched_change *c;
-	uint32_t n = set->nsubs + 1, i;
+	uint32_t n = set->nsubs + 1 + ss->nunk, i;
+	bool plan = set->unknown == SUB_UNKNOWN_PLAN;
 
 	if (set->nsubs != ss->nsubs) {
 		snprintf(err, errlen, "the change has %u subscriber slots, the scheduler %u",
 			 set->nsubs, ss->nsubs);
+		return NULL;
+	}
+	/* The slots of unknown addresses are made at start-up. */
+	if (plan && ss->nunk == 0) {
+		snprintf(err, errlen,
+			 "unknown: a plan per unknown address needs a restart (shaperd started "
+			 "with unknown addresses on the link)");
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
@@ -844,7 +968,11 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 		goto nomem;
 	c->lookup_ctx = lookup_ctx;
 	c->ctx_free = ctx_free;
-	c->alloc = alloc_with_link(set);
+	/* Back to "link": new addresses share the link, the slots taken drain at their plan. */
+	c->unknown_on = plan;
+	memcpy(c->unknown_plan, plan ? set->unknown_plan : ss->unknown_plan,
+	       sizeof(c->unknown_plan));
+	c->alloc = alloc_with_link(set, ss->nunk, c->unknown_plan);
 	c->lookup = sub_lookup_create(set);
 	c->reset = calloc(nreset != 0 ? nreset : 1, sizeof(*c->reset));
 	if (c->alloc == NULL || c->lookup == NULL || c->reset == NULL)
@@ -862,6 +990,8 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 			c->plan_max[dir][i] = set->subs[i].plan[dir].max;
 		c->root_cap[dir] = set->nodes[SUB_ROOT].capacity[dir];
 		c->plan_max[dir][set->nsubs] = c->root_cap[dir];
+		for (i = 0; i < ss->nunk; i++)
+			c->plan_max[dir][set->nsubs + 1 + i] = c->unknown_plan[dir].max;
 	}
 	return c;
 nomem:
@@ -887,6 +1017,14 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 	sub_alloc_forget(ss->alloc);
 	SWAP(ss->lookup, c->lookup);
 	ss->vlan_prefixes = c->vlan_prefixes;
+	SWAP(ss->unknown_on, c->unknown_on);
+	{
+		struct sub_plan t[SUB_DIRS];
+
+		memcpy(t, ss->unknown_plan, sizeof(t));
+		memcpy(ss->unknown_plan, c->unknown_plan, sizeof(t));
+		memcpy(c->unknown_plan, t, sizeof(t));
+	}
 	if (c->lookup_ctx != NULL)
 		SWAP(ss->lookup_ctx, c->lookup_ctx);
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
