@@ -160,6 +160,13 @@ sub_slot_used(const struct sub_subscriber *s)
 	return s->id[0] != '\0';
 }
 
+/*
+ * At least need more spare slots at the end of set, and a quarter of its
+ * slots at the least (so a run of additions grows it a few times, not at
+ * each). 0, -ENOMEM or -E2BIG past SUB_MAX_SUBS. *added gets the count.
+ */
+int sub_set_grow_slots(struct sub_set *set, uint32_t need, uint32_t *added);
+
 /* dst (not initialised) becomes a deep copy of src. 0 or -ENOMEM (dst then empty). */
 int sub_set_copy(struct sub_set *dst, const struct sub_set *src);
 

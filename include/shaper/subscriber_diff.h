@@ -21,6 +21,8 @@ struct sub_diff {
 	bool addresses;       /* some subscriber's addresses changed: new lookup tables */
 	uint32_t *reset;      /* slots that take an added subscriber (malloc'd) */
 	uint32_t nreset;
+	uint32_t slots_added; /* spare slots added at the end (too few were free) */
+	bool unknown_changed; /* the plan per unknown address (or "link") is another */
 };
 
 /*
@@ -31,9 +33,11 @@ struct sub_diff {
  * drain at its plan. out's node tree is the file's (nodes are matched by
  * name: added, removed, moved, capacities changed; indices are the file's),
  * and a removed subscriber under a node the file no longer has drains under
- * the nearest ancestor it still has. out is validated. 0 with out and d
- * filled (free d->reset and out), -ENOSPC when no free slot is left, else
- * -EINVAL/-ENOMEM; err says which, naming the file or the node.
+ * the nearest ancestor it still has. When too few slots are free, out gets
+ * more at the end (sub_set_grow_slots; the scheduler grows with it). out is
+ * validated. 0 with out and d filled (free d->reset and out), -E2BIG past
+ * SUB_MAX_SUBS, else -EINVAL/-ENOMEM; err says which, naming the file or the
+ * node.
  */
 int sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 		 bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,

@@ -963,11 +963,17 @@ ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_er
 		}
 		sub = free_slot(be, ss, &nw, NULL, 0);
 		if (sub == SUB_NONE) {
-			snprintf(msg, len,
-				 "no spare subscriber slot left (%u slots; a deleted subscriber's "
-				 "is free once it has drained): restart shaperd to add more",
-				 nw.nsubs);
-			goto out;
+			/* None free: more slots at the end, which the schedulers grow to. */
+			uint32_t first = nw.nsubs, more;
+
+			if (sub_set_grow_slots(&nw, 1, &more) != 0) {
+				snprintf(msg, len,
+					 "no spare subscriber slot left and no more can be made "
+					 "(%u slots)",
+					 nw.nsubs);
+				goto out;
+			}
+			sub = first;
 		}
 		sub_slot_clear(&nw.subs[sub]);
 		snprintf(nw.subs[sub].id, SUB_ID_LEN, "%s", json_string_value(id));
@@ -1225,8 +1231,9 @@ ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reloa
 	int rc;
 
 	if (d->added + d->changed + d->removed + d->nodes_changed + d->nodes_added +
-			    d->nodes_removed + d->nodes_moved ==
-	    0)
+					    d->nodes_removed + d->nodes_moved ==
+			    0 &&
+	    !d->unknown_changed)
 		return 0; /* the same subscribers: nothing to post */
 	rc = be->subs_apply(be->opaque, &r->set, d->addresses, d->reset, d->nreset, err, errlen);
 	memset(&r->set, 0, sizeof(r->set)); /* taken */
@@ -1236,13 +1243,13 @@ ctl_subscribers_reload_apply(const struct ctl_backend *be, struct ctl_subs_reloa
 void *
 ctl_subscribers_reload_summary(const struct ctl_subs_reload *r)
 {
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "added",
 			 (json_int_t)r->d.added, "changed", (json_int_t)r->d.changed, "removed",
 			 (json_int_t)r->d.removed, "unchanged", (json_int_t)r->d.unchanged,
 			 "nodes_changed", (json_int_t)r->d.nodes_changed, "nodes_added",
 			 (json_int_t)r->d.nodes_added, "nodes_removed",
 			 (json_int_t)r->d.nodes_removed, "nodes_moved",
-			 (json_int_t)r->d.nodes_moved);
+			 (json_int_t)r->d.nodes_moved, "slots_added", (json_int_t)r->d.slots_added);
 }
 
 void
@@ -1250,9 +1257,11 @@ ctl_subscribers_reload_describe(const struct ctl_subs_reload *r, char *buf, size
 {
 	snprintf(buf, len,
 		 "%u added, %u changed, %u removed (their queues drain at their plans), %u "
-		 "unchanged; nodes: %u added, %u removed, %u moved, %u capacities changed",
+		 "unchanged; nodes: %u added, %u removed, %u moved, %u capacities changed; %u "
+		 "subscriber slots added%s",
 		 r->d.added, r->d.changed, r->d.removed, r->d.unchanged, r->d.nodes_added,
-		 r->d.nodes_removed, r->d.nodes_moved, r->d.nodes_changed);
+		 r->d.nodes_removed, r->d.nodes_moved, r->d.nodes_changed, r->d.slots_added,
+		 r->d.unknown_changed ? "; unknown addresses: another plan" : "");
 }
 
 void

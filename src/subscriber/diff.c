@@ -111,23 +111,42 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 			goto nomem;
 	if (sub_set_copy(out, cur) != 0)
 		goto nomem;
+	/* Too few free slots for the new ones: more at the end (the scheduler grows with them). */
+	{
+		uint32_t nnew = 0, nfree = 0;
+
+		for (uint32_t j = 0; j < file->nsubs; j++)
+			nnew += sub_names_get(&ids, file->subs[j].id) == SUB_NONE;
+		for (i = 0; i < cur->nsubs && nfree < nnew; i++)
+			nfree += !sub_slot_used(&cur->subs[i]) && slot_free(ctx, i);
+		if (nfree < nnew) {
+			bool *k;
+
+			rc = sub_set_grow_slots(out, nnew - nfree, &d->slots_added);
+			if (rc == -E2BIG) {
+				sub_errf(err, errlen,
+					 "%u subscribers are new, %u slots are free and no more "
+					 "than %u can be made",
+					 nnew, nfree, SUB_MAX_SUBS);
+				goto out;
+			}
+			k = realloc(kept, ((size_t)out->nsubs + 1) * sizeof(*kept));
+			if (rc != 0 || k == NULL)
+				goto nomem;
+			kept = k;
+			memset(kept + cur->nsubs, 0,
+			       (size_t)(out->nsubs - cur->nsubs) * sizeof(*kept));
+		}
+	}
 	/* Where each subscriber of the file goes. */
 	for (uint32_t j = 0; j < file->nsubs; j++) {
 		uint32_t s = sub_names_get(&ids, file->subs[j].id);
 
 		if (s == SUB_NONE) {
+			/* A slot of cur's that is free, else one just added (free by birth). */
 			while (next_free < cur->nsubs &&
 			       (sub_slot_used(&cur->subs[next_free]) || !slot_free(ctx, next_free)))
 				next_free++;
-			if (next_free == cur->nsubs) {
-				sub_errf(err, errlen,
-					 "%u subscribers are new and only %u spare slots are free "
-					 "(a removed subscriber's slot is free once it has drained): "
-					 "restart shaperd to add more",
-					 file->nsubs - d->unchanged - d->changed, d->nreset);
-				rc = -ENOSPC;
-				goto out;
-			}
 			s = next_free++;
 			d->reset[d->nreset++] = s;
 			d->added++;
@@ -190,6 +209,14 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 	memcpy(out->nodes, file->nodes, (size_t)file->nnodes * sizeof(*out->nodes));
 	out->nnodes = out->nodes_cap = file->nnodes;
 	out->scale_mins = file->scale_mins;
+	/* The file's treatment of unknown addresses (the scheduler refuses what needs a restart).
+	 */
+	d->unknown_changed = cur->unknown != file->unknown ||
+			     (file->unknown == SUB_UNKNOWN_PLAN &&
+			      memcmp(cur->unknown_plan, file->unknown_plan,
+				     sizeof(cur->unknown_plan)) != 0);
+	out->unknown = file->unknown;
+	memcpy(out->unknown_plan, file->unknown_plan, sizeof(out->unknown_plan));
 	memcpy(out->subs_file, file->subs_file, sizeof(out->subs_file));
 	memcpy(out->nodes_file, file->nodes_file, sizeof(out->nodes_file));
 	out->subs_csv = file->subs_csv;

@@ -200,6 +200,29 @@ sub_slot_clear(struct sub_subscriber *s)
 }
 
 int
+sub_set_grow_slots(struct sub_set *set, uint32_t need, uint32_t *added)
+{
+	uint32_t more = set->nsubs / 4 > need ? set->nsubs / 4 : need;
+
+	*added = 0;
+	if (more > SUB_MAX_SUBS - set->nsubs) {
+		if (need > SUB_MAX_SUBS - set->nsubs)
+			return -E2BIG;
+		more = SUB_MAX_SUBS - set->nsubs;
+	}
+	for (uint32_t i = 0; i < more; i++) {
+		uint32_t idx;
+		int rc = sub_set_add_sub(set, &idx);
+
+		if (rc != 0)
+			return rc;
+		sub_slot_clear(&set->subs[idx]);
+		(*added)++;
+	}
+	return 0;
+}
+
+int
 sub_set_copy(struct sub_set *dst, const struct sub_set *src)
 {
 	*dst = *src;

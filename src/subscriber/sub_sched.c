@@ -873,12 +873,33 @@ sub_sched_sub(const struct sub_sched *ss, uint32_t sub)
 	return &ss->subs[sub];
 }
 
+/*
+ * Subscriber sub's record as another thread reads it, or NULL past the
+ * slots: a live change may grow them (sub_sched_change_apply stores the
+ * new records before the new count, so a count read first never runs past
+ * the records read after it). The old records stay valid until the change
+ * that replaced them is freed, after the worker has answered.
+ */
+static const struct sub_idle *
+record_of(const struct sub_sched *ss, uint32_t sub)
+{
+	uint32_t n = __atomic_load_n(&ss->nsubs, __ATOMIC_ACQUIRE);
+
+	if (sub > n + ss->nunk)
+		return NULL;
+	return &__atomic_load_n(&ss->subs, __ATOMIC_ACQUIRE)[sub];
+}
+
 void
 sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 		   struct sub_counters *out)
 {
-	const struct sub_idle *s = &ss->subs[sub];
+	const struct sub_idle *s = record_of(ss, sub);
 
+	if (s == NULL) {
+		memset(out, 0, sizeof(*out));
+		return;
+	}
 	out->rate = CTR_GET(s->rate[dir]);
 	out->arrival_bps = CTR_GET(s->arrivals[dir]);
 	out->bytes = CTR_GET(s->bytes[dir]);
@@ -896,7 +917,7 @@ sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 uint32_t
 sub_sched_nsubs(const struct sub_sched *ss)
 {
-	return ss->nsubs;
+	return __atomic_load_n(&ss->nsubs, __ATOMIC_ACQUIRE);
 }
 
 uint32_t
@@ -925,6 +946,17 @@ struct sub_sched_change {
 	uint32_t nreset;
 	bool unknown_on; /* new unknown addresses take a slot */
 	struct sub_plan unknown_plan[SUB_DIRS];
+	/*
+	 * More slots than the scheduler has (nsubs, the set's): every array
+	 * per slot, made here at the new size; apply moves the state into
+	 * them and hands back the old ones. NULL when the count stays.
+	 */
+	uint32_t nsubs;
+	struct sub_idle *subs;
+	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
+	struct sub_heap_ent *heap[SUB_DIRS];
+	uint32_t *pos[SUB_DIRS], *act[SUB_DIRS], *act_tmp[SUB_DIRS], *fresh[SUB_DIRS];
+	uint64_t *demand[SUB_DIRS], *rate[SUB_DIRS];
 };
 
 void
@@ -933,13 +965,49 @@ sub_sched_change_free(struct sub_sched_change *c)
 	if (c == NULL)
 		return;
 	sub_alloc_free(c->alloc);
-	for (int dir = 0; dir < SUB_DIRS; dir++)
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		free(c->plan_max[dir]);
+		free(c->heap[dir]);
+		free(c->pos[dir]);
+		free(c->act[dir]);
+		free(c->act_tmp[dir]);
+		free(c->fresh[dir]);
+		free(c->demand[dir]);
+		free(c->rate[dir]);
+	}
+	free(c->subs);
+	free(c->rtt);
 	sub_lookup_free(c->lookup);
 	if (c->lookup_ctx != NULL && c->ctx_free != NULL)
 		c->ctx_free(c->lookup_ctx);
 	free(c->reset);
 	free(c);
+}
+
+/* The arrays per slot at n (the new count, the link's entry and the unknown slots with it). */
+static int
+grow_build(struct sub_sched_change *c, uint32_t n)
+{
+	c->subs = calloc(n, sizeof(*c->subs));
+	c->rtt = calloc(n, sizeof(*c->rtt));
+	if (c->subs == NULL || c->rtt == NULL)
+		return -ENOMEM;
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		c->heap[dir] = calloc(n, sizeof(*c->heap[dir]));
+		c->pos[dir] = malloc(n * sizeof(*c->pos[dir]));
+		c->act[dir] = calloc(n, sizeof(*c->act[dir]));
+		c->act_tmp[dir] = calloc(n, sizeof(*c->act_tmp[dir]));
+		c->fresh[dir] = calloc(n, sizeof(*c->fresh[dir]));
+		c->demand[dir] = calloc(n, sizeof(*c->demand[dir]));
+		c->rate[dir] = calloc(n, sizeof(*c->rate[dir]));
+		if (c->heap[dir] == NULL || c->pos[dir] == NULL || c->act[dir] == NULL ||
+		    c->act_tmp[dir] == NULL || c->fresh[dir] == NULL || c->demand[dir] == NULL ||
+		    c->rate[dir] == NULL)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			c->pos[dir][i] = SUB_NONE;
+	}
+	return 0;
 }
 
 struct sub_sched_change *
@@ -951,7 +1019,7 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 	uint32_t n = set->nsubs + 1 + ss->nunk, i;
 	bool plan = set->unknown == SUB_UNKNOWN_PLAN;
 
-	if (set->nsubs != ss->nsubs) {
+	if (set->nsubs < ss->nsubs) {
 		snprintf(err, errlen, "the change has %u subscriber slots, the scheduler %u",
 			 set->nsubs, ss->nsubs);
 		return NULL;
@@ -968,6 +1036,9 @@ sub_sched_change_build(const struct sub_sched *ss, const struct sub_set *set, co
 		goto nomem;
 	c->lookup_ctx = lookup_ctx;
 	c->ctx_free = ctx_free;
+	c->nsubs = set->nsubs;
+	if (set->nsubs > ss->nsubs && grow_build(c, n) != 0)
+		goto nomem;
 	/* Back to "link": new addresses share the link, the slots taken drain at their plan. */
 	c->unknown_on = plan;
 	memcpy(c->unknown_plan, plan ? set->unknown_plan : ss->unknown_plan,
@@ -1009,9 +1080,67 @@ nomem:
 		(b) = t_;                                                                          \
 	} while (0)
 
+/*
+ * Move the state into c's larger arrays: the slots keep their indices, the
+ * link's entry and the unknown slots after them move up by the slots
+ * added (in every heap entry and list that names them). A copy of the
+ * records, some hundreds of bytes a slot: about a millisecond for 10,000,
+ * once per growth by a quarter.
+ */
+static void
+grow_apply(struct sub_sched *ss, struct sub_sched_change *c)
+{
+	uint32_t old = ss->nsubs, nw = c->nsubs, tail = 1 + ss->nunk, delta = nw - old;
+
+#define REMAP(i) ((i) < old ? (i) : (i) + delta)
+	memcpy(c->subs, ss->subs, (size_t)old * sizeof(*c->subs));
+	memcpy(c->subs + nw, ss->subs + old, (size_t)tail * sizeof(*c->subs));
+	memcpy(c->rtt, ss->rtt, (size_t)old * sizeof(*c->rtt));
+	memcpy(c->rtt + nw, ss->rtt + old, (size_t)tail * sizeof(*c->rtt));
+	for (int dir = 0; dir < SUB_DIRS; dir++) {
+		struct sub_sched_dir *d = &ss->d[dir];
+
+		for (uint32_t i = 0; i < old + tail; i++) {
+			c->pos[dir][REMAP(i)] = d->pos[i];
+			c->demand[dir][REMAP(i)] = d->demand[i];
+			c->rate[dir][REMAP(i)] = d->rate[i];
+		}
+		for (uint32_t k = 0; k < d->nheap; k++) {
+			c->heap[dir][k].key = d->heap[k].key;
+			c->heap[dir][k].sub = REMAP(d->heap[k].sub);
+		}
+		for (uint32_t j = 0; j < d->nact; j++)
+			c->act[dir][j] = REMAP(d->act[j]);
+		for (uint32_t j = 0; j < d->nfresh; j++)
+			c->fresh[dir][j] = REMAP(d->fresh[j]);
+		d->fat = d->fat < old + tail ? REMAP(d->fat) : 0;
+		SWAP(d->heap, c->heap[dir]);
+		SWAP(d->pos, c->pos[dir]);
+		SWAP(d->act, c->act[dir]);
+		SWAP(d->act_tmp, c->act_tmp[dir]);
+		SWAP(d->fresh, c->fresh[dir]);
+		SWAP(d->demand, c->demand[dir]);
+		SWAP(d->rate, c->rate[dir]);
+	}
+#undef REMAP
+	/* Records first, then the count: readers (record_of) load them the other way round. */
+	{
+		struct sub_idle *subs = c->subs;
+		struct sub_rtt(*rtt)[SUB_RTT_SIDES] = c->rtt;
+
+		c->subs = ss->subs;
+		c->rtt = ss->rtt;
+		__atomic_store_n(&ss->subs, subs, __ATOMIC_RELEASE);
+		__atomic_store_n(&ss->rtt, rtt, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&ss->nsubs, nw, __ATOMIC_RELEASE);
+}
+
 void
 sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 {
+	if (c->subs != NULL && c->nsubs > ss->nsubs)
+		grow_apply(ss, c);
 	SWAP(ss->alloc, c->alloc);
 	/* Its last run's rates were not the ones this scheduler set since. */
 	sub_alloc_forget(ss->alloc);
@@ -1064,9 +1193,10 @@ sub_sched_change_applied(const struct sub_sched_change *c)
 bool
 sub_sched_slot_idle(const struct sub_sched *ss, uint32_t sub)
 {
-	const struct sub_idle *s = &ss->subs[sub];
+	const struct sub_idle *s = record_of(ss, sub);
 
-	return CTR_GET(s->cake[SUB_DOWN]) == NULL && CTR_GET(s->cake[SUB_UP]) == NULL;
+	return s == NULL ||
+	       (CTR_GET(s->cake[SUB_DOWN]) == NULL && CTR_GET(s->cake[SUB_UP]) == NULL);
 }
 
 uint64_t
@@ -1113,5 +1243,10 @@ void
 sub_sched_rtt(const struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
 	      uint32_t h[SUB_RTT_BUCKETS])
 {
-	sub_rtt_merge(&ss->rtt[sub][side], __atomic_load_n(&ss->rtt_win, __ATOMIC_RELAXED), h);
+	uint32_t n = __atomic_load_n(&ss->nsubs, __ATOMIC_ACQUIRE);
+
+	if (sub > n + ss->nunk)
+		return;
+	sub_rtt_merge(&__atomic_load_n(&ss->rtt, __ATOMIC_ACQUIRE)[sub][side],
+		      __atomic_load_n(&ss->rtt_win, __ATOMIC_RELAXED), h);
 }

@@ -17,8 +17,10 @@ is backlogged (subscribers.set, or shapectl subscriber set): over the next
 2 s it gets its new plan within 2 %, and c1 and c3 get what they got before
 within 1 %. c1 is deleted with packets queued (they drain at its plan) and
 a new subscriber added in its place; a reload of a changed file applies it
-as a diff (one added, one changed, one removed). At exit every frame is accounted and
-every mbuf is back in its pool.
+as a diff (one added, one changed, one removed); then nodes change live; then
+a reload adds 1,100 subscribers, more than the spare slots: the slots grow
+live and c3 keeps its counters and its backlog. At exit every frame is
+accounted and every mbuf is back in its pool.
 
 With --workers 2 the same runs with two workers: each port has two rx queues
 and the frames alternate between them, so every subscriber's frames reach
@@ -161,7 +163,7 @@ def live_changes(c, sock, rate_before, plans_path):
     got = rep.get("result", {}).get("subscribers")
     check(rep["ok"] and got == {"added": 1, "changed": 1, "removed": 1, "unchanged": 1,
                                 "nodes_changed": 0, "nodes_added": 0, "nodes_removed": 0,
-                                "nodes_moved": 0},
+                                "nodes_moved": 0, "slots_added": 0},
           "config.reload applies the subscriber file as a diff: %s" % (got or rep.get("error")))
     lst = c.result("subscribers.list")
     check(sorted(s["id"] for s in lst["subscribers"]) == ["c2", "c3", "c5"],
@@ -205,6 +207,39 @@ def node_changes(c, plans_path, subs):
     check(g["node"] == "AP_F", "c5 under AP_F: %s" % g["node"])
     g = c.result("subscribers.get", {"id": "c3"})
     check(g["node"] == "link", "c3 back under the link: %s" % g["node"])
+    grow_slots(c, plans_path, subs)
+
+
+def grow_slots(c, plans_path, subs):
+    """A reload that adds more subscribers than there are spare slots (1024 at start-up
+    beyond the file's): the slots grow live, and c3, backlogged, carries on at its rate."""
+    more = 1100
+    a = c.result("subscribers.list", {"top": 1, "by": "bytes"})
+    for k in range(more):
+        subs["subscribers"].append({"id": "g%d" % k, "download": "1mbit", "upload": "1mbit",
+                                    "addresses": ["100.65.%d.%d" % (k // 250, 1 + k % 250)]})
+    with open(plans_path, "w") as f:
+        json.dump(subs, f)
+    t = time.monotonic()
+    rep = c.call("config.reload")
+    took = time.monotonic() - t
+    got = rep.get("result", {}).get("subscribers")
+    check(rep["ok"] and got is not None and got["added"] == more and got["slots_added"] > 0,
+          "config.reload adds %d subscribers past the spare slots, which grow: %s"
+          % (more, got or rep.get("error")))
+    print("figure: %d subscribers added by a reload, %s slots added, in %.0f ms (wall clock, "
+          "the whole reload)" % (more, got and got.get("slots_added"), took * 1000))
+    b = c.result("subscribers.list", {"top": 1, "by": "bytes"})
+    check(b["count"] == 3 + more, "subscribers.list counts %d: %d" % (3 + more, b["count"]))
+    g = c.result("subscribers.get", {"address": "100.65.4.100"})
+    check(g["id"] == "g1099", "the last one added owns its address: %s" % g["id"])
+    # c3 (the most bytes, still backlogged) kept its counters and its queue.
+    x, y = a["subscribers"][0], b["subscribers"][0]
+    check(x["id"] == y["id"] == "c3" and y["download"]["bytes"] >= x["download"]["bytes"]
+          and y["download"]["qlen"] > 0,
+          "c3 kept its counters and its backlog across the growth: %s %d -> %s %d bytes, "
+          "%d queued" % (x["id"], x["download"]["bytes"], y["id"], y["download"]["bytes"],
+                         y["download"]["qlen"]))
 
 
 def main():

@@ -12,6 +12,10 @@
  *   them, with counters from zero;
  * - a live change back to "link": every unknown address shares the link's
  *   CAKE from then on; what the slots held drains, and they go back.
+ * - a live change with more subscriber slots than the scheduler has grows
+ *   it: everything queued, every counter and every rate stays with its
+ *   subscriber, the link's entry and the unknown slots (whose indices move
+ *   up), and a subscriber in a new slot takes an unknown address over.
  * Every frame is accounted: sent = delivered + dropped + queued.
  */
 #include <setjmp.h>
@@ -44,6 +48,7 @@
 struct src {
 	struct sim_src s;
 	uint32_t addr; /* LAN side */
+	uint32_t sub;  /* its subscriber, SUB_NONE for an unknown address */
 	uint64_t rate; /* bytes/s */
 	uint64_t next;
 	bool on;
@@ -134,6 +139,7 @@ world_new(uint32_t slots)
 
 		s->addr = i < NSUB ? (100u << 24) | (64u << 16) | (1u + i)
 				   : unknown_addr(i - NSUB, 0);
+		s->sub = i < NSUB ? i : SUB_NONE;
 		s->rate = (i < NSUB ? PLAN : UPLAN) * 2 / 8;
 		s->s = sim_src_udp(sim_ip(9, 0, (uint8_t)(1 + i)), s->addr, (uint16_t)(4000 + i),
 				   s->rate, FRAME);
@@ -192,7 +198,7 @@ emit(struct world *w, uint32_t i)
 	p->pkt.mem = SIM_MBUF_MEM;
 	classify_pkt(&p->pkt, &w->key);
 	sub = sub_sched_classify(w->ss, SUB_DOWN, &p->pkt);
-	assert_int_equal(sub, i < NSUB ? i : SUB_NONE);
+	assert_int_equal(sub, s->sub);
 	sh_pkt_list_init(&dropped);
 	sub_sched_enqueue(w->ss, SUB_DOWN, sub, &p->pkt, w->now, &dropped);
 	take_drops(w, &dropped);
@@ -467,13 +473,141 @@ test_plan_needs_restart(void **state)
 	world_free(w);
 }
 
+static void
+test_grow_live(void **state)
+{
+	struct world *w = world_new(8);
+	struct sub_counters before[NSUB + 1 + 8], after;
+	struct sub_sched_stats st0, st1;
+	struct sub_sched_change *c;
+	struct sub_set nw;
+	uint32_t added, slot, p, unk_before[NUNK];
+	uint64_t queued;
+	double mbit[NSRC];
+	char err[256];
+
+	(void)state;
+	run(w, 500000000ull);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st0);
+	memset(before, 0, sizeof(before)); /* compared whole, padding too */
+	for (uint32_t i = 0; i < NSUB + 1 + 8; i++)
+		sub_sched_counters(w->ss, i, SUB_DOWN, &before[i]);
+	for (uint32_t k = 0; k < NUNK; k++)
+		unk_before[k] = slot_of(w, unknown_addr(k, 0));
+	queued = sub_sched_backlog_pkts(w->ss, SUB_DOWN);
+	/* More slots (a quarter, at least one), and in the first new one a subscriber that
+	 * owns unknown address 0's address at 3 Mbit/s. */
+	assert_int_equal(sub_set_copy(&nw, &w->set), 0);
+	assert_int_equal(sub_set_grow_slots(&nw, 1, &added), 0);
+	assert_true(added >= 1);
+	slot = w->set.nsubs;
+	snprintf(nw.subs[slot].id, SUB_ID_LEN, "grown");
+	nw.subs[slot].plan[SUB_DOWN].max = nw.subs[slot].plan[SUB_UP].max = 3 * MBIT;
+	nw.subs[slot].nprefixes = 1;
+	assert_int_equal(sub_set_add_prefix(&nw, &p), 0);
+	nw.prefixes[p].family = 4;
+	nw.prefixes[p].len = 32;
+	nw.prefixes[p].addr[0] = 192;
+	nw.prefixes[p].addr[1] = 168;
+	nw.prefixes[p].addr[3] = 10;
+	nw.prefixes[p].sub = slot;
+	if (sub_set_validate(&nw, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	c = sub_sched_change_build(w->ss, &nw, &slot, 1, NULL, NULL, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	sub_sched_change_apply(w->ss, c);
+	sub_sched_change_free(c); /* the old arrays */
+	assert_int_equal(sub_sched_nsubs(w->ss), w->set.nsubs + added);
+	/* Nothing moved but the indices past the old slots: queues, counters, slots. */
+	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), queued);
+	for (uint32_t i = 0; i < NSUB + 1 + 8; i++) {
+		uint32_t j = i < NSUB ? i : i + added;
+
+		memset(&after, 0, sizeof(after));
+		sub_sched_counters(w->ss, j, SUB_DOWN, &after);
+		assert_memory_equal(&after, &before[i], sizeof(after));
+	}
+	for (uint32_t k = 0; k < NUNK; k++)
+		assert_int_equal(slot_of(w, unknown_addr(k, 0)), unk_before[k]);
+	sub_set_free(&w->set);
+	w->set = nw; /* the set the world names subscribers from */
+	/* Source NSUB (unknown address 0) is the new subscriber's now. */
+	w->src[NSUB].sub = slot;
+	measure(w, 1000000000ull, 2000000000ull, mbit);
+	for (uint32_t i = 0; i < NSRC; i++) {
+		double want = i < NSUB ? PLAN / 1e6 : i == NSUB ? 3.0 : UPLAN / 1e6;
+
+		print_message("  source %u: %.3f Mbit/s (plan %.1f)\n", i, mbit[i], want);
+		assert_true(mbit[i] > want * 0.99 && mbit[i] < want * 1.01);
+	}
+	sub_sched_counters(w->ss, slot, SUB_DOWN, &after);
+	assert_true(after.active && after.sent_packets > 0);
+	/* Its old unknown slot drained and went back. */
+	assert_int_equal(slot_of(w, unknown_addr(0, 0)), SUB_NONE);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st1);
+	assert_true(st1.allocations > st0.allocations);
+	check_accounting(w);
+	world_free(w);
+}
+
+/* Apply a change to set copied from w's, with more slots than w has if grow. */
+static void
+change_to(struct world *w, uint32_t grow)
+{
+	struct sub_sched_change *c;
+	struct sub_set nw;
+	uint32_t added = 0;
+	char err[256];
+
+	assert_int_equal(sub_set_copy(&nw, &w->set), 0);
+	if (grow != 0)
+		assert_int_equal(sub_set_grow_slots(&nw, grow, &added), 0);
+	c = sub_sched_change_build(w->ss, &nw, NULL, 0, NULL, NULL, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	sub_sched_change_apply(w->ss, c);
+	sub_sched_change_free(c);
+	sub_set_free(&w->set);
+	w->set = nw;
+}
+
+/*
+ * Growth alone changes nothing a packet sees: two worlds run the same
+ * traffic, one grows its slots (37 more) mid-run and the other takes the
+ * same change at its own size; every frame is delivered or dropped alike.
+ */
+static void
+test_grow_invisible(void **state)
+{
+	struct world *a = world_new(8), *b = world_new(8);
+
+	(void)state;
+	run(a, 500000000ull);
+	run(b, 500000000ull);
+	change_to(a, 0);
+	change_to(b, 37);
+	assert_int_equal(sub_sched_nsubs(b->ss), NSUB + 37);
+	run(a, 1500000000ull);
+	run(b, 1500000000ull);
+	assert_int_equal(a->sent, b->sent);
+	assert_int_equal(a->delivered, b->delivered);
+	assert_int_equal(a->dropped, b->dropped);
+	for (uint32_t i = 0; i < NSRC; i++)
+		assert_int_equal(a->src[i].win_bytes, b->src[i].win_bytes);
+	check_accounting(b);
+	world_free(a);
+	world_free(b);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_each_its_plan),      cmocka_unit_test(test_fewer_slots),
 		cmocka_unit_test(test_slots_come_back),    cmocka_unit_test(test_change_to_link),
-		cmocka_unit_test(test_plan_needs_restart),
+		cmocka_unit_test(test_plan_needs_restart), cmocka_unit_test(test_grow_live),
+		cmocka_unit_test(test_grow_invisible),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -511,9 +511,21 @@ test_set_del(void **state)
 	assert_int_equal(plan_max(r, "upload"), 2000000);
 	json_decref(r);
 	assert_int_equal(count(), NSUB + 1);
-	refused_change("{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c10\",\"download\":"
-		       "\"8mbit\",\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.10\"]}}",
-		       "no spare subscriber slot");
+	/* None is left: the slots grow (the scheduler with them), and c10 takes the first new. */
+	{
+		uint32_t slots = sub_sched_nsubs(W.ss);
+
+		r = ask(SHAPER_LEVEL_OPERATOR,
+			"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c10\",\"download\":"
+			"\"8mbit\",\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.10\"]}}",
+			true);
+		assert_string_equal(json_string_value(json_object_get(r, "action")), "added");
+		json_decref(r);
+		assert_true(sub_sched_nsubs(W.ss) > slots);
+		assert_int_equal(W.set.nsubs, sub_sched_nsubs(W.ss));
+		assert_string_equal(W.set.subs[slots].id, "c10");
+		assert_int_equal(count(), NSUB + 2);
+	}
 
 	/* Deleted: gone from the replies; its slot (it sent nothing: idle) is free again. */
 	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.del\",\"args\":{\"id\":\"c0\"}}",
@@ -525,14 +537,14 @@ test_set_del(void **state)
 	refused(SHAPER_LEVEL_OPERATOR,
 		"{\"cmd\":\"subscribers.get\",\"args\":{\"address\":\"100.64.0.1\"}}",
 		"invalid_argument");
-	assert_int_equal(count(), NSUB);
+	assert_int_equal(count(), NSUB + 1);
 	r = ask(SHAPER_LEVEL_OPERATOR,
-		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c10\",\"download\":\"8mbit\","
+		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c11\",\"download\":\"8mbit\","
 		"\"upload\":\"2mbit\",\"addresses\":[\"100.64.0.1\"]}}",
 		true);
 	json_decref(r);
-	assert_int_equal(count(), NSUB + 1);
-	assert_int_equal(sub_sched_changes(W.ss), 4);
+	assert_int_equal(count(), NSUB + 2);
+	assert_int_equal(sub_sched_changes(W.ss), 5);
 }
 
 static void

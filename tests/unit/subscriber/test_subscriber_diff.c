@@ -146,14 +146,39 @@ test_diff_counts(void **state)
 	free(d.reset);
 	sub_set_free(&out);
 
-	/* A new subscriber and no free slot; a node more: refused. */
+	/* Only the plan per unknown address is new: a change of its own. */
+	file.unknown = SUB_UNKNOWN_PLAN;
+	file.unknown_plan[SUB_DOWN].max = file.unknown_plan[SUB_UP].max = 5 * MBIT;
+	assert_int_equal(sub_set_diff(&cur, &file, all_free, NULL, &out, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.unchanged, 6);
+	assert_true(d.unknown_changed);
+	assert_int_equal(out.unknown, SUB_UNKNOWN_PLAN);
+	assert_int_equal(out.unknown_plan[SUB_DOWN].max, 5 * MBIT);
+	free(d.reset);
+	sub_set_free(&out);
+	file.unknown = SUB_UNKNOWN_LINK;
+
+	/*
+	 * A new subscriber and no free slot: the set grows at the end, by a
+	 * quarter of its slots at the least, and the new one takes the first.
+	 */
 	assert_int_equal(sub_set_add_sub(&file, &s), 0);
 	file.subs[s] = file.subs[0];
 	snprintf(file.subs[s].id, SUB_ID_LEN, "new");
 	file.subs[s].nprefixes = 0;
-	assert_int_equal(sub_set_diff(&cur, &file, none_free, NULL, &out, &d, err, sizeof(err)),
-			 -ENOSPC);
-	assert_non_null(strstr(err, "spare slots"));
+	assert_int_equal(sub_set_diff(&cur, &file, none_free, NULL, &out, &d, err, sizeof(err)), 0);
+	assert_int_equal(d.added, 1);
+	assert_int_equal(d.nreset, 1);
+	assert_int_equal(d.slots_added, cur.nsubs / 4 > 1 ? cur.nsubs / 4 : 1);
+	assert_int_equal(out.nsubs, cur.nsubs + d.slots_added);
+	assert_int_equal(d.reset[0], cur.nsubs);
+	assert_string_equal(out.subs[cur.nsubs].id, "new");
+	for (uint32_t i = cur.nsubs + 1; i < out.nsubs; i++)
+		assert_false(sub_slot_used(&out.subs[i]));
+	for (uint32_t i = 0; i < cur.nsubs; i++)
+		assert_string_equal(out.subs[i].id, cur.subs[i].id);
+	free(d.reset);
+	sub_set_free(&out);
 	sub_set_free(&file);
 	sub_set_free(&cur);
 }
