@@ -200,6 +200,14 @@ uint32_t sub_sched_unknown_used(const struct sub_sched *ss);
 bool sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt,
 			    uint32_t *hash);
 
+/*
+ * The index (nsubs + 1 + k) of the unknown slot holding pkt's address
+ * going dir, or SUB_NONE (no plan per unknown address, or none holds it).
+ * Worker; for crediting an RTT sample to the address it belongs to.
+ */
+uint32_t sub_sched_unknown_find(const struct sub_sched *ss, enum sub_dir dir,
+				const struct sh_pkt *pkt);
+
 /* ------------------------------------------------------------------------ */
 /* Live changes (subscribers.set/del, a reload of the subscriber files)       */
 

@@ -282,6 +282,28 @@ by_key_desc(const void *a, const void *b)
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
 }
 
+/*
+ * What a row is ranked by: bytes sent, drops, arrival rate both ways, or
+ * the access side's median RTT (lan, read only for BY_RTT): the part of the
+ * path the ISP runs.
+ */
+static uint64_t
+rank_key(enum sort_by sort, const struct sub_counters c[SUB_DIRS],
+	 const struct sub_rtt_summary *lan)
+{
+	switch (sort) {
+	case BY_RTT:
+		return lan->median_ns;
+	case BY_BYTES:
+		return c[0].sent_bytes + c[1].sent_bytes;
+	case BY_DROPS:
+		return drops_of(&c[0]) + drops_of(&c[1]);
+	case BY_RATE:
+	default:
+		return c[0].arrival_bps + c[1].arrival_bps;
+	}
+}
+
 /* Shard i's scheduler (0: ss itself), or NULL. */
 static const struct sub_sched *
 shard_of(const struct ctl_backend *be, const struct sub_sched *ss, unsigned int i)
@@ -300,7 +322,7 @@ shards(const struct ctl_backend *be)
 /*
  * The row of an unknown address with a plan of its own (slot sub of
  * shard's scheduler o, which alone shapes it), or NULL if the slot has
- * let it go meanwhile. Its RTT samples are the link's entry's.
+ * let it go meanwhile.
  */
 static json_t *
 unknown_json(const struct sub_sched *o, uint32_t sub)
@@ -343,6 +365,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	enum sort_by sort = BY_BYTES;
 	struct ranked *r;
 	uint32_t n, nunk, want, from, used = 0, unknown_used = 0;
+	struct sub_rtt_summary lan = { 0 };
 	json_t *arr, *o;
 
 	if (check_known(args, known, err, msg, len) != 0)
@@ -397,17 +420,9 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		counters(be, ss, i, SUB_DOWN, &c[SUB_DOWN]);
 		counters(be, ss, i, SUB_UP, &c[SUB_UP]);
 		r[used].sub = i;
-		if (sort == BY_RTT) {
-			/* The access side's median: the part of the path the ISP runs. */
-			struct sub_rtt_summary lan;
-
+		if (sort == BY_RTT)
 			rtt_of(be, ss, i, SUB_RTT_LAN, &lan);
-			r[used++].key = lan.median_ns;
-			continue;
-		}
-		r[used++].key = sort == BY_BYTES   ? c[0].sent_bytes + c[1].sent_bytes
-				: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
-						   : c[0].arrival_bps + c[1].arrival_bps;
+		r[used++].key = rank_key(sort, c, &lan);
 	}
 	/* Unknown addresses with a plan each: rows of their own, named by address. */
 	for (unsigned int sh = 0; nunk != 0 && sh < shards(be); sh++) {
@@ -424,11 +439,13 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			sub_sched_counters(os, sub, SUB_UP, &c[SUB_UP]);
 			r[used].sub = sub;
 			r[used].shard = sh;
-			/* No RTT of their own (the link's entry has it): last by rtt. */
-			r[used++].key = sort == BY_RTT     ? 0
-					: sort == BY_BYTES ? c[0].sent_bytes + c[1].sent_bytes
-					: sort == BY_DROPS ? drops_of(&c[0]) + drops_of(&c[1])
-							   : c[0].arrival_bps + c[1].arrival_bps;
+			if (sort == BY_RTT) {
+				uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+
+				sub_sched_rtt(os, sub, SUB_RTT_LAN, h);
+				sub_rtt_summarize(h, &lan);
+			}
+			r[used++].key = rank_key(sort, c, &lan);
 			unknown_used++;
 		}
 	}

@@ -628,9 +628,15 @@ dp_subs_enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, co
 	 * is the destination, going up (LAN side) the source, which is what
 	 * the lookup of its own direction keys on.
 	 */
-	for (unsigned int k = 0; k < nsmp; k++)
-		sub_sched_rtt_sample(d->subs, subs[smp[k].pkt], (enum sub_rtt_side)smp[k].side,
-				     smp[k].rtt_ns, now);
+	for (unsigned int k = 0; k < nsmp; k++) {
+		uint32_t sub = subs[smp[k].pkt];
+
+		/* An unknown address with a slot of its own: its samples are its own. */
+		if (sub >= sub_sched_nsubs(d->subs))
+			sub = sub_sched_unknown_find(d->subs, sd, pkts[smp[k].pkt]);
+		sub_sched_rtt_sample(d->subs, sub, (enum sub_rtt_side)smp[k].side, smp[k].rtt_ns,
+				     now);
+	}
 	for (unsigned int i = 0; i < n; i++)
 		sub_sched_enqueue(d->subs, sd, subs[i], pkts[i], now, drops);
 }

@@ -460,6 +460,18 @@ sub_sched_unknown_key(const struct sub_sched *ss, uint32_t k, struct sub_prefix 
 	return ss->unknown != NULL && sub_unknown_key_of(ss->unknown, k, key);
 }
 
+uint32_t
+sub_sched_unknown_find(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
+{
+	struct sub_prefix k;
+	uint32_t slot;
+
+	if (ss->unknown == NULL || !sub_unknown_key_from(pkt, dir, &k))
+		return SUB_NONE;
+	slot = sub_unknown_find(ss->unknown, &k);
+	return slot != SUB_NONE ? ss->nsubs + 1 + slot : SUB_NONE;
+}
+
 bool
 sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt,
 		       uint32_t *hash)
@@ -1233,7 +1245,7 @@ void
 sub_sched_rtt_sample(struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side, uint64_t rtt_ns,
 		     uint64_t now)
 {
-	if (sub >= ss->nsubs)
+	if (sub > ss->nsubs + ss->nunk)
 		sub = ss->nsubs; /* an address no subscriber owns: the link's entry */
 	sub_sched_note_time(ss, now);
 	sub_rtt_add(&ss->rtt[sub][side], ss->rtt_win, rtt_ns);

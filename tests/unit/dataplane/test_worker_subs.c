@@ -395,8 +395,12 @@ same_bucket(uint64_t figure_ns, double want_ns)
 	       want_ns <= (double)sub_rtt_lower_ns(b + 1) * 1.01;
 }
 
+/*
+ * unknown: with a plan per unknown address, and a third flow of an address
+ * no subscriber owns (100.64.9.1), whose samples go to its own slot.
+ */
 static void
-test_worker_subscriber_rtt(void **state)
+worker_subscriber_rtt(bool unknown)
 {
 	static struct shaper_config c;
 	/* c1 (100.64.1.1) and c3 (100.64.3.1): ms beyond the LAN port and beyond the WAN port. */
@@ -404,21 +408,23 @@ test_worker_subscriber_rtt(void **state)
 		uint8_t lan[4];
 		const char *id;
 		uint64_t lan_ms, wan_ms;
-	} f[2] = { { { 100, 64, 1, 1 }, "c1", 8, 40 }, { { 100, 64, 3, 1 }, "c3", 25, 120 } };
+	} f[3] = { { { 100, 64, 1, 1 }, "c1", 8, 40 },
+		   { { 100, 64, 3, 1 }, "c3", 25, 120 },
+		   { { 100, 64, 9, 1 }, NULL, 12, 60 } };
 	struct dp_dir down, up, *dirs[SHAPER_NUM_DIRS];
-	uint64_t next_down[2] = { 1000000, 3000000 }, now;
-	uint32_t k[2] = { 0 }, fill = 0;
-	bool echo_due[2] = { false };
-	uint64_t echo_at[2] = { 0 };
+	uint64_t next_down[3] = { 1000000, 3000000, 2000000 }, now;
+	uint32_t k[3] = { 0 }, fill = 0, nf = unknown ? 3 : 2;
+	bool echo_due[3] = { false };
+	uint64_t echo_at[3] = { 0 };
 	char text[1024], err[512];
 
-	(void)state;
 	snprintf(text, sizeof(text),
 		 "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},"
 		 " \"downstream\": {\"bandwidth\": \"100mbit\"},"
 		 " \"upstream\": {\"bandwidth\": \"100mbit\"},"
-		 " \"subscribers\": {\"file\": \"%s\", \"active\": 8}}",
-		 subs_path);
+		 " \"subscribers\": {\"file\": \"%s\", \"active\": 8%s}}",
+		 subs_path,
+		 unknown ? ", \"unknown\": {\"download\": \"5mbit\", \"upload\": \"5mbit\"}" : "");
 	if (shaper_config_load_string(text, &c, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	dir_init(&down, SHAPER_DOWN, &c);
@@ -439,7 +445,7 @@ test_worker_subscriber_rtt(void **state)
 	for (now = STEP_NS; now <= 3000000000ull; now += STEP_NS) {
 		uint64_t next = UINT64_MAX;
 
-		for (int i = 0; i < 2; i++) {
+		for (uint32_t i = 0; i < nf; i++) {
 			if (now >= next_down[i]) {
 				/* Another frame first: the sample's packet is not the burst's
 				 * first. */
@@ -469,10 +475,22 @@ test_worker_subscriber_rtt(void **state)
 		drain_ring(out_ring);
 		drain_ring(up_out_ring);
 	}
-	for (int i = 0; i < 2; i++) {
+	for (uint32_t i = 0; i < nf; i++) {
 		const struct sub_set *set = dp_subs_set(&down);
-		uint32_t sub = sub_find(set, f[i].id);
+		uint32_t sub = SUB_NONE;
 
+		if (f[i].id != NULL) {
+			sub = sub_find(set, f[i].id);
+		} else {
+			/* The unknown address's slot. */
+			for (uint32_t u = 0; u < sub_sched_unknown_slots(down.subs); u++) {
+				struct sub_prefix key;
+
+				if (sub_sched_unknown_key(down.subs, u, &key) &&
+				    memcmp(key.addr, f[i].lan, 4) == 0)
+					sub = sub_sched_nsubs(down.subs) + 1 + u;
+			}
+		}
 		assert_int_not_equal(sub, SUB_NONE);
 		for (int side = 0; side < SUB_RTT_SIDES; side++) {
 			uint32_t h[SUB_RTT_BUCKETS] = { 0 };
@@ -483,9 +501,9 @@ test_worker_subscriber_rtt(void **state)
 			sub_sched_rtt(down.subs, sub, (enum sub_rtt_side)side, h);
 			sub_rtt_summarize(h, &r);
 			printf("# %s %s: %llu samples, median %.2f ms, p95 %.2f ms (flow's: %.0f ms)\n",
-			       f[i].id, side == SUB_RTT_LAN ? "lan" : "wan",
-			       (unsigned long long)r.samples, r.median_ns / 1e6, r.p95_ns / 1e6,
-			       want / 1e6);
+			       f[i].id != NULL ? f[i].id : "unknown",
+			       side == SUB_RTT_LAN ? "lan" : "wan", (unsigned long long)r.samples,
+			       r.median_ns / 1e6, r.p95_ns / 1e6, want / 1e6);
 			/* One sample a round trip, less the flow's first. */
 			assert_true(r.samples >= k[i] - 2);
 			/* Every sample is one delay: both figures in the bucket that holds it. */
@@ -514,12 +532,27 @@ test_worker_subscriber_rtt(void **state)
 	assert_int_equal(rte_mempool_in_use_count(pool), 0);
 }
 
+static void
+test_worker_subscriber_rtt(void **state)
+{
+	(void)state;
+	worker_subscriber_rtt(false);
+}
+
+static void
+test_worker_unknown_rtt(void **state)
+{
+	(void)state;
+	worker_subscriber_rtt(true);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_worker_subscribers),
 		cmocka_unit_test(test_worker_subscriber_rtt),
+		cmocka_unit_test(test_worker_unknown_rtt),
 	};
 
 	return EAL_TEST_RUN("test_worker_subs", tests, setup, teardown);
