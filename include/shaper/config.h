@@ -134,6 +134,12 @@ struct shaper_subscribers_config {
 	bool unknown_plan;
 	uint64_t unknown_rate[SHAPER_NUM_DIRS]; /* bytes/s: the plan's max per direction */
 	uint32_t unknown_addresses; /* such addresses shaped at once per worker; 0 = active / 4 */
+	/*
+	 * Several workers: a top-level node's whole subtree on one worker
+	 * (false), or each subscriber on a worker of its own and every node's
+	 * capacity shared among the workers that have its subscribers (true).
+	 */
+	bool shard_by_subscriber;
 };
 
 struct shaper_config {

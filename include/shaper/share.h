@@ -141,6 +141,15 @@ uint64_t share_tick_need(struct share_shard *sh, uint64_t need, uint64_t base, u
 void share_split_level(const struct share_group *g, uint64_t *out, double *level);
 
 /*
+ * The same split of link (bytes/s) among n parts (n <= SHARE_MAX_SHARDS)
+ * whose demands the caller holds (need, base, weight as a shard publishes
+ * them): for a capacity shared by shards that is not the link's, such as
+ * a node's whose subscribers are on several workers.
+ */
+void share_split_of(uint64_t link, uint32_t n, const uint64_t *need, const uint64_t *base,
+		    const uint32_t *weight, uint64_t *out, double *level);
+
+/*
  * The split every shard computes: weighted max-min of the link over the
  * published demands. out[i] = shard i's rate; sums to at most the link.
  */

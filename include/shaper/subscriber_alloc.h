@@ -86,6 +86,13 @@ bool sub_alloc_same_as_last(const struct sub_alloc *a, enum sub_dir dir);
 void sub_alloc_forget(struct sub_alloc *a);
 
 /*
+ * Node node's capacity in dir from now (bit/s, > 0; not the root's: the
+ * link is run's argument): with several workers, the part of a node's
+ * capacity this worker's subscribers under it may use.
+ */
+void sub_alloc_set_capacity(struct sub_alloc *a, enum sub_dir dir, uint32_t node, uint64_t bps);
+
+/*
  * The split at one node: n children with floor[i] <= ceiling[i], total to
  * share. out[i] = clamp(L, floor[i], ceiling[i]) for the water level L
  * that makes the sum total (rounding remainders go one bit/s each to

@@ -106,6 +106,14 @@ uint64_t sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint6
 /* The link's rate in bytes/s from now (autorate, a share of the link); 0 = the set's capacity. */
 void sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate);
 
+/*
+ * Node node's capacity in dir from the next allocation (bit/s): this
+ * worker's part of a node whose subscribers several workers shape. A live
+ * change brings back the set's capacities.
+ */
+void sub_sched_set_node_capacity(struct sub_sched *ss, enum sub_dir dir, uint32_t node,
+				 uint64_t bps);
+
 /* Every packet queued in direction dir onto out (shutdown); CAKEs go back to the pool. */
 void sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out);
 

@@ -767,6 +767,17 @@ parse_subscribers(const json_t *v, struct shaper_config *c, char *err, size_t er
 		} else if (strcmp(key, "unknown") == 0) {
 			if (parse_subs_unknown(x, sc, err, errlen) != 0)
 				return -1;
+		} else if (strcmp(key, "shard_by") == 0) {
+			const char *s = json_string_value(x);
+
+			if (s != NULL && strcmp(s, "node") == 0) {
+				sc->shard_by_subscriber = false;
+			} else if (s != NULL && strcmp(s, "subscriber") == 0) {
+				sc->shard_by_subscriber = true;
+			} else {
+				errf(err, errlen, sub, "expected \"node\" or \"subscriber\"");
+				return -1;
+			}
 		} else if (strcmp(key, "unknown_addresses") == 0) {
 			if (get_int(x, sub, 1, 1000000, &n, err, errlen) != 0)
 				return -1;

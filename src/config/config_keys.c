@@ -149,6 +149,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "subscribers", "scale_mins", "false", "false", true },
 	{ "subscribers", "unknown", "\"link\"", "link", true },
 	{ "subscribers", "unknown_addresses", "100", NULL, false },
+	{ "subscribers", "shard_by", "\"node\"", "node", true },
 
 	{ "dataplane.mbufs", "upstream", "\"auto\"", "auto", true },
 	{ "dataplane.mbufs", "downstream", "\"auto\"", "auto", true },

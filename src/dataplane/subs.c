@@ -21,6 +21,7 @@
  * lookup inside the scheduler.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,20 @@ struct dp_sub_tables {
 	struct rte_lpm *v4;  /* NULL: no unqualified v4 prefix */
 	struct rte_lpm6 *v6; /* NULL: no unqualified v6 prefix */
 	unsigned int refs;
+};
+
+/*
+ * Nodes shared among shards (subscribers.shard_by "subscriber"): per node,
+ * direction and shard, a cache line where that shard alone publishes what
+ * its subscribers under the node can use (shaper/share.h's need, base and
+ * weight); every shard splits each node's capacity over the lines the same
+ * way. One per change of the set (node indices are the set's), shared by
+ * every shard's context, counted as the tables are.
+ */
+struct dp_sub_nodeshare {
+	uint32_t nnodes, nshards;
+	unsigned int refs;
+	struct share_slot *slot; /* [(node * SUB_DIRS + dir) * nshards + shard] */
 };
 
 /*
@@ -82,6 +97,17 @@ struct dp_sub_lpm {
 	uint64_t *kid_sum[SUB_DIRS];  /* nkids + 1: kid_sum[k] = the k smallest together */
 	uint32_t nkids[SUB_DIRS];
 	uint64_t seen_allocs[SUB_DIRS]; /* the allocation measured last */
+	/*
+	 * Nodes spanning shards (NULL unless subscribers.shard_by is
+	 * "subscriber" with several): this shard's part of each node's
+	 * capacity (bytes/s) and the last split's level, the worker's only.
+	 */
+	struct dp_sub_nodeshare *ns;
+	uint32_t shard;
+	uint64_t *node_part[SUB_DIRS];
+	double *node_level[SUB_DIRS];
+	uint64_t *node_need, *node_base; /* scratch, per node, bytes/s */
+	uint32_t *node_weight;
 };
 
 static uint32_t
@@ -106,6 +132,16 @@ lpm_v6(const void *ctx, const uint8_t addr[16])
 	return hop;
 }
 
+/* Drop a reference to ns (control thread); the last frees it. */
+static void
+nodeshare_put(struct dp_sub_nodeshare *ns)
+{
+	if (ns != NULL && --ns->refs == 0) {
+		free(ns->slot);
+		free(ns);
+	}
+}
+
 static void
 lpm_free(struct dp_sub_lpm *l)
 {
@@ -127,8 +163,65 @@ lpm_free(struct dp_sub_lpm *l)
 		free(l->node_cap[d]);
 		free(l->kid_ceil[d]);
 		free(l->kid_sum[d]);
+		free(l->node_part[d]);
+		free(l->node_level[d]);
 	}
+	free(l->node_need);
+	free(l->node_base);
+	free(l->node_weight);
+	nodeshare_put(l->ns);
 	free(l);
+}
+
+/*
+ * The lines of set's nodes for n shards, with one reference for the caller
+ * (each context that joins takes one more). NULL: no memory.
+ */
+static struct dp_sub_nodeshare *
+nodeshare_create(const struct sub_set *set, uint32_t n)
+{
+	struct dp_sub_nodeshare *ns = calloc(1, sizeof(*ns));
+	size_t count = (size_t)set->nnodes * SUB_DIRS * n;
+
+	if (ns == NULL)
+		return NULL;
+	ns->nnodes = set->nnodes;
+	ns->nshards = n;
+	ns->refs = 1;
+	ns->slot = aligned_alloc(SHARE_LINE, count * sizeof(*ns->slot));
+	if (ns->slot == NULL) {
+		free(ns);
+		return NULL;
+	}
+	memset(ns->slot, 0, count * sizeof(*ns->slot));
+	return ns;
+}
+
+/* Context l of shard 'shard' takes part in ns: its private side, the node parts at full. */
+static int
+nodeshare_join(struct dp_sub_lpm *l, struct dp_sub_nodeshare *ns, uint32_t shard)
+{
+	uint32_t nn = ns->nnodes;
+
+	l->node_need = calloc(nn, sizeof(*l->node_need));
+	l->node_base = calloc(nn, sizeof(*l->node_base));
+	l->node_weight = calloc(nn, sizeof(*l->node_weight));
+	if (l->node_need == NULL || l->node_base == NULL || l->node_weight == NULL)
+		return -ENOMEM;
+	for (int d = 0; d < SUB_DIRS; d++) {
+		l->node_part[d] = calloc(nn, sizeof(*l->node_part[d]));
+		l->node_level[d] = calloc(nn, sizeof(*l->node_level[d]));
+		if (l->node_part[d] == NULL || l->node_level[d] == NULL)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < nn; i++) {
+			l->node_part[d][i] = l->node_cap[d][i] / 8;
+			l->node_level[d][i] = INFINITY;
+		}
+	}
+	l->ns = ns;
+	l->shard = shard;
+	ns->refs++;
+	return 0;
 }
 
 static void
@@ -347,7 +440,8 @@ kept_shards(const struct sub_set *set, const struct sub_set *prev_set,
  */
 static int
 shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_lpm *prev,
-	  const struct sub_set *prev_set, uint32_t n, uint32_t nunk)
+	  const struct sub_set *prev_set, uint32_t n, uint32_t nunk, struct dp_sub_nodeshare *ns,
+	  uint32_t shard)
 {
 	uint32_t *top, *keep = NULL, nkids_max = set->nsubs + set->nnodes + 1 + nunk;
 	bool ok;
@@ -408,11 +502,13 @@ shard_map(struct dp_sub_lpm *l, const struct sub_set *set, const struct dp_sub_l
 		l->sub_node[i] = sub->node;
 		for (int d = 0; d < SUB_DIRS; d++)
 			l->plan_max[d][i] = sub->plan[d].max;
-		l->sub_shard[i] = (uint8_t)(sub->node == SUB_ROOT ? id_hash(sub->id) % n
-								  : l->node_shard[sub->node]);
+		/* Nodes shared among shards: every subscriber on its own. */
+		l->sub_shard[i] = (uint8_t)(sub->node == SUB_ROOT || ns != NULL
+							    ? id_hash(sub->id) % n
+							    : l->node_shard[sub->node]);
 	}
 	free(top);
-	return 0;
+	return ns != NULL ? nodeshare_join(l, ns, shard) : 0;
 }
 
 size_t
@@ -476,6 +572,7 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 {
 	struct sub_sched_config cfg = { 0 };
 	struct dp_sub_lpm *lpm[SHAPER_MAX_WORKERS] = { NULL };
+	struct dp_sub_nodeshare *ns = NULL; /* the contexts' once joined */
 	struct sub_set set;
 	uint32_t i;
 	int rc;
@@ -507,10 +604,14 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 		if (lpm[i] == NULL)
 			goto nomem;
 	}
+	if (n > 1 && c->subscribers.shard_by_subscriber &&
+	    (ns = nodeshare_create(&lpm[0]->set, n)) == NULL)
+		goto nomem;
 	for (i = 0; i < n; i++)
 		if (shard_map(lpm[i], &lpm[0]->set, i == 0 ? NULL : lpm[0], &lpm[0]->set, n,
 			      sub_sched_unknown_slots_for(&lpm[0]->set, c->subscribers.active,
-							  c->subscribers.unknown_addresses)) != 0)
+							  c->subscribers.unknown_addresses),
+			      ns, i) != 0)
 			goto nomem;
 	cfg.set = &lpm[0]->set;
 	cfg.active = c->subscribers.active;
@@ -539,6 +640,7 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 				detach_one(down[j], up[j]); /* frees lpm[j] */
 			for (uint32_t j = n; j-- > i;)
 				lpm_free(lpm[j]); /* lpm[0]'s tables go with the last reference */
+			nodeshare_put(ns);
 			return -EINVAL;
 		}
 		lpm[i] = NULL; /* the scheduler's now */
@@ -555,10 +657,12 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 			dp_subs_set_limit(d, sched_get_params(d->sched));
 		}
 	}
+	nodeshare_put(ns); /* the contexts hold it now */
 	return 0;
 nomem:
 	for (uint32_t j = n; j-- > 0;)
 		lpm_free(lpm[j]);
+	nodeshare_put(ns);
 	snprintf(err, errlen, "subscribers: out of memory");
 	return -ENOMEM;
 }
@@ -649,6 +753,92 @@ min_u64(uint64_t a, uint64_t b)
 
 SH_HEAPSORT_DEFINE(sort_u64, uint64_t)
 
+/* A child's ceiling c (bytes/s) under node n: its need, and its base or weight by n's level. */
+static inline void
+node_kid(struct dp_sub_lpm *l, enum sub_dir sd, uint32_t n, uint64_t c)
+{
+	l->node_need[n] += c;
+	if ((double)c < l->node_level[sd][n])
+		l->node_base[n] += c;
+	else
+		l->node_weight[n]++;
+}
+
+/*
+ * Nodes shared among shards: what this shard's subscribers under each node
+ * can use (each child's ceiling as the allocation takes it, from the last
+ * allocation's demands; a child node's capped at the node's capacity),
+ * published on the node's line, then the same weighted max-min split of
+ * each node's capacity every shard computes (shaper/share.h): this shard's
+ * part becomes the node's capacity in its allocation. The parts add up to
+ * the node's capacity, so the node carries no more than that whatever the
+ * workers its subscribers are on; a shard whose subscribers there are idle
+ * keeps a small floor. Once per allocation: O(active subscribers + nodes x
+ * shards).
+ */
+static void
+share_nodes(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
+{
+	uint32_t nsubs = sub_sched_nsubs(d->subs), nact, nn = l->nnodes, nsh = l->ns->nshards;
+	const uint32_t *act = sub_sched_active(d->subs, sd, &nact);
+	uint64_t need[SHARE_MAX_SHARDS], base[SHARE_MAX_SHARDS], part[SHARE_MAX_SHARDS];
+	uint32_t weight[SHARE_MAX_SHARDS];
+
+	if (l->ns->nnodes != nn)
+		return; /* not this set's lines (cannot happen: made together) */
+	memset(l->node_need, 0, nn * sizeof(*l->node_need));
+	memset(l->node_base, 0, nn * sizeof(*l->node_base));
+	memset(l->node_weight, 0, nn * sizeof(*l->node_weight));
+	for (uint32_t j = 0; j < nact; j++) {
+		uint32_t i = act[j];
+		uint64_t dem;
+
+		if (i >= nsubs || i >= l->nsubs || l->sub_node[i] == SUB_ROOT)
+			continue; /* the link's own entry, unknown addresses: under the link */
+		dem = sub_sched_demand(d->subs, sd, i);
+		if (dem != 0)
+			node_kid(l, sd, l->sub_node[i], min_u64(dem, l->plan_max[sd][i]) / 8);
+	}
+	/* Children before parents: each node's need, capped, is a child of its parent. */
+	for (uint32_t n = nn; n-- > 1;) {
+		uint64_t cap = l->node_cap[sd][n] / 8;
+
+		if (cap != 0 && l->node_need[n] > cap)
+			l->node_need[n] = cap;
+		if (l->node_need[n] != 0 && l->node_parent[n] != SUB_ROOT)
+			node_kid(l, sd, l->node_parent[n], l->node_need[n]);
+	}
+	for (uint32_t n = 1; n < nn; n++) {
+		struct share_slot *line = &l->ns->slot[((size_t)n * SUB_DIRS + sd) * nsh];
+		uint64_t cap = l->node_cap[sd][n] / 8;
+		double level;
+
+		atomic_store_explicit(&line[l->shard].need, l->node_need[n], memory_order_relaxed);
+		atomic_store_explicit(&line[l->shard].base, l->node_base[n], memory_order_relaxed);
+		/*
+		 * Some weight while it needs anything: the split then finds a
+		 * level (a need met by bases alone leaves none), and the next
+		 * tick weighs the children above it.
+		 */
+		atomic_store_explicit(&line[l->shard].weight,
+				      l->node_weight[n] == 0 && l->node_need[n] != 0
+						      ? 1
+						      : l->node_weight[n],
+				      memory_order_relaxed);
+		if (cap == 0)
+			continue; /* unlimited: nothing to share */
+		for (uint32_t k = 0; k < nsh; k++) {
+			need[k] = atomic_load_explicit(&line[k].need, memory_order_relaxed);
+			base[k] = atomic_load_explicit(&line[k].base, memory_order_relaxed);
+			weight[k] = atomic_load_explicit(&line[k].weight, memory_order_relaxed);
+		}
+		share_split_of(cap, nsh, need, base, weight, part, &level);
+		l->node_level[sd][n] = level;
+		l->node_part[sd][n] = part[l->shard] != 0 ? part[l->shard] : 1;
+		sub_sched_set_node_capacity(d->subs, sd, n, l->node_part[sd][n] * 8);
+	}
+}
+
 /*
  * The link's children in this shard and each one's ceiling, from the last
  * allocation's demands, as the allocation computes them
@@ -688,9 +878,11 @@ measure_kids(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
 		else if (l->node_ceil[l->sub_node[i]] < UINT64_MAX - c)
 			l->node_ceil[l->sub_node[i]] += c;
 	}
-	/* Children before parents: each node capped, then added to its parent. */
+	/* Children before parents: each node capped (its part, if shared), then added to its
+	 * parent. */
 	for (uint32_t n = l->nnodes; n-- > 1;) {
-		uint64_t c = min_u64(l->node_ceil[n], l->node_cap[sd][n]);
+		uint64_t c = min_u64(l->node_ceil[n],
+				     l->ns != NULL ? l->node_part[sd][n] * 8 : l->node_cap[sd][n]);
 
 		if (c == 0)
 			continue;
@@ -723,6 +915,8 @@ dp_subs_share_tick(struct dp_dir *d, uint64_t now)
 	sub_sched_get_stats(d->subs, sd, &st);
 	if (st.allocations != l->seen_allocs[sd]) {
 		l->seen_allocs[sd] = st.allocations;
+		if (l->ns != NULL)
+			share_nodes(d, l, sd);
 		measure_kids(d, l, sd);
 	}
 	n = l->nkids[sd];
@@ -776,6 +970,7 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 {
 	struct dp_sub_lpm *ctx[SHAPER_MAX_WORKERS] = { NULL };
 	struct dp_msg *m[SHAPER_MAX_WORKERS] = { NULL };
+	struct dp_sub_nodeshare *ns = NULL; /* the contexts' once joined */
 	const struct dp_sub_lpm *cur;
 	const struct sub_set *nset;
 	uint32_t i, built = 0;
@@ -818,9 +1013,12 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 		if (ctx[i] == NULL)
 			goto nomem;
 	}
+	/* Nodes shared among shards: new lines for the new set's nodes. */
+	if (cur->ns != NULL && (ns = nodeshare_create(&ctx[0]->set, n)) == NULL)
+		goto nomem;
 	for (i = 0; i < n; i++)
 		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), &cur->set,
-			      n, sub_sched_unknown_slots(down[i]->subs)) != 0)
+			      n, sub_sched_unknown_slots(down[i]->subs), ns, i) != 0)
 			goto nomem;
 	/* Every message built before any is posted: a failure here changes nothing. */
 	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */
@@ -876,12 +1074,14 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 	 * The last shard first: shard 0's context holds the set. */
 	for (i = n; i-- > 0;)
 		dp_msg_free(m[i]);
+	nodeshare_put(ns); /* the contexts hold it now */
 	return rc;
 nomem:
 	for (i = n; i-- > 0;) {
 		dp_msg_free(m[i]); /* frees its context too */
 		lpm_free(ctx[i]);
 	}
+	nodeshare_put(ns);
 	if (err[0] == '\0')
 		snprintf(err, errlen, "subscribers: out of memory");
 	return -ENOMEM;

@@ -192,9 +192,24 @@ share_split(const struct share_group *g, uint64_t *out)
 void
 share_split_level(const struct share_group *g, uint64_t *out, double *level_out)
 {
-	uint64_t link = atomic_load_explicit(&g->link_rate, memory_order_relaxed);
-	uint64_t floor = share_floor(link, g->nshards);
-	uint32_t n = g->nshards, i;
+	uint64_t need[SHARE_MAX_SHARDS], base[SHARE_MAX_SHARDS];
+	uint32_t weight[SHARE_MAX_SHARDS];
+
+	for (uint32_t i = 0; i < g->nshards; i++) {
+		need[i] = atomic_load_explicit(&g->slot[i].need, memory_order_relaxed);
+		base[i] = atomic_load_explicit(&g->slot[i].base, memory_order_relaxed);
+		weight[i] = atomic_load_explicit(&g->slot[i].weight, memory_order_relaxed);
+	}
+	share_split_of(atomic_load_explicit(&g->link_rate, memory_order_relaxed), g->nshards, need,
+		       base, weight, out, level_out);
+}
+
+void
+share_split_of(uint64_t link, uint32_t n, const uint64_t *need, const uint64_t *base,
+	       const uint32_t *weight, uint64_t *out, double *level_out)
+{
+	uint64_t floor = share_floor(link, n);
+	uint32_t i;
 	double cap[SHARE_MAX_SHARDS], w[SHARE_MAX_SHARDS], extra[SHARE_MAX_SHARDS];
 	bool open[SHARE_MAX_SHARDS];
 	double left, open_w = 0, all_w = 0, bases = 0;
@@ -202,14 +217,11 @@ share_split_level(const struct share_group *g, uint64_t *out, double *level_out)
 	*level_out = INFINITY;
 	left = link > (uint64_t)n * floor ? (double)(link - (uint64_t)n * floor) : 0;
 	for (i = 0; i < n; i++) {
-		uint64_t need = atomic_load_explicit(&g->slot[i].need, memory_order_relaxed);
-		double base = (double)atomic_load_explicit(&g->slot[i].base, memory_order_relaxed);
-
-		w[i] = atomic_load_explicit(&g->slot[i].weight, memory_order_relaxed);
-		cap[i] = need == SHARE_NEED_ALL ? INFINITY
-			 : need > floor         ? (double)(need - floor)
-						: 0;
-		extra[i] = base < cap[i] ? base : cap[i];
+		w[i] = weight[i];
+		cap[i] = need[i] == SHARE_NEED_ALL ? INFINITY
+			 : need[i] > floor         ? (double)(need[i] - floor)
+						   : 0;
+		extra[i] = (double)base[i] < cap[i] ? (double)base[i] : cap[i];
 		bases += extra[i];
 		all_w += w[i];
 	}

@@ -452,6 +452,17 @@ sub_alloc_forget(struct sub_alloc *a)
 		a->last[d].valid = a->last[d].same = false;
 }
 
+void
+sub_alloc_set_capacity(struct sub_alloc *a, enum sub_dir dir, uint32_t node, uint64_t bps)
+{
+	uint64_t *cap = &a->capacity[(size_t)node * SUB_DIRS + dir];
+
+	if (node == SUB_ROOT || node >= a->nnodes || *cap == bps)
+		return;
+	*cap = bps;
+	a->last[dir].valid = a->last[dir].same = false; /* the same demands split otherwise now */
+}
+
 uint64_t
 sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint32_t *active,
 		     uint32_t nactive, const uint64_t *demand, uint64_t *rate, uint64_t *node_rate)

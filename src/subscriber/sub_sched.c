@@ -344,6 +344,12 @@ sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate)
 	d->link_rate = rate != 0 ? rate : d->root_cap / 8; /* 0: no pacer */
 }
 
+void
+sub_sched_set_node_capacity(struct sub_sched *ss, enum sub_dir dir, uint32_t node, uint64_t bps)
+{
+	sub_alloc_set_capacity(ss->alloc, dir, node, bps);
+}
+
 /* -------------------------------------------------------------- classify */
 
 uint32_t

@@ -78,7 +78,7 @@ static const struct {
 
 static const char subs_json[] =
 		"{\"link\": {\"download\": \"40mbit\", \"upload\": \"40mbit\"},"
-		" \"nodes\": {\"A\": {\"download\": \"20mbit\", \"upload\": \"20mbit\"},"
+		" \"nodes\": {\"A\": {\"download\": \"%umbit\", \"upload\": \"20mbit\"},"
 		"             \"B\": {\"download\": \"30mbit\", \"upload\": \"30mbit\"}},"
 		" \"subscribers\": ["
 		"  {\"id\": \"a1\", \"node\": \"A\", \"download\": \"8mbit\", \"upload\": \"1mbit\","
@@ -113,8 +113,6 @@ ring_port(const char *name, struct rte_ring *rx, struct rte_ring *tx)
 static int
 setup(void **state)
 {
-	FILE *f;
-
 	(void)state;
 	pool = dp_pool_create("subs2", NMBUF, (int)rte_socket_id());
 	assert_non_null(pool);
@@ -131,11 +129,44 @@ setup(void **state)
 	}
 	snprintf(subs_path, sizeof(subs_path), "/tmp/test_worker_subs_shards_%d.json",
 		 (int)getpid());
-	f = fopen(subs_path, "w");
-	assert_non_null(f);
-	fputs(subs_json, f);
-	fclose(f);
 	return 0;
+}
+
+/* The subscriber file with node A's download capacity a_mbit. */
+static void
+write_subs(unsigned int a_mbit)
+{
+	FILE *f = fopen(subs_path, "w");
+
+	assert_non_null(f);
+	fprintf(f, subs_json, a_mbit);
+	fclose(f);
+}
+
+/* The level L of a max-min split of total among ceilings: sum(min(c, L)) = total. */
+static double
+water_level(const double *ceil, unsigned int n, double total)
+{
+	double left = total, lo = 0;
+	unsigned int above = n;
+
+	/* Ascending: each ceiling below the level takes itself, the rest share what is left. */
+	for (;;) {
+		double level = above != 0 ? left / above : INFINITY, next = INFINITY;
+		unsigned int k = 0;
+
+		for (unsigned int i = 0; i < n; i++)
+			if (ceil[i] > lo && ceil[i] < next)
+				next = ceil[i];
+		if (next == INFINITY || next >= level)
+			return level;
+		for (unsigned int i = 0; i < n; i++)
+			if (ceil[i] == next)
+				k++;
+		left -= next * k;
+		above -= k;
+		lo = next;
+	}
 }
 
 static int
@@ -266,8 +297,12 @@ slot_of(const struct sub_sched *ss, uint32_t i)
 	return sub_sched_find(ss, &p);
 }
 
+/*
+ * spread: subscribers.shard_by "subscriber" (each subscriber on a worker by
+ * its id, nodes shared among the workers); a_mbit: node A's capacity.
+ */
 static void
-test_two_shards(void **state)
+two_shards(bool spread, unsigned int a_mbit)
 {
 	static struct shaper_config c;
 	static struct dp_dir down[NSHARDS], up[NSHARDS];
@@ -278,14 +313,16 @@ test_two_shards(void **state)
 	char text[1024], err[512];
 	double got[NSRC], level, want[NSRC], worst = 0, node_a = 0, node_b = 0, link = 0;
 
-	(void)state;
+	write_subs(a_mbit);
+	memset(down, 0, sizeof(down));
+	memset(up, 0, sizeof(up));
 	snprintf(text, sizeof(text),
 		 "{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},"
 		 " \"downstream\": {\"bandwidth\": \"40mbit\", \"diffserv\": \"besteffort\","
 		 "  \"isolation\": \"dual-dsthost\", \"memlimit\": \"1mb\"},"
 		 " \"upstream\": {\"bandwidth\": \"40mbit\"},"
-		 " \"subscribers\": {\"file\": \"%s\", \"active\": 8}}",
-		 subs_path);
+		 " \"subscribers\": {\"file\": \"%s\", \"active\": 8, \"shard_by\": \"%s\"}}",
+		 subs_path, spread ? "subscriber" : "node");
 	if (shaper_config_load_string(text, &c, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
@@ -370,22 +407,32 @@ test_two_shards(void **state)
 		       srcs[i].node != 0 ? srcs[i].node : '-', owner[i]);
 		assert_int_equal(on, 1);
 	}
-	assert_int_equal(owner[0], owner[1]);
-	assert_int_equal(owner[0], owner[2]);
-	assert_int_equal(owner[3], owner[4]);
+	if (!spread) {
+		assert_int_equal(owner[0], owner[1]);
+		assert_int_equal(owner[0], owner[2]);
+		assert_int_equal(owner[3], owner[4]);
+	} else {
+		/* Node A's subscribers on both workers: its capacity is shared. */
+		assert_true(owner[0] != owner[1] || owner[0] != owner[2]);
+	}
 	assert_true(owner[0] != owner[3] || owner[0] != owner[5]); /* both workers have some */
 
 	/*
-	 * The link's max-min split: c0 its plan, the unknown address what it
-	 * sends (its allocation is its arrival rate and 1/32 more), A and B
-	 * the same level (each below its capacity), shared within each node
-	 * equally (every plan is above its part).
+	 * The link's max-min split among its children: c0 its plan, the
+	 * unknown address what it sends (its allocation is its arrival rate
+	 * and 1/32 more), A and B each min(its ceiling, the level), shared
+	 * within each node equally (every plan is above its part).
 	 */
-	level = (LINK_MB - 5.0 - 1.0 * 33 / 32) / 2;
+	{
+		double kids[4] = { fmin(a_mbit, 3 * 8.0), fmin(30.0, 2 * 10.0), 5.0,
+				   1.0 * 33 / 32 };
+
+		level = water_level(kids, 4, LINK_MB);
+	}
 	for (uint32_t i = 0; i < NSRC; i++) {
 		got[i] = (double)win_bytes[i] * 8 / ((RUN_NS - WIN_FROM) / 1e9) / 1e6;
-		want[i] = srcs[i].node == 'A'   ? level / 3
-			  : srcs[i].node == 'B' ? level / 2
+		want[i] = srcs[i].node == 'A'   ? fmin(level, fmin(a_mbit, 24.0)) / 3
+			  : srcs[i].node == 'B' ? fmin(level, 20.0) / 2
 			  : srcs[i].id != NULL  ? 5.0
 						: 1.0;
 		printf("# %s: want %.3f Mbit/s, got %.4f\n", srcs[i].id != NULL ? srcs[i].id : "?",
@@ -395,14 +442,14 @@ test_two_shards(void **state)
 		node_b += srcs[i].node == 'B' ? got[i] : 0;
 		link += got[i];
 	}
-	printf("# figure: two workers: node A %.3f, node B %.3f Mbit/s (max-min level %.3f), link "
-	       "%.3f of %.0f; every subscriber within %.2f %% of its share\n",
-	       node_a, node_b, level, link, LINK_MB, worst * 100);
+	printf("# figure: two workers%s: node A %.3f of %u, node B %.3f Mbit/s (max-min level "
+	       "%.3f), link %.3f of %.0f; every subscriber within %.2f %% of its share\n",
+	       spread ? ", nodes shared" : "", node_a, a_mbit, node_b, level, link, LINK_MB,
+	       worst * 100);
 	assert_true(worst < 0.02);
-	assert_true(node_a <= 20.0 * 1.002);
+	assert_true(node_a <= a_mbit * 1.002);
 	assert_true(node_b <= 30.0 * 1.002);
 	assert_true(link <= LINK_MB * 1.002);
-	assert_true(fabs(node_a - node_b) / level < 0.02);
 
 	/* Every frame received: sent, dropped under a reason, queued, or in a steering ring. */
 	for (uint32_t s = 0; s < NSHARDS; s++) {
@@ -469,11 +516,33 @@ test_two_shards(void **state)
 	assert_int_equal(rte_mempool_in_use_count(pool), 0);
 }
 
+static void
+test_two_shards(void **state)
+{
+	(void)state;
+	two_shards(false, 20);
+}
+
+/*
+ * Each subscriber on a worker by its id: node A's three on both workers.
+ * At 12 Mbit/s A is its subscribers' bottleneck: split among the workers
+ * by what each one's subscribers there can use, they get 4 each, and A
+ * no more than 12 (each worker allowing A its whole capacity would let it
+ * carry up to 20: 8 of a lone subscriber on one, 12 on the other).
+ */
+static void
+test_two_shards_nodes_shared(void **state)
+{
+	(void)state;
+	two_shards(true, 12);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_shards),
+		cmocka_unit_test(test_two_shards_nodes_shared),
 	};
 
 	return EAL_TEST_RUN("test_worker_subs_shards", tests, setup, teardown);
