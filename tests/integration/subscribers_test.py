@@ -29,8 +29,11 @@ worker, c2 on the other: subscribers under the link go by a hash of their
 id). The rates, counters (summed over the workers by subscribers.list),
 changes and accounting are checked as with one; both workers must have
 steered frames to the other, and at exit none may be lost as steer_full.
+With --shard-by subscriber as well, nodes are shared among the workers: the
+same checks hold (these subscribers go by their id either way), and every
+live change and reload of nodes brings both workers new node lines.
 
-usage: subscribers_test.py SHAPERD [SHAPECTL] [--workers N]
+usage: subscribers_test.py SHAPERD [SHAPECTL] [--workers N] [--shard-by node|subscriber]
 """
 import json
 import os
@@ -47,6 +50,12 @@ from shaperlib.control import Control  # noqa: E402
 from shaperlib.daemon import start_shaperd  # noqa: E402
 
 ARGS, WORKERS = workers_option(sys.argv[1:])
+# --shard-by subscriber: every subscriber on a worker by its id, nodes shared among workers.
+SHARD_BY = "node"
+if "--shard-by" in ARGS:
+    k = ARGS.index("--shard-by")
+    SHARD_BY = ARGS[k + 1]
+    del ARGS[k:k + 2]
 SHAPERD = ARGS[0]
 SHAPECTL = ARGS[1] if len(ARGS) > 1 else None
 # id: (plan Mbit/s, address, ECN bits of its frames)
@@ -277,7 +286,8 @@ def main():
         "downstream": {"discipline": "cake", "bandwidth": "100mbit", "ecn": True,
                        "memlimit": "32mb", "rtt": "oceanic"},
         "upstream": {"discipline": "cake", "bandwidth": "100mbit"},
-        "subscribers": {"file": os.path.join(tmp, "plans.json"), "active": 8},
+        "subscribers": {"file": os.path.join(tmp, "plans.json"), "active": 8,
+                        "shard_by": SHARD_BY},
         # The worker naps when idle, and is not pushed aside by a busy VM's other work.
         "dataplane": {"rt_priority": 50, "idle_sleep": "20us"},
     }
