@@ -1025,6 +1025,18 @@ main(int argc, char **argv)
 				printf("subscribers: mins above a node's capacity at %u nodes "
 				       "(scaled, as scale_mins asks)\n",
 				       set.mins_scaled);
+			if (a.cfg.n_workers > 1 && a.cfg.subscribers.shard_by_subscriber)
+				printf("subscribers: each on a worker by its id; every node's "
+				       "capacity shared among the workers\n");
+			if (set.unknown == SUB_UNKNOWN_PLAN)
+				printf("subscribers: addresses no subscriber owns get a plan "
+				       "each (%.1f/%.1f Mbit/s), up to %u at once per worker, "
+				       "their CAKEs from the pool\n",
+				       set.unknown_plan[SUB_DOWN].max / 1e6,
+				       set.unknown_plan[SUB_UP].max / 1e6,
+				       sub_sched_unknown_slots_for(
+						       &set, a.cfg.subscribers.active,
+						       a.cfg.subscribers.unknown_addresses));
 			sub_set_free(&set);
 		}
 		printf("%s: configuration is valid\n", config_path);

@@ -197,8 +197,7 @@ sub_mem_fill(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t ac
 	if (s == NULL)
 		return -EINVAL;
 	sched_free(s);
-	if (active > configured)
-		active = configured;
+	/* The pool is made whole at start-up (more than the file has: for those added live). */
 	out->configured = configured;
 	out->active = active;
 	out->prefixes = prefixes;

@@ -418,8 +418,10 @@ unknown_claim(struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
 	if (slot != SUB_NONE)
 		return ss->nsubs + 1 + slot;
 	/* A slot is held only with a CAKE: none free, and the link's entry takes it. */
-	if (sub_pool_available(ss->d[dir].pool) == 0)
+	if (sub_pool_available(ss->d[dir].pool) == 0) {
+		ss->d[dir].st.pool_empty++;
 		return ss->nsubs;
+	}
 	slot = sub_unknown_take(ss->unknown, &k);
 	if (slot == SUB_NONE) {
 		ss->d[dir].st.unknown_full++;
