@@ -4,10 +4,11 @@
  * once drained and quiet (shaper/subscriber_pool.h), paced at the rate the
  * hierarchical allocation (shaper/subscriber_alloc.h) gives it. The
  * allocation runs every SUB_SCHED_TICK_NS from each subscriber's demand:
- * all it can get while it has a standing queue (two packets or more), else
- * its averaged arrival rate plus 1/32, 0 while idle. A tick looks only at
- * the subscribers holding a CAKE (an idle one's demand is 0 and takes
- * nothing), so its cost follows the active subscribers, not the configured.
+ * all it can get while it has a standing queue (two packets or more, and
+ * then until its queue is found empty), else its averaged arrival rate
+ * plus 1/32, 0 while idle. A tick looks only at the subscribers holding a
+ * CAKE (an idle one's demand is 0 and takes nothing), so its cost follows
+ * the active subscribers, not the configured.
  *
  * Addresses no subscriber owns share the link's own scheduler (the
  * caller's), which competes under the link as one more subscriber with the
@@ -125,6 +126,7 @@ struct sub_sched_stats {
 	uint64_t link_waits; /* dequeues held back by the link's pacer */
 	uint32_t active;     /* CAKEs taken now */
 	uint32_t pool_free;  /* CAKEs left */
+	uint64_t rate_changes; /* rates an allocation wrote into a subscriber's CAKE */
 };
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);

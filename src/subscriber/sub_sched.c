@@ -355,9 +355,12 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
 
 /* ------------------------------------------------------------ allocation */
 
-/* What subscriber i can use, in bit/s, from its backlog and arrivals since the last tick. */
+/*
+ * What subscriber i can use, in bit/s, from its backlog and arrivals since
+ * the last tick; was_all: it was backlogged (SUB_DEMAND_ALL) at the last.
+ */
 static uint64_t
-demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
+demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt, bool was_all)
 {
 	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
 	/* Its CAKE's backlog, kept beside the rest: no read of the CAKE per subscriber per tick. */
@@ -367,8 +370,17 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
 	/* An average over about four ticks, so one burst does not set the demand. */
 	CTR_SET(s->arrivals[dir], (3 * s->arrivals[dir] + now_bps) / 4);
-	if (backlog >= 2)
-		return SUB_DEMAND_ALL; /* a standing queue: all it can get */
+	/*
+	 * A standing queue: all it can get. It stays so while it holds a
+	 * packet, and leaves only once its queue is found empty: served at
+	 * its share, it keeps one or two packets (the AQM keeps the queue
+	 * short, and at a share of a few hundred kbit/s one frame takes
+	 * longer than a tick to send), so a threshold of two alone would
+	 * flip it between its share and its plan from tick to tick. Only an
+	 * empty queue shows that its rate carried all it sent.
+	 */
+	if (backlog >= 2 || (backlog != 0 && was_all))
+		return SUB_DEMAND_ALL;
 	if (s->arrivals[dir] == 0 && backlog == 0)
 		return 0;
 	/*
@@ -392,6 +404,10 @@ merge_fresh(struct sub_sched_dir *d)
 
 	if (d->nfresh == 0)
 		return;
+	/* Not backlogged before its first tick (its entry may be from an earlier CAKE). */
+	for (j = 0; j < d->nfresh; j++)
+		d->demand[d->fresh[j]] = 0;
+	j = 0;
 	sort_u32(d->fresh, d->nfresh);
 	while (i < d->nact || j < d->nfresh)
 		if (j == d->nfresh || (i < d->nact && d->act[i] < d->fresh[j]))
@@ -427,7 +443,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		s = &ss->subs[i];
 		if (s->cake[dir] == NULL)
 			continue;
-		d->demand[i] = demand_of(s, dir, dt);
+		d->demand[i] = demand_of(s, dir, dt, d->demand[i] == SUB_DEMAND_ALL);
 		/* Drained and quiet for the hold: the CAKE goes back. */
 		if (i < ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
@@ -480,6 +496,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
+			d->st.rate_changes++;
 			/* A new rate moves its next time. */
 			if (d->pos[i] != SUB_NONE)
 				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
