@@ -569,3 +569,9 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 	l->root = root;
 	return root;
 }
+
+const struct sub_plan *
+sub_alloc_plan(const struct sub_alloc *a, enum sub_dir dir, uint32_t s)
+{
+	return &a->plan[(size_t)s * SUB_DIRS + dir];
+}

@@ -471,7 +471,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		d->st.repeats++;
 	for (j = same ? d->nact : 0; j < d->nact; j++) {
 		struct sub_idle *s;
-		uint64_t bps, r;
+		uint64_t bps, r, w, max;
 
 		i = d->act[j];
 		s = &ss->subs[i];
@@ -492,7 +492,21 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		    ss->plan_max[dir][i] > bps)
 			bps = ss->plan_max[dir][i];
 		r = bps / 8;
-		if (r == 0 || r == s->rate[dir])
+		w = s->rate[dir];
+		if (r == 0 || r == w)
+			continue;
+		/*
+		 * Within the dead band below its share: kept
+		 * (shaper/subscriber_alloc.h). The plan's min is read only for
+		 * a write: the rates written are at least the min, so a share
+		 * above one is above the min (after a live change that raised
+		 * the min, the old rate is kept only while within the band).
+		 */
+		max = ss->plan_max[dir][i] / 8;
+		if (r < max && sub_rate_band_keeps(r, w))
+			continue;
+		r = sub_rate_banded(r, w, sub_alloc_plan(ss->alloc, dir, i)->min / 8, max);
+		if (r == 0 || r == w)
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);

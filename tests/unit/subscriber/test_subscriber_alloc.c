@@ -321,6 +321,45 @@ test_alloc_properties(void **state)
 }
 
 /* The figure: 10,000 backlogged subscribers under 50 nodes, one direction. */
+/*
+ * The dead band (sub_rate_banded): a share that drifts by small steps,
+ * whichever way, keeps the rate within the band below it and never above
+ * it, with a write every few steps; shares at the min or the plan are
+ * written exactly.
+ */
+static void
+test_rate_band(void **state)
+{
+	const uint64_t min = 1000000, max = 20000000;
+	uint64_t share = 5000000, written = max, writes = 0, rng = 7;
+
+	(void)state;
+	assert_int_equal(sub_rate_banded(max, 4000000, min, max), max);
+	assert_int_equal(sub_rate_banded(min, 4000000, min, max), min);
+	assert_int_equal(sub_rate_banded(min / 2, 4000000, min, max), min / 2); /* floors cut */
+	assert_int_equal(sub_rate_banded(4000000, 4000000, min, max), 0);
+	/* Written just above a share at the min's edge: not below the min. */
+	assert_true(sub_rate_banded(min + 1, 2 * min, min, max) >= min);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t r;
+
+		/* Steps of up to 0.1 % either way, with a slow upward then downward trend. */
+		share += share * (sh_rand64(&rng) % 1000) / 1000000;
+		share -= share * (sh_rand64(&rng) % (i < 50000 ? 950 : 1050)) / 1000000;
+		if (share <= min || share >= max)
+			share = 5000000;
+		r = sub_rate_banded(share, written, min, max);
+		if (r != 0 && r != written) {
+			written = r;
+			writes++;
+		}
+		assert_true(written <= share);
+		assert_true(written >= share - (share >> SUB_RATE_BAND_SHIFT));
+	}
+	printf("# %llu writes for 100000 drifting shares\n", (unsigned long long)writes);
+	assert_true(writes < 100000 / 3);
+}
+
 static void
 test_alloc_cost(void **state)
 {
@@ -371,9 +410,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_waterfill_examples),
-		cmocka_unit_test(test_tree_example),
-		cmocka_unit_test(test_alloc_properties),
+		cmocka_unit_test(test_waterfill_examples), cmocka_unit_test(test_tree_example),
+		cmocka_unit_test(test_alloc_properties),   cmocka_unit_test(test_rate_band),
 		cmocka_unit_test(test_alloc_cost),
 	};
 
