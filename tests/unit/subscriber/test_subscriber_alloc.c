@@ -58,6 +58,59 @@ test_waterfill_examples(void **state)
 	assert_true(out[0] + out[1] + out[2] == 10 && out[0] >= 3 && out[2] >= 3);
 }
 
+/*
+ * Random splits against the definition: the outputs add up to the total,
+ * each within its floor and ceiling, and one level L such that every child
+ * is clamp(L, floor, ceiling) or, still rising, one bit/s above it. Floors
+ * and ceilings from a few values (ties) or spread wide, with idle children.
+ */
+static void
+test_waterfill_random(void **state)
+{
+	enum {
+		N = 300
+	};
+	uint64_t f[N], c[N], out[N], scratch[2 * N], rng = 0xfeed;
+
+	(void)state;
+	for (int trial = 0; trial < 3000; trial++) {
+		uint32_t n = 1 + sh_rand32(&rng) % N, i;
+		uint64_t sum_f = 0, sum_c = 0, total, level = UINT64_MAX, got = 0;
+		bool few = trial % 2 == 0;
+
+		for (i = 0; i < n; i++) {
+			c[i] = few ? (sh_rand64(&rng) % 5) * 1000 : sh_rand64(&rng) % 1000000;
+			f[i] = sh_rand32(&rng) % 3 == 0 ? c[i] / (1 + sh_rand32(&rng) % 4) : 0;
+			sum_f += f[i];
+			sum_c += c[i];
+		}
+		if (sum_c <= sum_f + 1)
+			continue;
+		total = sum_f + sh_rand64(&rng) % (sum_c - sum_f);
+		assert_int_equal(sub_waterfill(n, f, c, total, out, scratch), total);
+		/* The level: any child strictly between its floor and ceiling, less its bit. */
+		for (i = 0; i < n; i++) {
+			assert_true(out[i] >= f[i] && out[i] <= c[i]);
+			got += out[i];
+			if (out[i] > f[i] && out[i] < c[i] && out[i] < level)
+				level = out[i];
+		}
+		assert_int_equal(got, total);
+		if (level == UINT64_MAX)
+			continue;
+		for (i = 0; i < n; i++) {
+			uint64_t want = level < f[i] ? f[i] : level > c[i] ? c[i] : level;
+
+			if (out[i] != want && !(out[i] == want + 1 && want == level))
+				fail_msg("trial %d: child %u got %llu, floor %llu ceiling %llu, level "
+					 "%llu",
+					 trial, i, (unsigned long long)out[i],
+					 (unsigned long long)f[i], (unsigned long long)c[i],
+					 (unsigned long long)level);
+		}
+	}
+}
+
 /* Link 1000; Site (600) with AP (100) under it; subscribers at each level. */
 static void
 test_tree_example(void **state)
@@ -410,9 +463,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_waterfill_examples), cmocka_unit_test(test_tree_example),
-		cmocka_unit_test(test_alloc_properties),   cmocka_unit_test(test_rate_band),
-		cmocka_unit_test(test_alloc_cost),
+		cmocka_unit_test(test_waterfill_examples), cmocka_unit_test(test_waterfill_random),
+		cmocka_unit_test(test_tree_example),       cmocka_unit_test(test_alloc_properties),
+		cmocka_unit_test(test_rate_band),          cmocka_unit_test(test_alloc_cost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
