@@ -15,11 +15,11 @@
  * down together.
  *
  * Pure: the result depends only on the tree, the plans, the link rate and
- * the demands. O(children log children) per node, no allocation per run
- * (10,000 subscribers in 50 nodes: well under a millisecond, so it can run
- * every few milliseconds); sub_alloc_run_active, what the scheduler runs,
- * looks only at the active subscribers and the nodes above them. Rates in
- * bit/s.
+ * the demands. A few passes over a node's children per node (the water
+ * level found by Newton's steps, starting from the node's last level), no
+ * allocation per run (10,000 subscribers in 50 nodes: well under a
+ * millisecond, so it can run every few milliseconds); sub_alloc_run_active, what the scheduler
+ * runs, looks only at the active subscribers and the nodes above them. Rates in bit/s.
  */
 #ifndef SHAPER_SUBSCRIBER_ALLOC_H
 #define SHAPER_SUBSCRIBER_ALLOC_H
@@ -84,6 +84,49 @@ bool sub_alloc_same_as_last(const struct sub_alloc *a, enum sub_dir dir);
 
 /* The next sub_alloc_run_active in either direction splits afresh. */
 void sub_alloc_forget(struct sub_alloc *a);
+
+/* Subscriber s's plan in direction dir as the allocator has it (s < its set's nsubs). */
+const struct sub_plan *sub_alloc_plan(const struct sub_alloc *a, enum sub_dir dir, uint32_t s);
+
+/*
+ * The dead band on rate changes: what to write into a subscriber's shaper
+ * whose rate is written when the allocation gives it share (any unit, the
+ * same for all four), or 0 to keep written. The water level drifts a
+ * little from one allocation to the next as demands move, and each write
+ * costs its CAKE's tins a rewrite; so a rate at most 1/2^SUB_RATE_BAND_SHIFT
+ * below the share is kept, and a rate written lands half that below the
+ * share, leaving the share room to drift either way. The rate is thus
+ * never above the share (a node, which has no pacer, never carries more
+ * than its capacity) and never more than the band below it: the band is
+ * measured from the rate written, so a slow drift cannot pile up. A share
+ * at the subscriber's min or its max (its plan) is written exactly.
+ */
+#define SUB_RATE_BAND_SHIFT 8
+
+/*
+ * The band's test alone: written is at most the band below share, so it is
+ * kept unless share is at the max (or at the min: not while written is at
+ * least the min, as every rate this rule writes is). The common case needs
+ * no look at the plan's min.
+ */
+static inline bool
+sub_rate_band_keeps(uint64_t share, uint64_t written)
+{
+	return share > written && share - written <= written >> SUB_RATE_BAND_SHIFT;
+}
+
+static inline uint64_t
+sub_rate_banded(uint64_t share, uint64_t written, uint64_t min, uint64_t max)
+{
+	uint64_t r;
+
+	if (share <= min || share >= max)
+		return share;
+	if (share == written || sub_rate_band_keeps(share, written))
+		return 0;
+	r = share - (share >> (SUB_RATE_BAND_SHIFT + 1));
+	return r > min ? r : min;
+}
 
 /*
  * Node node's capacity in dir from now (bit/s, > 0; not the root's: the

@@ -3,11 +3,14 @@
  * a CAKE of its own, drawn from a pool at its first packet and given back
  * once drained and quiet (shaper/subscriber_pool.h), paced at the rate the
  * hierarchical allocation (shaper/subscriber_alloc.h) gives it. The
- * allocation runs every SUB_SCHED_TICK_NS from each subscriber's demand:
- * all it can get while it has a standing queue (two packets or more), else
- * its averaged arrival rate plus 1/32, 0 while idle. A tick looks only at
- * the subscribers holding a CAKE (an idle one's demand is 0 and takes
- * nothing), so its cost follows the active subscribers, not the configured.
+ * allocation runs every SUB_SCHED_TICK_NS (less often with thousands of
+ * subscribers holding a CAKE, see SUB_SCHED_TICK_MAX_NS) from each
+ * subscriber's demand:
+ * all it can get while it has a standing queue (two packets or more, and
+ * then until its queue is found empty), else its averaged arrival rate
+ * plus 1/32, 0 while idle. A tick looks only at the subscribers holding a
+ * CAKE (an idle one's demand is 0 and takes nothing), so its cost follows
+ * the active subscribers, not the configured.
  *
  * Addresses no subscriber owns share the link's own scheduler (the
  * caller's), which competes under the link as one more subscriber with the
@@ -38,7 +41,14 @@
 #include "shaper/subscriber_pool.h"
 #include "shaper/subscriber_rtt.h"
 
-#define SUB_SCHED_TICK_NS 5000000ull /* how often the allocation runs */
+#define SUB_SCHED_TICK_NS     5000000ull /* how often the allocation runs */
+/*
+ * Less often with many subscribers holding a CAKE: a quarter of the time
+ * their average share of the link takes to carry a full frame of
+ * SUB_SCHED_FRAME_BITS, between SUB_SCHED_TICK_NS and this.
+ */
+#define SUB_SCHED_TICK_MAX_NS 50000000ull
+#define SUB_SCHED_FRAME_BITS  (1514u * 8u)
 
 struct sub_sched;
 
@@ -142,6 +152,7 @@ struct sub_sched_stats {
 	uint64_t link_waits; /* dequeues held back by the link's pacer */
 	uint32_t active;     /* CAKEs taken now */
 	uint32_t pool_free;  /* CAKEs left */
+	uint64_t rate_changes; /* rates an allocation wrote into a subscriber's CAKE */
 };
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);
@@ -233,7 +244,7 @@ uint32_t sub_sched_unknown_find(const struct sub_sched *ss, enum sub_dir dir,
  * keeps spare slots, see dp_subs_attach). A slot whose id is "" owns no
  * address. A subscriber that stays keeps its CAKE, its queued packets and
  * its counters whatever else changes; its new plan takes effect at the next
- * allocation (within SUB_SCHED_TICK_NS). A deleted one keeps its CAKE and
+ * allocation (within SUB_SCHED_TICK_MAX_NS). A deleted one keeps its CAKE and
  * its plan in the allocation until it has drained (no new packet reaches it)
  * and its CAKE goes back to the pool; its slot may then be reused.
  */

@@ -21,6 +21,7 @@ struct sub_alloc {
 	/* Per run. */
 	uint64_t *floor, *ceil; /* [node] then [sub], indexed like kids */
 	uint64_t *kfloor, *kceil, *kout, *scratch;
+	uint64_t *level[SUB_DIRS]; /* [node]: its last split's water level, where the next starts */
 	/*
 	 * Per run over the active subscribers only (sub_alloc_run_active): the
 	 * nodes on their paths ("touched"), each with its wanting subscribers
@@ -38,7 +39,7 @@ struct sub_alloc {
 	/*
 	 * The last active run's input per direction: a run whose active list,
 	 * ceilings and link are the same has the same rates, which are still
-	 * in the caller's rate[], so it neither sorts nor splits (steadily
+	 * in the caller's rate[], so it does not split anything (steadily
 	 * backlogged subscribers).
 	 */
 	struct sub_alloc_last {
@@ -63,12 +64,10 @@ min_u64(uint64_t a, uint64_t b)
 }
 
 /*
- * Ascending sort of plain integers: quicksort with a median-of-three pivot,
- * a three-way partition (values equal to the pivot are done at once: the
- * ceilings of backlogged subscribers are their plans, a handful of distinct
- * values among thousands) and insertion sort for short runs, recursing into
- * the smaller side. Several times quicker than qsort's comparator calls,
- * which dominated a run.
+ * Ascending sort of plain integers (the touched nodes): quicksort with a
+ * median-of-three pivot, a three-way partition and insertion sort for
+ * short runs, recursing into the smaller side. Several times quicker than
+ * qsort's comparator calls.
  */
 static void
 sort_u64_3way(uint64_t *v, uint32_t n)
@@ -125,17 +124,121 @@ sort_u64(uint64_t *v, uint32_t n)
 		sort_u64_3way(v, n);
 }
 
-uint64_t
-sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64_t total,
-	      uint64_t *out, uint64_t *scratch)
+/*
+ * S(L) = sum over the children of clamp(L, f, c), saturated past total
+ * (only whether it passes total matters then); k, its slope just above L
+ * (the children with f <= L < c); next, the first breakpoint (a floor or
+ * a ceiling) above L.
+ */
+struct wf_at {
+	uint64_t s, next;
+	uint32_t k;
+};
+
+static void
+wf_eval(uint32_t n, const uint64_t *F, const uint64_t *C, uint64_t total, uint64_t L,
+	struct wf_at *at)
 {
-	uint64_t sum_f = 0, sum_c = 0, s, level = 0, sum = 0;
-	uint64_t *F = scratch, *C = scratch + n;
-	uint32_t i, j, k, m;
+	uint64_t s = 0, next = UINT64_MAX;
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t f = F[i], c = C[i], v;
+
+		if (L < f) {
+			v = f;
+			next = f < next ? f : next;
+		} else if (L < c) {
+			v = L;
+			k++;
+			next = c < next ? c : next;
+		} else {
+			v = c;
+		}
+		s += v;
+		if (s < v || s > total)
+			s = UINT64_MAX; /* past total: stays past it */
+	}
+	at->s = s;
+	at->k = k;
+	at->next = next;
+}
+
+/*
+ * The water level: the largest L with S(L) <= total, given sum_f <= total
+ * < sum_c. Newton's steps from below on the piecewise linear S, each a
+ * pass over the children: a step that stays short of the next breakpoint
+ * lands on the answer exactly (S is linear up to there); one that passes a
+ * breakpoint is checked, and one past a point known to be too high halves
+ * the interval instead (S is concave while no floors are crossed, so
+ * Newton from below does not overshoot then). hint, a level near the
+ * answer (the last run's at this node), or 0.
+ */
+static uint64_t
+wf_level(uint32_t n, const uint64_t *F, const uint64_t *C, uint64_t total, uint64_t hint)
+{
+	uint64_t lo = 0, hi = UINT64_MAX, cand;
+	struct wf_at at, lo_at;
+
+	wf_eval(n, F, C, total, hint, &at);
+	if (at.s <= total) {
+		lo = hint;
+		lo_at = at;
+	} else {
+		/* Above it: one step down along the slope there, then from 0 if that fails. */
+		uint64_t k = at.k != 0 ? at.k : 1, down;
+
+		hi = hint;
+		cand = 0;
+		if (at.s != UINT64_MAX) {
+			down = (at.s - total + k - 1) / k;
+			cand = down < hint ? hint - down : 0;
+		}
+		wf_eval(n, F, C, total, cand, &lo_at);
+		if (lo_at.s <= total) {
+			lo = cand;
+		} else {
+			hi = cand;
+			wf_eval(n, F, C, total, 0, &lo_at);
+		}
+	}
+	for (;;) {
+		if (lo_at.k == 0) {
+			cand = lo_at.next; /* flat until the next floor */
+		} else {
+			uint64_t step = (total - lo_at.s) / lo_at.k;
+
+			if (step < lo_at.next - lo)
+				return lo + step;
+			cand = lo + step;
+		}
+		if (cand >= hi)
+			cand = lo + (hi - lo) / 2;
+		if (cand == lo)
+			return lo; /* hi == lo + 1 */
+		wf_eval(n, F, C, total, cand, &at);
+		if (at.s <= total) {
+			lo = cand;
+			lo_at = at;
+		} else {
+			hi = cand;
+		}
+	}
+}
+
+/* sub_waterfill, starting its search at *hint and leaving the level found there. */
+static uint64_t
+waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64_t total, uint64_t *out,
+	  uint64_t *scratch, uint64_t *hint)
+{
+	uint64_t sum_f = 0, sum_c = 0, level, sum = 0;
+	const uint64_t *F = floor, *C = ceiling;
+	uint32_t i, j, idle = 0;
 
 	for (i = 0; i < n; i++) {
 		sum_f = sat_add(sum_f, floor[i]);
 		sum_c = sat_add(sum_c, ceiling[i]);
+		idle += ceiling[i] == 0;
 	}
 	if (sum_c <= total) {
 		memcpy(out, ceiling, n * sizeof(*out));
@@ -152,41 +255,25 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 		return sum;
 	}
 	/*
-	 * Only children that want something are breakpoints: an idle one
-	 * (ceiling 0) adds 0 whatever the level. Under a node of thousands of
-	 * subscribers most are idle, and the sorts are the cost of a run.
+	 * Only children that want something count: an idle one (ceiling 0)
+	 * adds 0 whatever the level. Under a node of thousands of
+	 * subscribers most are idle (in a full run; the active run passes
+	 * none).
 	 */
-	for (i = j = 0; i < n; i++)
-		if (ceiling[i] != 0) {
-			F[j] = floor[i];
-			C[j] = ceiling[i];
-			j++;
-		}
-	sort_u64(F, j);
-	sort_u64(C, j);
-	/*
-	 * S(L) = sum clamp(L, f, c) rises with slope k = #{f <= L < c}. Walk
-	 * the breakpoints until the next one would pass total; sum_c > total
-	 * guarantees that happens before they run out.
-	 */
-	s = sum_f;
-	k = 0;
-	m = j;
-	i = j = 0;
-	for (;;) {
-		uint64_t v = i < m && F[i] < C[j] ? F[i] : C[j];
-
-		if (k > 0 && v - level >= (total - s) / k) {
-			level += (total - s) / k;
-			break;
-		}
-		s += (uint64_t)k * (v - level);
-		level = v;
-		while (i < m && F[i] == v)
-			k++, i++;
-		while (j < m && C[j] == v)
-			k--, j++;
+	j = n;
+	if (idle != 0) {
+		for (i = j = 0; i < n; i++)
+			if (ceiling[i] != 0) {
+				scratch[j] = floor[i];
+				scratch[n + j] = ceiling[i];
+				j++;
+			}
+		F = scratch;
+		C = scratch + n;
 	}
+	level = wf_level(j, F, C, total, hint != NULL ? *hint : 0);
+	if (hint != NULL)
+		*hint = level;
 	for (i = 0; i < n; i++) {
 		out[i] = level < floor[i] ? floor[i] : level > ceiling[i] ? ceiling[i] : level;
 		sum += out[i];
@@ -198,6 +285,13 @@ sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64
 			sum++;
 		}
 	return sum;
+}
+
+uint64_t
+sub_waterfill(uint32_t n, const uint64_t *floor, const uint64_t *ceiling, uint64_t total,
+	      uint64_t *out, uint64_t *scratch)
+{
+	return waterfill(n, floor, ceiling, total, out, scratch, NULL);
 }
 
 struct sub_alloc *
@@ -267,7 +361,8 @@ sub_alloc_create(const struct sub_set *set)
 	for (int d = 0; d < SUB_DIRS; d++) {
 		a->last[d].sub = calloc(ns + 1, sizeof(*a->last[d].sub));
 		a->last[d].ceil = calloc(ns + 1, sizeof(*a->last[d].ceil));
-		if (a->last[d].sub == NULL || a->last[d].ceil == NULL)
+		a->level[d] = calloc(nn, sizeof(*a->level[d]));
+		if (a->last[d].sub == NULL || a->last[d].ceil == NULL || a->level[d] == NULL)
 			goto fail;
 	}
 	if (a->touched == NULL || a->tnodes == NULL || a->nfloor == NULL || a->nceil == NULL ||
@@ -301,8 +396,9 @@ sub_alloc_bytes_for(uint32_t nnodes, uint32_t nsubs)
 	       /* the active pass: per node and per subscriber */
 	       nn * (1 + 4 * sizeof(uint64_t) + 5 * sizeof(uint32_t)) +
 	       (ns + 1) * (2 * sizeof(uint32_t) + 2 * sizeof(uint64_t)) +
-	       /* the last run per direction */
-	       SUB_DIRS * (ns + 1) * (sizeof(uint32_t) + sizeof(uint64_t));
+	       /* the last run per direction, and each node's last level */
+	       SUB_DIRS * (ns + 1) * (sizeof(uint32_t) + sizeof(uint64_t)) +
+	       SUB_DIRS * nn * sizeof(uint64_t);
 }
 
 void
@@ -339,6 +435,7 @@ sub_alloc_free(struct sub_alloc *a)
 	for (int d = 0; d < SUB_DIRS; d++) {
 		free(a->last[d].sub);
 		free(a->last[d].ceil);
+		free(a->level[d]);
 	}
 	free(a);
 }
@@ -389,7 +486,7 @@ sub_alloc_run(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const uint64
 			a->kfloor[k] = a->floor[a->kids[k0 + k]];
 			a->kceil[k] = a->ceil[a->kids[k0 + k]];
 		}
-		sub_waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch);
+		waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch, &a->level[dir][n]);
 		for (k = 0; k < m; k++) {
 			uint32_t e = a->kids[k0 + k];
 
@@ -565,7 +662,7 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 		}
 		if (m == 0)
 			continue;
-		sub_waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch);
+		waterfill(m, a->kfloor, a->kceil, total, a->kout, a->scratch, &a->level[dir][n]);
 		m = 0;
 		for (k = a->node_head[n]; k != SUB_NONE; k = a->node_next[k])
 			a->given[k] = a->kout[m++];
@@ -579,4 +676,10 @@ sub_alloc_run_active(struct sub_alloc *a, enum sub_dir dir, uint64_t link, const
 	l->link = link;
 	l->root = root;
 	return root;
+}
+
+const struct sub_plan *
+sub_alloc_plan(const struct sub_alloc *a, enum sub_dir dir, uint32_t s)
+{
+	return &a->plan[(size_t)s * SUB_DIRS + dir];
 }

@@ -494,9 +494,12 @@ sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struc
 
 /* ------------------------------------------------------------ allocation */
 
-/* What subscriber i can use, in bit/s, from its backlog and arrivals since the last tick. */
+/*
+ * What subscriber i can use, in bit/s, from its backlog and arrivals since
+ * the last tick; was_all: it was backlogged (SUB_DEMAND_ALL) at the last.
+ */
 static uint64_t
-demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
+demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt, bool was_all)
 {
 	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
 	/* Its CAKE's backlog, kept beside the rest: no read of the CAKE per subscriber per tick. */
@@ -506,8 +509,17 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
 	/* An average over about four ticks, so one burst does not set the demand. */
 	CTR_SET(s->arrivals[dir], (3 * s->arrivals[dir] + now_bps) / 4);
-	if (backlog >= 2)
-		return SUB_DEMAND_ALL; /* a standing queue: all it can get */
+	/*
+	 * A standing queue: all it can get. It stays so while it holds a
+	 * packet, and leaves only once its queue is found empty: served at
+	 * its share, it keeps one or two packets (the AQM keeps the queue
+	 * short, and at a share of a few hundred kbit/s one frame takes
+	 * longer than a tick to send), so a threshold of two alone would
+	 * flip it between its share and its plan from tick to tick. Only an
+	 * empty queue shows that its rate carried all it sent.
+	 */
+	if (backlog >= 2 || (backlog != 0 && was_all))
+		return SUB_DEMAND_ALL;
 	if (s->arrivals[dir] == 0 && backlog == 0)
 		return 0;
 	/*
@@ -523,6 +535,30 @@ demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt)
 
 SH_HEAPSORT_DEFINE(sort_u32, uint32_t)
 
+/*
+ * The time to the next allocation: SUB_SCHED_TICK_NS, or, with so many
+ * subscribers holding a CAKE that their average share of the link takes
+ * longer than four ticks to carry one full frame, a quarter of that time
+ * (up to SUB_SCHED_TICK_MAX_NS). A split finer than that changes nothing
+ * the next frame of any of them could show, and each one costs a pass
+ * over them all and a new rate written into thousands of CAKEs: with
+ * 10,000 busy on 1 Gbit/s (100 kbit/s each, 121 ms a frame), every 30 ms
+ * instead of every 5.
+ */
+static uint64_t
+tick_period(const struct sub_sched_dir *d)
+{
+	uint64_t bps = d->link_bps != 0 ? d->link_bps : d->root_cap;
+	double t;
+
+	if (bps == 0)
+		return SUB_SCHED_TICK_NS;
+	t = (double)d->nact * SUB_SCHED_FRAME_BITS * 1e9 / (4.0 * (double)bps);
+	if (t <= (double)SUB_SCHED_TICK_NS)
+		return SUB_SCHED_TICK_NS;
+	return t >= (double)SUB_SCHED_TICK_MAX_NS ? SUB_SCHED_TICK_MAX_NS : (uint64_t)t;
+}
+
 /* The subscribers that took a CAKE since the last tick join the active list, in order. */
 static void
 merge_fresh(struct sub_sched_dir *d)
@@ -531,6 +567,10 @@ merge_fresh(struct sub_sched_dir *d)
 
 	if (d->nfresh == 0)
 		return;
+	/* Not backlogged before its first tick (its entry may be from an earlier CAKE). */
+	for (j = 0; j < d->nfresh; j++)
+		d->demand[d->fresh[j]] = 0;
+	j = 0;
 	sort_u32(d->fresh, d->nfresh);
 	while (i < d->nact || j < d->nfresh)
 		if (j == d->nfresh || (i < d->nact && d->act[i] < d->fresh[j]))
@@ -566,7 +606,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		s = &ss->subs[i];
 		if (s->cake[dir] == NULL)
 			continue;
-		d->demand[i] = demand_of(s, dir, dt);
+		d->demand[i] = demand_of(s, dir, dt, d->demand[i] == SUB_DEMAND_ALL);
 		/* Drained and quiet for the hold: the CAKE goes back. */
 		if (i != ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
 		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
@@ -592,7 +632,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		d->st.repeats++;
 	for (j = same ? d->nact : 0; j < d->nact; j++) {
 		struct sub_idle *s;
-		uint64_t bps, r;
+		uint64_t bps, r, w, max;
 
 		i = d->act[j];
 		s = &ss->subs[i];
@@ -613,10 +653,25 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		    ss->plan_max[dir][i] > bps)
 			bps = ss->plan_max[dir][i];
 		r = bps / 8;
-		if (r == 0 || r == s->rate[dir])
+		w = s->rate[dir];
+		if (r == 0 || r == w)
+			continue;
+		/*
+		 * Within the dead band below its share: kept
+		 * (shaper/subscriber_alloc.h). The plan's min is read only for
+		 * a write: the rates written are at least the min, so a share
+		 * above one is above the min (after a live change that raised
+		 * the min, the old rate is kept only while within the band).
+		 */
+		max = ss->plan_max[dir][i] / 8;
+		if (r < max && sub_rate_band_keeps(r, w))
+			continue;
+		r = sub_rate_banded(r, w, sub_alloc_plan(ss->alloc, dir, i)->min / 8, max);
+		if (r == 0 || r == w)
 			continue;
 		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
+			d->st.rate_changes++;
 			/* A new rate moves its next time. */
 			if (d->pos[i] != SUB_NONE)
 				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
@@ -624,7 +679,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	}
 	d->st.allocations++;
 	d->last_tick = now;
-	d->next_tick = now + SUB_SCHED_TICK_NS;
+	d->next_tick = now + tick_period(d);
 }
 
 /* --------------------------------------------------------------- enqueue */

@@ -240,10 +240,10 @@ main(int argc, char **argv)
 		sub_sched_get_stats(B.ss, SUB_DOWN, &st);
 		printf("allocation: %llu runs (%llu repeating the last one's rates) over the %u "
 		       "subscribers holding a CAKE at the end (of %u configured); %llu CAKEs taken, "
-		       "%llu given back\n",
+		       "%llu given back; %llu rates written\n",
 		       (unsigned long long)st.allocations, (unsigned long long)st.repeats,
-		       st.active, nsubs, (unsigned long long)st.taken,
-		       (unsigned long long)st.given);
+		       st.active, nsubs, (unsigned long long)st.taken, (unsigned long long)st.given,
+		       (unsigned long long)st.rate_changes);
 	}
 	printf("%s: %u subscribers, %u active: %llu packets offered, %llu delivered "
 	       "(%.1f Mbit/s over %.3f s simulated), %llu dropped, %.1f ns per packet (the "

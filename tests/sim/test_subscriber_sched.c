@@ -474,6 +474,109 @@ test_repeat_then_cut(void **state)
 	world_free(w);
 }
 
+/*
+ * Each subscriber offers only 5 % above its max-min share of the full
+ * access point (its plan for c0 and c6), so the AQM keeps its queue at a
+ * packet or two. One that held a standing queue at a tick stays
+ * backlogged while it still holds a packet: its demand does not go from
+ * "all it can get" to its arrival rate and back with every packet, so the
+ * allocation keeps its input and repeats its rates. (Backlogged only at
+ * two packets or more, this repeated 2 of 200.)
+ */
+static void
+test_hovering_queue(void **state)
+{
+	static const double share[NSUB] = { 5, 7, 7, 7, 7, 7, 10 };
+	struct world *w = world_new(40, 8);
+	struct sub_sched_stats st0, st;
+	double worst = 0;
+
+	(void)state;
+	for (uint32_t i = 0; i < NSRC - 1; i++)
+		w->src[i].rate =
+				(uint64_t)(share[w->src[i].sub] * 1.05 * MBIT / 8 / (NDEV * NFLOW));
+	set_on(w, true);
+	w->src[NSRC - 1].on = false; /* the unknown address: its demand moves every tick */
+	run(w, 1 * SIM_NS);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st0);
+	reset_window(w, 1 * SIM_NS);
+	run(w, 2 * SIM_NS);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		double got = got_mbit(w, i, -1, 1 * SIM_NS);
+
+		worst = fmax(worst, fabs(got - share[i]) / share[i]);
+		printf("# c%u: share %.1f Mbit/s, got %.4f\n", i, share[i], got);
+	}
+	SIM_FIGURE("per-subscriber CAKEs, each offering 1.05 x its share: %llu of %llu "
+		   "allocations repeated the last one's rates, %llu rates written; every "
+		   "subscriber within %.3f %% of its share",
+		   (unsigned long long)(st.repeats - st0.repeats),
+		   (unsigned long long)(st.allocations - st0.allocations),
+		   (unsigned long long)(st.rate_changes - st0.rate_changes), worst * 100);
+	assert_true(st.repeats - st0.repeats > (st.allocations - st0.allocations) * 9 / 10);
+	assert_true(worst < 0.01);
+	check_accounting(w);
+	world_free(w);
+}
+
+/*
+ * The dead band on rate changes: the link moves 0.05 % at a time, up 100
+ * times then down 100 times, so the share of c1..c5 (the access point's
+ * part of the link, less c0's plan, in five) drifts a little at every
+ * allocation. A rate is rewritten only when the share leaves the band
+ * around the rate written: about one step in four, not every one. And the
+ * rate stays within the band below the share and never above it, however
+ * far the share has drifted since the last write (a band measured from
+ * the last share computed rather than from the rate written would let it
+ * drift off 5 % here).
+ */
+static void
+test_rate_band(void **state)
+{
+	struct world *w = world_new(90, 8);
+	struct sub_sched_stats st0, st;
+	uint64_t link = 40 * MBIT / 8, t = 1 * SIM_NS;
+	double worst_above = 0, worst_below = 0;
+
+	(void)state;
+	set_on(w, true);
+	w->src[NSRC - 1].on = false;
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, link);
+	run(w, t);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st0);
+	for (int step = 0; step < 200; step++) {
+		uint64_t ap;
+
+		link = step < 100 ? link + link / 2000 : link - link / 2000;
+		sub_sched_set_link_rate(w->ss, SUB_DOWN, link);
+		t += 2 * SUB_SCHED_TICK_NS; /* an allocation with this link */
+		run(w, t);
+		/* c6 keeps its plan, 10; c0 its plan, 5; c1..c5 share the rest. */
+		ap = link * 8 - 10 * MBIT - 5 * MBIT;
+		for (uint32_t i = 1; i < 6; i++) {
+			struct sub_counters c;
+			double share = (double)(ap / 5) / 8, off;
+
+			sub_sched_counters(w->ss, i, SUB_DOWN, &c);
+			off = ((double)c.rate - share) / share;
+			worst_above = fmax(worst_above, off);
+			worst_below = fmax(worst_below, -off);
+		}
+	}
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st);
+	SIM_FIGURE("per-subscriber CAKEs, the link drifting 0.05 %% an allocation: %llu rates "
+		   "written for 5 subscribers over 200 drifts; each at most %.3f %% below its "
+		   "share and %.4f %% above",
+		   (unsigned long long)(st.rate_changes - st0.rate_changes), worst_below * 100,
+		   worst_above * 100);
+	assert_true(st.rate_changes - st0.rate_changes < 5 * 200 / 2);
+	assert_true(worst_below <= 1.0 / 256 + 1e-6);
+	assert_true(worst_above <= 1e-5); /* the allocation rounds to the bit/s */
+	check_accounting(w);
+	world_free(w);
+}
+
 static void
 test_quiet_and_small_pool(void **state)
 {
@@ -810,6 +913,8 @@ main(void)
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
 		cmocka_unit_test(test_repeat_then_cut),
+		cmocka_unit_test(test_hovering_queue),
+		cmocka_unit_test(test_rate_band),
 		cmocka_unit_test(test_quiet_and_small_pool),
 		cmocka_unit_test(test_joint_limit),
 		cmocka_unit_test(test_live_change),

@@ -11,7 +11,12 @@
  *    gets its plan, within 1 %;
  *  - nodes full: each node's capacity is a third of its busy subscribers'
  *    plans: each gets its max-min share of its node, within 1 %, and no
- *    node carries more than its capacity.
+ *    node carries more than its capacity;
+ *  - slow link: the same under a link of a fifth of the nodes' sum, so
+ *    that each busy subscriber's share (about 400 kbit/s) takes 30 ms to
+ *    carry a full frame: the allocation runs every 7.5 ms rather than
+ *    every 5, and each still gets its max-min share within 1 % (over 6 s:
+ *    a few tens of its frames a second).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -52,6 +57,7 @@ struct world {
 	 * first and last (a rate over whole packets, not cut by the window's edges). */
 	uint64_t *win_bytes, *first_dep, *last_dep;
 	uint64_t delivered, drops;
+	uint64_t run_ns, win_ns;
 };
 
 static uint32_t
@@ -61,7 +67,7 @@ sub_of(uint32_t node, uint32_t k)
 }
 
 static void
-build(struct world *w, bool full)
+build(struct world *w, bool full, uint32_t link_div)
 {
 	struct sched_params sp, lp;
 	struct sub_sched_config cfg;
@@ -111,7 +117,7 @@ build(struct world *w, bool full)
 	}
 	/* The link has room for what the nodes carry (and a little for itself). */
 	w->set.nodes[SUB_ROOT].capacity[SUB_DOWN] = w->set.nodes[SUB_ROOT].capacity[SUB_UP] =
-			link + link / 50;
+			link_div != 0 ? link / link_div : link + link / 50;
 	if (sub_set_validate(&w->set, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
 
@@ -177,7 +183,7 @@ run(struct world *w)
 		for (uint32_t k = 0; k < BUSY; k++, b++)
 			for (uint32_t j = 0; j < DEPTH; j++)
 				send_one(w, &w->pkts[b * DEPTH + j], sub_of(n, k), now + j);
-	while (now < RUN_NS) {
+	while (now < w->run_ns) {
 		struct sh_pkt_list dropped;
 		unsigned int got;
 
@@ -191,7 +197,7 @@ run(struct world *w)
 			uint32_t sub = owner(w, out[i]);
 
 			assert_true(sub < NSUBS);
-			if (now >= RUN_NS - WIN_NS) {
+			if (now >= w->run_ns - w->win_ns) {
 				if (w->first_dep[sub] == 0)
 					w->first_dep[sub] = now;
 				else
@@ -281,18 +287,29 @@ check(struct world *w, const char *name)
 }
 
 static void
-scenario(bool full, const char *name)
+scenario(bool full, uint32_t link_div, const char *name)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	struct sh_pkt_list rest;
+	struct sub_sched_stats st;
 
 	w->pkts = calloc(NBUSY * DEPTH, sizeof(*w->pkts));
 	w->win_bytes = calloc(NSUBS, sizeof(*w->win_bytes));
 	w->first_dep = calloc(NSUBS, sizeof(*w->first_dep));
 	w->last_dep = calloc(NSUBS, sizeof(*w->last_dep));
-	build(w, full);
+	/* A slow link's subscribers send a few tens of frames a second each: a longer window. */
+	w->run_ns = link_div != 0 ? 7 * SIM_NS : RUN_NS;
+	w->win_ns = link_div != 0 ? 6 * SIM_NS : WIN_NS;
+	build(w, full, link_div);
 	run(w);
 	check(w, name);
+	sub_sched_get_stats(w->ss, SUB_DOWN, &st);
+	/* Every 5 ms with room; every 7.5 ms (a quarter of a frame at 400 kbit/s) on the slow link.
+	 */
+	if (link_div != 0)
+		assert_true(st.allocations < w->run_ns / SUB_SCHED_TICK_NS * 3 / 4);
+	else
+		assert_true(st.allocations > w->run_ns / SUB_SCHED_TICK_NS * 9 / 10);
 	sh_pkt_list_init(&rest);
 	sub_sched_flush(w->ss, SUB_DOWN, &rest);
 	assert_int_equal(rest.count, NBUSY * DEPTH); /* every packet is still its sender's */
@@ -311,14 +328,21 @@ static void
 test_room(void **state)
 {
 	(void)state;
-	scenario(false, "room");
+	scenario(false, 0, "room");
 }
 
 static void
 test_nodes_full(void **state)
 {
 	(void)state;
-	scenario(true, "nodes 3x oversubscribed");
+	scenario(true, 0, "nodes 3x oversubscribed");
+}
+
+static void
+test_slow_link(void **state)
+{
+	(void)state;
+	scenario(true, 5, "nodes 3x oversubscribed, link at a fifth of them");
 }
 
 int
@@ -327,6 +351,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_nodes_full),
+		cmocka_unit_test(test_slow_link),
 	};
 
 	sim_watchdog(280, "the per-subscriber scheduler at scale hung");

@@ -58,6 +58,59 @@ test_waterfill_examples(void **state)
 	assert_true(out[0] + out[1] + out[2] == 10 && out[0] >= 3 && out[2] >= 3);
 }
 
+/*
+ * Random splits against the definition: the outputs add up to the total,
+ * each within its floor and ceiling, and one level L such that every child
+ * is clamp(L, floor, ceiling) or, still rising, one bit/s above it. Floors
+ * and ceilings from a few values (ties) or spread wide, with idle children.
+ */
+static void
+test_waterfill_random(void **state)
+{
+	enum {
+		N = 300
+	};
+	uint64_t f[N], c[N], out[N], scratch[2 * N], rng = 0xfeed;
+
+	(void)state;
+	for (int trial = 0; trial < 3000; trial++) {
+		uint32_t n = 1 + sh_rand32(&rng) % N, i;
+		uint64_t sum_f = 0, sum_c = 0, total, level = UINT64_MAX, got = 0;
+		bool few = trial % 2 == 0;
+
+		for (i = 0; i < n; i++) {
+			c[i] = few ? (sh_rand64(&rng) % 5) * 1000 : sh_rand64(&rng) % 1000000;
+			f[i] = sh_rand32(&rng) % 3 == 0 ? c[i] / (1 + sh_rand32(&rng) % 4) : 0;
+			sum_f += f[i];
+			sum_c += c[i];
+		}
+		if (sum_c <= sum_f + 1)
+			continue;
+		total = sum_f + sh_rand64(&rng) % (sum_c - sum_f);
+		assert_int_equal(sub_waterfill(n, f, c, total, out, scratch), total);
+		/* The level: any child strictly between its floor and ceiling, less its bit. */
+		for (i = 0; i < n; i++) {
+			assert_true(out[i] >= f[i] && out[i] <= c[i]);
+			got += out[i];
+			if (out[i] > f[i] && out[i] < c[i] && out[i] < level)
+				level = out[i];
+		}
+		assert_int_equal(got, total);
+		if (level == UINT64_MAX)
+			continue;
+		for (i = 0; i < n; i++) {
+			uint64_t want = level < f[i] ? f[i] : level > c[i] ? c[i] : level;
+
+			if (out[i] != want && !(out[i] == want + 1 && want == level))
+				fail_msg("trial %d: child %u got %llu, floor %llu ceiling %llu, level "
+					 "%llu",
+					 trial, i, (unsigned long long)out[i],
+					 (unsigned long long)f[i], (unsigned long long)c[i],
+					 (unsigned long long)level);
+		}
+	}
+}
+
 /* Link 1000; Site (600) with AP (100) under it; subscribers at each level. */
 static void
 test_tree_example(void **state)
@@ -321,6 +374,45 @@ test_alloc_properties(void **state)
 }
 
 /* The figure: 10,000 backlogged subscribers under 50 nodes, one direction. */
+/*
+ * The dead band (sub_rate_banded): a share that drifts by small steps,
+ * whichever way, keeps the rate within the band below it and never above
+ * it, with a write every few steps; shares at the min or the plan are
+ * written exactly.
+ */
+static void
+test_rate_band(void **state)
+{
+	const uint64_t min = 1000000, max = 20000000;
+	uint64_t share = 5000000, written = max, writes = 0, rng = 7;
+
+	(void)state;
+	assert_int_equal(sub_rate_banded(max, 4000000, min, max), max);
+	assert_int_equal(sub_rate_banded(min, 4000000, min, max), min);
+	assert_int_equal(sub_rate_banded(min / 2, 4000000, min, max), min / 2); /* floors cut */
+	assert_int_equal(sub_rate_banded(4000000, 4000000, min, max), 0);
+	/* Written just above a share at the min's edge: not below the min. */
+	assert_true(sub_rate_banded(min + 1, 2 * min, min, max) >= min);
+	for (int i = 0; i < 100000; i++) {
+		uint64_t r;
+
+		/* Steps of up to 0.1 % either way, with a slow upward then downward trend. */
+		share += share * (sh_rand64(&rng) % 1000) / 1000000;
+		share -= share * (sh_rand64(&rng) % (i < 50000 ? 950 : 1050)) / 1000000;
+		if (share <= min || share >= max)
+			share = 5000000;
+		r = sub_rate_banded(share, written, min, max);
+		if (r != 0 && r != written) {
+			written = r;
+			writes++;
+		}
+		assert_true(written <= share);
+		assert_true(written >= share - (share >> SUB_RATE_BAND_SHIFT));
+	}
+	printf("# %llu writes for 100000 drifting shares\n", (unsigned long long)writes);
+	assert_true(writes < 100000 / 3);
+}
+
 static void
 test_alloc_cost(void **state)
 {
@@ -371,10 +463,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_waterfill_examples),
-		cmocka_unit_test(test_tree_example),
-		cmocka_unit_test(test_alloc_properties),
-		cmocka_unit_test(test_alloc_cost),
+		cmocka_unit_test(test_waterfill_examples), cmocka_unit_test(test_waterfill_random),
+		cmocka_unit_test(test_tree_example),       cmocka_unit_test(test_alloc_properties),
+		cmocka_unit_test(test_rate_band),          cmocka_unit_test(test_alloc_cost),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
