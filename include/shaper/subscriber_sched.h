@@ -240,10 +240,11 @@ uint32_t sub_sched_unknown_find(const struct sub_sched *ss, enum sub_dir dir,
  * unapplied, it frees the new state instead.
  *
  * Subscriber indices are slots that never move: the set of a change has
- * exactly as many subscribers as the scheduler was made with (the caller
- * keeps spare slots, see dp_subs_attach). A slot whose id is "" owns no
- * address. A subscriber that stays keeps its CAKE, its queued packets and
- * its counters whatever else changes; its new plan takes effect at the next
+ * at least as many subscribers as the scheduler (the caller keeps spare
+ * slots, see dp_subs_attach); one with more grows the scheduler to them
+ * (the link's entry and the unknown slots, which follow the subscribers,
+ * move up). A slot whose id is "" owns no address. A subscriber that stays keeps its CAKE, its
+ * queued packets and its counters whatever else changes; its new plan takes effect at the next
  * allocation (within SUB_SCHED_TICK_MAX_NS). A deleted one keeps its CAKE and
  * its plan in the allocation until it has drained (no new packet reaches it)
  * and its CAKE goes back to the pool; its slot may then be reused.
@@ -251,7 +252,7 @@ uint32_t sub_sched_unknown_find(const struct sub_sched *ss, enum sub_dir dir,
 struct sub_sched_change;
 
 /*
- * The change to set (valid, set->nsubs == sub_sched_nsubs(ss)). reset: the
+ * The change to set (valid, set->nsubs >= sub_sched_nsubs(ss)). reset: the
  * slots that take a new subscriber (their counters start from zero; each
  * must be idle, sub_sched_slot_idle). lookup_ctx: the new context of the
  * lookup_v4/v6 functions (NULL: keep the current one); ctx_free frees

@@ -112,14 +112,15 @@ counters(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
 /*
  * Subscriber sub's recent RTT samples of one side, added to h. A
  * subscriber's samples are taken on the worker of its shard (one whose node
- * moved has some on the old one for a while): histograms add up.
+ * moved has some on the old one for a while): histograms add up. be NULL:
+ * ss's alone (an unknown address's slot, which one shard holds).
  */
 static void
 rtt_hist(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
 	 enum sub_rtt_side side, uint32_t h[SUB_RTT_BUCKETS])
 {
 	sub_sched_rtt(ss, sub, side, h);
-	for (unsigned int i = 1; be->subs_shard != NULL && i < be->n_shards; i++) {
+	for (unsigned int i = 1; be != NULL && be->subs_shard != NULL && i < be->n_shards; i++) {
 		const struct sub_sched *o = be->subs_shard(be->opaque, i);
 
 		if (o != NULL)
@@ -330,25 +331,15 @@ unknown_json(const struct sub_sched *o, uint32_t sub)
 	struct sub_counters c[SUB_DIRS];
 	struct sub_prefix key;
 	char buf[80];
-	json_t *rtt;
 
 	if (!sub_sched_unknown_key(o, sub - sub_sched_nsubs(o) - 1, &key))
 		return NULL;
 	sub_prefix_format(&key, buf, sizeof(buf));
 	sub_sched_counters(o, sub, SUB_DOWN, &c[SUB_DOWN]);
 	sub_sched_counters(o, sub, SUB_UP, &c[SUB_UP]);
-	rtt = json_object();
-	for (int k = SUB_RTT_SIDES; k-- > 0;) {
-		uint32_t h[SUB_RTT_BUCKETS] = { 0 };
-		struct sub_rtt_summary r;
-
-		sub_sched_rtt(o, sub, (enum sub_rtt_side)k, h);
-		sub_rtt_summarize(h, &r);
-		json_object_set_new(rtt, rtt_side_name[k], rtt_side_json(&r));
-	}
 	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o}", "id", buf, "node", "link", "unknown", 1,
 			 "download", dir_json(&c[SUB_DOWN]), "upload", dir_json(&c[SUB_UP]), "rtt",
-			 rtt);
+			 rtt_json(NULL, o, sub));
 }
 
 void *
@@ -439,12 +430,8 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			sub_sched_counters(os, sub, SUB_UP, &c[SUB_UP]);
 			r[used].sub = sub;
 			r[used].shard = sh;
-			if (sort == BY_RTT) {
-				uint32_t h[SUB_RTT_BUCKETS] = { 0 };
-
-				sub_sched_rtt(os, sub, SUB_RTT_LAN, h);
-				sub_rtt_summarize(h, &lan);
-			}
+			if (sort == BY_RTT)
+				rtt_of(NULL, os, sub, SUB_RTT_LAN, &lan);
 			r[used++].key = rank_key(sort, c, &lan);
 			unknown_used++;
 		}

@@ -9,7 +9,9 @@
  * the link its node descends from), or the subscriber itself when it hangs
  * from the link: a node's whole subtree is on one worker, so its capacity
  * holds without the workers talking, but one node cannot use more than one
- * worker. Every shard runs its own scheduler over the whole set (the same
+ * worker. With subscribers.shard_by "subscriber" every subscriber is its
+ * own key, and the shards split each node's capacity (share_nodes). Every
+ * shard runs its own scheduler over the whole set (the same
  * slots everywhere: a change is the same on every shard), and only its own
  * subscribers ever become active there. The shards share the link's rate
  * as other shards do (shaper/share.h).
@@ -784,8 +786,6 @@ share_nodes(struct dp_dir *d, struct dp_sub_lpm *l, enum sub_dir sd)
 	uint64_t need[SHARE_MAX_SHARDS], base[SHARE_MAX_SHARDS], part[SHARE_MAX_SHARDS];
 	uint32_t weight[SHARE_MAX_SHARDS];
 
-	if (l->ns->nnodes != nn)
-		return; /* not this set's lines (cannot happen: made together) */
 	memset(l->node_need, 0, nn * sizeof(*l->node_need));
 	memset(l->node_base, 0, nn * sizeof(*l->node_base));
 	memset(l->node_weight, 0, nn * sizeof(*l->node_weight));

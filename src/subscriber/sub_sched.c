@@ -986,7 +986,7 @@ sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 	out->marks = CTR_GET(s->marks[dir]);
 	out->qlen = CTR_GET(s->qlen[dir]);
 	/* The link's entry always holds the link's scheduler. */
-	out->active = sub != ss->nsubs && out->rate != 0;
+	out->active = sub != sub_sched_nsubs(ss) && out->rate != 0;
 }
 
 uint32_t

@@ -189,7 +189,9 @@ sub_unknown_release(struct sub_unknown_table *t, uint32_t slot)
 {
 	uint32_t i, j, home;
 
-	if (slot >= t->nslots || ((const struct sub_prefix *)t->key[slot])->family == 0)
+	/* A free slot's key is all zero (a key in use has a family). */
+	if (slot >= t->nslots ||
+	    memcmp(t->key[slot], (uint32_t[KEY_WORDS]){ 0 }, sizeof(t->key[slot])) == 0)
 		return;
 	i = probe(t, t->key[slot], t->hash[slot]);
 	/*

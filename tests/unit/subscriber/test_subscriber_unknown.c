@@ -63,6 +63,17 @@ build(uint8_t *f, bool v6, uint16_t vlan, const uint8_t *src, const uint8_t *dst
 	return l3 + 20 + 8;
 }
 
+/* p: that frame in f, classified. */
+static void
+frame(struct sh_pkt *p, uint8_t *f, bool v6, uint16_t vlan, const uint8_t *src, const uint8_t *dst,
+      const struct classify_key *ck)
+{
+	memset(p, 0, sizeof(*p));
+	p->data = f;
+	p->len = p->hdr_len = build(f, v6, vlan, src, dst);
+	classify_pkt(p, ck);
+}
+
 static void
 test_keys_from_frames(void **state)
 {
@@ -81,10 +92,7 @@ test_keys_from_frames(void **state)
 	(void)state;
 	classify_key_init(&ck, 1);
 	/* Going up the LAN address is the source, going down the destination. */
-	memset(&p, 0, sizeof(p));
-	p.data = f;
-	p.len = p.hdr_len = build(f, false, 0, s4, d4);
-	classify_pkt(&p, &ck);
+	frame(&p, f, false, 0, s4, d4, &ck);
 	assert_true(sub_unknown_key_from(&p, SUB_UP, &k));
 	assert_int_equal(k.family, 4);
 	assert_int_equal(k.len, 32);
@@ -93,10 +101,7 @@ test_keys_from_frames(void **state)
 	assert_true(sub_unknown_key_from(&p, SUB_DOWN, &k));
 	assert_memory_equal(k.addr, d4, 4);
 	/* v6: the /64, on its VLAN. */
-	memset(&p, 0, sizeof(p));
-	p.data = f;
-	p.len = p.hdr_len = build(f, true, 7, s6, d6);
-	classify_pkt(&p, &ck);
+	frame(&p, f, true, 7, s6, d6, &ck);
 	assert_true(sub_unknown_key_from(&p, SUB_UP, &k));
 	assert_int_equal(k.family, 6);
 	assert_int_equal(k.len, 64);
@@ -110,17 +115,11 @@ test_keys_from_frames(void **state)
 
 		memcpy(s6b, s6, 16);
 		s6b[15] ^= 0xff;
-		memset(&p, 0, sizeof(p));
-		p.data = f;
-		p.len = p.hdr_len = build(f, true, 7, s6b, d6);
-		classify_pkt(&p, &ck);
+		frame(&p, f, true, 7, s6b, d6, &ck);
 		assert_true(sub_unknown_key_from(&p, SUB_UP, &other));
 		assert_memory_equal(&other, &k, sizeof(k));
 		assert_int_equal(sub_unknown_hash(&other), sub_unknown_hash(&k));
-		memset(&p, 0, sizeof(p));
-		p.data = f;
-		p.len = p.hdr_len = build(f, true, 8, s6b, d6);
-		classify_pkt(&p, &ck);
+		frame(&p, f, true, 8, s6b, d6, &ck);
 		assert_true(sub_unknown_key_from(&p, SUB_UP, &other));
 		assert_int_equal(other.vlan, 8);
 	}
