@@ -154,14 +154,22 @@ struct autorate {
 	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
 	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */
 	uint64_t cut_delay_ns;  /* the rise the last bloat cut answered */
-	uint64_t flat_min_ns;   /* the lowest own share of the rise since then */
-	uint64_t flat_delay_ns; /* the lowest rise since then */
+	/*
+	 * Since then, the lowest of each interval's rise taken with the last
+	 * interval's, the higher of the two: one interval read low (an echo not
+	 * held for the flow's next segment, rtt_sample.gap_us) is not a fall.
+	 */
+	uint64_t flat_min_ns;   /* ... of the own share */
+	uint64_t flat_delay_ns; /* ... of the rise */
 	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	uint64_t path_ns;       /* the part of every rise known to be the path's */
 	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on (UINT64_MAX: none) */
-	uint64_t settle_min_ns; /* after a path decision: the lowest rise of the standing run
-				   that may be the rest of the step (UINT64_MAX: not settling) */
-	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
+	uint64_t delay_prev,
+			own_prev; /* the last interval's rise and own share (UINT64_MAX: none) */
+	bool below_prev;          /* the last interval with samples was below bloat */
+	uint64_t settle_min_ns;   /* after a path decision: the lowest rise of the standing run
+				     that may be the rest of the step (UINT64_MAX: not settling) */
+	uint64_t path_own_ns;     /* ... and of the one-way rise (downstream) */
 
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s sent over the last interval */

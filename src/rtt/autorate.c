@@ -120,6 +120,7 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	a->owd_min = UINT64_MAX;
 	a->owd_last_ns = UINT64_MAX;
 	a->raw_prev = UINT64_MAX;
+	a->delay_prev = a->own_prev = UINT64_MAX;
 	a->settle_min_ns = UINT64_MAX;
 	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
 		a->owd_recent[i] = UINT64_MAX;
@@ -265,15 +266,17 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 }
 
 /*
- * Bloat after a cut and its refractory period. Rising: cut again. Falling:
- * the queue drains, wait. Flat for path_checks periods and not too large:
- * the path's, not a queue: take it into the baseline, undo the cuts.
+ * Bloat after a cut and its refractory period. Rising: cut again. Falling
+ * (this interval and the last, own_pair the higher of the two): the queue
+ * drains, wait. Flat for path_checks periods and not too large: the path's,
+ * not a queue: take it into the baseline, undo the cuts.
  */
 static void
-bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t own_pair,
+	    uint64_t bloat)
 {
 	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
-	bool falling = own + a->p.path_flat_ns < a->cut_delay_ns;
+	bool falling = own_pair + a->p.path_flat_ns < a->cut_delay_ns;
 
 	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->last_down_ns &&
 	    (own - a->cut_delay_ns) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
@@ -297,7 +300,7 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		return;
 	}
 	if (falling) {
-		a->cut_delay_ns = own;
+		a->cut_delay_ns = own_pair;
 		a->flat_checks = 0;
 		a->last_down_ns = now;
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
@@ -383,7 +386,8 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
 {
-	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear;
+	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
+		     own_pair;
 	uint32_t n = a->nsamples, mid;
 	bool loaded, idle, theirs, acks_only;
 
@@ -436,7 +440,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
 	if (n == 0) {
 		/* No TCP to listen to: nothing is known. */
-		a->raw_prev = UINT64_MAX;
+		a->raw_prev = a->delay_prev = a->own_prev = UINT64_MAX;
 		if (a->p.decay_without_samples)
 			decay(a);
 		else
@@ -456,6 +460,16 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	delay = raw > a->path_ns ? raw - a->path_ns : 0;
 	own = own_share(a, delay);
 	a->last_delay_ns = delay;
+	/*
+	 * With the last interval's, the higher: what a fall, a flat rise's
+	 * level and the end of a standing run are judged on, so that one
+	 * interval read low (an echo not held for the flow's next segment)
+	 * is not taken for any of them.
+	 */
+	delay_pair = a->delay_prev != UINT64_MAX && a->delay_prev > delay ? a->delay_prev : delay;
+	own_pair = a->own_prev != UINT64_MAX && a->own_prev > own ? a->own_prev : own;
+	a->delay_prev = delay;
+	a->own_prev = own;
 	bloat = autorate_threshold(a, a->p.bloat_ns);
 	clear = autorate_threshold(a, a->p.clear_ns);
 	if (a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other_rate != 0) {
@@ -487,16 +501,16 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->through_rate = through;
 	mid = a->mid_intervals;
 	a->mid_intervals = 0;
-	if (own < a->flat_min_ns)
-		a->flat_min_ns = own;
-	if (delay < a->flat_delay_ns)
-		a->flat_delay_ns = delay;
+	if (own_pair < a->flat_min_ns)
+		a->flat_min_ns = own_pair;
+	if (delay_pair < a->flat_delay_ns)
+		a->flat_delay_ns = delay_pair;
 	/*
 	 * Settling after a path decision ends at the next bloat (cut or not) or
-	 * the first clear loaded interval (the step was all taken); a standing
-	 * run that breaks starts again.
+	 * two clear loaded intervals in a row (the step was all taken); a
+	 * standing run that breaks starts again.
 	 */
-	if (delay >= bloat || (own <= clear && loaded))
+	if (delay >= bloat || (own_pair <= clear && loaded))
 		a->settle_min_ns = UINT64_MAX;
 	else if (own <= clear && a->settle_min_ns != UINT64_MAX)
 		a->settle_min_ns = 0;
@@ -512,6 +526,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	acks_only = a->p.lesser_ratio != 0 && a->other_load_rate != 0 &&
 		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other_load_rate;
 	if (delay >= bloat) {
+		a->below_prev = false;
 		/*
 		 * The other direction's queue (autorate_attribute). A direction
 		 * that carries only the other's ACKs (next to nothing, or far
@@ -534,14 +549,22 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
 			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
 		else if (a->series_rate != 0)
-			bloat_again(a, now, through, own, bloat);
+			bloat_again(a, now, through, own, own_pair, bloat);
 		else
 			cut_bloat(a, now, through, own, bloat);
 		return a->rate != old;
 	}
-	/* Below the threshold: the series of cuts, if any, is over. */
-	a->series_rate = 0;
-	a->flat_checks = 0;
+	/*
+	 * Below the threshold twice in a row: the series of cuts, if any, is
+	 * over. Once is not enough: one interval read low in the middle of a
+	 * flat rise would start a new series from the rate already cut, and a
+	 * path decision would then restore only that.
+	 */
+	if (a->below_prev) {
+		a->series_rate = 0;
+		a->flat_checks = 0;
+	}
+	a->below_prev = true;
 	if (own <= clear && loaded) {
 		bool near = a->bloat_rate != 0 &&
 			    a->rate * 100 >= a->bloat_rate * a->p.near_lo_pct &&

@@ -416,6 +416,38 @@ test_path_settles(void **state)
 	assert_int_equal(d.a.path_ns, MS(25));
 }
 
+/*
+ * A step read low now and then (one interval at a time: an echo not held for
+ * the flow's next segment reads its gap short) is still one step: one cut,
+ * a path decision that takes all of it, and the rate from before the cut.
+ * Taken one interval at a time, the low one ended the series, the next
+ * bloat cut again from the rate already cut, and the decision then took
+ * the low reading as the step's size and restored the cut rate.
+ */
+static void
+test_path_step_read_low(void **state)
+{
+	static const int64_t rise[] = {
+		25, 25, 0, 25, 13, 25, 25, 0, 25, 25, 14, 25, 25, 25, 25, 25
+	};
+	struct drive d;
+	unsigned int i;
+
+	(void)state;
+	start(&d, MBIT(5), MBIT(100));
+	d.a.rate = MBIT(20);
+	assert_true(interval(&d, 100, 25));
+	for (i = 0; i < sizeof(rise) / sizeof(rise[0]) && d.a.last_why != AR_WHY_PATH; i++)
+		interval(&d, 100, rise[i]);
+	assert_int_equal(d.a.last_why, AR_WHY_PATH);
+	assert_int_equal(d.a.downs, 1);
+	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.rate, MBIT(20));
+	/* Now 25 ms reads as none: the rate rises. */
+	interval(&d, 100, 25);
+	assert_int_equal(d.a.last_why, AR_WHY_RAISE);
+}
+
 /* A standing rise while the direction refills its rate (not loaded) is not cut for. */
 static void
 test_standing_needs_load(void **state)
@@ -829,6 +861,7 @@ main(void)
 		cmocka_unit_test(test_threshold_at_low_rate),
 		cmocka_unit_test(test_path_step),
 		cmocka_unit_test(test_path_settles),
+		cmocka_unit_test(test_path_step_read_low),
 		cmocka_unit_test(test_standing_needs_load),
 		cmocka_unit_test(test_flat_modem_queue),
 		cmocka_unit_test(test_rising_and_draining),
