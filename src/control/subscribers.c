@@ -577,6 +577,33 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 			last_scrape.sent[i] = sent;
 		}
 	}
+	/*
+	 * Unknown addresses with a plan each are the link's too (each on one
+	 * shard). Not ranked among the top N: they are named by address, and
+	 * this request is open to the user level.
+	 */
+	for (unsigned int sh = 0; sh < shards(be); sh++) {
+		const struct sub_sched *os = shard_of(be, ss, sh);
+
+		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
+			struct sub_prefix key;
+			uint32_t sub = n + 1 + k;
+
+			if (!sub_sched_unknown_key(os, k, &key))
+				continue;
+			for (int d = 0; d < SUB_DIRS; d++) {
+				struct sub_counters c;
+
+				sub_sched_counters(os, sub, (enum sub_dir)d, &c);
+				node[SUB_ROOT][d].bytes += c.sent_bytes;
+				node[SUB_ROOT][d].drops += drops_of(&c);
+				node[SUB_ROOT][d].rate += c.rate;
+			}
+			for (int side = 0; side < SUB_RTT_SIDES; side++)
+				sub_sched_rtt(os, sub, (enum sub_rtt_side)side,
+					      node_rtt[SUB_ROOT][side]);
+		}
+	}
 	for (uint32_t k = 0; k < set->nnodes; k++) {
 		json_t *rtt = json_object();
 

@@ -20,6 +20,10 @@ its max-min share of the link within 3 %:
   only: never listed twice);
 - the link's own entry (the unlisted ones, if any) the level: it competes
   as one more child of the link, and nothing is shaped twice;
+- subscribers.metrics (Prometheus' source, open to the user level), read
+  just after: its top-N rows name no address (c1 alone), and the link
+  node's bytes are at least what the subscriber, the addresses and the
+  link's own entry had sent by the list before it;
 - at exit every frame is accounted for.
 
 usage: subscribers_unknown_test.py SHAPERD [--workers N]
@@ -109,6 +113,7 @@ def main():
             a = c.result("subscribers.list")
             time.sleep(WINDOW_S)
             b = c.result("subscribers.list")
+            m = c.result("subscribers.metrics", {"top": 10})
     finally:
         d.stop()
     dt = (b["time_ns"] - a["time_ns"]) / 1e9
@@ -152,6 +157,14 @@ def main():
               "the link's own entry (the %d unlisted, %d queued) got %.3f Mbit/s, the link's "
               "level %.3f within 3 %%" % (len(UNKNOWN) - len(listed),
                                           b["link"]["download"]["qlen"], link, level))
+    check([r["id"] for r in m["subscribers"]] == ["c1"],
+          "subscribers.metrics ranks c1 alone (no address at the user level): %s"
+          % [r["id"] for r in m["subscribers"]])
+    link_node = [n for n in m["nodes"] if n["node"] == "link"]
+    by_list = sum(r["download"]["bytes"] for r in b["subscribers"]) + b["link"]["download"]["bytes"]
+    check(len(link_node) == 1 and link_node[0]["download"]["bytes"] >= by_list,
+          "the link node's bytes in subscribers.metrics (%s) hold all the list had (%d)"
+          % (link_node[0]["download"]["bytes"] if link_node else None, by_list))
     with open(stats_path) as f:
         check_accounting(json.load(f), "at exit")
     return 1 if failures else 0
