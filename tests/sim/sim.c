@@ -14,6 +14,9 @@
 
 #include <cmocka.h>
 
+#include "shaper/classify.h"
+#include "shaper/subscriber.h"
+#include "shaper/subscriber_sched.h"
 #include "sim.h"
 
 /* Packet sizes the mixed sources cycle through (L2, Ethernet header incl.). */
@@ -168,6 +171,69 @@ sim_free(struct sim *sim)
 	free(sim->free_idx);
 	free(sim->srcs);
 	free(sim);
+}
+
+void
+sim_pool_init(struct sim_pool *pl, uint32_t len)
+{
+	pl->pkts = calloc(len, sizeof(*pl->pkts));
+	pl->free_idx = calloc(len, sizeof(*pl->free_idx));
+	assert_non_null(pl->pkts);
+	assert_non_null(pl->free_idx);
+	pl->len = len;
+	for (pl->nfree = 0; pl->nfree < len; pl->nfree++)
+		pl->free_idx[pl->nfree] = pl->nfree;
+}
+
+void
+sim_pool_destroy(struct sim_pool *pl)
+{
+	free(pl->pkts);
+	free(pl->free_idx);
+	memset(pl, 0, sizeof(*pl));
+}
+
+struct sim_pkt *
+sim_pool_take(struct sim_pool *pl)
+{
+	assert_true(pl->nfree > 0);
+	return &pl->pkts[pl->free_idx[--pl->nfree]];
+}
+
+void
+sim_pool_give(struct sim_pool *pl, struct sim_pkt *p)
+{
+	pl->free_idx[pl->nfree++] = (uint32_t)(p - pl->pkts);
+}
+
+void
+sim_sub_enqueue(struct sub_sched *ss, const struct classify_key *key, struct sim_src *src,
+		uint32_t want, struct sim_pkt *p, uint32_t len, uint64_t now,
+		struct sh_pkt_list *dropped)
+{
+	uint32_t sub;
+
+	p->born = now;
+	sim_build(src, p, len);
+	p->pkt.mem = SIM_MBUF_MEM;
+	classify_pkt(&p->pkt, key);
+	sub = sub_sched_classify(ss, SUB_DOWN, &p->pkt);
+	assert_int_equal(sub, want);
+	sub_sched_enqueue(ss, SUB_DOWN, sub, &p->pkt, now, dropped);
+}
+
+void
+sim_sub_world_free(struct sub_sched *ss, struct sched *link[2], struct sub_set *set)
+{
+	struct sh_pkt_list rest;
+
+	sh_pkt_list_init(&rest);
+	sub_sched_flush(ss, SUB_DOWN, &rest);
+	sub_sched_flush(ss, SUB_UP, &rest);
+	sub_sched_free(ss);
+	sched_free(link[SUB_DOWN]);
+	sched_free(link[SUB_UP]);
+	sub_set_free(set);
 }
 
 struct sim_src

@@ -160,6 +160,43 @@ int sim_dequeue_once(struct sim *sim);
  */
 void sim_check_accounting(struct sim *sim);
 
+/*
+ * A pool of packets for a test that drives its scheduler itself (the
+ * per-subscriber scheduler's worlds) rather than through struct sim.
+ */
+struct sim_pool {
+	struct sim_pkt *pkts;
+	uint32_t *free_idx;
+	uint32_t len, nfree;
+};
+
+void sim_pool_init(struct sim_pool *pl, uint32_t len);
+void sim_pool_destroy(struct sim_pool *pl);
+/* A free packet (the test fails if none is left). */
+struct sim_pkt *sim_pool_take(struct sim_pool *pl);
+void sim_pool_give(struct sim_pool *pl, struct sim_pkt *p);
+
+/* Packets out of the pool: queued in the scheduler, or in the test's hands. */
+static inline uint32_t
+sim_pool_held(const struct sim_pool *pl)
+{
+	return pl->len - pl->nfree;
+}
+
+struct sub_sched;
+struct sub_set;
+struct classify_key;
+/*
+ * Builds p as a len-byte frame of src, classifies it with key and queues it
+ * downstream in ss at now (drops onto dropped); the test fails unless it
+ * goes to subscriber want (SUB_NONE: an address no subscriber owns).
+ */
+void sim_sub_enqueue(struct sub_sched *ss, const struct classify_key *key, struct sim_src *src,
+		     uint32_t want, struct sim_pkt *p, uint32_t len, uint64_t now,
+		     struct sh_pkt_list *dropped);
+/* Flushes both directions of ss and frees it, the link's schedulers and set. */
+void sim_sub_world_free(struct sub_sched *ss, struct sched *link[2], struct sub_set *set);
+
 /* Host order IPv4 address helper: 10.x.y.z. */
 static inline uint32_t
 sim_ip(uint8_t x, uint8_t y, uint8_t z)

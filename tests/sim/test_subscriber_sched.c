@@ -68,8 +68,7 @@ struct world {
 	struct sched *link[SUB_DIRS];
 	struct classify_key key;
 	struct src src[NSRC];
-	struct sim_pkt *pkts;
-	uint32_t *free_idx, nfree;
+	struct sim_pool pool;
 	uint64_t now, win_from;
 	uint64_t sent, delivered, dropped[SHAPER_DROP_MAX];
 	uint64_t max_backlog; /* the most the schedulers held together after an enqueue */
@@ -156,10 +155,7 @@ world_new(uint64_t ap_mbit, uint32_t pool)
 	struct world *w = calloc(1, sizeof(*w));
 	uint32_t i, n = 0;
 
-	w->pkts = calloc(NPKTS, sizeof(*w->pkts));
-	w->free_idx = calloc(NPKTS, sizeof(*w->free_idx));
-	for (i = 0; i < NPKTS; i++)
-		w->free_idx[w->nfree++] = i;
+	sim_pool_init(&w->pool, NPKTS);
 	classify_key_init(&w->key, 42);
 	build_set(w, ap_mbit, pool);
 	/* Downstream: servers on the WAN side send to the subscribers' devices. */
@@ -185,17 +181,8 @@ world_new(uint64_t ap_mbit, uint32_t pool)
 static void
 world_free(struct world *w)
 {
-	struct sh_pkt_list rest;
-
-	sh_pkt_list_init(&rest);
-	sub_sched_flush(w->ss, SUB_DOWN, &rest);
-	sub_sched_flush(w->ss, SUB_UP, &rest);
-	sub_sched_free(w->ss);
-	sched_free(w->link[SUB_DOWN]);
-	sched_free(w->link[SUB_UP]);
-	sub_set_free(&w->set);
-	free(w->pkts);
-	free(w->free_idx);
+	sim_sub_world_free(w->ss, w->link, &w->set);
+	sim_pool_destroy(&w->pool);
 	free(w);
 }
 
@@ -211,7 +198,7 @@ take_drops(struct world *w, struct sh_pkt_list *dropped)
 		assert_true(r < SHAPER_DROP_MAX);
 		w->dropped[r]++;
 		w->src[p->src].drops[r]++;
-		w->free_idx[w->nfree++] = (uint32_t)(p - w->pkts);
+		sim_pool_give(&w->pool, p);
 	}
 }
 
@@ -221,20 +208,12 @@ emit(struct world *w, uint32_t i)
 	struct src *s = &w->src[i];
 	struct sh_pkt_list dropped;
 	struct sim_pkt *p;
-	uint32_t sub;
 
-	assert_true(w->nfree > 0);
-	p = &w->pkts[w->free_idx[--w->nfree]];
+	p = sim_pool_take(&w->pool);
 	p->src = i;
 	p->seq = (uint32_t)s->sent;
-	p->born = w->now;
-	sim_build(&s->s, p, FRAME);
-	p->pkt.mem = SIM_MBUF_MEM;
-	classify_pkt(&p->pkt, &w->key);
-	sub = sub_sched_classify(w->ss, SUB_DOWN, &p->pkt);
-	assert_int_equal(sub, s->sub);
 	sh_pkt_list_init(&dropped);
-	sub_sched_enqueue(w->ss, SUB_DOWN, sub, &p->pkt, w->now, &dropped);
+	sim_sub_enqueue(w->ss, &w->key, &s->s, s->sub, p, FRAME, w->now, &dropped);
 	take_drops(w, &dropped);
 	if (sub_sched_backlog_pkts(w->ss, SUB_DOWN) > w->max_backlog)
 		w->max_backlog = sub_sched_backlog_pkts(w->ss, SUB_DOWN);
@@ -287,7 +266,7 @@ run(struct world *w, uint64_t until)
 						s->max_wait = w->now - p->born;
 				}
 				w->delivered++;
-				w->free_idx[w->nfree++] = (uint32_t)(p - w->pkts);
+				sim_pool_give(&w->pool, p);
 			}
 		}
 	}
@@ -301,8 +280,8 @@ check_accounting(const struct world *w)
 
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		drops += w->dropped[r];
-	assert_int_equal(w->sent, w->delivered + drops + (NPKTS - w->nfree));
-	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), NPKTS - w->nfree);
+	assert_int_equal(w->sent, w->delivered + drops + sim_pool_held(&w->pool));
+	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), sim_pool_held(&w->pool));
 	/* Only the schedulers' own reasons: nothing vanished unnamed. */
 	assert_int_equal(drops, w->dropped[SHAPER_DROP_AQM] + w->dropped[SHAPER_DROP_OVERFLOW]);
 }
@@ -609,7 +588,7 @@ test_quiet_and_small_pool(void **state)
 	for (uint32_t i = 0; i < NSUB; i++)
 		assert_null(sub_sched_sub(w->ss, i)->cake[SUB_DOWN]);
 	check_accounting(w);
-	assert_int_equal(w->nfree, NPKTS); /* everything delivered or dropped */
+	assert_int_equal(sim_pool_held(&w->pool), 0); /* everything delivered or dropped */
 	set_on(w, true);
 	run(w, w->now + 500000000ull);
 	sub_sched_get_stats(w->ss, SUB_DOWN, &st);

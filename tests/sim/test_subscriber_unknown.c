@@ -61,8 +61,7 @@ struct world {
 	struct sched *link[SUB_DIRS];
 	struct classify_key key;
 	struct src src[NSRC];
-	struct sim_pkt *pkts;
-	uint32_t *free_idx, nfree;
+	struct sim_pool pool;
 	uint64_t now, win_from;
 	uint64_t sent, delivered, dropped;
 };
@@ -82,10 +81,7 @@ world_new(uint32_t slots)
 	char err[256];
 	uint32_t i;
 
-	w->pkts = calloc(NPKTS, sizeof(*w->pkts));
-	w->free_idx = calloc(NPKTS, sizeof(*w->free_idx));
-	for (i = 0; i < NPKTS; i++)
-		w->free_idx[w->nfree++] = i;
+	sim_pool_init(&w->pool, NPKTS);
 	classify_key_init(&w->key, 7);
 	sub_set_init(&w->set);
 	for (int d = 0; d < SUB_DIRS; d++) {
@@ -154,16 +150,13 @@ world_free(struct world *w)
 {
 	struct sh_pkt_list rest;
 
+	/* Flushed, every unknown slot goes back. */
 	sh_pkt_list_init(&rest);
 	sub_sched_flush(w->ss, SUB_DOWN, &rest);
 	sub_sched_flush(w->ss, SUB_UP, &rest);
 	assert_int_equal(sub_sched_unknown_used(w->ss), 0);
-	sub_sched_free(w->ss);
-	sched_free(w->link[SUB_DOWN]);
-	sched_free(w->link[SUB_UP]);
-	sub_set_free(&w->set);
-	free(w->pkts);
-	free(w->free_idx);
+	sim_sub_world_free(w->ss, w->link, &w->set);
+	sim_pool_destroy(&w->pool);
 	free(w);
 }
 
@@ -178,7 +171,7 @@ take_drops(struct world *w, struct sh_pkt_list *dropped)
 		assert_true(d->drop_reason == SHAPER_DROP_AQM ||
 			    d->drop_reason == SHAPER_DROP_OVERFLOW);
 		w->dropped++;
-		w->free_idx[w->nfree++] = (uint32_t)(p - w->pkts);
+		sim_pool_give(&w->pool, p);
 	}
 }
 
@@ -188,19 +181,11 @@ emit(struct world *w, uint32_t i)
 	struct src *s = &w->src[i];
 	struct sh_pkt_list dropped;
 	struct sim_pkt *p;
-	uint32_t sub;
 
-	assert_true(w->nfree > 0);
-	p = &w->pkts[w->free_idx[--w->nfree]];
+	p = sim_pool_take(&w->pool);
 	p->src = i;
-	p->born = w->now;
-	sim_build(&s->s, p, FRAME);
-	p->pkt.mem = SIM_MBUF_MEM;
-	classify_pkt(&p->pkt, &w->key);
-	sub = sub_sched_classify(w->ss, SUB_DOWN, &p->pkt);
-	assert_int_equal(sub, s->sub);
 	sh_pkt_list_init(&dropped);
-	sub_sched_enqueue(w->ss, SUB_DOWN, sub, &p->pkt, w->now, &dropped);
+	sim_sub_enqueue(w->ss, &w->key, &s->s, s->sub, p, FRAME, w->now, &dropped);
 	take_drops(w, &dropped);
 	w->sent++;
 	s->next += (uint64_t)FRAME * SIM_NS / s->rate;
@@ -241,7 +226,7 @@ run(struct world *w, uint64_t until)
 			if (w->now >= w->win_from)
 				w->src[p->src].win_bytes += p->pkt.len;
 			w->delivered++;
-			w->free_idx[w->nfree++] = (uint32_t)(p - w->pkts);
+			sim_pool_give(&w->pool, p);
 		}
 	}
 }
@@ -249,8 +234,8 @@ run(struct world *w, uint64_t until)
 static void
 check_accounting(const struct world *w)
 {
-	assert_int_equal(w->sent, w->delivered + w->dropped + (NPKTS - w->nfree));
-	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), NPKTS - w->nfree);
+	assert_int_equal(w->sent, w->delivered + w->dropped + sim_pool_held(&w->pool));
+	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), sim_pool_held(&w->pool));
 }
 
 /* Measure from now for window ns: each source's Mbit/s delivered. */
