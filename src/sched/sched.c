@@ -384,7 +384,6 @@ sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t er
 		SCHED_ERR(err, errlen, "the scheduler is not empty");
 		return -EBUSY;
 	}
-	s->late_rate = 0; /* as new: at p's rate */
 	if (s->ops->reinit != NULL) {
 		int rc = s->ops->reinit(s->impl, p, err, errlen);
 
@@ -399,6 +398,7 @@ sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t er
 		s->impl = impl;
 	}
 	s->params = *p;
+	s->late_rate = 0; /* as new: at p's rate */
 	s->enqueued_pkts = s->enqueued_bytes = 0;
 	s->dequeued_pkts = s->dequeued_bytes = 0;
 	memset(s->dropped, 0, sizeof(s->dropped));
