@@ -321,17 +321,6 @@ int sched_update(struct sched *s, const struct sched_params *p, char *err, size_
  */
 int sched_set_rate(struct sched *s, uint64_t rate, uint64_t now);
 
-/*
- * As sched_set_rate at now, for a scheduler holding no packet whose rate
- * nothing reads before its next use: the write may wait for that use
- * (enqueue, dequeue, flush, update or another rate), which makes it then
- * exactly as it would have been made at now, while the scheduler's state
- * is in cache anyway. One rate waits at a time (a second writes both).
- * Until then sched_get_stats and sched_flow_facts show the old rate, and
- * only the thread that uses the scheduler may call this.
- */
-int sched_set_rate_later(struct sched *s, uint64_t rate, uint64_t now);
-
 /* Bytes handed to sched_enqueue so far (the shard's arrivals). */
 uint64_t sched_enqueued_bytes(const struct sched *s);
 

@@ -16,12 +16,6 @@ struct sched {
 	const struct sched_ops *ops;
 	const struct sched_alloc *alloc; /* where it and its impl live (NULL: calloc) */
 	void *impl;
-	/*
-	 * A rate sched_set_rate_later put off, and its time (late_rate 0:
-	 * none): beside impl and params.rate, so putting one off touches this
-	 * one cache line of the scheduler.
-	 */
-	uint64_t late_rate, late_ns;
 	struct sched_params params;
 	uint64_t enqueued_pkts, enqueued_bytes;
 	uint64_t dequeued_pkts, dequeued_bytes;
@@ -119,16 +113,6 @@ sched_free(struct sched *s)
 }
 
 /* Count the drops appended to the list since old_tail. */
-/* The rate put off, written now as it would have been at its time (nothing used s since). */
-static inline void
-late_write(struct sched *s)
-{
-	if (s->late_rate == 0)
-		return;
-	s->ops->set_rate(s->impl, s->late_rate, s->late_ns);
-	s->late_rate = 0;
-}
-
 static inline void
 count_new_drops(struct sched *s, const struct sh_pkt_list *dropped, struct sh_pkt *old_tail)
 {
@@ -150,7 +134,6 @@ enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint6
 	uint64_t bytes = 0;
 	unsigned int i, self = 0;
 
-	late_write(s);
 	/* One walk of the new drops and one counter update per burst. */
 	if (s->ops->enqueue_burst != NULL) {
 		for (i = 0; i < n; i++)
@@ -195,7 +178,6 @@ sched_dequeue_burst(struct sched *s, struct sh_pkt **out, unsigned int max, uint
 	uint64_t bytes = 0;
 	unsigned int n;
 
-	late_write(s);
 	for (n = 0; n < max; n++) {
 		struct sh_pkt *p = dequeue(impl, now, dropped);
 
@@ -241,7 +223,6 @@ sched_update(struct sched *s, const struct sched_params *p, char *err, size_t er
 		SCHED_ERR(err, errlen, "changing the discipline needs a new scheduler");
 		return -EINVAL;
 	}
-	late_write(s);
 	rc = s->ops->update(s->impl, p, err, errlen);
 	if (rc == 0)
 		s->params = *p;
@@ -332,23 +313,7 @@ sched_set_rate(struct sched *s, uint64_t rate, uint64_t now)
 {
 	if (s->params.rate == 0 || rate == 0)
 		return -EINVAL;
-	late_write(s);
 	s->ops->set_rate(s->impl, rate, now);
-	return 0;
-}
-
-int
-sched_set_rate_later(struct sched *s, uint64_t rate, uint64_t now)
-{
-	if (s->params.rate == 0 || rate == 0)
-		return -EINVAL;
-	if (s->late_rate != 0) { /* one waits already: both now */
-		late_write(s);
-		s->ops->set_rate(s->impl, rate, now);
-		return 0;
-	}
-	s->late_rate = rate;
-	s->late_ns = now;
 	return 0;
 }
 
@@ -364,7 +329,6 @@ sched_flush(struct sched *s, struct sh_pkt_list *out)
 	struct sh_pkt *old_tail = out->tail;
 	struct sh_pkt *d;
 
-	late_write(s);
 	s->ops->flush(s->impl, out);
 	/* Flushed packets leave the scheduler; the caller decides their fate. */
 	for (d = old_tail != NULL ? old_tail->next : out->head; d != NULL; d = d->next) {
@@ -398,7 +362,6 @@ sched_reinit(struct sched *s, const struct sched_params *p, char *err, size_t er
 		s->impl = impl;
 	}
 	s->params = *p;
-	s->late_rate = 0; /* as new: at p's rate */
 	s->enqueued_pkts = s->enqueued_bytes = 0;
 	s->dequeued_pkts = s->dequeued_bytes = 0;
 	memset(s->dropped, 0, sizeof(s->dropped));
@@ -575,10 +538,7 @@ unsigned int
 sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max)
 {
 	struct sh_pkt *old_tail = out->tail;
-	unsigned int n;
-
-	late_write(s);
-	n = s->ops->flush_some(s->impl, out, max);
+	unsigned int n = s->ops->flush_some(s->impl, out, max);
 
 	/* As sched_flush: taken packets count as dequeued. */
 	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : out->head; d != NULL;

@@ -669,18 +669,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		r = sub_rate_banded(r, w, sub_alloc_plan(ss->alloc, dir, i)->min / 8, max);
 		if (r == 0 || r == w)
 			continue;
-		/*
-		 * A CAKE holding no packet (out of the heap) takes its rate with
-		 * its next packet, as if now: a write reads and writes about ten
-		 * of its cache lines, cold here and in cache then. The link's
-		 * own scheduler is written now: others read it.
-		 */
-		if (d->pos[i] == SUB_NONE && i != ss->nsubs) {
-			if (sched_set_rate_later(s->cake[dir], r, now) == 0) {
-				CTR_SET(s->rate[dir], r);
-				d->st.rate_changes++;
-			}
-		} else if (sched_set_rate(s->cake[dir], r, now) == 0) {
+		if (sched_set_rate(s->cake[dir], r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
 			d->st.rate_changes++;
 			/* A new rate moves its next time. */
