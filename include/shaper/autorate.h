@@ -164,12 +164,12 @@ struct autorate {
 	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	uint64_t path_ns;       /* the part of every rise known to be the path's */
 	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on (UINT64_MAX: none) */
-	uint64_t delay_prev,
-			own_prev; /* the last interval's rise and own share (UINT64_MAX: none) */
-	bool below_prev;          /* the last interval with samples was below bloat */
-	uint64_t settle_min_ns;   /* after a path decision: the lowest rise of the standing run
-				     that may be the rest of the step (UINT64_MAX: not settling) */
-	uint64_t path_own_ns;     /* ... and of the one-way rise (downstream) */
+	uint64_t delay_prev;    /* the last interval's rise (UINT64_MAX: none) */
+	uint64_t own_prev;      /* ... and own share */
+	bool below_prev;        /* the last interval with samples was below bloat */
+	uint64_t settle_min_ns; /* after a path decision: the lowest rise of the standing run
+				   that may be the rest of the step (UINT64_MAX: not settling) */
+	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
 
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s sent over the last interval */

@@ -468,6 +468,15 @@ struct metric_sums {
 	uint64_t bytes, drops, rate;
 };
 
+/* A slot's counters c added to m. */
+static void
+sums_add(struct metric_sums *m, const struct sub_counters *c)
+{
+	m->bytes += c->sent_bytes;
+	m->drops += drops_of(c);
+	m->rate += c->rate;
+}
+
 static json_t *
 sums_json(const struct metric_sums *m)
 {
@@ -547,11 +556,8 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		}
 		for (int d = 0; d < SUB_DIRS; d++) {
 			counters(be, ss, i, (enum sub_dir)d, &c[d]);
-			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent) {
-				node[k][d].bytes += c[d].sent_bytes;
-				node[k][d].drops += drops_of(&c[d]);
-				node[k][d].rate += c[d].rate;
-			}
+			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent)
+				sums_add(&node[k][d], &c[d]);
 		}
 		/* A node's RTT is its subscribers' samples together (the link's: everyone's). */
 		for (int k = 0; k < SUB_RTT_SIDES; k++) {
@@ -595,9 +601,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 				struct sub_counters c;
 
 				sub_sched_counters(os, sub, (enum sub_dir)d, &c);
-				node[SUB_ROOT][d].bytes += c.sent_bytes;
-				node[SUB_ROOT][d].drops += drops_of(&c);
-				node[SUB_ROOT][d].rate += c.rate;
+				sums_add(&node[SUB_ROOT][d], &c);
 			}
 			for (int side = 0; side < SUB_RTT_SIDES; side++)
 				sub_sched_rtt(os, sub, (enum sub_rtt_side)side,
@@ -624,13 +628,13 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	qsort(r, used, sizeof(*r), by_key_desc);
 	for (uint32_t j = 0; j < want; j++) {
 		const struct sub_subscriber *s = &set->subs[r[j].sub];
-		struct metric_sums m[SUB_DIRS];
+		struct metric_sums m[SUB_DIRS] = { { 0 } };
 
 		for (int d = 0; d < SUB_DIRS; d++) {
 			struct sub_counters c;
 
 			counters(be, ss, r[j].sub, (enum sub_dir)d, &c);
-			m[d] = (struct metric_sums){ c.sent_bytes, drops_of(&c), c.rate };
+			sums_add(&m[d], &c);
 		}
 		sub_node_path(set, s->node, path, sizeof(path));
 		json_array_append_new(subs,

@@ -199,6 +199,16 @@ autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns)
 	a->nsamples++;
 }
 
+/* The higher of v and *prev (UINT64_MAX: none), which becomes v. */
+static uint64_t
+with_last(uint64_t *prev, uint64_t v)
+{
+	uint64_t p = *prev;
+
+	*prev = v;
+	return p != UINT64_MAX && p > v ? p : v;
+}
+
 static uint64_t
 less(uint64_t v, uint64_t by)
 {
@@ -466,10 +476,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * interval read low (an echo not held for the flow's next segment)
 	 * is not taken for any of them.
 	 */
-	delay_pair = a->delay_prev != UINT64_MAX && a->delay_prev > delay ? a->delay_prev : delay;
-	own_pair = a->own_prev != UINT64_MAX && a->own_prev > own ? a->own_prev : own;
-	a->delay_prev = delay;
-	a->own_prev = own;
+	delay_pair = with_last(&a->delay_prev, delay);
+	own_pair = with_last(&a->own_prev, own);
 	bloat = autorate_threshold(a, a->p.bloat_ns);
 	clear = autorate_threshold(a, a->p.clear_ns);
 	if (a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other_rate != 0) {

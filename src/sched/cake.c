@@ -2061,8 +2061,10 @@ cake_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 			uint32_t skip = cake_idle_after(b, pos & c->qmask, c->nq);
 			uint32_t room = max + 2 * c->nq - visits;
 
-			pos += 1 + (skip < room ? skip : room);
-			visits += skip < room ? skip : room;
+			if (skip > room)
+				skip = room;
+			pos += 1 + skip;
+			visits += skip;
 			if (pos >= c->slots)
 				pos = 0;
 			continue;
