@@ -127,6 +127,7 @@ struct autorate {
 	uint64_t delay_min; /* lowest RTT above baseline among this interval's samples */
 	uint32_t nsamples;
 	uint64_t owd_min; /* lowest downstream one-way rise among this interval's packets */
+	uint64_t owd_now; /* the latest of them */
 	uint32_t owd_n;
 	bool started;
 
@@ -176,6 +177,7 @@ struct autorate {
 	uint64_t arrived_rate;   /* bytes/s that arrived to be shaped over the last interval */
 	uint64_t through_rate;  /* what the line carried, as the last interval's decision took it */
 	uint64_t last_delay_ns; /* delay_min of the last interval with samples, path_ns off */
+	uint64_t last_own_ns;   /* this direction's share of it (own_share) */
 	uint32_t last_samples;  /* samples in the last interval */
 	uint64_t ups, downs;
 	uint64_t why[AR_WHY_N]; /* decisions by reason */
@@ -194,6 +196,7 @@ autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
 {
 	if (rise_ns < a->owd_min)
 		a->owd_min = rise_ns;
+	a->owd_now = rise_ns;
 	a->owd_n++;
 }
 

@@ -46,7 +46,7 @@
 #define DP_AR_EVENTS 64
 struct dp_ar_event {
 	uint64_t time_ns, from, to; /* the rate before and after, bytes/s */
-	uint64_t delay_ns, line, path_ns;
+	uint64_t delay_ns, own_ns, line, path_ns;
 	uint8_t why; /* enum autorate_reason */
 };
 struct dp_ar_log {

@@ -241,6 +241,7 @@ log_push(struct dp_ar_log *l, const struct autorate *a, uint64_t from, uint64_t 
 				   .from = from,
 				   .to = a->rate,
 				   .delay_ns = a->last_delay_ns,
+				   .own_ns = a->last_own_ns,
 				   .line = a->through_rate,
 				   .path_ns = a->path_ns,
 				   .why = a->last_why };
@@ -267,11 +268,12 @@ dp_rtt_log_decisions(struct dp_rtt *r)
 			if (shaper_log_enabled(SHAPER_LOG_DEBUG))
 				shaper_log_debug(
 						"autorate %s: %.3f s %s %.3f -> %.3f Mbit/s, rise %.2f "
-						"ms, line %.3f Mbit/s, path %.2f ms",
+						"ms (own %.2f), line %.3f Mbit/s, path %.2f ms",
 						shaper_dir_name[d], e->time_ns / 1e9,
 						autorate_reason_name(e->why), e->from / 125000.0,
 						e->to / 125000.0, e->delay_ns / 1e6,
-						e->line / 125000.0, e->path_ns / 1e6);
+						e->own_ns / 1e6, e->line / 125000.0,
+						e->path_ns / 1e6);
 			else if (e->why == AR_WHY_PATH)
 				shaper_log_limited(
 						&limit[d], SHAPER_LOG_INFO,

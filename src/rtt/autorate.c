@@ -153,10 +153,16 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	 * A downstream queue that drains after a cut would leave the RTT high
 	 * and the one-way rise low, and read as the upstream's: its share is
 	 * taken against the highest one-way rise of the last few intervals,
-	 * less what the downstream has taken as its path's.
+	 * less what the downstream has taken as its path's. The downstream's
+	 * interval under way counts too, by its latest figure: when both end
+	 * at the same moment and the upstream decides first, a queue that rose
+	 * in this interval (a downstream line that just fell) is in it and in
+	 * no finished one. Not by its lowest: the upstream's samples may all
+	 * have come late in the interval (its ACKs wait in that queue), when
+	 * the queue was long, and its lowest was early, when it was short.
 	 */
-	if (down != NULL && down->owd_last_ns != UINT64_MAX) {
-		m = 0;
+	if (down != NULL && (down->owd_last_ns != UINT64_MAX || down->owd_n != 0)) {
+		m = down->owd_n != 0 ? down->owd_now : 0;
 		for (unsigned int i = 0; i < down->p.owd_recent; i++)
 			if (down->owd_recent[i] != UINT64_MAX && down->owd_recent[i] > m)
 				m = down->owd_recent[i];
@@ -364,7 +370,8 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
  *    (raised the more since its last cut: the one probing) is cut first,
  *    alike the one carrying fewer bytes (the cheaper cut). The other waits
  *    a refractory period from the rise's first interval at bloat, and is
- *    cut if the rise outlasts that.
+ *    cut if the rise outlasts that (a downstream cut first then takes its
+ *    cut back if what arrives followed its rate down: see autorate_tick).
  * A line that falls takes what a direction carries below its line, and the
  * other's too if it fell (or neither has a line yet): both are then cut.
  */
@@ -470,6 +477,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	delay = raw > a->path_ns ? raw - a->path_ns : 0;
 	own = own_share(a, delay);
 	a->last_delay_ns = delay;
+	a->last_own_ns = own;
 	/*
 	 * With the last interval's, the higher: what a fall, a flat rise's
 	 * level and the end of a standing run are judged on, so that one
@@ -533,6 +541,28 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 */
 	acks_only = a->p.lesser_ratio != 0 && a->other_load_rate != 0 &&
 		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other_load_rate;
+	/*
+	 * Downstream without one-way figures, cut first as the one probing
+	 * (not_bottleneck): the rise outlasted the cut, so that the other was
+	 * cut a refractory period or more after it, and what arrives followed
+	 * our rate down. No queue in the modem drains into us at its rate, so
+	 * the rise was never this direction's: the cut is undone, back to what
+	 * the line carried when it was made (no further: the rate before may
+	 * have been far above what this direction used, which says nothing of
+	 * its line). A modem's own queue would keep arrivals at its rate,
+	 * above ours, until it drained.
+	 */
+	if (a->p.after_modem && a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
+	    a->series_rate != 0 && a->last_down_ns != 0 &&
+	    a->other_down_ns >= a->last_down_ns + a->p.refractory_ns &&
+	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
+		a->rate = clamp_rate(a, a->bloat_rate < a->series_rate ? a->bloat_rate
+								       : a->series_rate);
+		a->series_rate = 0;
+		a->flat_checks = 0;
+		decide(a, AUTORATE_UP, AR_WHY_OTHER_DIR);
+		return a->rate != old;
+	}
 	if (delay >= bloat) {
 		a->below_prev = false;
 		/*

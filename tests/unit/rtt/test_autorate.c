@@ -37,15 +37,27 @@ start(struct drive *d, uint64_t min, uint64_t max)
 	autorate_tick(&d->a, d->now, d->bytes, d->bytes);
 }
 
-/* One 100 ms interval sending at share_pct of the rate, with one sample at delay (or none). */
+/*
+ * One 100 ms interval sending at share_pct of the rate, with one sample at
+ * delay (or none), and arrivals at arrived (bytes/s; UINT64_MAX: as sent).
+ */
+static bool
+interval_arrived(struct drive *d, uint32_t share_pct, uint64_t arrived, int64_t delay_ms)
+{
+	uint64_t sent = d->a.rate / 10 * share_pct / 100;
+
+	if (delay_ms >= 0)
+		autorate_sample(&d->a, MS(30) + MS(delay_ms), MS(30));
+	d->bytes += sent;
+	d->arrived += arrived == UINT64_MAX ? sent : arrived / 10;
+	d->now += MS(100);
+	return autorate_tick(&d->a, d->now, d->bytes, d->arrived);
+}
+
 static bool
 interval(struct drive *d, uint32_t share_pct, int64_t delay_ms)
 {
-	if (delay_ms >= 0)
-		autorate_sample(&d->a, MS(30) + MS(delay_ms), MS(30));
-	d->bytes += d->a.rate / 10 * share_pct / 100;
-	d->now += MS(100);
-	return autorate_tick(&d->a, d->now, d->bytes, d->bytes);
+	return interval_arrived(d, share_pct, UINT64_MAX, delay_ms);
 }
 
 static void
@@ -464,17 +476,6 @@ test_standing_needs_load(void **state)
 	assert_int_equal(d.a.rate, MBIT(80));
 }
 
-/* One downstream interval: we send at our rate, and what arrives is the line's rate. */
-static void
-interval_line(struct drive *d, uint64_t line_rate, int64_t delay_ms)
-{
-	autorate_sample(&d->a, MS(30) + MS(delay_ms), MS(30));
-	d->bytes += d->a.rate / 10;
-	d->arrived += line_rate / 10;
-	d->now += MS(100);
-	autorate_tick(&d->a, d->now, d->bytes, d->arrived);
-}
-
 /*
  * Downstream, a flat rise after a cut while the line still carries the rate
  * it bloated at is the modem's own queue (short flows' bursts keep one
@@ -489,20 +490,20 @@ test_flat_modem_queue(void **state)
 
 	(void)state;
 	start_dir(&d, true);
-	interval_line(&d, MBIT(50), 13);
+	interval_arrived(&d, 100, MBIT(50), 13);
 	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
 	assert_true(d.a.rate < MBIT(50));
 	for (i = 0; i < 30; i++) {
-		interval_line(&d, MBIT(50), 11);
+		interval_arrived(&d, 100, MBIT(50), 11);
 		assert_true(d.a.last_why != AR_WHY_PATH);
 	}
 	assert_true(d.a.rate < MBIT(30));
 	assert_int_equal(d.a.path_ns, 0);
 	/* The same rise with the arrivals following our rate: the path's, the rate restored. */
 	start_dir(&d, true);
-	interval_line(&d, MBIT(50), 13);
+	interval_arrived(&d, 100, MBIT(50), 13);
 	for (i = 0; i < 20 && d.a.last_why != AR_WHY_PATH; i++)
-		interval_line(&d, d.a.rate, 11);
+		interval_arrived(&d, 100, d.a.rate, 11);
 	assert_int_equal(d.a.last_why, AR_WHY_PATH);
 	assert_int_equal(d.a.rate, MBIT(100));
 }
@@ -825,6 +826,74 @@ test_owd_recent(void **state)
 	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
 }
 
+/*
+ * Both intervals end at once and the upstream decides first (as the daemon
+ * ticks them): a downstream line that just fell shows its queue in the
+ * downstream's interval under way, whose latest one-way figure the
+ * upstream's share is taken against (its lowest, 20 ms, came before the
+ * queue grew), so only the downstream is cut.
+ */
+static void
+test_owd_under_way(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	start_dir(&up, false);
+	start_dir(&down, true);
+	for (int i = 0; i < 3; i++)
+		both(&up, &down, 0, 0);
+	assert_int_equal(up.a.rate, MBIT(100));
+	autorate_owd_sample(&down.a, MS(20));
+	autorate_owd_sample(&down.a, MS(40));
+	autorate_attribute(&up.a, &down.a);
+	assert_int_equal(up.a.owd_last_ns, MS(40)); /* the latest: the queue grew */
+	assert_false(interval(&up, 100, 40));
+	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
+	assert_true(interval(&down, 100, 40));
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	assert_int_equal(up.a.rate, MBIT(100));
+}
+
+/*
+ * Downstream without one-way figures, cut for a rise that then outlasted
+ * the cut while what arrives followed its rate down, the upstream cut a
+ * refractory period later: the rise was not the downstream's, and its cut
+ * is undone, back to what the line carried when it was made (25 Mbit/s,
+ * not the 40 it had before). A modem draining its own queue keeps arrivals
+ * at its rate, above ours: that cut stands. So does one the other's came
+ * with. Returns the rate after.
+ */
+static uint64_t
+cut_then_other(uint64_t arrived_after, uint64_t other_after_ms)
+{
+	struct drive down;
+
+	start_dir(&down, true);
+	down.a.rate = MBIT(40);
+	interval_arrived(&down, 100, MBIT(25), 0);
+	interval_arrived(&down, 100, MBIT(25), 20);
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	assert_true(down.a.rate < MBIT(25));
+	for (int i = 0; i < 4; i++) {
+		if (i == 3) { /* the upstream's cut, as autorate_attribute copies it */
+			down.a.other_down_ns = down.a.last_down_ns + MS(other_after_ms);
+			down.a.other_rate = MBIT(10);
+		}
+		interval_arrived(&down, 100, arrived_after == 0 ? down.a.rate : arrived_after, 20);
+	}
+	return down.a.rate;
+}
+
+static void
+test_undo_not_mine(void **state)
+{
+	(void)state;
+	assert_int_equal(cut_then_other(0, 350), MBIT(25));
+	assert_in_range(cut_then_other(MBIT(25), 350), 1, MBIT(25) - 1);
+	assert_in_range(cut_then_other(0, 100), 1, MBIT(25) - 1);
+}
+
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
 static void
 test_owd_stale(void **state)
@@ -874,6 +943,8 @@ main(void)
 		cmocka_unit_test(test_no_owd_attribution),
 		cmocka_unit_test(test_growth_sized_cut),
 		cmocka_unit_test(test_owd_recent),
+		cmocka_unit_test(test_owd_under_way),
+		cmocka_unit_test(test_undo_not_mine),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
