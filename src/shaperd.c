@@ -1005,7 +1005,8 @@ main(int argc, char **argv)
 				return 1;
 			}
 			sub_config_sched_params(&a.cfg, &set, SHAPER_DOWN, &sp);
-			if (sub_mem_estimate_set(&set, a.cfg.subscribers.active, &sp, &m, err,
+			if (sub_mem_estimate_set(&set, a.cfg.subscribers.active,
+						 a.cfg.subscribers.unknown_addresses, &sp, &m, err,
 						 sizeof(err)) != 0) {
 				shaper_log_error("subscribers: %s", err);
 				sub_set_free(&set);
@@ -1033,10 +1034,7 @@ main(int argc, char **argv)
 				       "each (%.1f/%.1f Mbit/s), up to %u at once per worker, "
 				       "their CAKEs from the pool\n",
 				       set.unknown_plan[SUB_DOWN].max / 1e6,
-				       set.unknown_plan[SUB_UP].max / 1e6,
-				       sub_sched_unknown_slots_for(
-						       &set, a.cfg.subscribers.active,
-						       a.cfg.subscribers.unknown_addresses));
+				       set.unknown_plan[SUB_UP].max / 1e6, m.unknown_slots);
 			sub_set_free(&set);
 		}
 		printf("%s: configuration is valid\n", config_path);

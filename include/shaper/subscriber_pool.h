@@ -106,13 +106,14 @@ bool sub_pool_may_return(const struct sched *s, uint64_t last_pkt_ns, uint64_t n
 
 struct sub_mem {
 	uint32_t configured, active, prefixes, nodes;
-	uint64_t config_bytes; /* the loaded set: nodes, subscribers, prefixes */
-	uint64_t idle_bytes;   /* the scheduler's state for every configured subscriber */
-	uint64_t lookup_bytes; /* the address -> subscriber table */
-	uint64_t lpm_bytes;    /* the worker's rte_lpm and rte_lpm6 for prefixes on no VLAN */
-	uint64_t alloc_bytes;  /* the rate allocator */
-	uint64_t sched_bytes;  /* one scheduler with the pool's params, measured */
-	uint64_t pool_bytes;   /* active x 2 directions x sched_bytes */
+	uint32_t unknown_slots; /* per worker: addresses no subscriber owns, with a plan each */
+	uint64_t config_bytes;  /* the loaded set: nodes, subscribers, prefixes */
+	uint64_t idle_bytes;    /* the scheduler's state for every configured subscriber and slot */
+	uint64_t lookup_bytes;  /* the address -> subscriber table */
+	uint64_t lpm_bytes;     /* the worker's rte_lpm and rte_lpm6 for prefixes on no VLAN */
+	uint64_t alloc_bytes;   /* the rate allocator */
+	uint64_t sched_bytes;   /* one scheduler with the pool's params, measured */
+	uint64_t pool_bytes;    /* active x 2 directions x sched_bytes */
 	uint64_t total;
 };
 
@@ -131,9 +132,14 @@ int sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uin
  */
 uint64_t sub_lpm_bytes_for(uint32_t v4, uint32_t v4_groups, uint32_t v6, uint32_t v6_groups);
 
-/* The same for a loaded set (its tables sized from its prefixes). */
-int sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
-			 struct sub_mem *out, char *err, size_t errlen);
+/*
+ * The same for a loaded set (its tables sized from its prefixes), with the
+ * slots of addresses no subscriber owns that a worker keeps if the set
+ * gives them a plan (unknown_addresses as configured: 0 = active / 4).
+ */
+int sub_mem_estimate_set(const struct sub_set *set, uint32_t active, uint32_t unknown_addresses,
+			 const struct sched_params *p, struct sub_mem *out, char *err,
+			 size_t errlen);
 
 /* One line for people: "10000 subscribers (2000 active): 1.77 GB = ...". */
 void sub_mem_format(const struct sub_mem *m, char *buf, size_t len);

@@ -18,6 +18,7 @@
 #define SHAPER_SUBSCRIBER_UNKNOWN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "shaper/pkt.h"
@@ -31,6 +32,8 @@ struct sub_unknown_table;
 
 /* A table of nslots slots (> 0). NULL if memory runs out. */
 struct sub_unknown_table *sub_unknown_create(uint32_t nslots);
+/* The bytes sub_unknown_create takes for nslots slots (0 for none). */
+size_t sub_unknown_bytes_for(uint32_t nslots);
 void sub_unknown_free(struct sub_unknown_table *t);
 uint32_t sub_unknown_slots(const struct sub_unknown_table *t);
 /* Slots in use now (any thread: a relaxed read). */

@@ -10,6 +10,7 @@
 #include "shaper/subscriber_lookup.h"
 #include "shaper/subscriber_pool.h"
 #include "shaper/subscriber_sched.h"
+#include "shaper/subscriber_unknown.h"
 
 struct sub_pool {
 	struct sched_params p;
@@ -187,8 +188,8 @@ sub_lpm_bytes_for(uint32_t v4, uint32_t v4_groups, uint32_t v6, uint32_t v6_grou
 
 static int
 sub_mem_fill(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t active,
-	     uint64_t lpm_bytes, const struct sched_params *p, struct sub_mem *out, char *err,
-	     size_t errlen)
+	     uint32_t unknown_slots, uint64_t lpm_bytes, const struct sched_params *p,
+	     struct sub_mem *out, char *err, size_t errlen)
 {
 	struct sub_count_alloc count = { 0 };
 	struct sched_alloc a = { sub_count_zalloc, sub_count_free, &count };
@@ -202,13 +203,16 @@ sub_mem_fill(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t ac
 	out->active = active;
 	out->prefixes = prefixes;
 	out->nodes = nodes;
+	out->unknown_slots = unknown_slots;
 	out->config_bytes = (uint64_t)configured * sizeof(struct sub_subscriber) +
 			    (uint64_t)prefixes * sizeof(struct sub_prefix) +
 			    (uint64_t)nodes * sizeof(struct sub_node);
-	out->idle_bytes = sub_sched_bytes_for(configured); /* the record of each, and its place */
+	/* The record of each, and its place; an unknown address's slot is one more. */
+	out->idle_bytes = sub_sched_bytes_for(configured + unknown_slots) +
+			  sub_unknown_bytes_for(unknown_slots);
 	/* Every prefix counted in both tables: an upper bound. */
 	out->lookup_bytes = sub_lookup_bytes_for(prefixes, prefixes);
-	out->alloc_bytes = sub_alloc_bytes_for(nodes, configured);
+	out->alloc_bytes = sub_alloc_bytes_for(nodes, configured + unknown_slots);
 	out->sched_bytes = count.bytes;
 	out->pool_bytes = (uint64_t)active * SUB_DIRS * count.bytes;
 	out->lpm_bytes = lpm_bytes;
@@ -224,13 +228,13 @@ sub_mem_estimate(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_
 	/* Without the set: half v4 /32s (a group each), half v6 /56s (four each). */
 	uint32_t v4 = prefixes - prefixes / 2, v6 = prefixes / 2;
 
-	return sub_mem_fill(configured, prefixes, nodes, active,
+	return sub_mem_fill(configured, prefixes, nodes, active, 0,
 			    sub_lpm_bytes_for(v4, v4, v6, 4 * v6), p, out, err, errlen);
 }
 
 int
-sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sched_params *p,
-		     struct sub_mem *out, char *err, size_t errlen)
+sub_mem_estimate_set(const struct sub_set *set, uint32_t active, uint32_t unknown_addresses,
+		     const struct sched_params *p, struct sub_mem *out, char *err, size_t errlen)
 {
 	uint32_t v4 = 0, g4 = 0, v6 = 0, g6 = 0;
 
@@ -248,6 +252,7 @@ sub_mem_estimate_set(const struct sub_set *set, uint32_t active, const struct sc
 		}
 	}
 	return sub_mem_fill(set->nsubs, set->nprefixes, set->nnodes, active,
+			    sub_sched_unknown_slots_for(set, active, unknown_addresses),
 			    sub_lpm_bytes_for(v4, g4, v6, g6), p, out, err, errlen);
 }
 

@@ -27,16 +27,37 @@ struct sub_unknown_table {
 	uint32_t used;
 };
 
+/* The open-addressed table's size: a power of two, at least twice the slots. */
+static uint32_t
+table_size(uint32_t nslots)
+{
+	uint32_t size = 2;
+
+	while (size < 2 * nslots)
+		size *= 2;
+	return size;
+}
+
+size_t
+sub_unknown_bytes_for(uint32_t nslots)
+{
+	struct sub_unknown_table *t;
+
+	if (nslots == 0)
+		return 0;
+	return sizeof(*t) + table_size(nslots) * sizeof(*t->table) +
+	       nslots * (sizeof(*t->hash) + sizeof(*t->key) + sizeof(*t->seq) + sizeof(*t->free));
+}
+
 struct sub_unknown_table *
 sub_unknown_create(uint32_t nslots)
 {
 	struct sub_unknown_table *t;
-	uint32_t size = 2;
+	uint32_t size;
 
 	if (nslots == 0 || nslots > SUB_MAX_SUBS)
 		return NULL;
-	while (size < 2 * nslots)
-		size *= 2;
+	size = table_size(nslots);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;

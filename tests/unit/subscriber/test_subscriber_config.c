@@ -22,6 +22,8 @@
 #include "shaper/config.h"
 #include "shaper/subscriber_config.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_sched.h"
+#include "shaper/subscriber_unknown.h"
 
 #define PORTS "\"ports\": {\"wan\": \"a\", \"lan\": \"b\"}"
 #define ROOT  SHAPER_SOURCE_ROOT
@@ -144,9 +146,10 @@ test_preset(void **state)
 	assert_int_equal(sp.diffserv, SCHED_DIFFSERV4);
 	assert_int_equal(sp.isolation, SCHED_DUAL_DSTHOST);
 	assert_int_equal(sp.rate, 200000000 / 8); /* the largest plan: c103's 200 Mbit/s */
-	assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, &sp, &m, err,
+	assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, 0, &sp, &m, err,
 					      sizeof(err)),
 			 0);
+	assert_int_equal(m.unknown_slots, 0); /* unknown addresses share the link's CAKE */
 	/* The whole pool, made at start-up: room for subscribers added live and unknown ones. */
 	assert_int_equal(m.active, cfg.subscribers.active);
 	assert_int_equal(sp.cake_queues, 256);
@@ -158,10 +161,27 @@ test_preset(void **state)
 		cfg.subscribers.flow_queues = 1024;
 		sub_config_sched_params(&cfg, &set, SHAPER_DOWN, &big);
 		assert_int_equal(big.cake_queues, 1024);
-		assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, &big, &mb, err,
-						      sizeof(err)),
+		assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, 0, &big, &mb,
+						      err, sizeof(err)),
 				 0);
 		assert_true(mb.total > m.total);
+	}
+	/* A plan for unknown addresses: their slots' records and table count too. */
+	{
+		struct sub_mem mu;
+
+		set.unknown = SUB_UNKNOWN_PLAN;
+		assert_int_equal(sub_mem_estimate_set(&set, cfg.subscribers.active, 100, &sp, &mu,
+						      err, sizeof(err)),
+				 0);
+		set.unknown = SUB_UNKNOWN_LINK;
+		assert_int_equal(mu.unknown_slots, 100);
+		assert_int_equal(mu.idle_bytes - m.idle_bytes,
+				 sub_sched_bytes_for(set.nsubs + 100) -
+						 sub_sched_bytes_for(set.nsubs) +
+						 sub_unknown_bytes_for(100));
+		assert_true(mu.alloc_bytes > m.alloc_bytes);
+		assert_int_equal(mu.pool_bytes, m.pool_bytes); /* their CAKEs are the pool's */
 	}
 	sub_set_free(&set);
 }
