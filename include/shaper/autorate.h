@@ -154,7 +154,8 @@ struct autorate {
 	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
 	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
 	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */
-	uint64_t cut_delay_ns;  /* the rise the last bloat cut answered */
+	uint64_t series_prev, series_end_ns; /* the last series': its series_rate, when it ended */
+	uint64_t cut_delay_ns;               /* the rise the last bloat cut answered */
 	/*
 	 * Since then, the lowest of each interval's rise taken with the last
 	 * interval's, the higher of the two: one interval read low (an echo not

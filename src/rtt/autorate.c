@@ -13,6 +13,12 @@
 
 #include "shaper/autorate.h"
 
+/*
+ * A series of cuts that begins this soon after the last one ended takes
+ * that one's starting rate: see cut_bloat.
+ */
+#define SERIES_CARRY_NS 1000000000ull
+
 void
 autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate)
 {
@@ -269,8 +275,20 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 		cut = drain;
 	if (cut > hi)
 		cut = hi;
-	if (a->series_rate == 0)
+	/*
+	 * A new series starts from the rate now, or from the last series' if
+	 * that ended under SERIES_CARRY_NS ago and was higher: right after a
+	 * cut at a path step the flows' segments are spaced wider and their
+	 * echoes can read the step short for some hundreds of ms (a 25 ms step
+	 * read 6-7 ms for 400 ms on the bed), which ends the series; a path
+	 * decision in the next one would otherwise restore only the rate the
+	 * first had already cut to.
+	 */
+	if (a->series_rate == 0) {
 		a->series_rate = a->rate;
+		if (a->series_prev > a->rate && now - a->series_end_ns < SERIES_CARRY_NS)
+			a->series_rate = a->series_prev;
+	}
 	a->bloat_rate = through;
 	a->rate = clamp_rate(a, (uint64_t)((double)through * (1.0 - cut)));
 	a->last_down_ns = now;
@@ -598,7 +616,9 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * flat rise would start a new series from the rate already cut, and a
 	 * path decision would then restore only that.
 	 */
-	if (a->below_prev) {
+	if (a->below_prev && a->series_rate != 0) {
+		a->series_prev = a->series_rate;
+		a->series_end_ns = now;
 		a->series_rate = 0;
 		a->flat_checks = 0;
 	}

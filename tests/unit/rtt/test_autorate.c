@@ -460,6 +460,40 @@ test_path_step_read_low(void **state)
 	assert_int_equal(d.a.last_why, AR_WHY_RAISE);
 }
 
+/*
+ * A step whose first readings after the cut are short for longer (below
+ * bloat for two intervals: the flows' segments spaced wider at the cut
+ * rate) ends the first series of cuts; the next, begun within a second,
+ * still takes its starting rate from the first, and the path decision
+ * restores the rate from before the step. Begun later, it starts from
+ * the rate then.
+ */
+static uint64_t
+step_read_short_at_first(unsigned int gap_intervals)
+{
+	struct drive d;
+	unsigned int i;
+
+	start(&d, MBIT(5), MBIT(100));
+	d.a.rate = MBIT(20);
+	assert_true(interval(&d, 100, 15));
+	interval(&d, 100, 14);
+	for (i = 0; i < gap_intervals; i++)
+		interval(&d, 100, 6);
+	for (i = 0; i < 30 && d.a.last_why != AR_WHY_PATH; i++)
+		interval(&d, 100, 25);
+	assert_int_equal(d.a.last_why, AR_WHY_PATH);
+	return d.a.rate;
+}
+
+static void
+test_path_step_short_at_first(void **state)
+{
+	(void)state;
+	assert_int_equal(step_read_short_at_first(4), MBIT(20));
+	assert_true(step_read_short_at_first(12) < MBIT(20));
+}
+
 /* A standing rise while the direction refills its rate (not loaded) is not cut for. */
 static void
 test_standing_needs_load(void **state)
@@ -931,6 +965,7 @@ main(void)
 		cmocka_unit_test(test_path_step),
 		cmocka_unit_test(test_path_settles),
 		cmocka_unit_test(test_path_step_read_low),
+		cmocka_unit_test(test_path_step_short_at_first),
 		cmocka_unit_test(test_standing_needs_load),
 		cmocka_unit_test(test_flat_modem_queue),
 		cmocka_unit_test(test_rising_and_draining),
