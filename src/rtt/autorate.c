@@ -568,7 +568,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * the line carried when it was made (no further: the rate before may
 	 * have been far above what this direction used, which says nothing of
 	 * its line). A modem's own queue would keep arrivals at its rate,
-	 * above ours, until it drained.
+	 * above ours, until it drained; "followed" allows near_hi_pct of it.
 	 */
 	if (a->p.after_modem && a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
 	    a->series_rate != 0 && a->last_down_ns != 0 &&
@@ -614,7 +614,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * Below the threshold twice in a row: the series of cuts, if any, is
 	 * over. Once is not enough: one interval read low in the middle of a
 	 * flat rise would start a new series from the rate already cut, and a
-	 * path decision would then restore only that.
+	 * path decision would then restore only that. Its starting rate is
+	 * kept for a series that begins soon after (cut_bloat).
 	 */
 	if (a->below_prev && a->series_rate != 0) {
 		a->series_prev = a->series_rate;
