@@ -113,8 +113,14 @@ unsigned int sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, str
  */
 uint64_t sub_sched_next_time(const struct sub_sched *ss, enum sub_dir dir, uint64_t now);
 
-/* The link's rate in bytes/s from now (autorate, a share of the link); 0 = the set's capacity. */
-void sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate);
+/*
+ * The link's rate in bytes/s from now (autorate, a share of the link); 0 =
+ * the set's capacity. A wait the link's pacer has ahead (the last frame's
+ * time at the old rate) is rescaled to the new one, as a CAKE's own clocks
+ * are: a shard idling at its floor of a few hundred bytes a second would
+ * otherwise hold its next frame for seconds after its share came back.
+ */
+void sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate, uint64_t now);
 
 /*
  * Node node's capacity in dir from the next allocation (bit/s): this

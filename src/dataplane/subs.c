@@ -655,7 +655,8 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 			sub_sched_set_link_rate(ss, (enum sub_dir)sd,
 						d->share_group != NULL
 								? d->share.rate
-								: sched_get_params(d->sched)->rate);
+								: sched_get_params(d->sched)->rate,
+						0); /* nothing sent yet */
 			dp_subs_set_limit(d, sched_get_params(d->sched));
 		}
 	}
@@ -942,8 +943,8 @@ dp_subs_share_tick(struct dp_dir *d, uint64_t now)
 		need = l->kid_sum[sd][n] >= SHARE_NEED_ALL - floor ? SHARE_NEED_ALL
 								   : l->kid_sum[sd][n] + floor;
 	}
-	sub_sched_set_link_rate(d->subs, sd,
-				share_tick_need(&d->share, need, base, n - below, now));
+	sub_sched_set_link_rate(d->subs, sd, share_tick_need(&d->share, need, base, n - below, now),
+				now);
 }
 
 void

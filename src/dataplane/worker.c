@@ -152,7 +152,7 @@ dp_rate_applied(struct dp_dir *d, const struct sched_params *p, uint64_t now)
 	if (d->subs != NULL) {
 		/* Several shards: the allocation shares the shard's part of the link. */
 		sub_sched_set_link_rate(d->subs, sub_dir_of(d),
-					d->share_group != NULL ? d->share.rate : p->rate);
+					d->share_group != NULL ? d->share.rate : p->rate, now);
 		dp_subs_set_limit(d, p);
 	}
 }

@@ -315,7 +315,7 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 			return NULL;
 		}
 		d->root_cap = set->nodes[SUB_ROOT].capacity[dir];
-		sub_sched_set_link_rate(ss, (enum sub_dir)dir, 0);
+		sub_sched_set_link_rate(ss, (enum sub_dir)dir, 0, 0);
 		for (i = 0; i < set->nsubs; i++)
 			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
 		ss->plan_max[dir][set->nsubs] = set->nodes[SUB_ROOT].capacity[dir];
@@ -336,12 +336,16 @@ nomem:
 }
 
 void
-sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate)
+sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate, uint64_t now)
 {
 	struct sub_sched_dir *d = &ss->d[dir];
+	uint64_t old = d->link_rate;
 
 	d->link_bps = rate * 8;
 	d->link_rate = rate != 0 ? rate : d->root_cap / 8; /* 0: no pacer */
+	if (d->link_next > now && old != 0 && d->link_rate != 0 && d->link_rate != old)
+		d->link_next = now + (uint64_t)((double)(d->link_next - now) * (double)old /
+						(double)d->link_rate);
 }
 
 void

@@ -395,7 +395,7 @@ test_link_cut(void **state)
 	(void)state;
 	set_on(w, true);
 	run(w, 1 * SIM_NS);
-	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8);
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8, w->now);
 	reset_window(w, 2 * SIM_NS);
 	run(w, 4 * SIM_NS);
 	total = got_mbit(w, SUB_NONE, -1, 2 * SIM_NS);
@@ -411,6 +411,39 @@ test_link_cut(void **state)
 		   worst * 100, total);
 	assert_true(worst < 0.01);
 	assert_true(total <= 40 * 1.001);
+	check_accounting(w);
+	world_free(w);
+}
+
+/*
+ * The link's rate rises after a frame left at a rate of a few hundred
+ * bytes a second (a shard's floor while its part of a shared link was
+ * idle): that frame's time at the old rate, about 4 s for 1,500 bytes,
+ * is the pacer's wait. Rescaled with the rate, as a CAKE's own clocks are,
+ * the link carries its new rate at once; left as it was, nothing left for
+ * those seconds.
+ */
+static void
+test_link_rate_rises(void **state)
+{
+	struct world *w = world_new(90, 8);
+	double total;
+
+	(void)state;
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 366, w->now);
+	set_on(w, true);
+	run(w, SIM_NS / 10);
+	assert_true(w->delivered >= 1); /* the first frame left: the pacer waits seconds */
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8, w->now);
+	reset_window(w, w->now);
+	run(w, w->now + SIM_NS);
+	total = got_mbit(w, SUB_NONE, -1, SIM_NS);
+	for (uint32_t i = 0; i < NSUB; i++)
+		total += got_mbit(w, i, -1, SIM_NS);
+	SIM_FIGURE("the link's rate raised from 366 bytes/s to 40 Mbit/s after a frame left: "
+		   "%.3f Mbit/s in the next second",
+		   total);
+	assert_true(total > 40 * 0.97 && total <= 40 * 1.001);
 	check_accounting(w);
 	world_free(w);
 }
@@ -439,7 +472,7 @@ test_repeat_then_cut(void **state)
 	printf("# %lu of %lu allocations repeated the last one's rates\n",
 	       (unsigned long)st.repeats, (unsigned long)st.allocations);
 	assert_true(st.repeats > st.allocations / 2);
-	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8);
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, 40 * MBIT / 8, w->now);
 	run(w, 1 * SIM_NS + 2 * SUB_SCHED_TICK_NS);
 	for (uint32_t i = 0; i < NSUB; i++) {
 		sub_sched_counters(w->ss, i, SUB_DOWN, &c);
@@ -521,14 +554,14 @@ test_rate_band(void **state)
 	(void)state;
 	set_on(w, true);
 	w->src[NSRC - 1].on = false;
-	sub_sched_set_link_rate(w->ss, SUB_DOWN, link);
+	sub_sched_set_link_rate(w->ss, SUB_DOWN, link, w->now);
 	run(w, t);
 	sub_sched_get_stats(w->ss, SUB_DOWN, &st0);
 	for (int step = 0; step < 200; step++) {
 		uint64_t ap;
 
 		link = step < 100 ? link + link / 2000 : link - link / 2000;
-		sub_sched_set_link_rate(w->ss, SUB_DOWN, link);
+		sub_sched_set_link_rate(w->ss, SUB_DOWN, link, w->now);
 		t += 2 * SUB_SCHED_TICK_NS; /* an allocation with this link */
 		run(w, t);
 		/* c6 keeps its plan, 10; c0 its plan, 5; c1..c5 share the rest. */
@@ -891,6 +924,7 @@ main(void)
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
+		cmocka_unit_test(test_link_rate_rises),
 		cmocka_unit_test(test_repeat_then_cut),
 		cmocka_unit_test(test_hovering_queue),
 		cmocka_unit_test(test_rate_band),
