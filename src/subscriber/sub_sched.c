@@ -16,6 +16,7 @@
 #include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 #include "shaper/subscriber_unknown.h"
+#include "sched/rate.h"
 
 /* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
 #define SUB_SCHED_LINK_LAG_NS 250000ull
@@ -343,9 +344,7 @@ sub_sched_set_link_rate(struct sub_sched *ss, enum sub_dir dir, uint64_t rate, u
 
 	d->link_bps = rate * 8;
 	d->link_rate = rate != 0 ? rate : d->root_cap / 8; /* 0: no pacer */
-	if (d->link_next > now && old != 0 && d->link_rate != 0 && d->link_rate != old)
-		d->link_next = now + (uint64_t)((double)(d->link_next - now) * (double)old /
-						(double)d->link_rate);
+	sched_rescale_clock(&d->link_next, now, old, d->link_rate);
 }
 
 void

@@ -742,8 +742,7 @@ def main():
         finally:
             ended = pg.stop()
         if ended:
-            log("%s: pktgen ended on its own after its counters were read, when shaperd "
-                "left (%s)" % (name, ended))
+            log("%s: pktgen ended on its own after its counters were read (%s)" % (name, ended))
         res["name"] = name
         results.append(res)
         fails += f
