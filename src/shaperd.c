@@ -55,8 +55,9 @@ struct app {
 	uint32_t pool_mbufs[SHAPER_NUM_DIRS];
 	struct dp_port port[SHAPER_NUM_PORTS];
 	bool port_open[SHAPER_NUM_PORTS];
-	unsigned int n_shards; /* = workers: each shards both directions */
-	bool rss_sharded;      /* the NICs put frames on their shard's queue: no steering */
+	uint64_t reconnect_at_ms[SHAPER_NUM_PORTS]; /* next restart of a port down; 0 = none due */
+	unsigned int n_shards;                      /* = workers: each shards both directions */
+	bool rss_sharded; /* the NICs put frames on their shard's queue: no steering */
 	struct dp_lcore *lc[SHAPER_MAX_WORKERS]; /* each worker's context, on its NUMA node */
 	struct dp_dir *dir[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* its shards, in lc[] */
 	struct share_group *share[SHAPER_NUM_DIRS];              /* with several shards */
@@ -675,6 +676,60 @@ feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
 	fflush(stdout);
 }
 
+/*
+ * A net_memif client whose server left stays down until the port starts
+ * again: while it is down, stop and start it every DP_PORT_RECONNECT_MS,
+ * the workers kept off it meanwhile. A start that finds no server leaves
+ * it stopped (and paused) until the next try.
+ */
+static void
+reconnect_port(struct app *a, int r, uint64_t now_ms)
+{
+	struct dp_port *p = &a->port[r];
+	const uint64_t *beats[SHAPER_MAX_WORKERS];
+	int rc;
+
+	if (p->link_up) {
+		a->reconnect_at_ms[r] = 0;
+		return;
+	}
+	if (a->reconnect_at_ms[r] == 0) {
+		/* Down since this look: the driver gets its own moment first. */
+		a->reconnect_at_ms[r] = now_ms + DP_PORT_RECONNECT_MS;
+		return;
+	}
+	if (now_ms < a->reconnect_at_ms[r])
+		return;
+	a->reconnect_at_ms[r] = now_ms + DP_PORT_RECONNECT_MS;
+	for (unsigned int i = 0; i < a->n_shards; i++)
+		beats[i] = &a->lc[i]->w.heartbeat;
+	dp_port_set_paused(p->port_id, true);
+	if (!dp_workers_quiesced(beats, a->n_shards, 200000)) {
+		/* A worker off its CPU: never stop a port under it. */
+		if (p->started)
+			dp_port_set_paused(p->port_id, false);
+		shaper_log_ratelimited(SHAPER_LOG_WARNING,
+				       "%s port %s: a worker did not turn in 200 ms; "
+				       "reconnecting later",
+				       shaper_port_name[r], p->name);
+		return;
+	}
+	rc = dp_port_reconnect(p);
+	if (rc == 0) {
+		dp_port_set_paused(p->port_id, false);
+		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
+				       "%s port %s: restarted to reconnect to its memif server",
+				       shaper_port_name[r], p->name);
+	} else {
+		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
+				       "%s port %s: no memif server answers (%s); trying again "
+				       "every %u ms",
+				       shaper_port_name[r], p->name, strerror(-rc),
+				       DP_PORT_RECONNECT_MS);
+	}
+	fflush(stdout);
+}
+
 /* Links are looked at twice a second: a flap is logged and counted. */
 static void
 watch_links(struct app *a, uint64_t *next_ms)
@@ -684,8 +739,11 @@ watch_links(struct app *a, uint64_t *next_ms)
 	if (now_ms < *next_ms)
 		return;
 	*next_ms = now_ms + LINK_WATCH_MS;
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
 		dp_port_watch_link(&a->port[r], shaper_port_name[r]);
+		if (a->port[r].reconnects_when_down)
+			reconnect_port(a, r, now_ms);
+	}
 }
 
 /*

@@ -128,6 +128,7 @@ struct ctl_port_counters {
 	bool link_up;
 	uint32_t link_speed;   /* Mbit/s, 0 while down */
 	uint64_t link_changes; /* up/down transitions since start */
+	uint64_t reconnects;   /* restarts of a net_memif client while down that started it */
 };
 
 /* One queued flow, as shown by the "flows" command. */

@@ -40,15 +40,17 @@ struct dp_port {
 	uint16_t port_id;
 	char name[RTE_ETH_NAME_MAX_LEN];
 	bool started;
-	int socket;              /* NUMA node of the device (its pools and rings go there) */
-	uint16_t nb_rxd, nb_txd; /* descriptors per queue, as the driver adjusted them */
-	uint64_t offloads;       /* rx and tx offloads asked of the device */
-	bool link_up;            /* as last seen by dp_ports_wait_link or dp_port_watch_link */
-	uint32_t link_speed;     /* Mbit/s */
-	uint64_t link_changes;   /* up/down transitions seen since start */
-	uint16_t n_queues;       /* rx and tx queues, one pair per worker */
-	bool rss_sharded;        /* RSS puts every frame on its shard's queue */
-	uint64_t rss_hf;         /* the RSS hash types asked of the device */
+	int socket;                /* NUMA node of the device (its pools and rings go there) */
+	uint16_t nb_rxd, nb_txd;   /* descriptors per queue, as the driver adjusted them */
+	uint64_t offloads;         /* rx and tx offloads asked of the device */
+	bool link_up;              /* as last seen by dp_ports_wait_link or dp_port_watch_link */
+	uint32_t link_speed;       /* Mbit/s */
+	uint64_t link_changes;     /* up/down transitions seen since start */
+	bool reconnects_when_down; /* a net_memif client: restarted while its link is down */
+	uint64_t reconnects;       /* restarts that started the port again */
+	uint16_t n_queues;         /* rx and tx queues, one pair per worker */
+	bool rss_sharded;          /* RSS puts every frame on its shard's queue */
+	uint64_t rss_hf;           /* the RSS hash types asked of the device */
 	uint16_t reta_size;
 	uint8_t rss_key_len;
 	uint8_t rss_key[64];
@@ -82,7 +84,12 @@ struct rte_mempool *dp_pool_create(const char *name, uint32_t n_mbufs, int socke
 int dp_port_configure(struct dp_port *port, const struct shaper_port_config *pc, uint32_t max_frame,
 		      const struct dp_port_queues *q, char *err, size_t errlen);
 
-/* Second half: rx queues receiving into mp, tx queues, start, promiscuous mode. */
+/*
+ * Second half: rx queues receiving into mp, tx queues, start, promiscuous
+ * mode. A net_memif client whose server is not there yet is left stopped
+ * and paused (0 returned, port->started false): the control thread starts
+ * it once the server answers (dp_port_reconnect).
+ */
 int dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t errlen);
 
 /*
@@ -98,6 +105,18 @@ int dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeo
  * the port's role. Returns true on a change.
  */
 bool dp_port_watch_link(struct dp_port *port, const char *role);
+
+/* How often a port that reconnects (reconnects_when_down) is restarted while down. */
+#define DP_PORT_RECONNECT_MS 1000u
+
+/*
+ * Stop the port (if started) and start it again, which makes a net_memif
+ * client connect to its server anew. The caller paused the port and saw
+ * every worker quiesce (dp_port_set_paused, dp_workers_quiesced) and
+ * unpauses it once this returned 0; on an error the port stays stopped.
+ * Returns 0 or the driver's -errno.
+ */
+int dp_port_reconnect(struct dp_port *port);
 
 /* Whether the port's driver keeps rx mbufs past close (net_af_xdp's fill ring). */
 bool dp_port_keeps_rx_mbufs(const struct dp_port *port);

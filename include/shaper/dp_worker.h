@@ -203,7 +203,7 @@ struct dp_worker {
 	uint32_t idle_sleep_us;
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
 	alignas(RTE_CACHE_LINE_SIZE) uint64_t heartbeat; /* loops run; the service watchdog
-							    reads it (relaxed) */
+							    and dp_workers_quiesced read it */
 } __rte_cache_aligned;
 
 /*
@@ -255,6 +255,21 @@ void dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st);
 /* Ask every worker to stop (signal-safe). */
 void dp_request_stop(void);
 bool dp_stop_requested(void);
+
+/*
+ * While a port is paused no worker calls its rx or tx burst: received
+ * frames are not polled and frames for it wait in their queue. The control
+ * thread pauses a port, waits for dp_workers_quiesced, and may then stop
+ * and start it (a net_memif client reconnecting, src/dataplane/port.c).
+ */
+void dp_port_set_paused(uint16_t port_id, bool paused);
+
+/*
+ * Whether every worker (beats: their heartbeats) began a new loop within
+ * timeout_us: from then on each of them sees what dp_port_set_paused set
+ * before this call. Called by the control thread only.
+ */
+bool dp_workers_quiesced(const uint64_t *const *beats, unsigned int n, unsigned int timeout_us);
 
 /* The worker loop; arg is a struct dp_worker *. Returns when stop is requested. */
 int dp_worker_main(void *arg);

@@ -61,6 +61,8 @@ static const struct metric metrics[] = {
 	  "Link speed the port reports, Mbit/s (0 while down)" },
 	{ "shaper_port_link_changes_total", "counter", S_PORT, "link_changes", V_INT,
 	  "Times the port's link went down or came up since start" },
+	{ "shaper_port_reconnects_total", "counter", S_PORT, "reconnects", V_INT,
+	  "Times a net_memif client port was restarted while down and started again" },
 	/* directions: the shaper's own counters */
 	{ "shaper_config_bandwidth_bytes_per_second", "gauge", S_DIR, "bandwidth", V_INT,
 	  "Configured shaper rate of the direction, 0 = unlimited" },

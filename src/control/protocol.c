@@ -120,6 +120,7 @@ ctl_port_stats_json(const struct ctl_port_counters *pc)
 	json_object_set_new(o, "link_up", json_boolean(pc->link_up));
 	json_object_set_new(o, "link_speed", J_U64(pc->link_speed));
 	json_object_set_new(o, "link_changes", J_U64(pc->link_changes));
+	json_object_set_new(o, "reconnects", J_U64(pc->reconnects));
 	return o;
 }
 

@@ -302,6 +302,7 @@ dp_port_counters(const struct dp_port *port, struct ctl_port_counters *pc)
 	pc->link_up = port->link_up;
 	pc->link_speed = port->link_speed;
 	pc->link_changes = port->link_changes;
+	pc->reconnects = port->reconnects;
 	return 0;
 }
 

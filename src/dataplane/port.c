@@ -13,6 +13,7 @@
 
 #include <rte_cycles.h>
 #include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
@@ -62,6 +63,34 @@ find_port(const char *device, uint16_t *port_id, char *err, size_t errlen)
 	snprintf(err, errlen, "device \"%s\" attached but no ethernet port named \"%s\" appeared",
 		 device, name);
 	return -ENODEV;
+}
+
+/*
+ * A net_memif client (role=client, or DPDK's older role=slave; server is
+ * the default) connects to its server only when the port starts, and after
+ * the server left it stays down (DPDK 22.11's driver): the control thread
+ * stops and starts it again until it connects (dp_port_reconnect).
+ */
+static bool
+is_memif_client(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da;
+	const char *s;
+
+	if (info->driver_name == NULL || strcmp(info->driver_name, "net_memif") != 0 ||
+	    info->device == NULL)
+		return false;
+	da = rte_dev_devargs(info->device);
+	if (da == NULL || da->drv_str == NULL)
+		return false;
+	for (s = da->drv_str; *s != '\0'; s += strcspn(s, ",")) {
+		s += *s == ',';
+		if (strncmp(s, "role=client", 11) == 0 && (s[11] == ',' || s[11] == '\0'))
+			return true;
+		if (strncmp(s, "role=slave", 10) == 0 && (s[10] == ',' || s[10] == '\0'))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -205,6 +234,7 @@ dp_port_configure(struct dp_port *port, const struct shaper_port_config *pc, uin
 		snprintf(err, errlen, "%s: cannot read device info: %s", port->name, strerror(-rc));
 		return rc;
 	}
+	port->reconnects_when_down = is_memif_client(&info);
 	rc = port_conf(port, &info, max_frame, &conf, err, errlen);
 	if (rc != 0)
 		return rc;
@@ -267,6 +297,13 @@ dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t er
 		}
 	}
 	rc = rte_eth_dev_start(port->port_id);
+	if (rc != 0 && port->reconnects_when_down) {
+		/* No server yet: the port waits, stopped, until one answers. */
+		shaper_log_notice("%s: no memif server answers yet; trying again every %u ms",
+				  port->name, DP_PORT_RECONNECT_MS);
+		dp_port_set_paused(port->port_id, true);
+		return 0;
+	}
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: start failed: %s", port->name, strerror(-rc));
 		port_abandon(port);
@@ -357,6 +394,25 @@ dp_port_watch_link(struct dp_port *port, const char *role)
 				       port->name);
 	fflush(stdout);
 	return true;
+}
+
+int
+dp_port_reconnect(struct dp_port *port)
+{
+	int rc;
+
+	if (port->started) {
+		rc = rte_eth_dev_stop(port->port_id);
+		if (rc != 0)
+			return rc;
+		port->started = false;
+	}
+	rc = rte_eth_dev_start(port->port_id);
+	if (rc != 0)
+		return rc;
+	port->started = true;
+	port->reconnects++;
+	return 0;
 }
 
 bool

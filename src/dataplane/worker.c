@@ -38,6 +38,50 @@ dp_stop_requested(void)
 	return __atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE) != 0;
 }
 
+/*
+ * Ports the workers leave alone while the control thread stops and starts
+ * them (dp_port_set_paused). Sequentially consistent on both sides, with
+ * the heartbeat's store: a worker that began a loop after the control
+ * thread set the flag sees it (dp_workers_quiesced).
+ */
+static uint8_t port_paused[RTE_MAX_ETHPORTS];
+
+void
+dp_port_set_paused(uint16_t port_id, bool paused)
+{
+	if (port_id < RTE_MAX_ETHPORTS)
+		__atomic_store_n(&port_paused[port_id], paused ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+bool
+dp_workers_quiesced(const uint64_t *const *beats, unsigned int n, unsigned int timeout_us)
+{
+	uint64_t seen[SHAPER_MAX_WORKERS];
+	unsigned int waited = 0, left;
+
+	if (n > SHAPER_MAX_WORKERS)
+		return false;
+	for (unsigned int i = 0; i < n; i++)
+		seen[i] = __atomic_load_n(beats[i], __ATOMIC_SEQ_CST);
+	for (;;) {
+		left = 0;
+		for (unsigned int i = 0; i < n; i++)
+			left += __atomic_load_n(beats[i], __ATOMIC_SEQ_CST) == seen[i];
+		if (left == 0)
+			return true;
+		if (waited >= timeout_us)
+			return false;
+		rte_delay_us_sleep(50);
+		waited += 50;
+	}
+}
+
+static inline bool
+port_is_paused(uint16_t port_id)
+{
+	return __atomic_load_n(&port_paused[port_id], __ATOMIC_SEQ_CST) != 0;
+}
+
 /* Free a list of dropped packets in bulk, counting each under its reason. */
 static void
 free_drops(struct dp_dir *d, struct sh_pkt_list *drops)
@@ -74,7 +118,8 @@ flush_pending(struct dp_dir *d)
 	uint64_t bytes = 0;
 	uint16_t sent, i;
 
-	if (d->n_pending == 0)
+	/* A paused port is being restarted: what waits, waits. */
+	if (d->n_pending == 0 || unlikely(port_is_paused(d->tx_port)))
 		return;
 	/*
 	 * The driver may free what it sent (net_null does at once), so sent
@@ -225,6 +270,8 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 		enqueue_burst(d, pkts, n_in, NULL, now, drops);
 	}
 	*n_enq = n_in;
+	if (unlikely(port_is_paused(d->rx_port)))
+		return n_in;
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
 	if (nb_rx == 0)
 		return n_in;
@@ -596,8 +643,12 @@ dp_worker_main(void *arg)
 		unsigned int work = 0;
 		uint64_t took;
 
-		/* Alive for the service watchdog: only the main thread reads it. */
-		__atomic_store_n(&w->heartbeat, w->heartbeat + 1, __ATOMIC_RELAXED);
+		/*
+		 * Alive for the service watchdog, and the point between loops that
+		 * dp_workers_quiesced waits for: no port call is in flight here.
+		 * Only the main thread reads it.
+		 */
+		__atomic_store_n(&w->heartbeat, w->heartbeat + 1, __ATOMIC_SEQ_CST);
 
 		for (unsigned int i = 0; i < w->n_dirs; i++) {
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);

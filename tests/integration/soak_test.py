@@ -61,7 +61,7 @@ def monotonic_counters(st):
     out = {}
     for p, v in st["ports"].items():
         for k in ("rx_packets", "tx_packets", "rx_bytes", "tx_bytes", "rx_missed", "rx_errors",
-                  "tx_errors", "rx_nombuf", "link_changes"):
+                  "tx_errors", "rx_nombuf", "link_changes", "reconnects"):
             out["ports.%s.%s" % (p, k)] = v[k]
     for d, v in st["directions"].items():
         for k in ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_retries", "drops",

@@ -357,8 +357,9 @@ static const char *const tin_keys[] = {
 };
 
 static const char *const port_keys[] = {
-	"name",      "rx_packets", "tx_packets", "rx_bytes", "tx_bytes",   "rx_missed",
-	"rx_errors", "tx_errors",  "rx_nombuf",  "link_up",  "link_speed", "link_changes",
+	"name",       "rx_packets",   "tx_packets", "rx_bytes",  "tx_bytes",
+	"rx_missed",  "rx_errors",    "tx_errors",  "rx_nombuf", "link_up",
+	"link_speed", "link_changes", "reconnects",
 };
 
 static void
@@ -386,6 +387,7 @@ check_port(json_t *r, enum shaper_port_role role)
 	PORT_FIELD(rx_nombuf);
 	PORT_FIELD(link_speed);
 	PORT_FIELD(link_changes);
+	PORT_FIELD(reconnects);
 #undef PORT_FIELD
 	snprintf(p, sizeof(p), "%s.link_up", base);
 	assert_true(json_is_boolean(jpath(r, p)));
