@@ -18,7 +18,12 @@
 #include "shaper/subscriber_unknown.h"
 #include "sched/rate.h"
 
-/* A link pacer that fell this far behind (idle) restarts at now: no burst of saved credit. */
+/*
+ * The link pacer's lag limit when the direction's lag_limit is "auto", as a
+ * CAKE's own clocks have it at link rates (sched_lag_limit): a worker that
+ * falls behind the link's rate catches up by at most this much; a longer
+ * stall is written off (sub_sched_stats.link_lag_skipped_ns).
+ */
 #define SUB_SCHED_LINK_LAG_NS 250000ull
 
 /*
@@ -40,6 +45,7 @@ struct sub_sched_dir {
 	uint64_t link_bps;  /* bit/s handed to the allocation; 0 = the set's capacity */
 	uint64_t root_cap;  /* the set's capacity of the link, bit/s (0 = unlimited) */
 	uint64_t link_next; /* the pacer's clock */
+	uint64_t link_lag;  /* the most it may lag now and catch up, ns */
 	uint64_t next_tick, last_tick;
 	/*
 	 * The subscribers with packets, a min-heap on each one's next time. A
@@ -316,6 +322,9 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 			return NULL;
 		}
 		d->root_cap = set->nodes[SUB_ROOT].capacity[dir];
+		d->link_lag = cfg->params[dir].lag_limit_ns != SCHED_LAG_AUTO
+					      ? cfg->params[dir].lag_limit_ns
+					      : SUB_SCHED_LINK_LAG_NS;
 		sub_sched_set_link_rate(ss, (enum sub_dir)dir, 0, 0);
 		for (i = 0; i < set->nsubs; i++)
 			ss->plan_max[dir][i] = set->subs[i].plan[dir].max;
@@ -810,6 +819,9 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 	s->last_pkt_ns[dir] = now;
 	nd = dropped->count == 0 ? 0 : count_drops(s, dir, dropped, old_tail);
 	CTR_SET(s->qlen[dir], s->qlen[dir] + 1 - nd);
+	/* No credit for idle time: an idle direction's pacer starts again at now. */
+	if (d->queued == 0 && d->link_next < now)
+		d->link_next = now;
 	d->queued = d->queued + 1 - nd;
 	heap_set(ss, dir, sub, sched_next_time(s->cake[dir], now));
 	if (d->limit != 0 && d->queued > d->limit && !self)
@@ -866,8 +878,18 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 				CTR_ADD(s->marks[dir], 1);
 			out[n++] = pkt;
 			if (d->link_rate != 0) {
-				if (d->link_next + SUB_SCHED_LINK_LAG_NS < now)
-					d->link_next = now;
+				/*
+				 * Behind by more than the lag limit: the rest is written
+				 * off, but the limit's worth is still caught up. Restarted
+				 * at now instead, a worker slower than the link would send
+				 * one frame in every turn that found it that far behind.
+				 */
+				uint64_t skipped = sched_clamp_lag(&d->link_next, now, d->link_lag);
+
+				if (skipped != 0) {
+					d->st.link_lag_skips++;
+					d->st.link_lag_skipped_ns += skipped;
+				}
 				d->link_next += (uint64_t)len * 1000000000ull / d->link_rate;
 			}
 		} else if (next <= now) {

@@ -449,6 +449,151 @@ test_link_rate_rises(void **state)
 }
 
 /*
+ * A worker slower than the link: turns of 100 us, each taking in 32 frames
+ * of 1514 bytes for 64 subscribers (plans of 1 Gbit/s, none binding) and
+ * releasing up to as many, as the worker does; 3.9 Gbit/s against a
+ * 10 Gbit/s link, so the link pacer's clock falls behind now a little more
+ * every turn. Caught up by at most its lag limit, it lets every turn
+ * release what came in; restarted at now whenever it fell that far behind,
+ * it let one frame out every fourth turn or so and the backlog grew
+ * without end, to drops.
+ */
+#define SLOW_SUBS  64u
+#define SLOW_TURNS 5000u
+
+static void
+test_slow_worker_keeps_up(void **state)
+{
+	struct sched_params sp, lp;
+	struct sub_sched_config cfg;
+	struct sched *link[SUB_DIRS];
+	struct sim_src src[SLOW_SUBS];
+	struct classify_key key;
+	struct sim_pool pool;
+	struct sub_set set;
+	struct sub_sched *ss;
+	struct sub_sched_stats st;
+	uint64_t now = SIM_NS, sent = 0, delivered = 0, drops = 0, most = 0;
+	char err[256];
+
+	(void)state;
+	sim_pool_init(&pool, NPKTS);
+	classify_key_init(&key, 7);
+	sub_set_init(&set);
+	set.nodes[SUB_ROOT].capacity[SUB_DOWN] = 10000 * MBIT;
+	set.nodes[SUB_ROOT].capacity[SUB_UP] = 10000 * MBIT;
+	for (uint32_t i = 0; i < SLOW_SUBS; i++) {
+		uint32_t sub, p;
+
+		assert_int_equal(sub_set_add_sub(&set, &sub), 0);
+		snprintf(set.subs[sub].id, SUB_ID_LEN, "s%u", i);
+		set.subs[sub].node = SUB_ROOT;
+		set.subs[sub].plan[SUB_DOWN].max = 1000 * MBIT;
+		set.subs[sub].plan[SUB_UP].max = 1000 * MBIT;
+		set.subs[sub].nprefixes = 1;
+		set.nodes[SUB_ROOT].nsubs++;
+		assert_int_equal(sub_set_add_prefix(&set, &p), 0);
+		set.prefixes[p].family = 4;
+		set.prefixes[p].len = 32;
+		set.prefixes[p].addr[0] = 100;
+		set.prefixes[p].addr[1] = 64;
+		set.prefixes[p].addr[2] = (uint8_t)i;
+		set.prefixes[p].addr[3] = 1;
+		set.prefixes[p].sub = sub;
+		src[i] = sim_src_udp(sim_ip(9, 0, 1), lan_addr(i, 0), (uint16_t)(4000 + i),
+				     1000 * MBIT / 8, FRAME);
+	}
+	if (sub_set_validate(&set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	sched_params_default(&lp, SCHED_DISC_CAKE);
+	lp.rate = 10000 * MBIT / 8;
+	lp.diffserv = SCHED_BESTEFFORT;
+	for (int d = 0; d < SUB_DIRS; d++)
+		assert_non_null(link[d] = sched_create(&lp, err, sizeof(err)));
+	sched_params_default(&sp, SCHED_DISC_CAKE);
+	sp.rate = 1000 * MBIT / 8;
+	sp.diffserv = SCHED_BESTEFFORT;
+	sub_pool_cake_size(&sp);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.set = &set;
+	cfg.params[SUB_DOWN] = cfg.params[SUB_UP] = sp;
+	cfg.active = SLOW_SUBS;
+	cfg.link[SUB_DOWN] = link[SUB_DOWN];
+	cfg.link[SUB_UP] = link[SUB_UP];
+	ss = sub_sched_create(&cfg, err, sizeof(err));
+	if (ss == NULL)
+		fail_msg("%s", err);
+
+	for (uint32_t t = 0; t < SLOW_TURNS; t++, now += 100000) {
+		struct sh_pkt *out[32];
+		struct sh_pkt_list dropped;
+		unsigned int n;
+
+		sh_pkt_list_init(&dropped);
+		for (uint32_t k = 0; k < 32; k++, sent++) {
+			uint32_t i = (uint32_t)(sent % SLOW_SUBS);
+
+			sim_sub_enqueue(ss, &key, &src[i], i, sim_pool_take(&pool), FRAME, now,
+					&dropped);
+		}
+		n = sub_sched_dequeue_burst(ss, SUB_DOWN, out, 32, now, &dropped);
+		for (unsigned int k = 0; k < n; k++)
+			sim_pool_give(&pool, (struct sim_pkt *)out[k]);
+		delivered += n;
+		for (struct sh_pkt *d; (d = sh_pkt_list_pop(&dropped)) != NULL; drops++)
+			sim_pool_give(&pool, (struct sim_pkt *)d);
+		if (sub_sched_backlog_pkts(ss, SUB_DOWN) > most)
+			most = sub_sched_backlog_pkts(ss, SUB_DOWN);
+	}
+	sub_sched_get_stats(ss, SUB_DOWN, &st);
+	SIM_FIGURE("a worker at 3.9 of a 10 Gbit/s link, 32 frames in per 100 us turn: "
+		   "%lu of %lu frames released, %lu dropped, at most %lu queued, %lu stalls "
+		   "written off",
+		   (unsigned long)delivered, (unsigned long)sent, (unsigned long)drops,
+		   (unsigned long)most, (unsigned long)st.link_lag_skips);
+	assert_int_equal(drops, 0);
+	assert_true(most <= 2 * 32);
+	assert_int_equal(sent, delivered + sub_sched_backlog_pkts(ss, SUB_DOWN));
+	/* The pacer did fall behind the link and wrote the excess off. */
+	assert_true(st.link_lag_skips > 0);
+
+	/*
+	 * Drained, then idle for 10 ms: idle time is no credit. Frames for
+	 * every subscriber arriving at once leave one link time apart, the
+	 * first at once, not as a burst of the lag limit's worth.
+	 */
+	for (unsigned int n = 1; n != 0; now += 100000) {
+		struct sh_pkt *out[32];
+		struct sh_pkt_list dropped;
+
+		sh_pkt_list_init(&dropped);
+		n = sub_sched_dequeue_burst(ss, SUB_DOWN, out, 32, now, &dropped);
+		for (unsigned int k = 0; k < n; k++)
+			sim_pool_give(&pool, (struct sim_pkt *)out[k]);
+		assert_true(dropped.count == 0);
+	}
+	assert_int_equal(sub_sched_backlog_pkts(ss, SUB_DOWN), 0);
+	now += 10000000;
+	{
+		struct sh_pkt *out[SLOW_SUBS];
+		struct sh_pkt_list dropped;
+		unsigned int n;
+
+		sh_pkt_list_init(&dropped);
+		for (uint32_t i = 0; i < SLOW_SUBS; i++)
+			sim_sub_enqueue(ss, &key, &src[i], i, sim_pool_take(&pool), FRAME, now,
+					&dropped);
+		n = sub_sched_dequeue_burst(ss, SUB_DOWN, out, SLOW_SUBS, now, &dropped);
+		printf("# after 10 ms idle, %u of %u frames arriving together left at once\n", n,
+		       SLOW_SUBS);
+		assert_int_equal(n, 1);
+		sim_pool_give(&pool, (struct sim_pkt *)out[0]);
+	}
+	sim_sub_world_free(ss, link, &set);
+	sim_pool_destroy(&pool);
+}
+
+/*
  * Every subscriber backlogged above its plan and no unknown traffic: each
  * tick's allocation has the last one's input and repeats its rates
  * without a look at any subscriber. Then the link is cut: the ceilings
@@ -925,6 +1070,7 @@ main(void)
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
 		cmocka_unit_test(test_link_rate_rises),
+		cmocka_unit_test(test_slow_worker_keeps_up),
 		cmocka_unit_test(test_repeat_then_cut),
 		cmocka_unit_test(test_hovering_queue),
 		cmocka_unit_test(test_rate_band),

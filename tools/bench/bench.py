@@ -66,22 +66,33 @@ MODES = {
                    "cake diffserv4 triple-isolate, shaped at 5gbit"),
     "cake_1gbit": (dict(CAKE4, bandwidth="1gbit"),
                    "cake diffserv4 triple-isolate, shaped at 1gbit"),
+    # The same CAKE per subscriber (docs/subscribers.md): every LAN host of the
+    # traffic a subscriber with a plan of SUBS_PLAN each way, the link at
+    # SUBS_LINK, so that no plan binds (the net_null port takes all): every
+    # frame goes through its subscriber's CAKE and the busy-subscriber heap,
+    # and the row compares with "cake" on the same traffic.
+    "subs": (dict(CAKE4, bandwidth="unlimited"),
+             "cake diffserv4 triple-isolate per subscriber, each LAN host one"),
 }
+SUBS_PLAN, SUBS_LINK = "10gbit", "100gbit"
 SHAPED_BPS = {"cake_5gbit": 5e9, "cake_1gbit": 1e9}
 # Settings of the dataplane block a mode changes (passive RTT's A/B in the same run).
 MODE_DATAPLANE = {"cake_nortt": {"passive_rtt": False}}
 
 # (traffic key, size, flows, modes). The ceiling is measured for every traffic.
 FULL_PLAN = [
-    ("64B-10k", "64", 10000, ["fifo", "cake", "cake_nortt", "fq_codel"]),
+    ("64B-10k", "64", 10000, ["fifo", "cake", "cake_nortt", "fq_codel", "subs"]),
     ("imix-10k", "imix", 10000, ["fifo", "cake", "fq_codel", "cake_5gbit", "cake_1gbit"]),
     ("1518B-10k", "1518", 10000, ["cake", "cake_5gbit"]),
     ("64B-10", "64", 10, ["cake"]),
     ("64B-1k", "64", 1000, ["cake"]),
     ("64B-100k", "64", 100000, ["cake"]),
+    ("64B-20k-10kh", "64", 20000, ["cake", "subs"]),
 ]
+# LAN hosts of a traffic when not gen_pcap's default (flows / 10, at most 1000).
+TRAFFIC_HOSTS = {"64B-20k-10kh": 10000}
 SMOKE_PLAN = [
-    ("64B-100", "64", 100, ["fifo", "cake", "fq_codel"]),
+    ("64B-100", "64", 100, ["fifo", "cake", "fq_codel", "subs"]),
     ("imix-100", "imix", 100, ["cake_5gbit"]),
 ]
 CG_MODES = ["fifo", "fq_codel", "cake", "cake_5gbit"]
@@ -188,10 +199,12 @@ def busy_others():
 
 # ------------------------------------------------------------------- traffic
 
-def make_pcap(workdir, size, flows, packets=None, ts_share=None):
+def make_pcap(workdir, size, flows, packets=None, ts_share=None, hosts=None):
     """size "rtt": gen_pcap's --rtt traffic with ts_share of the flows timestamped."""
     packets = packets or gen_pcap.default_packets(flows)
     tag = size if size != "rtt" else "rtt%g" % ts_share
+    if hosts:
+        tag += "-h%d" % hosts
     path = os.path.join(workdir, "t-%s-%d-%d.pcap" % (tag, flows, packets))
     meta = path + ".json"
     gen_mtime = os.path.getmtime(gen_pcap.__file__)
@@ -202,7 +215,8 @@ def make_pcap(workdir, size, flows, packets=None, ts_share=None):
         info = gen_pcap.generate_rtt(path, flows=flows, packets=packets, seed=1,
                                      ts_share=ts_share)
     else:
-        info = gen_pcap.generate(path, flows=flows, size=size, packets=packets, seed=1)
+        info = gen_pcap.generate(path, flows=flows, size=size, packets=packets, seed=1,
+                                 hosts=hosts)
     with open(meta, "w") as f:
         json.dump(info, f)
     return info
@@ -217,12 +231,12 @@ class Eal:
         self.args = args
         self.n = 0
 
-    def argv(self, tag):
+    def argv(self, tag, mem_mb=EAL_MEM_MB):
         self.n += 1
         self.prefix = "shbench%d_%s%d" % (os.getpid(), tag, self.n)
         # 2 GB: CAKE with 100k flows sizes each direction's pool for 132,768 mbufs
         # (about 330 MB each), which did not fit in 1 GB with the ports' own pools.
-        return eal_args(self.prefix, mem_mb=EAL_MEM_MB, huge=self.args.huge)
+        return eal_args(self.prefix, mem_mb=mem_mb, huge=self.args.huge)
 
     def cleanup(self):
         d = "/var/run/dpdk/" + self.prefix
@@ -441,6 +455,23 @@ def sample(ctl):
             "memory_limit": up.get("memory_limit", 0)}
 
 
+def subs_config(cfg, workdir, traffic):
+    """Shape cfg per subscriber: gen_pcap's LAN host i (its IPv4 and its IPv6
+    address) is subscriber i, plans SUBS_PLAN, the link SUBS_LINK."""
+    import ipaddress
+    plan = {"max": SUBS_PLAN}
+    subs = [{"id": "h%d" % i, "download": plan, "upload": plan,
+             "addresses": [str(ipaddress.ip_address(gen_pcap.host_addr(i, v6)))
+                           for v6 in (False, True)]}
+            for i in range(traffic["hosts"])]
+    path = os.path.join(workdir, "subscribers-%d.json" % traffic["hosts"])
+    write_config(path, {"link": {"download": SUBS_LINK, "upload": SUBS_LINK},
+                        "subscribers": subs})
+    for d in ("upstream", "downstream"):
+        cfg[d] = dict(cfg[d], bandwidth=SUBS_LINK)
+    cfg["subscribers"] = {"file": path, "active": traffic["hosts"]}
+
+
 def run_shaperd(args, eal, traffic, mode):
     direction, _ = MODES[mode]
     tag = "%s-%s" % (traffic["key"], mode)
@@ -457,13 +488,20 @@ def run_shaperd(args, eal, traffic, mode):
         "dataplane": {"burst": 32, "mbufs": traffic["packets"] + args.headroom_mbufs,
                       "idle_sleep": "0us", **MODE_DATAPLANE.get(mode, {})},
     }
+    if mode == "subs":
+        subs_config(cfg, args.workdir, traffic)
     cfg_path = os.path.join(args.workdir, "shaperd.json")
     write_config(cfg_path, cfg, indent=1)
     exit_json = os.path.join(args.workdir, "exit.json")
     if os.path.exists(exit_json):
         os.unlink(exit_json)
     log_path = os.path.join(args.workdir, "shaperd-%s-%d.log" % (tag, eal.n + 1))
-    cmd = shaperd_argv(args.shaperd, cfg_path, exit_json, eal_argv=eal.argv("sd"))
+    mem_mb = EAL_MEM_MB
+    if mode == "subs":
+        # A diffserv4 CAKE per subscriber each way (125 kB each, shaperd
+        # --check-config) and rte_lpm's 2^24-entry table (64 MB a direction).
+        mem_mb += traffic["hosts"] * 2 * 140 // 1024 + 512
+    cmd = shaperd_argv(args.shaperd, cfg_path, exit_json, eal_argv=eal.argv("sd", mem_mb))
     res = None
     p = start_logged(cmd, log_path)
     ctl = None
@@ -942,6 +980,14 @@ def targets(rows, cg, cg_rtt=None):
         out.append(("passive RTT on (the default) keeps >= %.2f of CAKE's 64 B / 10k-flow "
                     "packet rate with it off" % (1 - RTT_BUDGET),
                     "%.3f (%.2f vs %.2f Mpps)" % (q, on["mpps"], off["mpps"]), q >= 1 - RTT_BUDGET))
+    for key in ("64B-10k", "64B-20k-10kh"):
+        link, subs = row(key, "cake"), row(key, "subs")
+        if link and subs:
+            q = subs["mpps"] / link["mpps"]
+            out.append(("CAKE per subscriber, %d busy subscribers (%s): processed >= 0.7 x "
+                        "one CAKE for the link" % (TRAFFIC_HOSTS.get(key, 1000), key),
+                        "%.2f x (%.2f vs %.2f Mpps)" % (q, subs["mpps"], link["mpps"]),
+                        q >= 0.7))
     r = row("imix-10k", "cake_5gbit")
     if r:
         out.append(("CAKE at 5 Gbit/s (IMIX, 10k flows): processed >= 0.25 x ceiling",
@@ -1201,7 +1247,7 @@ def main():
     traffic = {}
     packets = 2048 if args.smoke else None
     for key, size, flows, _ in plan:
-        info = make_pcap(args.workdir, size, flows, packets)
+        info = make_pcap(args.workdir, size, flows, packets, hosts=TRAFFIC_HOSTS.get(key))
         info["key"] = key
         traffic[key] = info
         log("traffic %s: %s (%d packets, mean %.1f B)" % (key, info["path"], info["packets"],
