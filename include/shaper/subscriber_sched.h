@@ -156,9 +156,14 @@ struct sub_sched_stats {
 	uint64_t allocations;  /* allocation runs */
 	uint64_t repeats;    /* of them, ones with last run's input: its rates kept as they were */
 	uint64_t link_waits; /* dequeues held back by the link's pacer */
-	uint64_t link_lag_skips, link_lag_skipped_ns; /* stalls the link's pacer wrote off */
-	uint32_t active;                              /* CAKEs taken now */
-	uint32_t pool_free;                           /* CAKEs left */
+	/*
+	 * Times the link's pacer, behind now by more than its lag limit, was
+	 * pulled up to it, and the time so passed over: a worker slower than the
+	 * link, or subscribers held below it by their own plans. Not stalls.
+	 */
+	uint64_t link_lag_skips, link_lag_skipped_ns;
+	uint32_t active;       /* CAKEs taken now */
+	uint32_t pool_free;    /* CAKEs left */
 	uint64_t rate_changes; /* rates an allocation wrote into a subscriber's CAKE */
 };
 

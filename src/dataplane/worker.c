@@ -445,14 +445,6 @@ dp_dir_sched_stats(const struct dp_dir *d, struct sched_stats *st)
 {
 	sched_get_stats(d->sched, st);
 	sched_counters_add(st, &d->carried);
-	if (d->subs != NULL) {
-		/* The subscribers' link pacer writes off stalls as the link's CAKE does. */
-		struct sub_sched_stats ss;
-
-		sub_sched_get_stats(d->subs, sub_dir_of(d), &ss);
-		st->lag_skips += ss.link_lag_skips;
-		st->lag_skipped_ns += ss.link_lag_skipped_ns;
-	}
 }
 
 /*

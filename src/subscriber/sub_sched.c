@@ -21,8 +21,8 @@
 /*
  * The link pacer's lag limit when the direction's lag_limit is "auto", as a
  * CAKE's own clocks have it at link rates (sched_lag_limit): a worker that
- * falls behind the link's rate catches up by at most this much; a longer
- * stall is written off (sub_sched_stats.link_lag_skipped_ns).
+ * falls behind the link's rate catches up by at most this much, the rest
+ * is passed over (sub_sched_stats.link_lag_skipped_ns).
  */
 #define SUB_SCHED_LINK_LAG_NS 250000ull
 
@@ -879,8 +879,8 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 			out[n++] = pkt;
 			if (d->link_rate != 0) {
 				/*
-				 * Behind by more than the lag limit: the rest is written
-				 * off, but the limit's worth is still caught up. Restarted
+				 * Behind by more than the lag limit: the rest is passed
+				 * over, but the limit's worth is still caught up. Restarted
 				 * at now instead, a worker slower than the link would send
 				 * one frame in every turn that found it that far behind.
 				 */
