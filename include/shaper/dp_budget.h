@@ -30,6 +30,22 @@ struct dp_mbuf_budget {
 	uint64_t total;
 };
 
+/*
+ * Packets a direction's subscribers may hold together for each CAKE of its
+ * pool, at least: a subscriber backlogged at a slow plan keeps a frame or
+ * two standing (COBALT's target is at least 1.5 frame times at its rate),
+ * so a joint limit below that for every busy one would run some dry.
+ */
+#define DP_SUBS_PKTS_PER_CAKE 4u
+
+/*
+ * One shard's scheduler part of the budget: what its scheduler can hold
+ * (sched_max_packets, "one"), and with subscribers (subs_cakes CAKEs in its
+ * pool) at least DP_SUBS_PKTS_PER_CAKE for each; also the joint limit of
+ * the subscribers' CAKEs (dp_subs_set_limit).
+ */
+uint64_t dp_budget_sched_part(uint64_t one, uint32_t subs_cakes);
+
 /* Direction d's budget with scheduler params p (c's or a live change's). */
 void dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d,
 			const struct sched_params *p, uint32_t truesize, struct dp_mbuf_budget *b);

@@ -157,6 +157,7 @@ struct dp_dir {
 	 * its own, and a subscriber's frames are steered to its shard.
 	 */
 	struct sub_sched *subs;
+	uint32_t subs_cakes;        /* CAKEs in subs's pool for this direction (its budget) */
 	struct emulate *emu;        /* WAN emulator after the scheduler, or NULL */
 	struct emu_params emu_path; /* its parameters: the control thread's copy */
 	struct classify_key key;

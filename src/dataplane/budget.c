@@ -40,6 +40,16 @@ sat_add(uint64_t a, uint64_t b)
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+uint64_t
+dp_budget_sched_part(uint64_t one, uint32_t subs_cakes)
+{
+	uint64_t floor = (uint64_t)subs_cakes * DP_SUBS_PKTS_PER_CAKE;
+
+	if (one == SCHED_UNBOUNDED)
+		return one;
+	return one > floor ? one : floor;
+}
+
 void
 dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struct sched_params *p,
 		   uint32_t truesize, struct dp_mbuf_budget *b)
@@ -48,7 +58,9 @@ dp_mbuf_budget_dir(const struct shaper_config *c, enum shaper_dir d, const struc
 	const struct shaper_emulate_config *ec = &c->emulate[d];
 
 	uint64_t n = c->n_workers > 0 ? c->n_workers : 1;
-	uint64_t one = sched_max_packets(p, truesize);
+	uint64_t one = dp_budget_sched_part(sched_max_packets(p, truesize),
+					    shaper_subscribers_enabled(c) ? c->subscribers.active
+									  : 0);
 
 	/* Every shard's scheduler may hold its limits (a lone busy one has the whole link). */
 	b->shards = (uint32_t)n;
@@ -84,6 +96,11 @@ budget_text(const struct shaper_config *c, enum shaper_dir d, const struct sched
 
 	if (b->sched == SCHED_UNBOUNDED)
 		n = snprintf(out, len, "scheduler unbounded (set %s.%s)", dn, sched_limit_keys(p));
+	else if (shaper_subscribers_enabled(c))
+		n = snprintf(out, len,
+			     "scheduler %" PRIu64 " (%s.%s, at least %u for each of the "
+			     "subscribers.active CAKEs)",
+			     b->sched, dn, sched_limit_keys(p), DP_SUBS_PKTS_PER_CAKE);
 	else
 		n = snprintf(out, len, "scheduler %" PRIu64 " (%s.%s)", b->sched, dn,
 			     sched_limit_keys(p));
@@ -153,7 +170,7 @@ int
 dp_budget_check_update(const struct dp_dir *dd, const struct sched_params *p, char *err,
 		       size_t errlen)
 {
-	uint64_t one = sched_max_packets(p, dd->truesize);
+	uint64_t one = dp_budget_sched_part(sched_max_packets(p, dd->truesize), dd->subs_cakes);
 	uint64_t need = sat_add(one == SCHED_UNBOUNDED ? one
 						       : one * (dd->n_shards ? dd->n_shards : 1),
 				dd->mbuf_fixed);

@@ -564,6 +564,7 @@ detach_one(struct dp_dir *down, struct dp_dir *up)
 		return;
 	lpm = (struct dp_sub_lpm *)sub_sched_lookup_ctx(ss);
 	down->subs = up->subs = NULL;
+	down->subs_cakes = up->subs_cakes = 0;
 	sub_sched_free(ss);
 	lpm_free(lpm);
 }
@@ -650,6 +651,7 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 			struct dp_dir *d = dirs[shaper_dir_of((enum sub_dir)sd)];
 
 			d->subs = ss;
+			d->subs_cakes = cfg.active;
 			/* With several shards, the allocation shares the shard's part of the link.
 			 */
 			sub_sched_set_link_rate(ss, (enum sub_dir)sd,
@@ -950,13 +952,14 @@ dp_subs_share_tick(struct dp_dir *d, uint64_t now)
 void
 dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
 {
-	uint64_t one = sched_max_packets(p, d->truesize);
+	uint64_t one = dp_budget_sched_part(sched_max_packets(p, d->truesize), d->subs_cakes);
 
 	if (d->subs == NULL)
 		return;
 	/*
 	 * The budget (shaper/dp_budget.h) has room for what the link's
-	 * scheduler can hold: every subscriber's CAKE and the link's share it.
+	 * scheduler can hold, and at least a few packets for each CAKE of the
+	 * pool: every subscriber's CAKE and the link's share it.
 	 * Unbounded (a fifo without limits): what the pool has past the rest.
 	 */
 	if (one == SCHED_UNBOUNDED)

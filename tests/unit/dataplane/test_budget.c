@@ -203,13 +203,59 @@ test_live_update_checked(void **state)
 	assert_non_null(strstr(err, "dataplane.mbufs"));
 }
 
+/*
+ * With subscribers the schedulers' part is at least DP_SUBS_PKTS_PER_CAKE
+ * for every CAKE of the pool (the joint limit, dp_subs_set_limit): 10,000
+ * subscribers backlogged at slow plans each keep a frame or two standing.
+ */
+static void
+test_budget_subscribers(void **state)
+{
+	char err[SHAPER_ERR_LEN] = "";
+	struct shaper_config c;
+	struct dp_mbuf_budget plain, b;
+	struct sched_params p;
+	struct dp_dir d;
+
+	(void)state;
+	load("{" PORTS ", \"upstream\": {\"discipline\": \"fq_codel\", \"limit\": 5000}}", &c);
+	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &plain);
+	snprintf(c.subscribers.file, sizeof(c.subscribers.file), "subscribers.json");
+	c.subscribers.active = 1000; /* 4,000: the link's 5,001 is more */
+	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &b);
+	assert_int_equal(b.sched, 5001);
+	c.subscribers.active = 10000;
+	dp_mbuf_budget_dir(&c, SHAPER_UP, &c.dir[SHAPER_UP], 2496, &b);
+	assert_int_equal(b.sched, 10000 * DP_SUBS_PKTS_PER_CAKE);
+	assert_int_equal(b.fixed, plain.fixed);
+	assert_int_equal(b.total, plain.fixed + 10000 * DP_SUBS_PKTS_PER_CAKE);
+	assert_true(dp_budget_sched_part(SCHED_UNBOUNDED, 10000) == SCHED_UNBOUNDED);
+
+	/* A live change is held to the same part: the floor stays whatever the limit. */
+	memset(&d, 0, sizeof(d));
+	d.dir = SHAPER_UP;
+	d.truesize = 2496;
+	d.subs_cakes = 10000;
+	d.mbuf_fixed = 3200;
+	d.pool_mbufs = 3200 + 10000 * DP_SUBS_PKTS_PER_CAKE;
+	sched_params_default(&p, SCHED_DISC_FQ_CODEL);
+	p.fqc_limit = 100;
+	assert_int_equal(dp_budget_check_update(&d, &p, err, sizeof(err)), 0);
+	d.pool_mbufs--;
+	assert_int_equal(dp_budget_check_update(&d, &p, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "upstream"));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scheduler_bounds),    cmocka_unit_test(test_budget_parts),
-		cmocka_unit_test(test_budget_shards),       cmocka_unit_test(test_pool_size),
+		cmocka_unit_test(test_scheduler_bounds),
+		cmocka_unit_test(test_budget_parts),
+		cmocka_unit_test(test_budget_shards),
+		cmocka_unit_test(test_pool_size),
 		cmocka_unit_test(test_live_update_checked),
+		cmocka_unit_test(test_budget_subscribers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
