@@ -721,6 +721,9 @@ reconnect_port(struct app *a, int r, uint64_t now_ms)
 				       "%s port %s: restarted to reconnect to its memif server",
 				       shaper_port_name[r], p->name);
 	} else {
+		/* Stopped: it stays paused. Still started (the stop failed): polled again. */
+		if (p->started)
+			dp_port_set_paused(p->port_id, false);
 		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
 				       "%s port %s: no memif server answers (%s); trying again "
 				       "every %u ms",
