@@ -54,6 +54,9 @@ import time
 # tests check. equivalent="why" marks a mutant that cannot change behaviour
 # (not run, not counted). Snippets are kept short and distinctive so that
 # a merge which moves code around only needs the snippet re-targeted.
+# killer="suite/test" names the test expected to kill it, run first when no
+# earlier run in the workdir says otherwise (a sample has no such run, and
+# the file's other tests may take minutes).
 MUTANTS = [
     # ---- a reviewer's mutants of the CAKE core
     dict(name="no_decaying_list", kind="review", file="src/sched/cake.c",
@@ -540,15 +543,18 @@ MUTANTS = [
     dict(name="sub_link_pacer_keeps_wait", kind="review", file="src/subscriber/sub_sched.c",
          orig="\tsched_rescale_clock(&d->link_next, now, old, d->link_rate);",
          repl="\t(void)old, (void)now;",
+         killer="sim/test_subscriber_sched",
          note="the link pacer keeps a wait set at the old rate after the link's rate rises"),
     dict(name="sub_link_pacer_restarts_at_now", kind="review", file="src/subscriber/sub_sched.c",
          orig="uint64_t skipped = sched_clamp_lag(&d->link_next, now, d->link_lag);",
          repl="uint64_t skipped = sched_clamp_lag(&d->link_next, now, 0);",
+         killer="sim/test_subscriber_sched",
          note="a link pacer that fell behind restarts at now: a worker slower than the link "
               "releases one frame in such a turn"),
     dict(name="sub_link_pacer_idle_credit", kind="review", file="src/subscriber/sub_sched.c",
          orig="\tif (d->queued == 0 && d->link_next < now)\n\t\td->link_next = now;\n",
          repl="",
+         killer="sim/test_subscriber_sched",
          note="an idle direction's link pacer keeps its lag as credit: a burst after idle"),
     dict(name="budget_no_subs_floor", kind="review", file="src/dataplane/budget.c",
          orig="\treturn one > floor ? one : floor;",
@@ -557,6 +563,7 @@ MUTANTS = [
     dict(name="flush_some_skip_too_far", kind="review", file="src/sched/cake.c",
          orig="\t\t\tpos += 1 + skip;",
          repl="\t\t\tpos += 2 + skip;",
+         killer="sim/test_subscriber_sched",
          note="the joint limit's search steps over a queue holding packets"),
     dict(name="cfg_autorate_min_above_max", kind="review", file="src/config/config.c",
          orig="if (ar.min_rate > ar.max_rate) {",
@@ -842,11 +849,13 @@ def run_test(t, timeout):
 
 
 def order_tests(m, tests, durations, killers):
-    """The test that killed this mutant last time first, then the tests
-    named after the mutated file, then the quickest (times of earlier runs)."""
+    """The test that killed this mutant last time (or its killer hint) first,
+    then the tests named after the mutated file, then the quickest (times of
+    earlier runs)."""
     stem = os.path.splitext(os.path.basename(m["file"]))[0]
     stems = {stem, stem.split("_")[0]}  # config_daemon.c: test_config
-    return sorted(tests, key=lambda t: (t["name"] != killers.get(m["name"]),
+    first = killers.get(m["name"], m.get("killer"))
+    return sorted(tests, key=lambda t: (t["name"] != first,
                                         not any(x in t["name"] for x in stems),
                                         durations.get(t["name"], 0.0)))
 
