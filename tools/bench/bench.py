@@ -1065,7 +1065,9 @@ def write_doc(path, facts, args, rows, cg, noise, tgt, traffic_info, cg_rtt=None
       "256 servers, 25 % IPv6, 40 % UDP, 20 % ECT(0), DSCP mix over all diffserv4 tins "
       "(BE 54 %, Bulk 10 %, Video 19 %, Voice 17 %). Every flow appears; flows are interleaved. "
       "`64B` = 60-byte frames (IPv6 frames use their minimum, 62/74 B), `1518B` = 1514-byte "
-      "frames, `imix` = 7:4:1 of 60/590/1514.")
+      "frames, `imix` = 7:4:1 of 60/590/1514. `64B-20k-10kh`: 20000 flows over 10000 hosts. " +
+      "Mode `subs`: every LAN host a subscriber (plans {}, the link {}: none binds; "
+      "docs/subscribers.md, \"Cost per packet\").".format(SUBS_PLAN, SUBS_LINK))
     for t in traffic_info:
         w("  - `%s`: %d packets, mean frame %.1f B" % (t["key"], t["packets"], t["mean_len"]))
     w("- **Ceiling**: `dpdk-testpmd --forward-mode=io --nb-cores=1` from "
