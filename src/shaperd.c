@@ -706,30 +706,23 @@ reconnect_port(struct app *a, int r, uint64_t now_ms)
 	dp_port_set_paused(p->port_id, true);
 	if (!dp_workers_quiesced(beats, a->n_shards, 200000)) {
 		/* A worker off its CPU: never stop a port under it. */
-		if (p->started)
-			dp_port_set_paused(p->port_id, false);
 		shaper_log_ratelimited(SHAPER_LOG_WARNING,
 				       "%s port %s: a worker did not turn in 200 ms; "
 				       "reconnecting later",
 				       shaper_port_name[r], p->name);
-		return;
-	}
-	rc = dp_port_reconnect(p);
-	if (rc == 0) {
-		dp_port_set_paused(p->port_id, false);
+	} else if ((rc = dp_port_reconnect(p)) == 0) {
 		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
 				       "%s port %s: restarted to reconnect to its memif server",
 				       shaper_port_name[r], p->name);
 	} else {
-		/* Stopped: it stays paused. Still started (the stop failed): polled again. */
-		if (p->started)
-			dp_port_set_paused(p->port_id, false);
 		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
 				       "%s port %s: no memif server answers (%s); trying again "
 				       "every %u ms",
 				       shaper_port_name[r], p->name, strerror(-rc),
 				       DP_PORT_RECONNECT_MS);
 	}
+	/* Polled again if started (a failed stop leaves it so); a stopped port stays paused. */
+	dp_port_set_paused(p->port_id, !p->started);
 	fflush(stdout);
 }
 

@@ -112,9 +112,10 @@ bool dp_port_watch_link(struct dp_port *port, const char *role);
 /*
  * Stop the port (if started) and start it again, which makes a net_memif
  * client connect to its server anew. The caller paused the port and saw
- * every worker quiesce (dp_port_set_paused, dp_workers_quiesced) and
- * unpauses it once this returned 0; on an error the port stays stopped.
- * Returns 0 or the driver's -errno.
+ * every worker quiesce (dp_port_set_paused, dp_workers_quiesced), and
+ * unpauses it if port->started: after 0, or an error of the stop itself
+ * (an error of the start leaves it stopped). Returns 0 or the driver's
+ * -errno.
  */
 int dp_port_reconnect(struct dp_port *port);
 
