@@ -459,17 +459,11 @@ def subs_config(cfg, workdir, traffic):
     """Shape cfg per subscriber: gen_pcap's LAN host i (its IPv4 and its IPv6
     address) is subscriber i, plans SUBS_PLAN, the link SUBS_LINK."""
     import ipaddress
-    plan = {"max": SUBS_PLAN}
-    subs = [{"id": "h%d" % i, "download": plan, "upload": plan,
-             "addresses": [str(ipaddress.ip_address(gen_pcap.host_addr(i, v6)))
-                           for v6 in (False, True)]}
-            for i in range(traffic["hosts"])]
-    path = os.path.join(workdir, "subscribers-%d.json" % traffic["hosts"])
-    write_config(path, {"link": {"download": SUBS_LINK, "upload": SUBS_LINK},
-                        "subscribers": subs})
-    for d in ("upstream", "downstream"):
-        cfg[d] = dict(cfg[d], bandwidth=SUBS_LINK)
-    cfg["subscribers"] = {"file": path, "active": traffic["hosts"]}
+    addrs = [[str(ipaddress.ip_address(gen_pcap.host_addr(i, v6))) for v6 in (False, True)]
+             for i in range(traffic["hosts"])]
+    shaperlib.shape_per_subscriber(cfg, os.path.join(workdir, "subscribers-%d.json" %
+                                                     traffic["hosts"]),
+                                   addrs, SUBS_PLAN, SUBS_LINK)
 
 
 def run_shaperd(args, eal, traffic, mode):

@@ -54,8 +54,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from shaperlib import (favour_session, request, shaperd_argv, start_logged, stop_process,  # noqa: E402
-                       write_config)
+from shaperlib import (favour_session, request, shape_per_subscriber, shaperd_argv,  # noqa: E402
+                       start_logged, stop_process, write_config)
 
 UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
 # pktgen's sizes count the 4-byte FCS; memif and shaperd do not.
@@ -482,17 +482,9 @@ def subscriber_config(cfg, tmp, tag, n, each_bps):
     """cfg shaping per subscriber: n subscribers, the i-th owning pktgen's i-th
     source host, each with a plan of each_bps per direction; the link (and
     the direction's own bandwidth) at twice their sum, so the plans bind."""
-    link = "%dbit" % (2 * n * each_bps)
-    plan = {"max": "%dbit" % each_bps}
-    subs = {"link": {"download": link, "upload": link},
-            "subscribers": [{"id": "s%d" % i, "download": plan, "upload": plan,
-                             "addresses": [subscriber_addr(i)]} for i in range(1, n + 1)]}
-    path = os.path.join(tmp, tag + "-subscribers.json")
-    write_config(path, subs, indent=1)
-    for d in ("upstream", "downstream"):
-        cfg[d]["bandwidth"] = link
-    cfg["subscribers"] = {"file": path, "active": n}
-    return cfg
+    return shape_per_subscriber(cfg, os.path.join(tmp, tag + "-subscribers.json"),
+                                [[subscriber_addr(i)] for i in range(1, n + 1)],
+                                "%dbit" % each_bps, "%dbit" % (2 * n * each_bps), indent=1)
 
 
 def check_subscribers(fails, args, tag, a, b, n, each_bps):

@@ -20,7 +20,8 @@ from .autorate import run_autorate, split_extra  # noqa: F401
 from .checks import check, failures, percentile, slope  # noqa: F401
 from .control import Control, ControlError, request  # noqa: F401
 from .daemon import (NOBODY, Proc, asan_build, eal_args, favour_session,  # noqa: F401
-                     pcap_ports_with, rss_kb, shaperd_argv, start_logged, start_shaperd,
+                     pcap_ports_with, rss_kb, shape_per_subscriber, shaperd_argv, start_logged,
+                     start_shaperd,
                      stop_process, worker_lcores, workers_option, write_config)
 from .frames import ip_checksum, ip_frame, numbered_frame, read_pcap, write_pcap  # noqa: F401
 from .net import make_veth  # noqa: F401

@@ -90,6 +90,21 @@ def write_config(path, cfg, indent=None):
     return path
 
 
+def shape_per_subscriber(cfg, path, addresses, plan, link, indent=None):
+    """Make cfg shape per subscriber: subscriber i ("s<i>") owns addresses[i]
+    (a list), with a max of plan each way; the link (and each direction's own
+    bandwidth) at link; every subscriber may hold a CAKE at once. The
+    subscribers file (docs/subscribers.md, "The JSON form") goes to path."""
+    subs = [{"id": "s%d" % i, "download": {"max": plan}, "upload": {"max": plan},
+             "addresses": list(a)} for i, a in enumerate(addresses)]
+    write_config(path, {"link": {"download": link, "upload": link}, "subscribers": subs},
+                 indent=indent)
+    for d in ("upstream", "downstream"):
+        cfg[d] = dict(cfg[d], bandwidth=link)
+    cfg["subscribers"] = {"file": path, "active": len(subs)}
+    return cfg
+
+
 class Proc:
     """A child whose output is collected by a thread (and shown on failure)."""
 
