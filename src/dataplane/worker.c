@@ -650,10 +650,23 @@ dp_worker_main(void *arg)
 		 */
 		__atomic_store_n(&w->heartbeat, w->heartbeat + 1, __ATOMIC_SEQ_CST);
 
-		for (unsigned int i = 0; i < w->n_dirs; i++) {
+		for (unsigned int i = 0; i < w->n_dirs; i++)
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
-			dp_control_turn(w->dirs[i], now);
-		}
+		/*
+		 * Control work, the downstream's first. When both autorate
+		 * intervals end in one turn the upstream decides second, knowing
+		 * the downstream's decision (autorate_attribute runs right before
+		 * its tick): without one-way figures both judge the same rise,
+		 * and a downstream cut just made holds the upstream for its
+		 * refractory period. The other way round the downstream decided
+		 * without the upstream's cut of the same turn, and both were cut
+		 * for one queue. The controller's model, tests/sim/test_autorate.c,
+		 * ticks them in this order.
+		 */
+		for (unsigned int pass = 0; pass < 2; pass++)
+			for (unsigned int i = 0; i < w->n_dirs; i++)
+				if ((w->dirs[i]->dir == SHAPER_DOWN) == (pass == 0))
+					dp_control_turn(w->dirs[i], now);
 		/* The longest turn: how long rx may wait at worst (control work included). */
 		took = dp_now_ns() - now;
 		for (unsigned int i = 0; i < w->n_dirs; i++)

@@ -160,10 +160,10 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	 * and the one-way rise low, and read as the upstream's: its share is
 	 * taken against the highest one-way rise of the last few intervals,
 	 * less what the downstream has taken as its path's. The downstream's
-	 * interval under way counts too, by its latest figure: when both end
-	 * at the same moment and the upstream decides first, a queue that rose
-	 * in this interval (a downstream line that just fell) is in it and in
-	 * no finished one. Not by its lowest: the upstream's samples may all
+	 * interval under way counts too, by its latest figure: when the
+	 * upstream's interval ends first (their ends drift apart), a queue that
+	 * rose in the downstream's current one (a downstream line that just
+	 * fell) is in it and in no finished one. Not by its lowest: the upstream's samples may all
 	 * have come late in the interval (its ACKs wait in that queue), when
 	 * the queue was long, and its lowest was early, when it was short.
 	 */

@@ -307,9 +307,11 @@ simulate(const struct scen *s, struct run *r)
 	static struct flow fl[NF_MAX];
 	double sq[2] = { 0 }, mq[2] = { 0 }, above[2] = { 0 }, next_drop[2] = { 0 };
 	double hist[2][HIST_MS];
-	uint32_t count[2] = { 0 }, seed = 12345;
+	uint32_t count[2] = { 0 },
+		 seed = getenv("AR_SEED") ? (uint32_t)atol(getenv("AR_SEED")) : 12345;
 	uint64_t sent[2] = { 0 }, arrived[2] = { 0 };
 	double sent_frac[2] = { 0 }, arr_frac[2] = { 0 };
+	bool up_first = getenv("AR_UP_FIRST") != NULL;
 
 	FILE *jsonl = NULL;
 
@@ -531,13 +533,23 @@ simulate(const struct scen *s, struct run *r)
 #endif
 		if (jsonl != NULL && t % 100 == 0)
 			jsonl_line(jsonl, r, now, m, dq);
+		/*
+		 * The downstream first, then the upstream seeing its decision, as
+		 * the daemon's worker turns them (AR_UP_FIRST=1: the other order,
+		 * the downstream deciding without the upstream's decision of the
+		 * same ms, to compare).
+		 */
+		if (up_first && s->autorate[UP]) {
+			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
+			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
+		}
 		if (s->autorate[DOWN])
 			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN]);
 #ifndef AR_OLD
 		r->owd[t] = r->a[DOWN].owd_last_ns != UINT64_MAX ? r->a[DOWN].owd_last_ns / 1e6
 								 : -1;
 #endif
-		if (s->autorate[UP]) {
+		if (!up_first && s->autorate[UP]) {
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
 			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
 		}
@@ -1510,5 +1522,8 @@ main(void)
 		cmocka_unit_test(test_asymmetric_no_ts),
 	};
 
+	/* AR_ONLY=pattern: those scenarios only; AR_SEED=n: another draw of the jitter. */
+	if (getenv("AR_ONLY") != NULL)
+		cmocka_set_test_filter(getenv("AR_ONLY"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

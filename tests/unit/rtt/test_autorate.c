@@ -861,9 +861,9 @@ test_owd_recent(void **state)
 }
 
 /*
- * Both intervals end at once and the upstream decides first (as the daemon
- * ticks them): a downstream line that just fell shows its queue in the
- * downstream's interval under way, whose latest one-way figure the
+ * The upstream's interval ends while the downstream's is under way (early
+ * ends drift them apart): a downstream line that just fell shows its queue
+ * in the downstream's interval under way, whose latest one-way figure the
  * upstream's share is taken against (its lowest, 20 ms, came before the
  * queue grew), so only the downstream is cut.
  */
