@@ -143,14 +143,16 @@ struct autorate {
 	uint64_t other_load_rate; /* the other direction's (autorate_attribute) */
 	uint64_t other_line_rate; /* the other direction's bloat_rate (autorate_attribute) */
 	bool other_at_min;        /* the other direction's rate is at its min (the same) */
-	uint64_t other_down_ns;   /* the other direction's last cut (the same) */
+	uint64_t other_down_ns;   /* the other direction's last_down_ns (the same) */
+	uint64_t other_cut_ns;    /* the other direction's last_cut_ns (the same) */
 	uint64_t other_rate;      /* the other direction's rate (the same) */
 	uint64_t bloat_since;     /* the first of the intervals in a row at bloat (0: none) */
 	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
 	uint32_t owd_recent_i;
 
 	/* Memory of the cuts. */
-	uint64_t last_down_ns;
+	uint64_t last_down_ns;  /* the last cut, or a hold that restarted the refractory period */
+	uint64_t last_cut_ns;   /* the last cut itself */
 	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
 	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
 	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */

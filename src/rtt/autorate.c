@@ -142,6 +142,7 @@ see_other(struct autorate *a, const struct autorate *o)
 	a->other_line_rate = o != NULL ? o->bloat_rate : 0;
 	a->other_at_min = o != NULL && o->rate <= o->p.min_rate;
 	a->other_down_ns = o != NULL ? o->last_down_ns : 0;
+	a->other_cut_ns = o != NULL ? o->last_cut_ns : 0;
 	a->other_rate = o != NULL ? o->rate : 0;
 }
 
@@ -291,7 +292,7 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 	}
 	a->bloat_rate = through;
 	a->rate = clamp_rate(a, (uint64_t)((double)through * (1.0 - cut)));
-	a->last_down_ns = now;
+	a->last_down_ns = a->last_cut_ns = now;
 	a->cut_delay_ns = own;
 	a->flat_min_ns = own;
 	a->flat_delay_ns = UINT64_MAX;
@@ -562,7 +563,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	/*
 	 * Downstream without one-way figures, cut first as the one probing
 	 * (not_bottleneck): the rise outlasted the cut, so that the other was
-	 * cut a refractory period or more after it, and what arrives followed
+	 * cut a refractory period or more after it (a cut: its hold while its
+	 * own queue drains says nothing of ours), and what arrives followed
 	 * our rate down. No queue in the modem drains into us at its rate, so
 	 * the rise was never this direction's: the cut is undone, back to what
 	 * the line carried when it was made (no further: the rate before may
@@ -571,8 +573,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * above ours, until it drained; "followed" allows near_hi_pct of it.
 	 */
 	if (a->p.after_modem && a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
-	    a->series_rate != 0 && a->last_down_ns != 0 &&
-	    a->other_down_ns >= a->last_down_ns + a->p.refractory_ns &&
+	    a->series_rate != 0 && a->last_cut_ns != 0 &&
+	    a->other_cut_ns >= a->last_cut_ns + a->p.refractory_ns &&
 	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
 		a->rate = clamp_rate(a, a->bloat_rate < a->series_rate ? a->bloat_rate
 								       : a->series_rate);
@@ -665,7 +667,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			a->mid_intervals = 0;
 			a->bloat_rate = through;
 			a->rate = clamp_rate(a, through * (100 - a->p.standing_cut_pct) / 100);
-			a->last_down_ns = now;
+			a->last_down_ns = a->last_cut_ns = now;
 			decide(a, AUTORATE_DOWN, AR_WHY_CUT_STANDING);
 		} else {
 			decide(a, AUTORATE_HOLD, AR_WHY_HOLD);

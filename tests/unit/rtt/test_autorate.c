@@ -896,10 +896,11 @@ test_owd_under_way(void **state)
  * is undone, back to what the line carried when it was made (25 Mbit/s,
  * not the 40 it had before). A modem draining its own queue keeps arrivals
  * at its rate, above ours: that cut stands. So does one the other's came
- * with. Returns the rate after.
+ * with, and one the other only held after (its own queue draining: a hold
+ * that restarts its refractory period, not a cut). Returns the rate after.
  */
 static uint64_t
-cut_then_other(uint64_t arrived_after, uint64_t other_after_ms)
+cut_then_other(uint64_t arrived_after, uint64_t other_after_ms, bool other_cut)
 {
 	struct drive down;
 
@@ -910,8 +911,10 @@ cut_then_other(uint64_t arrived_after, uint64_t other_after_ms)
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
 	assert_true(down.a.rate < MBIT(25));
 	for (int i = 0; i < 4; i++) {
-		if (i == 3) { /* the upstream's cut, as autorate_attribute copies it */
-			down.a.other_down_ns = down.a.last_down_ns + MS(other_after_ms);
+		if (i == 3) { /* the upstream's cut (or hold), as autorate_attribute copies it */
+			down.a.other_down_ns = down.a.last_cut_ns + MS(other_after_ms);
+			down.a.other_cut_ns = other_cut ? down.a.other_down_ns
+							: down.a.last_cut_ns - MS(50);
 			down.a.other_rate = MBIT(10);
 		}
 		interval_arrived(&down, 100, arrived_after == 0 ? down.a.rate : arrived_after, 20);
@@ -923,9 +926,50 @@ static void
 test_undo_not_mine(void **state)
 {
 	(void)state;
-	assert_int_equal(cut_then_other(0, 350), MBIT(25));
-	assert_in_range(cut_then_other(MBIT(25), 350), 1, MBIT(25) - 1);
-	assert_in_range(cut_then_other(0, 100), 1, MBIT(25) - 1);
+	assert_int_equal(cut_then_other(0, 350, true), MBIT(25));
+	assert_in_range(cut_then_other(MBIT(25), 350, true), 1, MBIT(25) - 1);
+	assert_in_range(cut_then_other(0, 100, true), 1, MBIT(25) - 1);
+	assert_in_range(cut_then_other(0, 350, false), 1, MBIT(25) - 1);
+}
+
+/*
+ * The same cut, its rise gone in the next intervals (our own queue, drained)
+ * and a new one coming while the other direction holds for its own queue
+ * draining, which restarts its refractory period but is no cut: nothing says
+ * the rise was not ours, and the cut stands. After the fall of a line
+ * both directions' first cuts are right, and the upstream's hold while its
+ * modem drained undid the downstream's (on the bed, back to its old line
+ * over a modem that had halved; the next cut then took it to half of that).
+ */
+static uint64_t
+cut_then_other_held(bool other_cut)
+{
+	struct drive down;
+	uint64_t cut_at;
+
+	start_dir(&down, true);
+	down.a.rate = MBIT(40);
+	interval_arrived(&down, 100, MBIT(25), 0);
+	interval_arrived(&down, 100, MBIT(25), 20);
+	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+	cut_at = down.a.last_cut_ns;
+	interval_arrived(&down, 100, down.a.rate, 20); /* refractory */
+	interval_arrived(&down, 100, down.a.rate, 20);
+	interval_arrived(&down, 100, down.a.rate, 2); /* drained */
+	assert_int_equal(down.a.last_down_ns, cut_at);
+	down.a.other_down_ns = cut_at + MS(350);
+	down.a.other_cut_ns = other_cut ? down.a.other_down_ns : cut_at - MS(50);
+	down.a.other_rate = MBIT(10);
+	interval_arrived(&down, 100, down.a.rate, 20);
+	return down.a.rate;
+}
+
+static void
+test_undo_needs_a_cut(void **state)
+{
+	(void)state;
+	assert_int_equal(cut_then_other_held(true), MBIT(25));
+	assert_in_range(cut_then_other_held(false), 1, MBIT(25) - 1);
 }
 
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
@@ -980,6 +1024,7 @@ main(void)
 		cmocka_unit_test(test_owd_recent),
 		cmocka_unit_test(test_owd_under_way),
 		cmocka_unit_test(test_undo_not_mine),
+		cmocka_unit_test(test_undo_needs_a_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
