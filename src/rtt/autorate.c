@@ -385,9 +385,12 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
  *  - Within a refractory period of the other's cut, made since this one's
  *    last: the rise may be that queue draining (the samples arrive a round
  *    trip late); this one is cut only if the rise outlasts it.
- *  - Both at their lines: the one whose rate is further above its line
- *    (raised the more since its last cut: the one probing) is cut first,
- *    alike the one carrying fewer bytes (the cheaper cut). The other waits
+ *  - Both at their lines: the one carrying the more over its line (what
+ *    it carries, up to its rate: the one probing) is cut first, alike the
+ *    one carrying fewer bytes (the cheaper cut). By its rate alone, a
+ *    download raised far over what its TCP filled (refilling after a cut,
+ *    its ACKs slowed by the upload's queue) was taken for the one probing
+ *    at every probe of the upload; a queue grows only by what is carried. The other waits
  *    a refractory period from the rise's first interval at bloat, and is
  *    cut if the rise outlasts that (a downstream cut first then takes its
  *    cut back if what arrives followed its rate down: see autorate_tick).
@@ -413,9 +416,15 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 		return true;
 	if (!other_at_line || a->bloat_since == 0 || now - a->bloat_since >= refr)
 		return false;
-	/* Which probes further over its line; alike, the one carrying fewer bytes. */
-	mine = (double)a->rate / (double)a->bloat_rate;
-	other = a->other_rate != 0 ? (double)a->other_rate / (double)a->other_line_rate : 0;
+	/* Which carries further over its line; alike, the one carrying fewer bytes. */
+	{
+		uint64_t m = a->load_rate < a->rate ? a->load_rate : a->rate;
+		uint64_t o = a->other_load_rate < a->other_rate ? a->other_load_rate
+								: a->other_rate;
+
+		mine = (double)m / (double)a->bloat_rate;
+		other = a->other_rate != 0 ? (double)o / (double)a->other_line_rate : 0;
+	}
 	return mine < other || (mine == other && a->load_rate > a->other_load_rate);
 }
 

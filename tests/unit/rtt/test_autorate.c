@@ -805,6 +805,32 @@ test_no_owd_attribution(void **state)
 }
 
 /*
+ * Both at their lines, the download's rate raised far over what its TCP
+ * fills (80 Mbit/s, carrying 50, its line), the upload carrying 8 % over
+ * its own: the upload is the one probing (a queue grows only by what is
+ * carried), and the download is not cut first. By the rates alone (80 / 50
+ * against 11 / 10) it was.
+ */
+static void
+test_probing_is_what_is_carried(void **state)
+{
+	struct drive up, down;
+
+	(void)state;
+	lines(&up, &down, 90);
+	up.a.rate = MBIT(11);
+	interval(&up, 98, -1); /* 10.8 Mbit/s */
+	down.a.rate = MBIT(80);
+	autorate_attribute(&up.a, &down.a);
+	assert_false(interval(&down, 62, 20)); /* 49.6 Mbit/s */
+	assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+	assert_int_equal(down.a.rate, MBIT(80));
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 98, 20));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+}
+
+/*
  * Upstream, a rise growing fast after a cut: what was sent fills the modem
  * faster than it drains, and the next cut is sized from the line that
  * growth implies (sent / (1 + growth)), not from what was sent.
@@ -1020,6 +1046,7 @@ main(void)
 		cmocka_unit_test(test_lesser_by_bytes),
 		cmocka_unit_test(test_acks_only),
 		cmocka_unit_test(test_no_owd_attribution),
+		cmocka_unit_test(test_probing_is_what_is_carried),
 		cmocka_unit_test(test_growth_sized_cut),
 		cmocka_unit_test(test_owd_recent),
 		cmocka_unit_test(test_owd_under_way),
