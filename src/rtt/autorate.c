@@ -162,11 +162,12 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	 * taken against the highest one-way rise of the last few intervals,
 	 * less what the downstream has taken as its path's. The downstream's
 	 * interval under way counts too, by its latest figure: when the
-	 * upstream's interval ends first (their ends drift apart), a queue that
-	 * rose in the downstream's current one (a downstream line that just
-	 * fell) is in it and in no finished one. Not by its lowest: the upstream's samples may all
-	 * have come late in the interval (its ACKs wait in that queue), when
-	 * the queue was long, and its lowest was early, when it was short.
+	 * upstream's interval ends first (their ends drift apart), a queue
+	 * that rose in the downstream's current one (a downstream line that
+	 * just fell) is in it and in no finished one. Not by its lowest: the
+	 * upstream's samples may all have come late in the interval (its ACKs
+	 * wait in that queue), when the queue was long, and its lowest was
+	 * early, when it was short.
 	 */
 	if (down != NULL && (down->owd_last_ns != UINT64_MAX || down->owd_n != 0)) {
 		m = down->owd_n != 0 ? down->owd_now : 0;
@@ -390,10 +391,11 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
  *    one carrying fewer bytes (the cheaper cut). By its rate alone, a
  *    download raised far over what its TCP filled (refilling after a cut,
  *    its ACKs slowed by the upload's queue) was taken for the one probing
- *    at every probe of the upload; a queue grows only by what is carried. The other waits
- *    a refractory period from the rise's first interval at bloat, and is
- *    cut if the rise outlasts that (a downstream cut first then takes its
- *    cut back if what arrives followed its rate down: see autorate_tick).
+ *    at every probe of the upload; a queue grows only by what is carried.
+ *    The other waits a refractory period from the rise's first interval
+ *    at bloat, and is cut if the rise outlasts that (a downstream cut
+ *    first then takes its cut back if what arrives followed its rate
+ *    down: see autorate_tick).
  * A line that falls takes what a direction carries below its line, and the
  * other's too if it fell (or neither has a line yet): both are then cut.
  */
