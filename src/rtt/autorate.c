@@ -399,6 +399,13 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
  * A line that falls takes what a direction carries below its line, and the
  * other's too if it fell (or neither has a line yet): both are then cut.
  */
+/* What a direction carries, up to its rate, over its line. */
+static double
+over_line(uint64_t carried, uint64_t rate, uint64_t line)
+{
+	return (double)(carried < rate ? carried : rate) / (double)line;
+}
+
 static bool
 not_bottleneck(const struct autorate *a, uint64_t now)
 {
@@ -419,14 +426,10 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 	if (!other_at_line || a->bloat_since == 0 || now - a->bloat_since >= refr)
 		return false;
 	/* Which carries further over its line; alike, the one carrying fewer bytes. */
-	{
-		uint64_t m = a->load_rate < a->rate ? a->load_rate : a->rate;
-		uint64_t o = a->other_load_rate < a->other_rate ? a->other_load_rate
-								: a->other_rate;
-
-		mine = (double)m / (double)a->bloat_rate;
-		other = a->other_rate != 0 ? (double)o / (double)a->other_line_rate : 0;
-	}
+	mine = over_line(a->load_rate, a->rate, a->bloat_rate);
+	other = a->other_rate != 0
+				? over_line(a->other_load_rate, a->other_rate, a->other_line_rate)
+				: 0;
 	return mine < other || (mine == other && a->load_rate > a->other_load_rate);
 }
 
