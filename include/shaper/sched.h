@@ -434,6 +434,12 @@ unsigned int sched_enqueue_stamped_burst(struct sched *s, struct sh_pkt *const *
 uint32_t sched_backlog_pkts(const struct sched *s);
 
 /*
+ * The pacing time written off so far (sched_stats.lag_skipped_ns) without
+ * assembling the whole stats: cheap enough to read per scheduler often.
+ */
+uint64_t sched_lag_skipped_ns(const struct sched *s);
+
+/*
  * Take up to max queued packets off s, in sched_flush order (each flow's
  * packets oldest first), onto out; returns how many. The scheduler stays
  * usable. Bounded work per call.

@@ -49,6 +49,11 @@ struct sub_idle {
 	uint64_t marks[SUB_DIRS];    /* packets its CAKE turned CE (ECN) */
 	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
 	uint32_t qlen[SUB_DIRS];     /* packets queued in its CAKE now */
+	/*
+	 * Pacing time its CAKEs wrote off (the worker away longer than their
+	 * lag limit), and its CAKE's own count at the last fold into it.
+	 */
+	uint64_t lag_skipped_ns[SUB_DIRS], lag_seen[SUB_DIRS];
 	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
 	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
 };

@@ -187,7 +187,8 @@ struct sub_counters {
 	uint64_t dropped[SUB_DROP_KINDS];
 	uint64_t marks;
 	uint32_t qlen;
-	bool active; /* holds a CAKE from the pool */
+	uint64_t lag_skipped_ns; /* pacing time its CAKEs wrote off: the worker was away */
+	bool active;             /* holds a CAKE from the pool */
 };
 
 /*

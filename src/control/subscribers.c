@@ -70,12 +70,13 @@ dir_json(const struct sub_counters *c)
 
 	for (int k = 0; k < SUB_DROP_KINDS; k++)
 		json_object_set_new(reasons, drop_kind_name[k], J_U64(c->dropped[k]));
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "bytes",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b}", "bytes",
 			 J_U64(c->sent_bytes), "packets", J_U64(c->sent_packets), "drops",
 			 J_U64(drops_of(c)), "drop_reasons", reasons, "ecn_mark", J_U64(c->marks),
 			 "qlen", J_U64(c->qlen), "threshold_rate", J_U64(c->rate), "arrival_rate",
 			 J_U64(c->arrival_bps), "arrived_bytes", J_U64(c->bytes), "arrived_packets",
-			 J_U64(c->packets), "active", c->active);
+			 J_U64(c->packets), "lag_skipped_us", J_U64(c->lag_skipped_ns / 1000),
+			 "active", c->active);
 }
 
 /*
@@ -105,6 +106,7 @@ counters(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
 			out->dropped[k] += c.dropped[k];
 		out->marks += c.marks;
 		out->qlen += c.qlen;
+		out->lag_skipped_ns += c.lag_skipped_ns;
 		out->active |= c.active;
 	}
 }

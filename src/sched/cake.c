@@ -2027,6 +2027,12 @@ cake_backlog_pkts(const void *impl)
 	return ((const struct cake *)impl)->qlen;
 }
 
+static uint64_t
+cake_lag_skipped_ns(const void *impl)
+{
+	return ((const struct cake *)impl)->lag_skipped_ns;
+}
+
 /*
  * Up to max packets in flush order (queue by queue, each oldest first),
  * resuming where the last call stopped. The flows stay in their lists,
@@ -2130,6 +2136,7 @@ const struct sched_ops sched_cake_ops = {
 	.get_stats = cake_get_stats,
 	.reset_stats = cake_reset_stats,
 	.backlog_pkts = cake_backlog_pkts,
+	.lag_skipped_ns = cake_lag_skipped_ns,
 	.flush_some = cake_flush_some,
 	.reinit = cake_reinit,
 	.flow_facts = cake_flow_facts,

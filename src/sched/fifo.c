@@ -172,6 +172,12 @@ fifo_backlog_pkts(const void *impl)
 	return ((const struct fifo *)impl)->q.count;
 }
 
+static uint64_t
+fifo_lag_skipped_ns(const void *impl)
+{
+	return ((const struct fifo *)impl)->pacer.lag_skipped_ns;
+}
+
 static unsigned int
 fifo_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 {
@@ -228,6 +234,7 @@ const struct sched_ops sched_fifo_ops = {
 	.get_stats = fifo_get_stats,
 	.reset_stats = fifo_reset_stats,
 	.backlog_pkts = fifo_backlog_pkts,
+	.lag_skipped_ns = fifo_lag_skipped_ns,
 	.flush_some = fifo_flush_some,
 	.max_packets = fifo_max_packets,
 };

@@ -652,6 +652,12 @@ fqc_backlog_pkts(const void *impl)
 	return ((const struct fq_codel *)impl)->qlen;
 }
 
+static uint64_t
+fqc_lag_skipped_ns(const void *impl)
+{
+	return ((const struct fq_codel *)impl)->pacer.lag_skipped_ns;
+}
+
 /* fqc_flush a slice at a time: the flow at the head of new, then old. */
 static unsigned int
 fqc_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
@@ -795,6 +801,7 @@ const struct sched_ops sched_fq_codel_ops = {
 	.get_stats = fqc_get_stats,
 	.reset_stats = fqc_reset_stats,
 	.backlog_pkts = fqc_backlog_pkts,
+	.lag_skipped_ns = fqc_lag_skipped_ns,
 	.flush_some = fqc_flush_some,
 	.max_packets = fqc_max_packets,
 	.flow_facts = fqc_flow_facts,

@@ -534,6 +534,12 @@ sched_backlog_pkts(const struct sched *s)
 	return s->ops->backlog_pkts(s->impl);
 }
 
+uint64_t
+sched_lag_skipped_ns(const struct sched *s)
+{
+	return s->ops->lag_skipped_ns(s->impl);
+}
+
 unsigned int
 sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max)
 {

@@ -35,6 +35,8 @@ struct sched_ops {
 	void (*reset_stats)(void *impl);
 	/* Packets queued. */
 	uint32_t (*backlog_pkts)(const void *impl);
+	/* As sched_lag_skipped_ns. */
+	uint64_t (*lag_skipped_ns)(const void *impl);
 	/* As sched_max_packets (p is valid). */
 	uint64_t (*max_packets)(const struct sched_params *p, uint32_t truesize);
 	/* As sched_flush_some. */

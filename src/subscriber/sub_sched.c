@@ -405,6 +405,22 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
  * Subscriber i's CAKE in dir went back to the pool. An unknown address's
  * slot holding no CAKE either way is free for the next new address.
  */
+/*
+ * Add what s's CAKE wrote off since the last look to its record. A CAKE
+ * writes off only in a dequeue, so a look after each misses nothing.
+ */
+static inline void
+fold_lag(struct sub_idle *s, enum sub_dir dir)
+{
+	uint64_t cur = sched_lag_skipped_ns(s->cake[dir]);
+
+	if (cur == s->lag_seen[dir])
+		return;
+	/* Below the last count: its stats were reset since; all of cur is new. */
+	CTR_ADD(s->lag_skipped_ns[dir], cur > s->lag_seen[dir] ? cur - s->lag_seen[dir] : cur);
+	s->lag_seen[dir] = cur;
+}
+
 static void
 cake_given(struct sub_sched *ss, enum sub_dir dir, uint32_t i)
 {
@@ -805,6 +821,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 			uint64_t r = ss->plan_max[dir][sub] / 8;
 
 			CTR_SET(s->cake[dir], c);
+			s->lag_seen[dir] = sched_lag_skipped_ns(c);
 			d->st.taken++;
 			d->fresh[d->nfresh++] = sub;
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
@@ -864,6 +881,7 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 			break;
 		}
 		pkt = sched_dequeue(s->cake[dir], now, dropped);
+		fold_lag(s, dir);
 		nd = dropped->tail == old_tail ? 0 : count_drops(s, dir, dropped, old_tail);
 		d->queued -= nd + (pkt != NULL);
 		CTR_SET(s->qlen[dir], s->qlen[dir] - nd - (pkt != NULL));
@@ -1010,6 +1028,7 @@ sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 		out->dropped[k] = CTR_GET(s->dropped[dir][k]);
 	out->marks = CTR_GET(s->marks[dir]);
 	out->qlen = CTR_GET(s->qlen[dir]);
+	out->lag_skipped_ns = CTR_GET(s->lag_skipped_ns[dir]);
 	/* The link's entry always holds the link's scheduler. */
 	out->active = sub != sub_sched_nsubs(ss) && out->rate != 0;
 }

@@ -351,6 +351,61 @@ test_room(void **state)
 	world_free(w);
 }
 
+/*
+ * The worker away for 50 ms with every subscriber backlogged: each CAKE
+ * writes the lost time off (less its lag limit, one frame time at its
+ * rate) instead of sending it later as a burst, and its record says how
+ * much (lag_skipped_ns). What it delivered plus what it wrote off is its
+ * plan's worth of the window.
+ */
+static void
+test_stall_written_off(void **state)
+{
+	const uint64_t stall = 50 * SIM_NS / 1000, from = 2 * SIM_NS, to = 3 * SIM_NS;
+	struct world *w = world_new(90, 8);
+	struct sub_counters a[NSUB], b;
+	double worst = 0, skip_lo = 1, skip_hi = 0;
+
+	(void)state;
+	set_on(w, true);
+	run(w, from);
+	for (uint32_t i = 0; i < NSUB; i++)
+		sub_sched_counters(w->ss, i, SUB_DOWN, &a[i]);
+	reset_window(w, from);
+	run(w, from + SIM_NS / 10);
+	w->now += stall; /* nothing runs: no dequeue, no arrival */
+	run(w, to);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		uint64_t frame_ns = (uint64_t)FRAME * 8 * SIM_NS / (plan_mbit[i] * MBIT);
+		double skipped, got, owed;
+
+		sub_sched_counters(w->ss, i, SUB_DOWN, &b);
+		skipped = (double)(b.lag_skipped_ns - a[i].lag_skipped_ns);
+		got = (double)(b.sent_bytes - a[i].sent_bytes) * 8;
+		/* Its plan over the window less what it wrote off. */
+		owed = (double)(plan_mbit[i] * MBIT) * ((double)(to - from) - skipped) / SIM_NS;
+		worst = fmax(worst, fabs(got / owed - 1));
+		skip_lo = fmin(skip_lo, skipped / (double)stall);
+		skip_hi = fmax(skip_hi, skipped / (double)stall);
+		printf("# c%u: wrote off %.3f ms of the %.0f ms away (lag limit %.3f ms), delivered "
+		       "%.4f of its plan over the rest\n",
+		       i, skipped / 1e6, (double)stall / 1e6,
+		       (double)(frame_ns > 250000 ? frame_ns : 250000) / 1e6, got / owed);
+		/*
+		 * The lost time less its lag limit (one frame time, at least
+		 * 250 us) and what the link's pacer kept it waiting after.
+		 */
+		assert_true(skipped <= (double)stall);
+		assert_true(skipped >= 0.9 * (double)stall);
+	}
+	SIM_FIGURE("the worker away 50 ms, every subscriber backlogged: each wrote off %.3f-%.3f "
+		   "of it, and delivered its plan over the rest of the window within %.3f %%",
+		   skip_lo, skip_hi, worst * 100);
+	assert_true(worst < 0.01);
+	check_accounting(w);
+	world_free(w);
+}
+
 static void
 test_node_full(void **state)
 {
@@ -1067,6 +1122,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_room),
+		cmocka_unit_test(test_stall_written_off),
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
 		cmocka_unit_test(test_link_rate_rises),

@@ -115,11 +115,13 @@ test_memory_estimate(void **state)
 	assert_int_equal(sub_mem_estimate(10000, 20000, 51, 0, &p, &m0, err, sizeof(err)), 0);
 	assert_int_equal(m0.pool_bytes, 0);
 	/*
-	 * Idle subscribers cost little: under 1.25 KB each, besides the fixed LPM
-	 * tables (about 950 bytes of counters, plans, addresses and places, and 296
-	 * of RTT histograms).
+	 * Idle subscribers cost little: under 1.3 KB each, besides the fixed LPM
+	 * tables (about 1,000 bytes of counters, plans, addresses and places, and
+	 * 296 of RTT histograms).
 	 */
-	assert_true((m0.total - m0.lpm_bytes) / 10000 < 1280);
+	printf("# figure: an idle subscriber: %llu bytes, the LPM tables aside\n",
+	       (unsigned long long)((m0.total - m0.lpm_bytes) / 10000));
+	assert_true((m0.total - m0.lpm_bytes) / 10000 < 1330);
 	p.rate = 0;
 	p.discipline = (enum sched_discipline)99;
 	assert_int_equal(sub_mem_estimate(10, 10, 1, 1, &p, &m, err, sizeof(err)), -EINVAL);
