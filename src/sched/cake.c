@@ -171,6 +171,8 @@ struct cake {
 	uint64_t time_next_packet;
 	uint64_t failsafe_next_packet;
 	uint64_t lag; /* effective lag limit of the clocks, ns */
+	/* Beside the clocks a dequeue reads: sched_lag_skipped_ns reads them after each. */
+	uint64_t lag_skips, lag_skipped_ns;
 	/* Rate-independent parts of the tins' CoDel figures (from target and rtt). */
 	uint64_t target_ns, interval_over_target_ns; /* rtt - target, mod 2^64 */
 	/*
@@ -192,7 +194,6 @@ struct cake {
 
 	/* Statistics. */
 	uint64_t overlimits;
-	uint64_t lag_skips, lag_skipped_ns;
 	uint64_t ecn_marked;
 	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
 	uint64_t avg_netoff; /* EWMA of net_off << 16 */
