@@ -489,9 +489,22 @@ def subscriber_config(cfg, tmp, tag, n, each_bps):
 
 def check_subscribers(fails, args, tag, a, b, n, each_bps):
     """Each subscriber's upload over shaperd's clock between two
-    subscribers.list replies, against its plan."""
-    errs = sorted((x["upload"]["bytes"] - a[k][1]["upload"]["bytes"]) * 8 / ((t - a[k][0]) / 1e9) / each_bps - 1
-                  for k, (t, x) in b.items() if k in a)
+    subscribers.list replies, against its plan: over the time between them
+    less what its CAKE wrote off (lag_skipped_us: the worker away longer
+    than lag_limit, which is not paid back as a burst)."""
+    errs, away = [], []
+    for k, (t, x) in b.items():
+        if k not in a:
+            continue
+        up, up0 = x["upload"], a[k][1]["upload"]
+        off = (up["lag_skipped_us"] - up0["lag_skipped_us"]) / 1e6
+        errs.append((up["bytes"] - up0["bytes"]) * 8 / ((t - a[k][0]) / 1e9 - off) / each_bps - 1)
+        away.append(off)
+    errs.sort()
+    away.sort()
+    if away:
+        log("%s: time each subscriber's CAKE wrote off of the window: median %.1f ms, most "
+            "%.1f ms" % (tag, away[len(away) // 2] * 1e3, away[-1] * 1e3))
     check(fails, len(errs) == n, "%s: subscribers.list lists %d subscribers (want %d)" %
           (tag, len(errs), n))
     if not errs:
@@ -503,7 +516,8 @@ def check_subscribers(fails, args, tag, a, b, n, each_bps):
           "median %+.2f %% (allowed +-%.1f %%)" % (tag, errs[0] * 100, errs[-1] * 100,
                                                    errs[len(errs) // 2] * 100, tol * 100))
     return {"subscriber_error_min": errs[0], "subscriber_error_max": errs[-1],
-            "subscriber_error_median": errs[len(errs) // 2]}
+            "subscriber_error_median": errs[len(errs) // 2],
+            "subscriber_written_off_max_s": away[-1]}
 
 
 def start_pktgen(args, tmp, name, pcap):
