@@ -405,22 +405,6 @@ sub_sched_classify(const struct sub_sched *ss, enum sub_dir dir, const struct sh
  * Subscriber i's CAKE in dir went back to the pool. An unknown address's
  * slot holding no CAKE either way is free for the next new address.
  */
-/*
- * Add what s's CAKE wrote off since the last look to its record. A CAKE
- * writes off only in a dequeue, so a look after each misses nothing.
- */
-static inline void
-fold_lag(struct sub_idle *s, enum sub_dir dir)
-{
-	uint64_t cur = sched_lag_skipped_ns(s->cake[dir]);
-
-	if (cur == s->lag_seen[dir])
-		return;
-	/* Below the last count: its stats were reset since; all of cur is new. */
-	CTR_ADD(s->lag_skipped_ns[dir], cur > s->lag_seen[dir] ? cur - s->lag_seen[dir] : cur);
-	s->lag_seen[dir] = cur;
-}
-
 static void
 cake_given(struct sub_sched *ss, enum sub_dir dir, uint32_t i)
 {
@@ -847,6 +831,22 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 }
 
 /* --------------------------------------------------------------- dequeue */
+
+/*
+ * Add what s's CAKE wrote off since the last look to its record. A CAKE
+ * writes off only in a dequeue, so a look after each misses nothing.
+ */
+static inline void
+fold_lag(struct sub_idle *s, enum sub_dir dir)
+{
+	uint64_t cur = sched_lag_skipped_ns(s->cake[dir]);
+
+	if (cur == s->lag_seen[dir])
+		return;
+	/* Below the last count: its stats were reset since; all of cur is new. */
+	CTR_ADD(s->lag_skipped_ns[dir], cur > s->lag_seen[dir] ? cur - s->lag_seen[dir] : cur);
+	s->lag_seen[dir] = cur;
+}
 
 /* The ECN bits in the packet's IP header now (its pkt->ecn is what it arrived with). */
 static inline unsigned int
