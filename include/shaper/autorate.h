@@ -156,6 +156,7 @@ struct autorate {
 	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
 	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
 	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */
+	uint64_t series_line;   /* bloat_rate before the first cut of this series (0: none) */
 	uint64_t series_prev, series_end_ns; /* the last series': its series_rate, when it ended */
 	uint64_t cut_delay_ns;               /* the rise the last bloat cut answered */
 	/*

@@ -287,6 +287,7 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 	 * first had already cut to.
 	 */
 	if (a->series_rate == 0) {
+		a->series_line = a->bloat_rate;
 		a->series_rate = a->rate;
 		if (a->series_prev > a->rate && now - a->series_end_ns < SERIES_CARRY_NS)
 			a->series_rate = a->series_prev;
@@ -585,6 +586,12 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * have been far above what this direction used, which says nothing of
 	 * its line). A modem's own queue would keep arrivals at its rate,
 	 * above ours, until it drained; "followed" allows near_hi_pct of it.
+	 * Its line goes back too, to the one before the series if that was
+	 * higher: what got through at a cut that was not ours is what TCP
+	 * carried then, not the line, and a line left that low makes this
+	 * direction look at its line, and probing, when it carries no more
+	 * than that (not_bottleneck), so that the other's next rise cuts it
+	 * again.
 	 */
 	if (a->p.after_modem && a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
 	    a->series_rate != 0 && a->last_cut_ns != 0 &&
@@ -592,6 +599,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
 		a->rate = clamp_rate(a, a->bloat_rate < a->series_rate ? a->bloat_rate
 								       : a->series_rate);
+		if (a->series_line > a->bloat_rate)
+			a->bloat_rate = a->series_line;
 		a->series_rate = 0;
 		a->flat_checks = 0;
 		decide(a, AUTORATE_UP, AR_WHY_OTHER_DIR);

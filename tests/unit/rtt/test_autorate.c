@@ -998,6 +998,44 @@ test_undo_needs_a_cut(void **state)
 	assert_in_range(cut_then_other_held(false), 1, MBIT(25) - 1);
 }
 
+/*
+ * The undone cut's line goes with it: a downstream whose line was 40 Mbit/s
+ * (an earlier cut), cut where 25 got through for a rise that was the
+ * upstream's, has its rate back at 25 and its line back at 40. Left at 25,
+ * it would look at its line and probing as soon as it carried 25, and be
+ * cut again at the upstream's next rise (not_bottleneck). An earlier line
+ * below the cut's (or none) leaves the cut's.
+ */
+static void
+test_undo_restores_line(void **state)
+{
+	const uint64_t before[] = { MBIT(40), MBIT(20), 0 };
+
+	(void)state;
+	for (unsigned int k = 0; k < 3; k++) {
+		struct drive down;
+
+		start_dir(&down, true);
+		down.a.rate = MBIT(40);
+		down.a.bloat_rate = before[k];
+		interval_arrived(&down, 100, MBIT(25), 0);
+		interval_arrived(&down, 100, MBIT(25), 20);
+		assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
+		assert_int_equal(down.a.bloat_rate, MBIT(25));
+		for (int i = 0; i < 4; i++) {
+			if (i == 3) {
+				down.a.other_down_ns = down.a.other_cut_ns =
+						down.a.last_cut_ns + MS(350);
+				down.a.other_rate = MBIT(10);
+			}
+			interval_arrived(&down, 100, down.a.rate, 20);
+		}
+		assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
+		assert_int_equal(down.a.rate, MBIT(25));
+		assert_int_equal(down.a.bloat_rate, before[k] > MBIT(25) ? before[k] : MBIT(25));
+	}
+}
+
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
 static void
 test_owd_stale(void **state)
@@ -1052,6 +1090,7 @@ main(void)
 		cmocka_unit_test(test_owd_under_way),
 		cmocka_unit_test(test_undo_not_mine),
 		cmocka_unit_test(test_undo_needs_a_cut),
+		cmocka_unit_test(test_undo_restores_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
