@@ -11,7 +11,9 @@ twice, 3 s apart on shaperd's own clock (time_ns), each subscriber's sent
 bytes give its rate: within 2 % of its plan, and still backlogged at the
 end of the window. A rate is over the window less the time the subscriber's
 CAKE wrote off (lag_skipped_us): time in which the worker was not running
-(a VM's stall), which a CAKE does not pay back as a burst. c2 and c3 send ECT(0) frames: COBALT marks them (ecn_mark)
+(a VM's stall), which a CAKE does not pay back as a burst. shaperd stopped
+for 100 ms (SIGSTOP) then: each subscriber's lag_skipped_us grows by at
+least half of it, and shapectl subscriber shows the time written off. c2 and c3 send ECT(0) frames: COBALT marks them (ecn_mark)
 instead of dropping; c1's not-ECT frames are dropped (aqm) and never counted
 marked. subscribers.get finds a subscriber by id and by address and refuses
 an address nobody owns. Then c2's plan is cut from 2 to 1.5 Mbit/s while it
@@ -39,6 +41,7 @@ usage: subscribers_test.py SHAPERD [SHAPECTL] [--workers N] [--shard-by node|sub
 """
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -98,6 +101,27 @@ def sent_mbit(dn0, dn1, dt):
     return (dn1["bytes"] - dn0["bytes"]) * 8 / (dt - away) / 1e6, away
 
 
+def stall_written_off(c, d, stop_s=0.1):
+    """shaperd stopped (SIGSTOP) for stop_s while every subscriber is backlogged: each
+    one's CAKE writes the time off (less its lag limit, a frame time at its plan: 12 ms
+    at most here) at its next dequeue, and its lag_skipped_us says so."""
+    def skipped():
+        return {s["id"]: s["download"]["lag_skipped_us"]
+                for s in c.result("subscribers.list")["subscribers"]}
+
+    a = skipped()
+    os.kill(d.proc.pid, signal.SIGSTOP)
+    time.sleep(stop_s)
+    os.kill(d.proc.pid, signal.SIGCONT)
+    time.sleep(0.1)  # each subscriber's next frame is due well within this
+    b = skipped()
+    for i in sorted(b):
+        got = (b[i] - a[i]) / 1e3
+        check(got >= stop_s * 1e3 / 2,
+              "%s: shaperd stopped %.0f ms, its CAKE wrote off %.1f ms (at least half)"
+              % (i, stop_s * 1e3, got))
+
+
 def shapectl(sock, *args):
     p = subprocess.run([SHAPECTL, "-s", sock] + list(args), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, text=True, timeout=20)
@@ -116,6 +140,8 @@ def shapectl_checks(sock):
     rc, out = shapectl(sock, "subscriber", "c1")
     check(rc == 0 and "subscriber c1" in out and "download: plan 1Mbit" in out,
           "shapectl subscriber c1 shows its plan")
+    check("written off" in out.split("upload:")[0],
+          "shapectl subscriber c1 shows the time its download wrote off")
     rc, out = shapectl(sock, "subscriber", "nobody")
     check(rc != 0 and "no subscriber" in out, "shapectl subscriber of an unknown id fails: rc %d" % rc)
     rc, out = shapectl(sock, "subscribers", "--by", "colour")
@@ -377,6 +403,7 @@ def main():
                 print("figure: %d workers: frames steered to the other worker: %s" % (WORKERS, steered))
                 check(len(st) == WORKERS and all(n > 0 for n in steered),
                       "every worker steered frames to the other (%s)" % steered)
+            stall_written_off(c, d)
             if SHAPECTL:
                 shapectl_checks(sock)
             live_changes(c, sock, {s["id"]: sent_mbit(before[s["id"]]["download"], s["download"],

@@ -168,10 +168,15 @@ sc_show_subscriber(const json_t *r, bool json)
 		printf("  %s: plan %s (min %s), allocated %s, arriving %s\n", dir_key[d], pmax,
 		       sc_int(plan, "min") > 0 ? pmin : "none", alloc, arr);
 		printf("    sent %s %lld pkt, dropped %lld (aqm %lld overflow %lld ack_filter %lld "
-		       "budget %lld), ecn_mark %lld, qlen %lld\n",
+		       "budget %lld), ecn_mark %lld, qlen %lld",
 		       sent, sc_int(x, "packets"), sc_int(x, "drops"), sc_int(why, "aqm"),
 		       sc_int(why, "overflow"), sc_int(why, "ack_filter"), sc_int(why, "budget"),
 		       sc_int(x, "ecn_mark"), sc_int(x, "qlen"));
+		/* Time its plan was not paced for: the worker was away (see lag_limit). */
+		if (sc_int(x, "lag_skipped_us") > 0)
+			printf(", written off %.1f ms",
+			       (double)sc_int(x, "lag_skipped_us") / 1000.0);
+		printf("\n");
 	}
 	/* The access side first: the part of the path the ISP runs. */
 	for (int k = 0; k < 2; k++) {
