@@ -843,7 +843,7 @@ fold_lag(struct sub_idle *s, enum sub_dir dir)
 
 	if (cur == s->lag_seen[dir])
 		return;
-	/* Below the last count: its stats were reset since; all of cur is new. */
+	/* Below the last count: stats.reset zeroed it (the link's own scheduler's entry). */
 	CTR_ADD(s->lag_skipped_ns[dir], cur > s->lag_seen[dir] ? cur - s->lag_seen[dir] : cur);
 	s->lag_seen[dir] = cur;
 }
