@@ -440,6 +440,22 @@ uint32_t sched_backlog_pkts(const struct sched *s);
 uint64_t sched_lag_skipped_ns(const struct sched *s);
 
 /*
+ * For a caller that hands a burst to many schedulers, each out of cache
+ * (one CAKE per subscriber): start loading the lines an enqueue of pkt
+ * into s will read, without waiting for any. Step 0 reads nothing of s;
+ * each later step reads only lines the step before asked for, so a caller
+ * runs one step over the whole burst before the next, and by the enqueue
+ * the loads have overlapped instead of following one another. Steps a
+ * discipline has no use for do nothing; a hint only, never needed.
+ */
+#define SCHED_PREFETCH_ENQUEUE_STEPS 4u
+void sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned int step);
+
+/* The same for a dequeue from s at now (as far as its head packets). */
+#define SCHED_PREFETCH_DEQUEUE_STEPS 6u
+void sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step);
+
+/*
  * Take up to max queued packets off s, in sched_flush order (each flow's
  * packets oldest first), onto out; returns how many. The scheduler stays
  * usable. Bounded work per call.

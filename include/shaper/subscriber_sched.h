@@ -100,6 +100,16 @@ int sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, stru
 		      uint64_t now, struct sh_pkt_list *dropped);
 
 /*
+ * sub_sched_enqueue of pkts[i] for subs[i], i = 0..n-1, in order, loading
+ * each subscriber's record and CAKE for the whole burst before the first
+ * enqueue (sched_prefetch_enqueue): with thousands busy, each packet's are
+ * out of cache, and the loads then overlap instead of following one another.
+ */
+void sub_sched_enqueue_burst(struct sub_sched *ss, enum sub_dir dir, const uint32_t *subs,
+			     struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+			     struct sh_pkt_list *dropped);
+
+/*
  * Up to max packets due at now, soonest-due subscriber first, within the
  * link's rate; runs the allocation when it is due. AQM drops on the way go
  * to dropped.

@@ -746,8 +746,7 @@ dp_subs_enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, co
 		sub_sched_rtt_sample(d->subs, sub, (enum sub_rtt_side)smp[k].side, smp[k].rtt_ns,
 				     now);
 	}
-	for (unsigned int i = 0; i < n; i++)
-		sub_sched_enqueue(d->subs, sd, subs[i], pkts[i], now, drops);
+	sub_sched_enqueue_burst(d->subs, sd, subs, pkts, n, now, drops);
 }
 
 static uint64_t

@@ -33,6 +33,7 @@
  * compares the 8 ways at once (SSE2, or a plain loop). Randomness (quantum dither, BLUE) comes
  * from a xorshift generator seeded by params.seed.
  */
+#include <stddef.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,22 @@ enum cake_list_id {
 };
 
 struct cake_tin {
+	/*
+	 * Laid out by who reads it, a cache line each, since with one CAKE per
+	 * subscriber each tin is usually out of cache: first what dequeue's
+	 * choice of tin reads of every tin and the chosen tin's running state,
+	 * then what the flow lookup reads, then the configuration, then the
+	 * statistics.
+	 */
+	uint32_t sparse_flow_count, bulk_flow_count;
+	uint64_t time_next_packet;
+	struct cake_list lists[CAKE_LIST_COUNT]; /* new, old, decaying */
+	uint32_t decaying_flow_count, unresponsive_flow_count;
+	uint32_t qlen;         /* packets */
+	uint32_t flow_quantum; /* configuration (cake_tin_config), read with the lists */
+	uint64_t backlog;      /* bytes */
+	int64_t tin_deficit;
+
 	/* The tin's queues (cake_layout: nq of each; NULL past the allocated tins). */
 	struct cake_flow *flows;
 	/*
@@ -116,30 +133,21 @@ struct cake_tin {
 	uint32_t *dsthost_tag;
 	uint16_t *srchost_bulk;
 	uint16_t *dsthost_bulk;
-	struct cake_list lists[CAKE_LIST_COUNT]; /* new, old, decaying */
-	uint32_t sparse_flow_count, bulk_flow_count;
-	uint32_t decaying_flow_count, unresponsive_flow_count;
+	uint32_t max_len;
 
 	/* Configuration (cake_tin_config). */
 	struct sched_rate rate; /* threshold rate */
 	struct cobalt_params cparams;
-	uint32_t flow_quantum;
 	uint32_t tin_quantum; /* DRR weight when unshaped */
 	uint8_t rate_shift;   /* threshold = link rate >> rate_shift (not geometric modes) */
-	char name[SCHED_NAME_LEN];
 
-	/* Running state. */
-	uint64_t time_next_packet;
-	int64_t tin_deficit;
-	uint64_t backlog; /* bytes */
-	uint32_t qlen;    /* packets */
-
-	/* Statistics. */
+	/* Statistics: an enqueue's (and drops), then what every dequeue writes. */
 	uint64_t packets, bytes;
 	uint64_t way_directs, way_hits, way_misses, way_collisions;
-	uint64_t drops, ecn_marks, ack_drops, drop_overlimit;
+	uint64_t drops, ecn_marks;
+	uint64_t ack_drops, drop_overlimit;
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
-	uint32_t max_len;
+	char name[SCHED_NAME_LEN];
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
 	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* served from the new list */
 };
@@ -152,6 +160,8 @@ struct cake_heap_ent {
 _Static_assert(sizeof(struct cake_heap_ent) == 8, "a heap entry is two 32-bit lanes");
 
 struct cake {
+	/* First: a tin is a whole number of cache lines, so each of its groups below is one. */
+	struct cake_tin tins[CAKE_MAX_TINS];
 	struct sched_params p;
 	/* The shape of the allocation, fixed at create. */
 	uint32_t nq, qmask, qshift; /* queues per tin (a power of two), nq - 1, log2(nq) */
@@ -208,8 +218,8 @@ struct cake {
 	bool heap_sse41;            /* the CPU has SSE4.1: cake_heap_down_sse41 */
 	struct cake_heap_ent *heap; /* slots entries: max-heap on key */
 	uint16_t *heap_pos;         /* slots entries: id -> position in heap[] */
-	struct cake_tin tins[CAKE_MAX_TINS];
 };
+_Static_assert(sizeof(struct cake_tin) % 64 == 0, "a tin is whole cache lines");
 
 /* ---------------------------------------------------------------- layout */
 
@@ -598,28 +608,34 @@ cake_assign_hosts(struct cake *c, struct cake_tin *b, struct cake_flow *f, const
 
 /* ----------------------------------------------------------- flow lookup */
 
+/* The hash pkt's queue is found by (the flow mode is not flow-blind). */
+static inline uint32_t
+cake_queue_hash(const struct cake *c, const struct sh_pkt *pkt)
+{
+	uint8_t mode = c->flow_mode;
+	uint32_t hash;
+
+	if (mode & CAKE_FLOW_FLOWS)
+		return pkt->flow_hash;
+	hash = ((mode & CAKE_FLOW_SRC) ? pkt->src_hash : 0) ^
+	       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
+	/* The VLAN after the XOR: mixed into both, `hosts` would cancel it out. */
+	return cake_vlan_host(hash, cake_vlan_mix(c, pkt));
+}
+
 /* Inlined into the burst enqueue: one call less per packet. */
 static inline __attribute__((always_inline)) uint16_t
 cake_lookup(struct cake *c, struct cake_tin *b, const struct sh_pkt *pkt)
 {
-	uint8_t mode = c->flow_mode;
 	uint32_t hash, idx, inner, outer, k, free8;
 	bool dual = c->dsrc || c->ddst;
 	bool assign;
 	struct cake_flow *f;
 	int w;
 
-	if (mode == SCHED_FLOWBLIND)
+	if (c->flow_mode == SCHED_FLOWBLIND)
 		return 0;
-	if (mode & CAKE_FLOW_FLOWS) {
-		hash = pkt->flow_hash;
-	} else {
-		hash = ((mode & CAKE_FLOW_SRC) ? pkt->src_hash : 0) ^
-		       ((mode & CAKE_FLOW_DST) ? pkt->dst_hash : 0);
-		/* The VLAN after the XOR: mixed into both, `hosts` would cancel it out. */
-		hash = cake_vlan_host(hash, cake_vlan_mix(c, pkt));
-	}
-
+	hash = cake_queue_hash(c, pkt);
 	idx = hash & c->qmask;
 	if (b->tags[idx] == hash && cake_busy(b, idx)) {
 		b->way_directs++;
@@ -1498,11 +1514,19 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 	sh_pkt_list_push(dropped, ack);
 }
 
+/* The tin pkt goes to: its DSCP's, or the first for a DSCP the mode leaves out. */
+static inline uint32_t
+cake_tin_of(const struct cake *c, const struct sh_pkt *pkt)
+{
+	uint32_t tin = c->tin_index[pkt->dscp & 63];
+
+	return tin < c->tin_cnt ? tin : 0;
+}
+
 static inline __attribute__((always_inline)) int
 cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 		 struct sh_pkt_list *dropped)
 {
-	uint8_t dscp = pkt->dscp & 63;
 	struct cake_tin *b;
 	struct cake_flow *f;
 	uint32_t tin;
@@ -1511,11 +1535,9 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 
 	if (c->resync)
 		cake_resync(c, now);
-	if (c->p.wash && dscp != 0)
+	if (c->p.wash && (pkt->dscp & 63) != 0)
 		classify_set_dscp(pkt, 0); /* the original DSCP still classifies */
-	tin = c->tin_index[dscp];
-	if (tin >= c->tin_cnt)
-		tin = 0;
+	tin = cake_tin_of(c, pkt);
 	b = &c->tins[tin];
 	idx = cake_lookup(c, b, pkt);
 	f = &b->flows[idx];
@@ -1595,6 +1617,104 @@ cake_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	if (c->len_plain)
 		cake_note_plain_sizes(c, &pkt, 1);
 	return cake_enqueue_one(c, pkt, now, stamp, dropped);
+}
+
+/* Prefetch lines [from, to] of the object at base. */
+static inline void
+cake_prefetch_span(const void *base, size_t from, size_t to)
+{
+	for (size_t off = from & ~(size_t)63; off <= to; off += 64)
+		__builtin_prefetch((const char *)base + off, 1);
+}
+
+/*
+ * sched_prefetch_enqueue's steps for a CAKE: 0 the lines of struct cake an
+ * enqueue reads, 1 pkt's tin (read from the first), 2 its queue's tag,
+ * busy bit and flow (read from the tin). A packet that lands in another
+ * way of the set, or a new flow's host slots, still waits.
+ */
+static void
+cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int step)
+{
+	const struct cake *c = impl;
+	const struct cake_tin *b;
+	uint32_t idx;
+
+	switch (step) {
+	case 0:
+		cake_prefetch_span(c, offsetof(struct cake, p.wash), offsetof(struct cake, resync));
+		break;
+	case 1:
+		if (c->len_plain) /* cake_note_plain_sizes' figures */
+			__builtin_prefetch(&c->min_netlen, 1);
+		b = &c->tins[cake_tin_of(c, pkt)];
+		__builtin_prefetch(b, 1);
+		__builtin_prefetch(&b->flows, 1);
+		__builtin_prefetch(&b->packets, 1);
+		break;
+	case 2:
+		if (c->flow_mode == SCHED_FLOWBLIND)
+			idx = 0;
+		else
+			idx = cake_queue_hash(c, pkt) & c->qmask;
+		b = &c->tins[cake_tin_of(c, pkt)];
+		__builtin_prefetch(&b->tags[idx], 1);
+		__builtin_prefetch(&b->busy[idx / CAKE_SET_WAYS], 1);
+		cake_prefetch_span(&b->flows[idx], 0, sizeof(struct cake_flow) - 1);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * sched_prefetch_dequeue's steps for a CAKE: 0 struct cake, 1 what the
+ * choice of tin reads of each tin, 2 the rest a dequeue reads of each tin
+ * holding flows, 3 the flow at the head of its lists, 4 that flow's head
+ * packet and the sojourn bucket it will count in.
+ */
+static void
+cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
+{
+	const struct cake *c = impl;
+
+	if (step == 0) {
+		cake_prefetch_span(c, offsetof(struct cake, p.wash), offsetof(struct cake, resync));
+		return;
+	}
+	for (uint32_t i = 0; i < c->tin_scan && i < CAKE_MAX_TINS; i++) {
+		const struct cake_tin *b = &c->tins[i];
+
+		if (step == 1) {
+			__builtin_prefetch(b, 1);
+			continue;
+		}
+		if (b->sparse_flow_count + b->bulk_flow_count == 0)
+			continue;
+		if (step == 2) {
+			__builtin_prefetch(&b->flows);
+			__builtin_prefetch(&b->rate);
+			__builtin_prefetch(&b->peak_delay, 1);
+			continue;
+		}
+		for (unsigned int l = 0; l < CAKE_LIST_COUNT; l++) {
+			const struct cake_flow *f;
+
+			if (b->lists[l].head == CAKE_NIL)
+				continue;
+			f = &b->flows[b->lists[l].head];
+			cake_prefetch_span(f, 0, sizeof(*f) - 1);
+			if (step == 3)
+				break;
+			if (f->pkts.head != NULL) {
+				__builtin_prefetch(f->pkts.head);
+				__builtin_prefetch(&b->sojourn[sched_sojourn_bucket(
+								   now - f->pkts.head->enq_ns)],
+						   1);
+			}
+			break;
+		}
+	}
 }
 
 /* A burst in one call: one function entry instead of one per packet. */
@@ -2143,4 +2263,6 @@ const struct sched_ops sched_cake_ops = {
 	.flow_facts = cake_flow_facts,
 	.max_packets = cake_max_packets,
 	.enqueue_burst = cake_enqueue_burst,
+	.prefetch_enqueue = cake_prefetch_enqueue,
+	.prefetch_dequeue = cake_prefetch_dequeue,
 };

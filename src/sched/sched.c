@@ -540,6 +540,29 @@ sched_lag_skipped_ns(const struct sched *s)
 	return s->ops->lag_skipped_ns(s->impl);
 }
 
+void
+sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned int step)
+{
+	if (step == 0) {
+		/* The ops and impl pointers, and the counters an enqueue adds to. */
+		__builtin_prefetch(&s->ops);
+		__builtin_prefetch(&s->enqueued_pkts, 1);
+	} else if (s->ops->prefetch_enqueue != NULL) {
+		s->ops->prefetch_enqueue(s->impl, pkt, step - 1);
+	}
+}
+
+void
+sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step)
+{
+	if (step == 0) {
+		__builtin_prefetch(&s->ops);
+		__builtin_prefetch(&s->dequeued_pkts, 1);
+	} else if (s->ops->prefetch_dequeue != NULL) {
+		s->ops->prefetch_dequeue(s->impl, now, step - 1);
+	}
+}
+
 unsigned int
 sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max)
 {

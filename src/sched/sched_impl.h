@@ -56,6 +56,13 @@ struct sched_ops {
 	 */
 	unsigned int (*enqueue_burst)(void *impl, struct sh_pkt *const *pkts, unsigned int n,
 				      uint64_t now, bool stamped, struct sh_pkt_list *dropped);
+	/*
+	 * Optional: step (0 to SCHED_PREFETCH_ENQUEUE_STEPS - 2) of sched_prefetch_enqueue
+	 * for the discipline's own state. NULL: nothing to prefetch.
+	 */
+	void (*prefetch_enqueue)(const void *impl, const struct sh_pkt *pkt, unsigned int step);
+	/* Optional: the same for sched_prefetch_dequeue. */
+	void (*prefetch_dequeue)(const void *impl, uint64_t now, unsigned int step);
 };
 
 extern const struct sched_ops sched_fifo_ops;

@@ -103,6 +103,9 @@ struct sub_sched {
 
 /* ------------------------------------------------------------------ heap */
 
+/* Subscribers a dequeue takes off the heap at a time, to load their state together. */
+#define SUB_DEQUEUE_AHEAD 16u
+
 static inline void
 heap_place(struct sub_sched_dir *d, uint32_t pos, uint32_t sub, uint64_t key)
 {
@@ -830,6 +833,42 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 	return self;
 }
 
+void
+sub_sched_enqueue_burst(struct sub_sched *ss, enum sub_dir dir, const uint32_t *subs,
+			struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
+			struct sh_pkt_list *dropped)
+{
+	const struct sub_sched_dir *d = &ss->d[dir];
+	unsigned int i, step;
+
+	/* The records (what sub_sched_enqueue writes) and heap places first. */
+	for (i = 0; i < n; i++) {
+		if (subs[i] < ss->nsubs) {
+			const struct sub_idle *s = &ss->subs[subs[i]];
+
+			__builtin_prefetch(&s->cake[dir]);
+			__builtin_prefetch(&s->packets[dir], 1);
+			__builtin_prefetch(&s->qlen[dir], 1);
+			__builtin_prefetch(&d->pos[subs[i]]);
+		}
+	}
+	/* Then each CAKE, a step of it over the whole burst at a time. */
+	for (step = 0; step < SCHED_PREFETCH_ENQUEUE_STEPS; step++) {
+		for (i = 0; i < n; i++) {
+			const struct sched *c =
+					subs[i] < ss->nsubs ? ss->subs[subs[i]].cake[dir] : NULL;
+
+			if (c == NULL)
+				continue;
+			if (step == 0 && d->pos[subs[i]] != SUB_NONE)
+				__builtin_prefetch(&d->heap[d->pos[subs[i]]], 1);
+			sched_prefetch_enqueue(c, pkts[i], step);
+		}
+	}
+	for (i = 0; i < n; i++)
+		sub_sched_enqueue(ss, dir, subs[i], pkts[i], now, dropped);
+}
+
 /* --------------------------------------------------------------- dequeue */
 
 /*
@@ -861,6 +900,39 @@ ecn_now(const struct sh_pkt *pkt)
 	return pkt->flags & SH_PKT_IPV6 ? (ip[1] >> 4) & 3u : 0;
 }
 
+/*
+ * Take up to max of the subscribers due at now off the top of the heap,
+ * soonest first, into ahead, and start loading what their dequeues will
+ * read (sched_prefetch_dequeue), a step over all of them at a time: with
+ * thousands busy each one's CAKE is out of cache, and the loads overlap.
+ */
+static unsigned int
+take_ahead(struct sub_sched *ss, enum sub_dir dir, struct sub_heap_ent *ahead, unsigned int max,
+	   uint64_t now)
+{
+	struct sub_sched_dir *d = &ss->d[dir];
+	unsigned int n = 0, i, step;
+
+	while (n < max && d->nheap != 0 && d->heap[0].key <= now) {
+		ahead[n++] = d->heap[0];
+		heap_set(ss, dir, d->heap[0].sub, UINT64_MAX);
+	}
+	if (n < 2) /* nothing to overlap with */
+		return n;
+	for (i = 0; i < n; i++) {
+		const struct sub_idle *s = &ss->subs[ahead[i].sub];
+
+		__builtin_prefetch(&s->cake[dir]);
+		__builtin_prefetch(&s->sent_packets[dir], 1);
+		__builtin_prefetch(&s->qlen[dir], 1);
+		__builtin_prefetch(&s->lag_seen[dir], 1);
+	}
+	for (step = 0; step < SCHED_PREFETCH_DEQUEUE_STEPS; step++)
+		for (i = 0; i < n; i++)
+			sched_prefetch_dequeue(ss->subs[ahead[i].sub].cake[dir], now, step);
+	return n;
+}
+
 unsigned int
 sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **out,
 			unsigned int max, uint64_t now, struct sh_pkt_list *dropped)
@@ -868,18 +940,39 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 	struct sub_sched_dir *d = &ss->d[dir];
 	unsigned int n = 0;
 
+	struct sub_heap_ent ahead[SUB_DEQUEUE_AHEAD];
+	unsigned int na = 0, ia = 0;
+
 	if (now >= d->next_tick)
 		sub_sched_tick(ss, dir, now);
-	while (n < max && d->nheap != 0 && d->heap[0].key <= now) {
-		uint32_t sub = d->heap[0].sub, nd;
-		struct sub_idle *s = &ss->subs[sub];
+	while (n < max) {
+		uint32_t sub, nd;
+		struct sub_idle *s;
 		struct sh_pkt *old_tail = dropped->tail, *pkt;
 		uint64_t next;
 
+		if (ia == na) {
+			na = take_ahead(ss, dir, ahead,
+					max - n < SUB_DEQUEUE_AHEAD ? max - n : SUB_DEQUEUE_AHEAD,
+					now);
+			ia = 0;
+			if (na == 0)
+				break;
+		}
+		/*
+		 * The soonest due is the first taken ahead, unless one served
+		 * since went back into the heap before it: the order of the heap
+		 * alone, but for subscribers due at the same time.
+		 */
+		sub = d->nheap != 0 && d->heap[0].key < ahead[ia].key ? d->heap[0].sub
+								      : ahead[ia].sub;
 		if (d->link_rate != 0 && d->link_next > now) {
 			d->st.link_waits++;
 			break;
 		}
+		if (sub == ahead[ia].sub)
+			ia++;
+		s = &ss->subs[sub];
 		pkt = sched_dequeue(s->cake[dir], now, dropped);
 		fold_lag(s, dir);
 		nd = dropped->tail == old_tail ? 0 : count_drops(s, dir, dropped, old_tail);
@@ -915,6 +1008,9 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 		}
 		heap_set(ss, dir, sub, next);
 	}
+	/* What was taken ahead and not served goes back as it was. */
+	for (; ia < na; ia++)
+		heap_set(ss, dir, ahead[ia].sub, ahead[ia].key);
 	return n;
 }
 

@@ -72,9 +72,11 @@ turn(struct sh_pkt **in, unsigned int n)
 	sh_pkt_list_init(&dropped);
 	classify_burst(in, n, &B.key);
 	if (B.subs) {
+		uint32_t subs[BURST];
+
 		for (unsigned int i = 0; i < n; i++)
-			sub_sched_enqueue(B.ss, SUB_DOWN, sub_sched_classify(B.ss, SUB_DOWN, in[i]),
-					  in[i], B.now, &dropped);
+			subs[i] = sub_sched_classify(B.ss, SUB_DOWN, in[i]);
+		sub_sched_enqueue_burst(B.ss, SUB_DOWN, subs, in, n, B.now, &dropped);
 		k = sub_sched_next_time(B.ss, SUB_DOWN, B.now) <= B.now
 				    ? sub_sched_dequeue_burst(B.ss, SUB_DOWN, out, 2 * BURST, B.now,
 							      &dropped)
