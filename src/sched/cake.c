@@ -33,8 +33,9 @@
  * compares the 8 ways at once (SSE2, or a plain loop). Randomness (quantum dither, BLUE) comes
  * from a xorshift generator seeded by params.seed.
  */
-#include <stddef.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +149,10 @@ struct cake_tin {
 	uint64_t ack_drops, drop_overlimit;
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
 	char name[SCHED_NAME_LEN];
-	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
-	uint64_t sparse_sojourn[SCHED_SOJOURN_BUCKETS]; /* served from the new list */
+	/* Packets by sojourn bucket: all, and those served from the new list, side by side. */
+	struct cake_sojourn {
+		uint64_t all, sparse;
+	} sojourn[SCHED_SOJOURN_BUCKETS];
 };
 
 struct cake_heap_ent {
@@ -160,29 +163,52 @@ struct cake_heap_ent {
 _Static_assert(sizeof(struct cake_heap_ent) == 8, "a heap entry is two 32-bit lanes");
 
 struct cake {
-	/* First: a tin is a whole number of cache lines, so each of its groups below is one. */
+	/* First: a tin is a whole number of cache lines, so each of its groups above is one. */
 	struct cake_tin tins[CAKE_MAX_TINS];
-	struct sched_params p;
-	/* The shape of the allocation, fixed at create. */
-	uint32_t nq, qmask, qshift; /* queues per tin (a power of two), nq - 1, log2(nq) */
-	uint32_t tin_alloc;         /* tins with queues: 8, or the mode's with cake_mode_tins */
-	uint32_t slots;             /* tin_alloc x nq: queue ids below this */
-	size_t bytes;               /* the whole block */
-	uint32_t tin_cnt;           /* tins of the current diffserv mode */
-	uint32_t tin_scan;          /* tins dequeue looks at (> tin_cnt while old ones drain) */
-	uint32_t cur_tin;           /* unshaped tin DRR position */
-	uint8_t tin_index[64];      /* DSCP -> tin */
-	uint8_t tin_order[CAKE_MAX_TINS];
-	uint8_t flow_mode;
-	bool len_plain;  /* no overhead settings: the charged length is the frame's */
-	bool dsrc, ddst; /* cake_dsrc and cake_ddst of flow_mode, once per setting */
 
+	/*
+	 * Then two cache lines with what nearly every enqueue and dequeue
+	 * reads: with one CAKE per subscriber, each is usually out of cache.
+	 */
+	const uint8_t *tin_map; /* DSCP -> tin, the diffserv mode's (shared by every CAKE) */
 	struct sched_rate rate; /* global shaper */
 	uint64_t time_next_packet;
 	uint64_t failsafe_next_packet;
-	uint64_t lag; /* effective lag limit of the clocks, ns */
-	/* Beside the clocks a dequeue reads: sched_lag_skipped_ns reads them after each. */
-	uint64_t lag_skips, lag_skipped_ns;
+	uint64_t lag;     /* effective lag limit of the clocks, ns */
+	uint32_t qmask;   /* nq - 1 */
+	uint32_t tin_cnt; /* tins of the current diffserv mode */
+
+	uint64_t backlog; /* bytes */
+	uint64_t buffer_used, buffer_max_used, buffer_limit;
+	/* Beside the clocks a dequeue reads: sched_lag_skipped_ns reads it after each. */
+	uint64_t lag_skipped_ns;
+	uint32_t qlen;
+	uint32_t overflow_timeout;
+	uint32_t slots;          /* tin_alloc x nq: queue ids below this */
+	uint32_t tin_scan;       /* tins dequeue looks at (> tin_cnt while old ones drain) */
+	uint8_t tins_with_flows; /* bit i: tins[i] has sparse or bulk flows (cake_tin_flows) */
+	uint8_t flow_mode;
+	bool len_plain;  /* no overhead settings: the charged length is the frame's */
+	bool dsrc, ddst; /* cake_dsrc and cake_ddst of flow_mode, once per setting */
+	bool resync;     /* config changed: clocks may be stale */
+
+	/* The settings (an enqueue reads its second cache line: overhead, wash, ECN...). */
+	struct sched_params p;
+	uint64_t rng;
+	/* Statistics. */
+	uint64_t overlimits;
+	uint64_t ecn_marked;
+	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
+	uint64_t avg_netoff; /* EWMA of net_off << 16 */
+	uint16_t quantum_div[CAKE_HOST_MAX + 1];
+
+	/* The shape of the allocation, fixed at create. */
+	uint32_t nq, qshift; /* queues per tin (a power of two), log2(nq) */
+	uint32_t tin_alloc;  /* tins with queues: 8, or the mode's with cake_mode_tins */
+	size_t bytes;        /* the whole block */
+	uint32_t cur_tin;    /* unshaped tin DRR position */
+	uint8_t tin_order[CAKE_MAX_TINS];
+	uint64_t lag_skips;
 	/* Rate-independent parts of the tins' CoDel figures (from target and rtt). */
 	uint64_t target_ns, interval_over_target_ns; /* rtt - target, mod 2^64 */
 	/*
@@ -190,23 +216,7 @@ struct cake {
 	 * them, so it need not visit them while this is not ahead of now.
 	 */
 	uint64_t idle_clock_max;
-
-	uint32_t qlen;
-	uint64_t backlog; /* bytes */
-	uint64_t buffer_used, buffer_max_used, buffer_limit;
-	uint32_t overflow_timeout;
-	bool resync; /* config changed: clocks may be stale */
-
 	uint32_t flush_pos; /* cake_flush_some's place: tin << qshift | queue */
-
-	uint64_t rng;
-	uint16_t quantum_div[CAKE_HOST_MAX + 1];
-
-	/* Statistics. */
-	uint64_t overlimits;
-	uint64_t ecn_marked;
-	uint32_t min_netlen, max_netlen, min_adjlen, max_adjlen;
-	uint64_t avg_netoff; /* EWMA of net_off << 16 */
 
 	/*
 	 * Overflow heap over every queue of the scanned tins, id = (tin <<
@@ -220,6 +230,9 @@ struct cake {
 	uint16_t *heap_pos;         /* slots entries: id -> position in heap[] */
 };
 _Static_assert(sizeof(struct cake_tin) % 64 == 0, "a tin is whole cache lines");
+_Static_assert(offsetof(struct cake, backlog) == offsetof(struct cake, tin_map) + 64 &&
+			       offsetof(struct cake, p) <= offsetof(struct cake, tin_map) + 128,
+	       "the hot fields of struct cake are two cache lines");
 
 /* ---------------------------------------------------------------- layout */
 
@@ -949,14 +962,40 @@ static const struct cake_dscp_entry cake_diffserv8_map[] = {
 	{ 22, 4 }, { 16, 5 }, { 32, 6 }, { 40, 6 }, { 44, 6 }, { 46, 6 }, { 48, 7 }, { 56, 7 },
 };
 
+/* DSCP -> tin of each diffserv mode (enum sched_diffserv), shared by every CAKE. */
+static uint8_t cake_tin_maps[SCHED_PRECEDENCE + 1][64];
+static pthread_once_t cake_tin_maps_once = PTHREAD_ONCE_INIT;
+
 static void
-cake_fill_map(struct cake *c, uint8_t dflt, const struct cake_dscp_entry *m, size_t n)
+cake_fill_map(uint8_t *map, uint8_t dflt, const struct cake_dscp_entry *m, size_t n)
 {
 	size_t i;
 
-	memset(c->tin_index, dflt, sizeof(c->tin_index));
+	memset(map, dflt, 64);
 	for (i = 0; i < n; i++)
-		c->tin_index[m[i].dscp] = m[i].tin;
+		map[m[i].dscp] = m[i].tin;
+}
+
+static void
+cake_fill_tin_maps(void)
+{
+	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV3], 0, cake_diffserv3_map,
+		      sizeof(cake_diffserv3_map) / sizeof(cake_diffserv3_map[0]));
+	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV4], 0, cake_diffserv4_map,
+		      sizeof(cake_diffserv4_map) / sizeof(cake_diffserv4_map[0]));
+	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV8], 2, cake_diffserv8_map,
+		      sizeof(cake_diffserv8_map) / sizeof(cake_diffserv8_map[0]));
+	memset(cake_tin_maps[SCHED_BESTEFFORT], 0, 64);
+	for (unsigned int i = 0; i < 64; i++)
+		cake_tin_maps[SCHED_PRECEDENCE][i] = (uint8_t)(i >> 3);
+}
+
+/* The DSCP -> tin map of diffserv mode d (an unknown one: diffserv3's, as the tins). */
+static const uint8_t *
+cake_tin_map(enum sched_diffserv d)
+{
+	pthread_once(&cake_tin_maps_once, cake_fill_tin_maps);
+	return cake_tin_maps[(unsigned int)d <= SCHED_PRECEDENCE ? d : SCHED_DIFFSERV3];
 }
 
 /* One tin's threshold rate and what derives from it (sch_cake's cake_set_rate()). */
@@ -1021,26 +1060,20 @@ cake_config_tins(struct cake *c, uint64_t r)
 {
 	uint32_t i;
 
+	c->tin_map = cake_tin_map(c->p.diffserv);
 	switch (c->p.diffserv) {
 	case SCHED_BESTEFFORT:
-		memset(c->tin_index, 0, sizeof(c->tin_index));
 		cake_tin_config(c, &c->tins[0], r, 0, 65535, "Tin 0");
 		c->tin_order[0] = 0;
 		c->tin_cnt = 1;
 		break;
 	case SCHED_PRECEDENCE:
-		for (i = 0; i < 64; i++)
-			c->tin_index[i] = (uint8_t)(i >> 3);
 		cake_config_geometric(c, r);
 		break;
 	case SCHED_DIFFSERV8:
-		cake_fill_map(c, 2, cake_diffserv8_map,
-			      sizeof(cake_diffserv8_map) / sizeof(cake_diffserv8_map[0]));
 		cake_config_geometric(c, r);
 		break;
 	case SCHED_DIFFSERV4:
-		cake_fill_map(c, 0, cake_diffserv4_map,
-			      sizeof(cake_diffserv4_map) / sizeof(cake_diffserv4_map[0]));
 		cake_tin_config(c, &c->tins[0], r, 0, 1024, "Best Effort");
 		cake_tin_config(c, &c->tins[1], r, 4, 64, "Bulk");
 		cake_tin_config(c, &c->tins[2], r, 1, 512, "Video");
@@ -1049,8 +1082,6 @@ cake_config_tins(struct cake *c, uint64_t r)
 		break;
 	case SCHED_DIFFSERV3:
 	default:
-		cake_fill_map(c, 0, cake_diffserv3_map,
-			      sizeof(cake_diffserv3_map) / sizeof(cake_diffserv3_map[0]));
 		cake_tin_config(c, &c->tins[0], r, 0, 1024, "Best Effort");
 		cake_tin_config(c, &c->tins[1], r, 4, 64, "Bulk");
 		cake_tin_config(c, &c->tins[2], r, 2, 256, "Voice");
@@ -1245,9 +1276,25 @@ cake_reset_size_stats(struct cake *c)
 	c->max_netlen = c->max_adjlen = 0;
 }
 
+/*
+ * Keep b's bit in tins_with_flows after its sparse or bulk count moved: the
+ * choice of tin then reads only the tins that have flows (each tin is
+ * another cache line, and a subscriber's CAKE usually uses one or two).
+ */
+static inline void
+cake_tin_flows(struct cake *c, const struct cake_tin *b)
+{
+	uint8_t bit = (uint8_t)(1u << (b - c->tins));
+
+	if (b->sparse_flow_count + b->bulk_flow_count != 0)
+		c->tins_with_flows |= bit;
+	else
+		c->tins_with_flows &= (uint8_t)~bit;
+}
+
 /* Forget all flow state of an empty tin. */
 static void
-cake_tin_reset(const struct cake *c, struct cake_tin *b)
+cake_tin_reset(struct cake *c, struct cake_tin *b)
 {
 	uint32_t i;
 
@@ -1269,6 +1316,7 @@ cake_tin_reset(const struct cake *c, struct cake_tin *b)
 	for (i = 0; i < CAKE_LIST_COUNT; i++)
 		b->lists[i].head = b->lists[i].tail = CAKE_NIL;
 	b->sparse_flow_count = b->bulk_flow_count = 0;
+	cake_tin_flows(c, b);
 	b->decaying_flow_count = b->unresponsive_flow_count = 0;
 	b->backlog = 0;
 	b->qlen = 0;
@@ -1518,7 +1566,7 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 static inline uint32_t
 cake_tin_of(const struct cake *c, const struct sh_pkt *pkt)
 {
-	uint32_t tin = c->tin_index[pkt->dscp & 63];
+	uint32_t tin = c->tin_map[pkt->dscp & 63];
 
 	return tin < c->tin_cnt ? tin : 0;
 }
@@ -1587,6 +1635,7 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 		cake_list_append(b, CAKE_LIST_NEW, idx);
 		f->set = CAKE_SET_SPARSE;
 		b->sparse_flow_count++;
+		c->tins_with_flows |= (uint8_t)(1u << tin);
 		f->deficit = cake_flow_quantum(c, b, f);
 	} else if (f->set == CAKE_SET_SPARSE_WAIT) {
 		f->set = CAKE_SET_BULK;
@@ -1642,11 +1691,14 @@ cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int s
 
 	switch (step) {
 	case 0:
-		cake_prefetch_span(c, offsetof(struct cake, p.wash), offsetof(struct cake, resync));
+		cake_prefetch_span(c, offsetof(struct cake, tin_map),
+				   offsetof(struct cake, resync));
+		cake_prefetch_span(c, offsetof(struct cake, p.overhead_mode),
+				   offsetof(struct cake, p.vlan_hosts));
+		__builtin_prefetch(&c->rng, 1); /* and the frame size statistics */
+		__builtin_prefetch(&c->quantum_div[1]);
 		break;
 	case 1:
-		if (c->len_plain) /* cake_note_plain_sizes' figures */
-			__builtin_prefetch(&c->min_netlen, 1);
 		b = &c->tins[cake_tin_of(c, pkt)];
 		__builtin_prefetch(b, 1);
 		__builtin_prefetch(&b->flows, 1);
@@ -1661,6 +1713,21 @@ cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int s
 		__builtin_prefetch(&b->tags[idx], 1);
 		__builtin_prefetch(&b->busy[idx / CAKE_SET_WAYS], 1);
 		cake_prefetch_span(&b->flows[idx], 0, sizeof(struct cake_flow) - 1);
+		/* The host slots a new flow's hosts are found in, and their bulk counts. */
+		if (c->dsrc || c->ddst) {
+			uint32_t mix = cake_vlan_mix(c, pkt);
+
+			if (c->dsrc) {
+				idx = cake_vlan_host(pkt->src_hash, mix) & c->qmask;
+				__builtin_prefetch(&b->srchost_tag[idx], 1);
+				__builtin_prefetch(&b->srchost_bulk[idx], 1);
+			}
+			if (c->ddst) {
+				idx = cake_vlan_host(pkt->dst_hash, mix) & c->qmask;
+				__builtin_prefetch(&b->dsthost_tag[idx], 1);
+				__builtin_prefetch(&b->dsthost_bulk[idx], 1);
+			}
+		}
 		break;
 	default:
 		break;
@@ -1669,9 +1736,9 @@ cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int s
 
 /*
  * sched_prefetch_dequeue's steps for a CAKE: 0 struct cake, 1 what the
- * choice of tin reads of each tin, 2 the rest a dequeue reads of each tin
- * holding flows, 3 the flow at the head of its lists, 4 that flow's head
- * packet and the sojourn bucket it will count in.
+ * choice of tin reads of each tin with flows, 2 the rest a dequeue reads of
+ * those tins, 3 the flow at the head of their lists, 4 that flow's head
+ * packet and the sojourn buckets it will count in.
  */
 static void
 cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
@@ -1679,18 +1746,20 @@ cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
 	const struct cake *c = impl;
 
 	if (step == 0) {
-		cake_prefetch_span(c, offsetof(struct cake, p.wash), offsetof(struct cake, resync));
+		cake_prefetch_span(c, offsetof(struct cake, tin_map),
+				   offsetof(struct cake, resync));
+		__builtin_prefetch(&c->p.ecn);
+		__builtin_prefetch(&c->rng, 1);
+		__builtin_prefetch(&c->quantum_div[1]);
 		return;
 	}
-	for (uint32_t i = 0; i < c->tin_scan && i < CAKE_MAX_TINS; i++) {
-		const struct cake_tin *b = &c->tins[i];
+	for (uint32_t m = c->tins_with_flows & ((1u << c->tin_scan) - 1); m != 0; m &= m - 1) {
+		const struct cake_tin *b = &c->tins[__builtin_ctz(m)];
 
 		if (step == 1) {
 			__builtin_prefetch(b, 1);
 			continue;
 		}
-		if (b->sparse_flow_count + b->bulk_flow_count == 0)
-			continue;
 		if (step == 2) {
 			__builtin_prefetch(&b->flows);
 			__builtin_prefetch(&b->rate);
@@ -1754,14 +1823,13 @@ cake_pick_tin_shaped(struct cake *c, uint64_t now)
 {
 	int64_t best = INT64_MAX;
 	struct cake_tin *pick = NULL;
-	uint32_t i;
+	uint32_t m = c->tins_with_flows & ((1u << c->tin_scan) - 1);
 
-	for (i = 0; i < c->tin_scan; i++) {
-		struct cake_tin *b = &c->tins[i];
+	/* The tins with flows in index order, as a scan of all would visit them. */
+	for (; m != 0; m &= m - 1) {
+		struct cake_tin *b = &c->tins[__builtin_ctz(m)];
 		int64_t d;
 
-		if (b->sparse_flow_count + b->bulk_flow_count == 0)
-			continue;
 		d = (int64_t)(b->time_next_packet - now);
 		if (d <= 0 || d <= best) {
 			best = d;
@@ -1829,6 +1897,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 		f->set = CAKE_SET_NONE;
 		cake_busy_set(b, idx, false);
 	}
+	cake_tin_flows(c, b);
 }
 
 static struct sh_pkt *
@@ -1939,9 +2008,9 @@ retry:
 		b->avg_delay = cake_ewma(b->avg_delay, delay, 8);
 		b->peak_delay = cake_ewma(b->peak_delay, delay, delay > b->peak_delay ? 2 : 8);
 		b->base_delay = cake_ewma(b->base_delay, delay, delay < b->base_delay ? 2 : 8);
-		b->sojourn[bucket]++;
+		b->sojourn[bucket].all++;
 		if (f->list == CAKE_LIST_NEW)
-			b->sparse_sojourn[bucket]++;
+			b->sojourn[bucket].sparse++;
 	}
 	len = cake_advance_shaper(c, b, pkt, now, false);
 	f->deficit -= (int32_t)len;
@@ -2113,8 +2182,10 @@ cake_get_stats(const void *impl, struct sched_stats *st)
 		t->unresponsive_flows = b->unresponsive_flow_count;
 		t->max_pkt_len = b->max_len;
 		t->flow_quantum = b->flow_quantum;
-		memcpy(t->sojourn, b->sojourn, sizeof(t->sojourn));
-		memcpy(t->sparse_sojourn, b->sparse_sojourn, sizeof(t->sparse_sojourn));
+		for (unsigned int k = 0; k < SCHED_SOJOURN_BUCKETS; k++) {
+			t->sojourn[k] = b->sojourn[k].all;
+			t->sparse_sojourn[k] = b->sojourn[k].sparse;
+		}
 	}
 }
 
@@ -2138,7 +2209,6 @@ cake_reset_stats(void *impl)
 		b->peak_delay = b->avg_delay = b->base_delay = 0;
 		b->max_len = 0;
 		memset(b->sojourn, 0, sizeof(b->sojourn));
-		memset(b->sparse_sojourn, 0, sizeof(b->sparse_sojourn));
 	}
 }
 

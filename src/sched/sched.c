@@ -13,13 +13,14 @@
 #include "shaper/classify.h"
 
 struct sched {
+	/* What every enqueue and dequeue reads and writes, in one cache line. */
 	const struct sched_ops *ops;
-	const struct sched_alloc *alloc; /* where it and its impl live (NULL: calloc) */
 	void *impl;
-	struct sched_params params;
 	uint64_t enqueued_pkts, enqueued_bytes;
 	uint64_t dequeued_pkts, dequeued_bytes;
+	const struct sched_alloc *alloc; /* where it and its impl live (NULL: calloc) */
 	uint64_t dropped[SHAPER_DROP_MAX];
+	struct sched_params params;
 };
 
 static const char *const drop_names[] = {
@@ -543,11 +544,9 @@ sched_lag_skipped_ns(const struct sched *s)
 void
 sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned int step)
 {
-	if (step == 0) {
-		/* The ops and impl pointers, and the counters an enqueue adds to. */
-		__builtin_prefetch(&s->ops);
-		__builtin_prefetch(&s->enqueued_pkts, 1);
-	} else if (s->ops->prefetch_enqueue != NULL) {
+	if (step == 0)
+		__builtin_prefetch(s, 1); /* the ops, the impl and the counters */
+	else if (s->ops->prefetch_enqueue != NULL) {
 		s->ops->prefetch_enqueue(s->impl, pkt, step - 1);
 	}
 }
@@ -555,10 +554,9 @@ sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned
 void
 sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step)
 {
-	if (step == 0) {
-		__builtin_prefetch(&s->ops);
-		__builtin_prefetch(&s->dequeued_pkts, 1);
-	} else if (s->ops->prefetch_dequeue != NULL) {
+	if (step == 0)
+		__builtin_prefetch(s, 1);
+	else if (s->ops->prefetch_dequeue != NULL) {
 		s->ops->prefetch_dequeue(s->impl, now, step - 1);
 	}
 }
