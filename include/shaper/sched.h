@@ -448,11 +448,11 @@ uint64_t sched_lag_skipped_ns(const struct sched *s);
  * the loads have overlapped instead of following one another. Steps a
  * discipline has no use for do nothing; a hint only, never needed.
  */
-#define SCHED_PREFETCH_ENQUEUE_STEPS 4u
+#define SCHED_PREFETCH_ENQUEUE_STEPS 3u
 void sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned int step);
 
 /* The same for a dequeue from s at now (as far as its head packets). */
-#define SCHED_PREFETCH_DEQUEUE_STEPS 6u
+#define SCHED_PREFETCH_DEQUEUE_STEPS 5u
 void sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step);
 
 /*

@@ -266,11 +266,42 @@ sched_cake_tins(const struct sched_params *p)
 	return p->cake_mode_tins ? cake_mode_tins(p->diffserv) : CAKE_MAX_TINS;
 }
 
+/*
+ * Where a tin's tables sit in its part of the block, and that part's size:
+ * cake_layout's places, and the enqueue prefetch's, which finds them
+ * without waiting for the tin's pointers.
+ */
+struct cake_tin_layout {
+	size_t flows, tags, srchost_tag, dsthost_tag, busy, srchost_bulk, dsthost_bulk, bytes;
+};
+
+static inline struct cake_tin_layout
+cake_tin_layout(uint32_t nq)
+{
+	struct cake_tin_layout l;
+
+	l.flows = 0;
+	l.tags = l.flows + CAKE_ALIGN(nq * sizeof(struct cake_flow));
+	l.srchost_tag = l.tags + CAKE_ALIGN(nq * sizeof(uint32_t));
+	l.dsthost_tag = l.srchost_tag + CAKE_ALIGN(nq * sizeof(uint32_t));
+	l.busy = l.dsthost_tag + CAKE_ALIGN(nq * sizeof(uint32_t));
+	l.srchost_bulk = l.busy + CAKE_ALIGN(nq / CAKE_SET_WAYS);
+	l.dsthost_bulk = l.srchost_bulk + CAKE_ALIGN(nq * sizeof(uint16_t));
+	l.bytes = l.dsthost_bulk + CAKE_ALIGN(nq * sizeof(uint16_t));
+	return l;
+}
+
 static size_t
 cake_tin_bytes(uint32_t nq)
 {
-	return CAKE_ALIGN(nq * sizeof(struct cake_flow)) + 3 * CAKE_ALIGN(nq * sizeof(uint32_t)) +
-	       CAKE_ALIGN(nq / CAKE_SET_WAYS) + 2 * CAKE_ALIGN(nq * sizeof(uint16_t));
+	return cake_tin_layout(nq).bytes;
+}
+
+/* Where tin t's tables begin. */
+static inline char *
+cake_tin_base(const struct cake *c, uint32_t t, size_t tin_bytes)
+{
+	return (char *)c + CAKE_ALIGN(sizeof(*c)) + t * tin_bytes;
 }
 
 /* The block for nq queues in each of tins tins: struct cake, the tins' tables, the heap. */
@@ -284,21 +315,13 @@ cake_block_bytes(uint32_t nq, uint32_t tins)
 	       CAKE_ALIGN(slots * sizeof(uint16_t));
 }
 
-static void *
-cake_take(char **m, size_t bytes)
-{
-	void *p = *m;
-
-	*m += CAKE_ALIGN(bytes);
-	return p;
-}
-
 /* Point the tables into the block after the struct (its shape from p). */
 static void
 cake_layout(struct cake *c, const struct sched_params *p)
 {
-	char *m = (char *)c + CAKE_ALIGN(sizeof(*c));
 	uint32_t i, nq = sched_cake_queues(p);
+	struct cake_tin_layout l = cake_tin_layout(nq);
+	char *m;
 
 	c->nq = nq;
 	c->qmask = nq - 1;
@@ -309,16 +332,18 @@ cake_layout(struct cake *c, const struct sched_params *p)
 	for (i = 0; i < c->tin_alloc; i++) {
 		struct cake_tin *b = &c->tins[i];
 
-		b->flows = cake_take(&m, nq * sizeof(struct cake_flow));
-		b->tags = cake_take(&m, nq * sizeof(uint32_t));
-		b->srchost_tag = cake_take(&m, nq * sizeof(uint32_t));
-		b->dsthost_tag = cake_take(&m, nq * sizeof(uint32_t));
-		b->busy = cake_take(&m, nq / CAKE_SET_WAYS);
-		b->srchost_bulk = cake_take(&m, nq * sizeof(uint16_t));
-		b->dsthost_bulk = cake_take(&m, nq * sizeof(uint16_t));
+		m = cake_tin_base(c, i, l.bytes);
+		b->flows = (struct cake_flow *)(void *)(m + l.flows);
+		b->tags = (uint32_t *)(void *)(m + l.tags);
+		b->srchost_tag = (uint32_t *)(void *)(m + l.srchost_tag);
+		b->dsthost_tag = (uint32_t *)(void *)(m + l.dsthost_tag);
+		b->busy = (uint8_t *)(m + l.busy);
+		b->srchost_bulk = (uint16_t *)(void *)(m + l.srchost_bulk);
+		b->dsthost_bulk = (uint16_t *)(void *)(m + l.dsthost_bulk);
 	}
-	c->heap = cake_take(&m, c->slots * sizeof(struct cake_heap_ent));
-	c->heap_pos = cake_take(&m, c->slots * sizeof(uint16_t));
+	m = cake_tin_base(c, c->tin_alloc, l.bytes);
+	c->heap = (struct cake_heap_ent *)(void *)m;
+	c->heap_pos = (uint16_t *)(void *)(m + CAKE_ALIGN(c->slots * sizeof(struct cake_heap_ent)));
 #ifdef CAKE_HEAP_SSE41
 	c->heap_sse41 = __builtin_cpu_supports("sse4.1");
 #endif
@@ -1678,67 +1703,63 @@ cake_prefetch_span(const void *base, size_t from, size_t to)
 
 /*
  * sched_prefetch_enqueue's steps for a CAKE: 0 the lines of struct cake an
- * enqueue reads, 1 pkt's tin (read from the first), 2 its queue's tag,
- * busy bit and flow (read from the tin). A packet that lands in another
- * way of the set, or a new flow's host slots, still waits.
+ * enqueue reads, 1 (from those) pkt's tin and its queue's tag, busy bit and
+ * flow, and the host slots a new flow takes, found where cake_layout put
+ * them rather than through the tin's pointers, which would be a step more.
+ * A packet that lands in another way of the set still waits.
  */
 static void
 cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int step)
 {
 	const struct cake *c = impl;
 	const struct cake_tin *b;
-	uint32_t idx;
+	struct cake_tin_layout l;
+	uint32_t idx, tin;
+	const char *m;
 
-	switch (step) {
-	case 0:
+	if (step == 0) {
 		cake_prefetch_span(c, offsetof(struct cake, tin_map),
 				   offsetof(struct cake, resync));
 		cake_prefetch_span(c, offsetof(struct cake, p.overhead_mode),
 				   offsetof(struct cake, p.vlan_hosts));
 		__builtin_prefetch(&c->rng, 1); /* and the frame size statistics */
 		__builtin_prefetch(&c->quantum_div[1]);
-		break;
-	case 1:
-		b = &c->tins[cake_tin_of(c, pkt)];
-		__builtin_prefetch(b, 1);
-		__builtin_prefetch(&b->flows, 1);
-		__builtin_prefetch(&b->packets, 1);
-		break;
-	case 2:
-		if (c->flow_mode == SCHED_FLOWBLIND)
-			idx = 0;
-		else
-			idx = cake_queue_hash(c, pkt) & c->qmask;
-		b = &c->tins[cake_tin_of(c, pkt)];
-		__builtin_prefetch(&b->tags[idx], 1);
-		__builtin_prefetch(&b->busy[idx / CAKE_SET_WAYS], 1);
-		cake_prefetch_span(&b->flows[idx], 0, sizeof(struct cake_flow) - 1);
-		/* The host slots a new flow's hosts are found in, and their bulk counts. */
-		if (c->dsrc || c->ddst) {
-			uint32_t mix = cake_vlan_mix(c, pkt);
+		return;
+	}
+	if (step != 1)
+		return;
+	tin = cake_tin_of(c, pkt);
+	b = &c->tins[tin];
+	__builtin_prefetch(b, 1);
+	__builtin_prefetch(&b->flows, 1);
+	__builtin_prefetch(&b->packets, 1);
+	l = cake_tin_layout(c->qmask + 1);
+	m = cake_tin_base(c, tin, l.bytes);
+	idx = c->flow_mode == SCHED_FLOWBLIND ? 0 : cake_queue_hash(c, pkt) & c->qmask;
+	__builtin_prefetch(m + l.tags + idx * sizeof(uint32_t), 1);
+	__builtin_prefetch(m + l.busy + idx / CAKE_SET_WAYS, 1);
+	cake_prefetch_span(m + l.flows + idx * sizeof(struct cake_flow), 0,
+			   sizeof(struct cake_flow) - 1);
+	if (c->dsrc || c->ddst) {
+		uint32_t mix = cake_vlan_mix(c, pkt);
 
-			if (c->dsrc) {
-				idx = cake_vlan_host(pkt->src_hash, mix) & c->qmask;
-				__builtin_prefetch(&b->srchost_tag[idx], 1);
-				__builtin_prefetch(&b->srchost_bulk[idx], 1);
-			}
-			if (c->ddst) {
-				idx = cake_vlan_host(pkt->dst_hash, mix) & c->qmask;
-				__builtin_prefetch(&b->dsthost_tag[idx], 1);
-				__builtin_prefetch(&b->dsthost_bulk[idx], 1);
-			}
+		if (c->dsrc) {
+			idx = cake_vlan_host(pkt->src_hash, mix) & c->qmask;
+			__builtin_prefetch(m + l.srchost_tag + idx * sizeof(uint32_t), 1);
+			__builtin_prefetch(m + l.srchost_bulk + idx * sizeof(uint16_t), 1);
 		}
-		break;
-	default:
-		break;
+		if (c->ddst) {
+			idx = cake_vlan_host(pkt->dst_hash, mix) & c->qmask;
+			__builtin_prefetch(m + l.dsthost_tag + idx * sizeof(uint32_t), 1);
+			__builtin_prefetch(m + l.dsthost_bulk + idx * sizeof(uint16_t), 1);
+		}
 	}
 }
 
 /*
- * sched_prefetch_dequeue's steps for a CAKE: 0 struct cake, 1 what the
- * choice of tin reads of each tin with flows, 2 the rest a dequeue reads of
- * those tins, 3 the flow at the head of their lists, 4 that flow's head
- * packet and the sojourn buckets it will count in.
+ * sched_prefetch_dequeue's steps for a CAKE: 0 struct cake, 1 what a
+ * dequeue reads of each tin with flows, 2 the flow at the head of their
+ * lists, 3 that flow's head packet and the sojourn buckets it will count in.
  */
 static void
 cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
@@ -1758,9 +1779,6 @@ cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
 
 		if (step == 1) {
 			__builtin_prefetch(b, 1);
-			continue;
-		}
-		if (step == 2) {
 			__builtin_prefetch(&b->flows);
 			__builtin_prefetch(&b->rate);
 			__builtin_prefetch(&b->peak_delay, 1);
@@ -1773,7 +1791,7 @@ cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
 				continue;
 			f = &b->flows[b->lists[l].head];
 			cake_prefetch_span(f, 0, sizeof(*f) - 1);
-			if (step == 3)
+			if (step == 2)
 				break;
 			if (f->pkts.head != NULL) {
 				__builtin_prefetch(f->pkts.head);
