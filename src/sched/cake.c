@@ -118,6 +118,7 @@ struct cake_tin {
 	uint32_t decaying_flow_count, unresponsive_flow_count;
 	uint32_t qlen;         /* packets */
 	uint32_t flow_quantum; /* configuration (cake_tin_config), read with the lists */
+	uint8_t bit;           /* its bit in tins_with_flows (set by cake_layout) */
 	uint64_t backlog;      /* bytes */
 	int64_t tin_deficit;
 
@@ -332,6 +333,7 @@ cake_layout(struct cake *c, const struct sched_params *p)
 	for (i = 0; i < c->tin_alloc; i++) {
 		struct cake_tin *b = &c->tins[i];
 
+		b->bit = (uint8_t)(1u << i);
 		m = cake_tin_base(c, i, l.bytes);
 		b->flows = (struct cake_flow *)(void *)(m + l.flows);
 		b->tags = (uint32_t *)(void *)(m + l.tags);
@@ -1309,12 +1311,10 @@ cake_reset_size_stats(struct cake *c)
 static inline void
 cake_tin_flows(struct cake *c, const struct cake_tin *b)
 {
-	uint8_t bit = (uint8_t)(1u << (b - c->tins));
-
 	if (b->sparse_flow_count + b->bulk_flow_count != 0)
-		c->tins_with_flows |= bit;
+		c->tins_with_flows |= b->bit;
 	else
-		c->tins_with_flows &= (uint8_t)~bit;
+		c->tins_with_flows &= (uint8_t)~b->bit;
 }
 
 /* Forget all flow state of an empty tin. */
