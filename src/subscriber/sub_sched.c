@@ -942,6 +942,7 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 
 	struct sub_heap_ent ahead[SUB_DEQUEUE_AHEAD];
 	unsigned int na = 0, ia = 0;
+	uint32_t last = SUB_NONE; /* the subscriber served last */
 
 	if (now >= d->next_tick)
 		sub_sched_tick(ss, dir, now);
@@ -961,11 +962,14 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 		}
 		/*
 		 * The soonest due is the first taken ahead, unless one served
-		 * since went back into the heap before it: the order of the heap
-		 * alone, but for subscribers due at the same time.
+		 * since went back into the heap before it, or the one served
+		 * last is due as soon (a heap keeps its top on a tie): the order
+		 * of the heap alone, but among others due at the same time.
 		 */
-		sub = d->nheap != 0 && d->heap[0].key < ahead[ia].key ? d->heap[0].sub
-								      : ahead[ia].sub;
+		sub = d->nheap != 0 && (d->heap[0].key < ahead[ia].key ||
+					(d->heap[0].key == ahead[ia].key && d->heap[0].sub == last))
+				      ? d->heap[0].sub
+				      : ahead[ia].sub;
 		if (d->link_rate != 0 && d->link_next > now) {
 			d->st.link_waits++;
 			break;
@@ -1007,6 +1011,7 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 			next = now + 1; /* held back inside (overlimit): look again later */
 		}
 		heap_set(ss, dir, sub, next);
+		last = sub;
 	}
 	/* What was taken ahead and not served goes back as it was. */
 	for (; ia < na; ia++)

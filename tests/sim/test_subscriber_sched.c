@@ -48,7 +48,8 @@
 #define FRAME 1514u
 
 static const uint64_t plan_mbit[NSUB] = { 5, 10, 15, 20, 8, 12, 10 };
-static uint32_t spare_slots; /* empty slots after the subscribers (live changes) */
+static uint32_t spare_slots;                 /* empty slots after the subscribers (live changes) */
+static uint64_t sub_lag_ns = SCHED_LAG_AUTO; /* the subscribers' CAKEs' lag limit */
 
 struct src {
 	struct sim_src s;
@@ -137,6 +138,7 @@ build_set(struct world *w, uint64_t ap_mbit, uint32_t pool)
 	sp.rate = 20 * MBIT / 8;
 	sp.diffserv = SCHED_DIFFSERV4;
 	sp.isolation = SCHED_DUAL_DSTHOST;
+	sp.lag_limit_ns = sub_lag_ns;
 	sub_pool_cake_size(&sp);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.set = &w->set;
@@ -358,6 +360,75 @@ test_room(void **state)
  * much (lag_skipped_ns). What it delivered plus what it wrote off is its
  * plan's worth of the window.
  */
+/*
+ * The dequeue takes due subscribers off the heap several at a time (to load
+ * their state together) but still serves the soonest due first: a
+ * subscriber whose frames were due long before the others' goes again as
+ * long as its next one is still the soonest. c3 (20 Mbit/s, one frame each
+ * 605.6 us) queues three frames at 0; c0, c1 and c2 one each at 1.5 ms,
+ * queued as one burst (sub_sched_enqueue_burst). From 1.5 ms on, c3's three
+ * (due at 0, 0.61 and 1.21 ms) leave first.
+ */
+static void
+test_dequeue_soonest_first(void **state)
+{
+	struct world *w;
+	struct sh_pkt *burst[4], *out[32];
+	uint32_t subs[4], order[6], n = 0;
+	const uint32_t late[3] = { 0, 1, 2 };
+	struct sh_pkt_list dropped;
+
+	(void)state;
+	sub_lag_ns = 100000000ull; /* 100 ms: no write-off: c3 is 1.5 ms behind by design */
+	w = world_new(100, NSUB);
+	sub_lag_ns = SCHED_LAG_AUTO;
+	sh_pkt_list_init(&dropped);
+	for (int k = 0; k < 3; k++) {
+		struct src *s = &w->src[3 * NDEV * NFLOW];
+		struct sim_pkt *p = sim_pool_take(&w->pool);
+
+		p->src = 3 * NDEV * NFLOW;
+		sim_sub_enqueue(w->ss, &w->key, &s->s, s->sub, p, FRAME, 0, &dropped);
+	}
+	w->now = 1500000; /* 1.5 ms */
+	for (int k = 0; k < 3; k++) {
+		uint32_t i = late[k] * NDEV * NFLOW;
+		struct sim_pkt *p = sim_pool_take(&w->pool);
+
+		p->src = i;
+		p->born = w->now;
+		sim_build(&w->src[i].s, p, FRAME);
+		p->pkt.mem = SIM_MBUF_MEM;
+		classify_pkt(&p->pkt, &w->key);
+		subs[k] = sub_sched_classify(w->ss, SUB_DOWN, &p->pkt);
+		assert_int_equal(subs[k], late[k]);
+		burst[k] = &p->pkt;
+	}
+	sub_sched_enqueue_burst(w->ss, SUB_DOWN, subs, burst, 3, w->now, &dropped);
+	assert_null(dropped.head);
+	while (n < 6) {
+		unsigned int got =
+				sub_sched_dequeue_burst(w->ss, SUB_DOWN, out, 32, w->now, &dropped);
+
+		assert_null(dropped.head);
+		for (unsigned int k = 0; k < got; k++) {
+			struct sim_pkt *p = (struct sim_pkt *)out[k];
+
+			assert_true(n < 6);
+			order[n++] = w->src[p->src].sub;
+			sim_pool_give(&w->pool, p);
+		}
+		w->now = sub_sched_next_time(w->ss, SUB_DOWN, w->now) > w->now
+					 ? sub_sched_next_time(w->ss, SUB_DOWN, w->now)
+					 : w->now + 1;
+		assert_true(w->now < 100000000ull);
+	}
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(order[k], 3);
+	assert_int_equal(sub_sched_backlog_pkts(w->ss, SUB_DOWN), 0);
+	world_free(w);
+}
+
 static void
 test_stall_written_off(void **state)
 {
@@ -1123,6 +1194,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_room),
 		cmocka_unit_test(test_stall_written_off),
+		cmocka_unit_test(test_dequeue_soonest_first),
 		cmocka_unit_test(test_node_full),
 		cmocka_unit_test(test_link_cut),
 		cmocka_unit_test(test_link_rate_rises),
