@@ -452,7 +452,7 @@ uint64_t sched_lag_skipped_ns(const struct sched *s);
 void sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned int step);
 
 /* The same for a dequeue from s at now (as far as its head packets). */
-#define SCHED_PREFETCH_DEQUEUE_STEPS 5u
+#define SCHED_PREFETCH_DEQUEUE_STEPS 6u
 void sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step);
 
 /*

@@ -154,6 +154,12 @@ struct cake_tin {
 	struct cake_sojourn {
 		uint64_t all, sparse;
 	} sojourn[SCHED_SOJOURN_BUCKETS];
+	/*
+	 * To 29 cache lines (1856 bytes): at 26 (13 x 128) or 27 GCC 12 turns a
+	 * tin index's multiply into chains of lea and shift, about 40
+	 * instructions a packet more than an imul (docs/PERFORMANCE.md).
+	 */
+	uint8_t pad_to_29_lines[192];
 };
 
 struct cake_heap_ent {
@@ -230,7 +236,7 @@ struct cake {
 	struct cake_heap_ent *heap; /* slots entries: max-heap on key */
 	uint16_t *heap_pos;         /* slots entries: id -> position in heap[] */
 };
-_Static_assert(sizeof(struct cake_tin) % 64 == 0, "a tin is whole cache lines");
+_Static_assert(sizeof(struct cake_tin) == 29 * 64, "a tin is 29 cache lines");
 _Static_assert(offsetof(struct cake, backlog) == offsetof(struct cake, tin_map) + 64 &&
 			       offsetof(struct cake, p) <= offsetof(struct cake, tin_map) + 128,
 	       "the hot fields of struct cake are two cache lines");
@@ -1759,7 +1765,7 @@ cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int s
 /*
  * sched_prefetch_dequeue's steps for a CAKE: 0 struct cake, 1 what a
  * dequeue reads of each tin with flows, 2 the flow at the head of their
- * lists, 3 that flow's head packet and the sojourn buckets it will count in.
+ * lists, 3 that flow's head packet, 4 the sojourn bucket it will count in.
  */
 static void
 cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
@@ -1790,15 +1796,14 @@ cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
 			if (b->lists[l].head == CAKE_NIL)
 				continue;
 			f = &b->flows[b->lists[l].head];
-			cake_prefetch_span(f, 0, sizeof(*f) - 1);
 			if (step == 2)
-				break;
-			if (f->pkts.head != NULL) {
+				cake_prefetch_span(f, 0, sizeof(*f) - 1);
+			else if (f->pkts.head != NULL && step == 3)
 				__builtin_prefetch(f->pkts.head);
+			else if (f->pkts.head != NULL)
 				__builtin_prefetch(&b->sojourn[sched_sojourn_bucket(
 								   now - f->pkts.head->enq_ns)],
 						   1);
-			}
 			break;
 		}
 	}

@@ -492,7 +492,7 @@ def run_shaperd(args, eal, traffic, mode):
     log_path = os.path.join(args.workdir, "shaperd-%s-%d.log" % (tag, eal.n + 1))
     mem_mb = EAL_MEM_MB
     if mode == "subs":
-        # A diffserv4 CAKE per subscriber each way (125 kB each, shaperd
+        # A diffserv4 CAKE per subscriber each way (126 kB each, shaperd
         # --check-config) and rte_lpm's 2^24-entry table (64 MB a direction).
         mem_mb += traffic["hosts"] * 2 * 140 // 1024 + 512
     cmd = shaperd_argv(args.shaperd, cfg_path, exit_json, eal_argv=eal.argv("sd", mem_mb))
