@@ -546,9 +546,8 @@ sched_prefetch_enqueue(const struct sched *s, const struct sh_pkt *pkt, unsigned
 {
 	if (step == 0)
 		__builtin_prefetch(s, 1); /* the ops, the impl and the counters */
-	else if (s->ops->prefetch_enqueue != NULL) {
+	else if (s->ops->prefetch_enqueue != NULL)
 		s->ops->prefetch_enqueue(s->impl, pkt, step - 1);
-	}
 }
 
 void
@@ -556,9 +555,8 @@ sched_prefetch_dequeue(const struct sched *s, uint64_t now, unsigned int step)
 {
 	if (step == 0)
 		__builtin_prefetch(s, 1);
-	else if (s->ops->prefetch_dequeue != NULL) {
+	else if (s->ops->prefetch_dequeue != NULL)
 		s->ops->prefetch_dequeue(s->impl, now, step - 1);
-	}
 }
 
 unsigned int

@@ -939,7 +939,6 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 {
 	struct sub_sched_dir *d = &ss->d[dir];
 	unsigned int n = 0;
-
 	struct sub_heap_ent ahead[SUB_DEQUEUE_AHEAD];
 	unsigned int na = 0, ia = 0;
 	uint32_t last = SUB_NONE; /* the subscriber served last */
