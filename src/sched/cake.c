@@ -155,7 +155,7 @@ struct cake_tin {
 		uint64_t all, sparse;
 	} sojourn[SCHED_SOJOURN_BUCKETS];
 	/*
-	 * To 29 cache lines (1856 bytes): at 26 (13 x 128) or 27 GCC 12 turns a
+	 * To 29 cache lines (1856 bytes): at 26 (13 x 128) to 28 GCC 12 turns a
 	 * tin index's multiply into chains of lea and shift, about 40
 	 * instructions a packet more than an imul (docs/PERFORMANCE.md).
 	 */
@@ -1666,7 +1666,7 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 		cake_list_append(b, CAKE_LIST_NEW, idx);
 		f->set = CAKE_SET_SPARSE;
 		b->sparse_flow_count++;
-		c->tins_with_flows |= (uint8_t)(1u << tin);
+		c->tins_with_flows |= b->bit;
 		f->deficit = cake_flow_quantum(c, b, f);
 	} else if (f->set == CAKE_SET_SPARSE_WAIT) {
 		f->set = CAKE_SET_BULK;
@@ -1707,6 +1707,17 @@ cake_prefetch_span(const void *base, size_t from, size_t to)
 		__builtin_prefetch((const char *)base + off, 1);
 }
 
+/* The lines of struct cake both an enqueue and a dequeue read. */
+static inline void
+cake_prefetch_hot(const struct cake *c)
+{
+	cake_prefetch_span(c, offsetof(struct cake, tin_map), offsetof(struct cake, resync));
+	cake_prefetch_span(c, offsetof(struct cake, p.overhead_mode),
+			   offsetof(struct cake, p.vlan_hosts));
+	__builtin_prefetch(&c->rng, 1); /* and the frame size statistics */
+	__builtin_prefetch(&c->quantum_div[1]);
+}
+
 /*
  * sched_prefetch_enqueue's steps for a CAKE: 0 the lines of struct cake an
  * enqueue reads, 1 (from those) pkt's tin and its queue's tag, busy bit and
@@ -1724,12 +1735,7 @@ cake_prefetch_enqueue(const void *impl, const struct sh_pkt *pkt, unsigned int s
 	const char *m;
 
 	if (step == 0) {
-		cake_prefetch_span(c, offsetof(struct cake, tin_map),
-				   offsetof(struct cake, resync));
-		cake_prefetch_span(c, offsetof(struct cake, p.overhead_mode),
-				   offsetof(struct cake, p.vlan_hosts));
-		__builtin_prefetch(&c->rng, 1); /* and the frame size statistics */
-		__builtin_prefetch(&c->quantum_div[1]);
+		cake_prefetch_hot(c);
 		return;
 	}
 	if (step != 1)
@@ -1773,11 +1779,7 @@ cake_prefetch_dequeue(const void *impl, uint64_t now, unsigned int step)
 	const struct cake *c = impl;
 
 	if (step == 0) {
-		cake_prefetch_span(c, offsetof(struct cake, tin_map),
-				   offsetof(struct cake, resync));
-		__builtin_prefetch(&c->p.ecn);
-		__builtin_prefetch(&c->rng, 1);
-		__builtin_prefetch(&c->quantum_div[1]);
+		cake_prefetch_hot(c);
 		return;
 	}
 	for (uint32_t m = c->tins_with_flows & ((1u << c->tin_scan) - 1); m != 0; m &= m - 1) {
