@@ -38,24 +38,32 @@ enum sub_drop_kind {
  * worker is the only writer; the counters (rate to marks) are stored with
  * relaxed atomics so the control thread may read them at any time
  * (sub_sched_counters), without a lock.
+ *
+ * What a packet reads and writes in one direction, on its way in and on
+ * its way out, is that direction's cache line (struct sub_idle_dir): with
+ * thousands of subscribers busy a record is out of cache at each packet,
+ * and one line loads sooner than the four the counters would span
+ * interleaved by direction.
  */
+struct sub_idle_dir {
+	struct sched *cake; /* NULL while idle in that direction */
+	uint64_t last_pkt_ns;
+	uint64_t bytes, packets; /* arrived (handed to its scheduler) */
+	uint64_t sent_bytes, sent_packets;
+	/* Its CAKE's count of written-off pacing time at the last fold into lag_skipped_ns. */
+	uint64_t lag_seen;
+	uint32_t qlen; /* packets queued in its CAKE now */
+} __attribute__((aligned(64)));
+
 struct sub_idle {
-	struct sched *cake[SUB_DIRS]; /* NULL while idle in that direction */
-	uint64_t rate[SUB_DIRS];      /* allocated bytes/s */
-	uint64_t last_pkt_ns[SUB_DIRS];
-	uint64_t bytes[SUB_DIRS], packets[SUB_DIRS]; /* arrived (handed to its scheduler) */
-	uint64_t sent_bytes[SUB_DIRS], sent_packets[SUB_DIRS];
-	uint64_t dropped[SUB_DIRS][SUB_DROP_KINDS];
-	uint64_t marks[SUB_DIRS];    /* packets its CAKE turned CE (ECN) */
+	struct sub_idle_dir dir[SUB_DIRS];
+	/* What each allocation reads and writes, in the line after. */
+	uint64_t rate[SUB_DIRS];     /* allocated bytes/s */
 	uint64_t arrivals[SUB_DIRS]; /* moving average of the arrival rate, for the demand */
-	uint32_t qlen[SUB_DIRS];     /* packets queued in its CAKE now */
-	/*
-	 * Pacing time its CAKEs wrote off (the worker away longer than their
-	 * lag limit), and its CAKE's own count at the last fold into it.
-	 */
-	uint64_t lag_skipped_ns[SUB_DIRS], lag_seen[SUB_DIRS];
-	/* The per-subscriber scheduler's (shaper/subscriber_sched.h) bookkeeping. */
-	uint64_t tick_bytes[SUB_DIRS]; /* bytes[] at the last allocation */
+	uint64_t marks[SUB_DIRS];    /* packets its CAKE turned CE (ECN) */
+	/* Pacing time its CAKEs wrote off (the worker away longer than their lag limit). */
+	uint64_t lag_skipped_ns[SUB_DIRS];
+	uint64_t dropped[SUB_DIRS][SUB_DROP_KINDS];
 };
 
 /*

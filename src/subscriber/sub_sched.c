@@ -60,6 +60,7 @@ struct sub_sched_dir {
 	uint32_t *pos; /* per subscriber (and the link's entry): its place in heap, or SUB_NONE */
 	uint32_t nheap;
 	uint64_t *demand, *rate; /* per subscriber (and the link's entry), bit/s */
+	uint64_t *tick_bytes;    /* per subscriber: its bytes arrived at the last tick */
 	uint64_t queued;         /* packets in all its schedulers */
 	uint64_t limit;          /* joint packet limit of them all; 0 = none */
 	uint32_t fat;            /* the subscriber found holding the most, last time */
@@ -191,14 +192,33 @@ heap_set(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, uint64_t key)
 
 /* ---------------------------------------------------------------- create */
 
+/* A line per direction, one the allocation reads and writes, one of drops by reason. */
+_Static_assert(sizeof(struct sub_idle_dir) == 64 && sizeof(struct sub_idle) == 4 * 64,
+	       "a subscriber's record is a line per direction and two of counters");
+
+/* n records, zeroed, each direction's line aligned to a cache line. NULL when out of memory. */
+static struct sub_idle *
+records_alloc(size_t n)
+{
+	struct sub_idle *r;
+
+	if (n > SIZE_MAX / sizeof(*r))
+		return NULL;
+	r = aligned_alloc(_Alignof(struct sub_idle), n * sizeof(*r));
+	if (r != NULL)
+		memset(r, 0, n * sizeof(*r));
+	return r;
+}
+
 size_t
 sub_sched_bytes_for(uint32_t nsubs)
 {
 	/* Per subscriber and the link's entry: its record, and per direction its heap entry
-	 * and place in it, demand, rate and plan, and its places in the active lists. */
+	 * and place in it, demand, rate, plan and bytes at the last tick, and its places in
+	 * the active lists. */
 	size_t per = sizeof(struct sub_idle) + SUB_RTT_SIDES * sizeof(struct sub_rtt) +
 		     SUB_DIRS * (sizeof(struct sub_heap_ent) + 4 * sizeof(uint32_t) +
-				 3 * sizeof(uint64_t));
+				 4 * sizeof(uint64_t));
 
 	return ((size_t)nsubs + 1) * per + sizeof(struct sub_sched);
 }
@@ -216,6 +236,7 @@ sub_sched_free(struct sub_sched *ss)
 		free(d->pos);
 		free(d->demand);
 		free(d->rate);
+		free(d->tick_bytes);
 		free(d->act);
 		free(d->act_tmp);
 		free(d->fresh);
@@ -296,7 +317,7 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	ss->lookup_v4 = cfg->lookup_v4;
 	ss->lookup_v6 = cfg->lookup_v6;
 	ss->lookup_ctx = cfg->lookup_ctx;
-	ss->subs = calloc(n, sizeof(*ss->subs));
+	ss->subs = records_alloc(n);
 	ss->rtt = calloc(n, sizeof(*ss->rtt));
 	ss->lookup = sub_lookup_create(set);
 	ss->alloc = alloc_with_link(set, nunk, NULL);
@@ -309,13 +330,14 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 		d->pos = malloc(n * sizeof(*d->pos));
 		d->demand = calloc(n, sizeof(*d->demand));
 		d->rate = calloc(n, sizeof(*d->rate));
+		d->tick_bytes = calloc(n, sizeof(*d->tick_bytes));
 		ss->plan_max[dir] = calloc(n, sizeof(*ss->plan_max[dir]));
 		d->act = calloc(n, sizeof(*d->act));
 		d->act_tmp = calloc(n, sizeof(*d->act_tmp));
 		d->fresh = calloc(n, sizeof(*d->fresh));
 		if (d->heap == NULL || d->pos == NULL || d->demand == NULL || d->rate == NULL ||
-		    ss->plan_max[dir] == NULL || d->act == NULL || d->act_tmp == NULL ||
-		    d->fresh == NULL)
+		    d->tick_bytes == NULL || ss->plan_max[dir] == NULL || d->act == NULL ||
+		    d->act_tmp == NULL || d->fresh == NULL)
 			goto nomem;
 		/* The link's own scheduler is always there. */
 		d->act[d->nact++] = set->nsubs;
@@ -339,8 +361,8 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 		for (i = 0; i < n; i++)
 			ss->d[dir].pos[i] = SUB_NONE;
 	/* The link's own scheduler stays with its entry: it never goes to a pool. */
-	ss->subs[set->nsubs].cake[SUB_DOWN] = cfg->link[SUB_DOWN];
-	ss->subs[set->nsubs].cake[SUB_UP] = cfg->link[SUB_UP];
+	ss->subs[set->nsubs].dir[SUB_DOWN].cake = cfg->link[SUB_DOWN];
+	ss->subs[set->nsubs].dir[SUB_UP].cake = cfg->link[SUB_UP];
 	return ss;
 nomem:
 	sub_sched_free(ss);
@@ -413,10 +435,10 @@ cake_given(struct sub_sched *ss, enum sub_dir dir, uint32_t i)
 {
 	struct sub_idle *s = &ss->subs[i];
 
-	CTR_SET(s->cake[dir], NULL); /* sub_sched_slot_idle reads it */
+	CTR_SET(s->dir[dir].cake, NULL); /* sub_sched_slot_idle reads it */
 	CTR_SET(s->rate[dir], 0);
 	ss->d[dir].st.given++;
-	if (i > ss->nsubs && s->cake[dir == SUB_DOWN ? SUB_UP : SUB_DOWN] == NULL)
+	if (i > ss->nsubs && s->dir[dir == SUB_DOWN ? SUB_UP : SUB_DOWN].cake == NULL)
 		sub_unknown_release(ss->unknown, i - ss->nsubs - 1);
 }
 
@@ -445,6 +467,8 @@ unknown_claim(struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
 	/* Its last address's counters and RTT are not this one's. */
 	sub = ss->nsubs + 1 + slot;
 	memset(&ss->subs[sub], 0, sizeof(ss->subs[sub]));
+	for (int d = 0; d < SUB_DIRS; d++)
+		ss->d[d].tick_bytes[sub] = 0;
 	memset(ss->rtt[sub], 0, sizeof(ss->rtt[sub]));
 	return sub;
 }
@@ -514,13 +538,13 @@ sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struc
  * the last tick; was_all: it was backlogged (SUB_DEMAND_ALL) at the last.
  */
 static uint64_t
-demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t dt, bool was_all)
+demand_of(struct sub_idle *s, enum sub_dir dir, uint64_t *tick_bytes, uint64_t dt, bool was_all)
 {
-	uint64_t arrived = s->bytes[dir] - s->tick_bytes[dir], now_bps, keep_up, drain;
+	uint64_t arrived = s->dir[dir].bytes - *tick_bytes, now_bps, keep_up, drain;
 	/* Its CAKE's backlog, kept beside the rest: no read of the CAKE per subscriber per tick. */
-	uint32_t backlog = s->qlen[dir];
+	uint32_t backlog = s->dir[dir].qlen;
 
-	s->tick_bytes[dir] = s->bytes[dir];
+	*tick_bytes = s->dir[dir].bytes;
 	now_bps = dt != 0 ? arrived * 8u * 1000000000ull / dt : 0;
 	/* An average over about four ticks, so one burst does not set the demand. */
 	CTR_SET(s->arrivals[dir], (3 * s->arrivals[dir] + now_bps) / 4);
@@ -619,13 +643,14 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 
 		i = d->act[j];
 		s = &ss->subs[i];
-		if (s->cake[dir] == NULL)
+		if (s->dir[dir].cake == NULL)
 			continue;
-		d->demand[i] = demand_of(s, dir, dt, d->demand[i] == SUB_DEMAND_ALL);
+		d->demand[i] = demand_of(s, dir, &d->tick_bytes[i], dt,
+					 d->demand[i] == SUB_DEMAND_ALL);
 		/* Drained and quiet for the hold: the CAKE goes back. */
 		if (i != ss->nsubs && d->demand[i] == 0 && d->pos[i] == SUB_NONE &&
-		    sub_pool_may_return(s->cake[dir], s->last_pkt_ns[dir], now) &&
-		    sub_pool_give(d->pool, s->cake[dir]) == 0) {
+		    sub_pool_may_return(s->dir[dir].cake, s->dir[dir].last_pkt_ns, now) &&
+		    sub_pool_give(d->pool, s->dir[dir].cake) == 0) {
 			cake_given(ss, dir, i);
 			continue;
 		}
@@ -684,12 +709,12 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 		r = sub_rate_banded(r, w, sub_alloc_plan(ss->alloc, dir, i)->min / 8, max);
 		if (r == 0 || r == w)
 			continue;
-		if (sched_set_rate(s->cake[dir], r, now) == 0) {
+		if (sched_set_rate(s->dir[dir].cake, r, now) == 0) {
 			CTR_SET(s->rate[dir], r);
 			d->st.rate_changes++;
 			/* A new rate moves its next time. */
 			if (d->pos[i] != SUB_NONE)
-				heap_set(ss, dir, i, sched_next_time(s->cake[dir], now));
+				heap_set(ss, dir, i, sched_next_time(s->dir[dir].cake, now));
 		}
 	}
 	d->st.allocations++;
@@ -734,13 +759,13 @@ budget_victim(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving)
 	uint64_t avg = d->nheap != 0 ? d->queued / d->nheap : 0;
 	uint32_t best = arriving;
 
-	if (ss->subs[arriving].qlen[dir] != 0 && ss->subs[arriving].qlen[dir] >= avg)
+	if (ss->subs[arriving].dir[dir].qlen != 0 && ss->subs[arriving].dir[dir].qlen >= avg)
 		return arriving;
-	if (d->fat <= ss->nsubs + ss->nunk && ss->subs[d->fat].qlen[dir] != 0 &&
-	    ss->subs[d->fat].qlen[dir] >= avg)
+	if (d->fat <= ss->nsubs + ss->nunk && ss->subs[d->fat].dir[dir].qlen != 0 &&
+	    ss->subs[d->fat].dir[dir].qlen >= avg)
 		return d->fat;
 	for (uint32_t i = 0; i < d->nheap; i++)
-		if (ss->subs[d->heap[i].sub].qlen[dir] > ss->subs[best].qlen[dir])
+		if (ss->subs[d->heap[i].sub].dir[dir].qlen > ss->subs[best].dir[dir].qlen)
 			best = d->heap[i].sub;
 	d->fat = best;
 	return best;
@@ -757,20 +782,20 @@ budget_drop(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving, uint64_t 
 	struct sh_pkt *old_tail = dropped->tail, *p;
 	unsigned int n = 0;
 
-	if (v->cake[dir] == NULL || v->qlen[dir] == 0)
+	if (v->dir[dir].cake == NULL || v->dir[dir].qlen == 0)
 		return;
 	/* The search is bounded per call: a packet far along the queues takes a few. */
 	for (int i = 0; n == 0 && i < SUB_BUDGET_TRIES; i++)
-		n = sched_flush_some(v->cake[dir], dropped, 1);
+		n = sched_flush_some(v->dir[dir].cake, dropped, 1);
 	if (n == 0)
 		return;
 	p = old_tail != NULL ? old_tail->next : dropped->head;
 	p->drop_reason = SHAPER_DROP_OVERFLOW;
 	CTR_ADD(v->dropped[dir][SUB_DROP_BUDGET], 1);
-	CTR_SET(v->qlen[dir], v->qlen[dir] - 1);
+	CTR_SET(v->dir[dir].qlen, v->dir[dir].qlen - 1);
 	d->queued--;
 	d->st.budget_drops++;
-	heap_set(ss, dir, victim, sched_next_time(v->cake[dir], now));
+	heap_set(ss, dir, victim, sched_next_time(v->dir[dir].cake, now));
 }
 
 void
@@ -794,21 +819,21 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 		sub = ss->unknown_on ? unknown_claim(ss, dir, pkt) : ss->nsubs;
 	}
 	s = &ss->subs[sub];
-	if (s->cake[dir] == NULL) {
+	if (s->dir[dir].cake == NULL) {
 		struct sched *c = sub_pool_take(d->pool);
 
 		if (c == NULL) {
 			/* None free: the link's scheduler holds it until one is. */
 			d->st.pool_empty++;
-			CTR_ADD(s->bytes[dir], pkt->len); /* its demand still counts */
-			s->last_pkt_ns[dir] = now;
+			CTR_ADD(s->dir[dir].bytes, pkt->len); /* its demand still counts */
+			s->dir[dir].last_pkt_ns = now;
 			sub = ss->nsubs;
 			s = &ss->subs[sub];
 		} else {
 			uint64_t r = ss->plan_max[dir][sub] / 8;
 
-			CTR_SET(s->cake[dir], c);
-			s->lag_seen[dir] = sched_lag_skipped_ns(c);
+			CTR_SET(s->dir[dir].cake, c);
+			s->dir[dir].lag_seen = sched_lag_skipped_ns(c);
 			d->st.taken++;
 			d->fresh[d->nfresh++] = sub;
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
@@ -817,17 +842,17 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 				CTR_SET(s->rate[dir], r);
 		}
 	}
-	self = sched_enqueue(s->cake[dir], pkt, now, dropped);
-	CTR_ADD(s->bytes[dir], pkt->len);
-	CTR_ADD(s->packets[dir], 1);
-	s->last_pkt_ns[dir] = now;
+	self = sched_enqueue(s->dir[dir].cake, pkt, now, dropped);
+	CTR_ADD(s->dir[dir].bytes, pkt->len);
+	CTR_ADD(s->dir[dir].packets, 1);
+	s->dir[dir].last_pkt_ns = now;
 	nd = dropped->count == 0 ? 0 : count_drops(s, dir, dropped, old_tail);
-	CTR_SET(s->qlen[dir], s->qlen[dir] + 1 - nd);
+	CTR_SET(s->dir[dir].qlen, s->dir[dir].qlen + 1 - nd);
 	/* No credit for idle time: an idle direction's pacer starts again at now. */
 	if (d->queued == 0 && d->link_next < now)
 		d->link_next = now;
 	d->queued = d->queued + 1 - nd;
-	heap_set(ss, dir, sub, sched_next_time(s->cake[dir], now));
+	heap_set(ss, dir, sub, sched_next_time(s->dir[dir].cake, now));
 	if (d->limit != 0 && d->queued > d->limit && !self)
 		budget_drop(ss, dir, sub, now, dropped);
 	return self;
@@ -846,17 +871,16 @@ sub_sched_enqueue_burst(struct sub_sched *ss, enum sub_dir dir, const uint32_t *
 		if (subs[i] < ss->nsubs) {
 			const struct sub_idle *s = &ss->subs[subs[i]];
 
-			__builtin_prefetch(&s->cake[dir]);
-			__builtin_prefetch(&s->packets[dir], 1);
-			__builtin_prefetch(&s->qlen[dir], 1);
+			__builtin_prefetch(&s->dir[dir], 1);
 			__builtin_prefetch(&d->pos[subs[i]]);
 		}
 	}
 	/* Then each CAKE, a step of it over the whole burst at a time. */
 	for (step = 0; step < SCHED_PREFETCH_ENQUEUE_STEPS; step++) {
 		for (i = 0; i < n; i++) {
-			const struct sched *c =
-					subs[i] < ss->nsubs ? ss->subs[subs[i]].cake[dir] : NULL;
+			const struct sched *c = subs[i] < ss->nsubs
+								? ss->subs[subs[i]].dir[dir].cake
+								: NULL;
 
 			if (c == NULL)
 				continue;
@@ -878,13 +902,14 @@ sub_sched_enqueue_burst(struct sub_sched *ss, enum sub_dir dir, const uint32_t *
 static inline void
 fold_lag(struct sub_idle *s, enum sub_dir dir)
 {
-	uint64_t cur = sched_lag_skipped_ns(s->cake[dir]);
+	uint64_t cur = sched_lag_skipped_ns(s->dir[dir].cake);
 
-	if (cur == s->lag_seen[dir])
+	if (cur == s->dir[dir].lag_seen)
 		return;
 	/* Below the last count: stats.reset zeroed it (the link's own scheduler's entry). */
-	CTR_ADD(s->lag_skipped_ns[dir], cur > s->lag_seen[dir] ? cur - s->lag_seen[dir] : cur);
-	s->lag_seen[dir] = cur;
+	CTR_ADD(s->lag_skipped_ns[dir],
+		cur > s->dir[dir].lag_seen ? cur - s->dir[dir].lag_seen : cur);
+	s->dir[dir].lag_seen = cur;
 }
 
 /* The ECN bits in the packet's IP header now (its pkt->ecn is what it arrived with). */
@@ -922,14 +947,11 @@ take_ahead(struct sub_sched *ss, enum sub_dir dir, struct sub_heap_ent *ahead, u
 	for (i = 0; i < n; i++) {
 		const struct sub_idle *s = &ss->subs[ahead[i].sub];
 
-		__builtin_prefetch(&s->cake[dir]);
-		__builtin_prefetch(&s->sent_packets[dir], 1);
-		__builtin_prefetch(&s->qlen[dir], 1);
-		__builtin_prefetch(&s->lag_seen[dir], 1);
+		__builtin_prefetch(&s->dir[dir], 1);
 	}
 	for (step = 0; step < SCHED_PREFETCH_DEQUEUE_STEPS; step++)
 		for (i = 0; i < n; i++)
-			sched_prefetch_dequeue(ss->subs[ahead[i].sub].cake[dir], now, step);
+			sched_prefetch_dequeue(ss->subs[ahead[i].sub].dir[dir].cake, now, step);
 	return n;
 }
 
@@ -976,17 +998,17 @@ sub_sched_dequeue_burst(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt **
 		if (sub == ahead[ia].sub)
 			ia++;
 		s = &ss->subs[sub];
-		pkt = sched_dequeue(s->cake[dir], now, dropped);
+		pkt = sched_dequeue(s->dir[dir].cake, now, dropped);
 		fold_lag(s, dir);
 		nd = dropped->tail == old_tail ? 0 : count_drops(s, dir, dropped, old_tail);
 		d->queued -= nd + (pkt != NULL);
-		CTR_SET(s->qlen[dir], s->qlen[dir] - nd - (pkt != NULL));
-		next = sched_next_time(s->cake[dir], now);
+		CTR_SET(s->dir[dir].qlen, s->dir[dir].qlen - nd - (pkt != NULL));
+		next = sched_next_time(s->dir[dir].cake, now);
 		if (pkt != NULL) {
 			uint32_t len = pkt->adj_len != 0 ? pkt->adj_len : pkt->len;
 
-			CTR_ADD(s->sent_bytes[dir], pkt->len);
-			CTR_ADD(s->sent_packets[dir], 1);
+			CTR_ADD(s->dir[dir].sent_bytes, pkt->len);
+			CTR_ADD(s->dir[dir].sent_packets, 1);
 			/* Arrived ECT and leaves CE: its CAKE marked it. */
 			if (pkt->ecn != 0 && pkt->ecn != SUB_ECN_CE && ecn_now(pkt) == SUB_ECN_CE)
 				CTR_ADD(s->marks[dir], 1);
@@ -1046,20 +1068,20 @@ sub_sched_flush(struct sub_sched *ss, enum sub_dir dir, struct sh_pkt_list *out)
 	for (uint32_t i = 0; i <= ss->nsubs + ss->nunk; i++) {
 		struct sub_idle *s = &ss->subs[i];
 
-		if (s->cake[dir] == NULL)
+		if (s->dir[dir].cake == NULL)
 			continue;
-		sched_flush(s->cake[dir], out);
-		CTR_SET(s->qlen[dir], 0);
+		sched_flush(s->dir[dir].cake, out);
+		CTR_SET(s->dir[dir].qlen, 0);
 		if (d->pos[i] != SUB_NONE)
 			heap_set(ss, dir, i, UINT64_MAX);
-		if (i != ss->nsubs && sub_pool_give(d->pool, s->cake[dir]) == 0)
+		if (i != ss->nsubs && sub_pool_give(d->pool, s->dir[dir].cake) == 0)
 			cake_given(ss, dir, i);
 	}
 	d->queued = 0;
 	/* Whatever kept its CAKE (none should) stays active. */
 	d->nact = d->nfresh = 0;
 	for (uint32_t i = 0; i <= ss->nsubs + ss->nunk; i++)
-		if (ss->subs[i].cake[dir] != NULL)
+		if (ss->subs[i].dir[dir].cake != NULL)
 			d->act[d->nact++] = i;
 }
 
@@ -1120,14 +1142,14 @@ sub_sched_counters(const struct sub_sched *ss, uint32_t sub, enum sub_dir dir,
 	}
 	out->rate = CTR_GET(s->rate[dir]);
 	out->arrival_bps = CTR_GET(s->arrivals[dir]);
-	out->bytes = CTR_GET(s->bytes[dir]);
-	out->packets = CTR_GET(s->packets[dir]);
-	out->sent_bytes = CTR_GET(s->sent_bytes[dir]);
-	out->sent_packets = CTR_GET(s->sent_packets[dir]);
+	out->bytes = CTR_GET(s->dir[dir].bytes);
+	out->packets = CTR_GET(s->dir[dir].packets);
+	out->sent_bytes = CTR_GET(s->dir[dir].sent_bytes);
+	out->sent_packets = CTR_GET(s->dir[dir].sent_packets);
 	for (int k = 0; k < SUB_DROP_KINDS; k++)
 		out->dropped[k] = CTR_GET(s->dropped[dir][k]);
 	out->marks = CTR_GET(s->marks[dir]);
-	out->qlen = CTR_GET(s->qlen[dir]);
+	out->qlen = CTR_GET(s->dir[dir].qlen);
 	out->lag_skipped_ns = CTR_GET(s->lag_skipped_ns[dir]);
 	/* The link's entry always holds the link's scheduler. */
 	out->active = sub != sub_sched_nsubs(ss) && out->rate != 0;
@@ -1175,7 +1197,7 @@ struct sub_sched_change {
 	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
 	struct sub_heap_ent *heap[SUB_DIRS];
 	uint32_t *pos[SUB_DIRS], *act[SUB_DIRS], *act_tmp[SUB_DIRS], *fresh[SUB_DIRS];
-	uint64_t *demand[SUB_DIRS], *rate[SUB_DIRS];
+	uint64_t *demand[SUB_DIRS], *rate[SUB_DIRS], *tick_bytes[SUB_DIRS];
 };
 
 void
@@ -1193,6 +1215,7 @@ sub_sched_change_free(struct sub_sched_change *c)
 		free(c->fresh[dir]);
 		free(c->demand[dir]);
 		free(c->rate[dir]);
+		free(c->tick_bytes[dir]);
 	}
 	free(c->subs);
 	free(c->rtt);
@@ -1207,7 +1230,7 @@ sub_sched_change_free(struct sub_sched_change *c)
 static int
 grow_build(struct sub_sched_change *c, uint32_t n)
 {
-	c->subs = calloc(n, sizeof(*c->subs));
+	c->subs = records_alloc(n);
 	c->rtt = calloc(n, sizeof(*c->rtt));
 	if (c->subs == NULL || c->rtt == NULL)
 		return -ENOMEM;
@@ -1219,9 +1242,10 @@ grow_build(struct sub_sched_change *c, uint32_t n)
 		c->fresh[dir] = calloc(n, sizeof(*c->fresh[dir]));
 		c->demand[dir] = calloc(n, sizeof(*c->demand[dir]));
 		c->rate[dir] = calloc(n, sizeof(*c->rate[dir]));
+		c->tick_bytes[dir] = calloc(n, sizeof(*c->tick_bytes[dir]));
 		if (c->heap[dir] == NULL || c->pos[dir] == NULL || c->act[dir] == NULL ||
 		    c->act_tmp[dir] == NULL || c->fresh[dir] == NULL || c->demand[dir] == NULL ||
-		    c->rate[dir] == NULL)
+		    c->rate[dir] == NULL || c->tick_bytes[dir] == NULL)
 			return -ENOMEM;
 		for (uint32_t i = 0; i < n; i++)
 			c->pos[dir][i] = SUB_NONE;
@@ -1323,6 +1347,7 @@ grow_apply(struct sub_sched *ss, struct sub_sched_change *c)
 			c->pos[dir][REMAP(i)] = d->pos[i];
 			c->demand[dir][REMAP(i)] = d->demand[i];
 			c->rate[dir][REMAP(i)] = d->rate[i];
+			c->tick_bytes[dir][REMAP(i)] = d->tick_bytes[i];
 		}
 		for (uint32_t k = 0; k < d->nheap; k++) {
 			c->heap[dir][k].key = d->heap[k].key;
@@ -1340,6 +1365,7 @@ grow_apply(struct sub_sched *ss, struct sub_sched_change *c)
 		SWAP(d->fresh, c->fresh[dir]);
 		SWAP(d->demand, c->demand[dir]);
 		SWAP(d->rate, c->rate[dir]);
+		SWAP(d->tick_bytes, c->tick_bytes[dir]);
 	}
 #undef REMAP
 	/* Records first, then the count: readers (record_of) load them the other way round. */
@@ -1393,8 +1419,8 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 	for (uint32_t i = 0; i < c->nreset; i++) {
 		struct sub_idle *s = &ss->subs[c->reset[i]];
 
-		if (c->reset[i] >= ss->nsubs || s->cake[SUB_DOWN] != NULL ||
-		    s->cake[SUB_UP] != NULL)
+		if (c->reset[i] >= ss->nsubs || s->dir[SUB_DOWN].cake != NULL ||
+		    s->dir[SUB_UP].cake != NULL)
 			continue;
 		memset(s, 0, sizeof(*s)); /* idle: out of both heaps already */
 		memset(ss->rtt[c->reset[i]], 0, sizeof(ss->rtt[0])); /* not the old one's RTT */
@@ -1415,7 +1441,7 @@ sub_sched_slot_idle(const struct sub_sched *ss, uint32_t sub)
 	const struct sub_idle *s = record_of(ss, sub);
 
 	return s == NULL ||
-	       (CTR_GET(s->cake[SUB_DOWN]) == NULL && CTR_GET(s->cake[SUB_UP]) == NULL);
+	       (CTR_GET(s->dir[SUB_DOWN].cake) == NULL && CTR_GET(s->dir[SUB_UP].cake) == NULL);
 }
 
 uint64_t
@@ -1434,7 +1460,7 @@ sub_sched_active(const struct sub_sched *ss, enum sub_dir dir, uint32_t *n)
 uint64_t
 sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
 {
-	return ss->subs[sub].cake[dir] != NULL ? ss->d[dir].demand[sub] : 0;
+	return ss->subs[sub].dir[dir].cake != NULL ? ss->d[dir].demand[sub] : 0;
 }
 
 /* ------------------------------------------------------------------- RTT */

@@ -2,7 +2,7 @@
  * bench_sub_sched: the cost per packet of per-subscriber shaping against
  * one CAKE for the link, on the same traffic, without DPDK. Not a test.
  *
- *   bench_sub_sched link|subs NSUBS ACTIVE PACKETS [WARMUP]
+ *   bench_sub_sched link|subs|link-open|subs-open NSUBS ACTIVE PACKETS [WARMUP]
  *
  * NSUBS subscribers are configured (20 Mbit/s plans, one /32 each, under
  * the link at 1 Gbit/s); the first ACTIVE of them each send two UDP flows
@@ -12,6 +12,9 @@
  * each frame (link: the link's CAKE; subs: its subscriber's CAKE through
  * sub_sched, looked up with the set's own hash lookup, not rte_lpm) and
  * dequeues what is due, as the worker's turn does. The clock is simulated.
+ * The -open runs are tools/bench/bench.py's subscriber rows instead: 64-byte
+ * frames at 1 Gbit/s offered, plans of 10 Gbit/s under a 100 Gbit/s link,
+ * so nothing waits for its rate and every packet leaves in the turn it came.
  *
  * Instructions per packet, repeatable whatever the machine's load:
  *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=measure_turn \
@@ -38,9 +41,13 @@
 
 #define BURST 32u
 #define NPKTS 65536u
-#define FRAME 1000u
-#define LINK  125000000ull /* 1 Gbit/s in bytes/s */
 #define MBIT  1000000ull
+
+/* The loaded run (default) and the open one (link-open, subs-open). */
+static uint32_t FRAME = 1000u;
+static uint64_t LINK = 125000000ull;            /* bytes/s */
+static uint64_t PLAN = 20 * MBIT;               /* bits/s */
+static uint64_t OFFER_NUM = 12, OFFER_DEN = 10; /* offered load over the link */
 
 static struct {
 	bool subs;
@@ -130,8 +137,8 @@ setup(uint32_t nsubs, uint32_t active)
 			exit(1);
 		snprintf(B.set.subs[s].id, SUB_ID_LEN, "c%u", i);
 		B.set.subs[s].node = SUB_ROOT;
-		B.set.subs[s].plan[SUB_DOWN].max = 20 * MBIT;
-		B.set.subs[s].plan[SUB_UP].max = 20 * MBIT;
+		B.set.subs[s].plan[SUB_DOWN].max = PLAN;
+		B.set.subs[s].plan[SUB_UP].max = PLAN;
 		B.set.subs[s].nprefixes = 1;
 		B.set.nodes[SUB_ROOT].nsubs++;
 		B.set.prefixes[p].family = 4;
@@ -153,7 +160,7 @@ setup(uint32_t nsubs, uint32_t active)
 	for (int d = 0; d < SUB_DIRS; d++)
 		B.link[d] = sched_create(&lp, err, sizeof(err));
 	sp = lp;
-	sp.rate = 20 * MBIT / 8;
+	sp.rate = PLAN / 8;
 	sub_pool_cake_size(&sp);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.set = &B.set;
@@ -179,11 +186,20 @@ main(int argc, char **argv)
 	struct timespec ts;
 
 	if ((argc != 5 && argc != 6) ||
-	    (strcmp(argv[1], "link") != 0 && strcmp(argv[1], "subs") != 0)) {
-		fprintf(stderr, "usage: bench_sub_sched link|subs NSUBS ACTIVE PACKETS [WARMUP]\n");
+	    (strncmp(argv[1], "link", 4) != 0 && strncmp(argv[1], "subs", 4) != 0) ||
+	    (argv[1][4] != '\0' && strcmp(argv[1] + 4, "-open") != 0)) {
+		fprintf(stderr, "usage: bench_sub_sched link|subs|link-open|subs-open NSUBS ACTIVE "
+				"PACKETS [WARMUP]\n");
 		return 2;
 	}
-	B.subs = strcmp(argv[1], "subs") == 0;
+	B.subs = strncmp(argv[1], "subs", 4) == 0;
+	if (argv[1][4] != '\0') {
+		FRAME = 64;
+		LINK = 100000 * MBIT / 8;
+		PLAN = 10000 * MBIT;
+		OFFER_NUM = 1; /* 1 Gbit/s offered: nothing ever waits for its rate */
+		OFFER_DEN = 100;
+	}
 	nsubs = (uint32_t)strtoul(argv[2], NULL, 0);
 	active = (uint32_t)strtoul(argv[3], NULL, 0);
 	packets = strtoull(argv[4], NULL, 0);
@@ -231,8 +247,8 @@ main(int argc, char **argv)
 		else
 			measure_turn(in, n);
 		sent += n;
-		/* 1.2 x the link: a burst's bytes at that rate. */
-		B.now += (uint64_t)n * FRAME * SIM_NS * 10 / (LINK * 12);
+		/* The offered load (1.2 x the link): a burst's bytes at that rate. */
+		B.now += (uint64_t)n * FRAME * SIM_NS * OFFER_DEN / (LINK * OFFER_NUM);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t1 = (uint64_t)ts.tv_sec * SIM_NS + (uint64_t)ts.tv_nsec;

@@ -890,7 +890,7 @@ test_quiet_and_small_pool(void **state)
 	assert_int_equal(st.given, 4);
 	assert_int_equal(st.pool_free, 4);
 	for (uint32_t i = 0; i < NSUB; i++)
-		assert_null(sub_sched_sub(w->ss, i)->cake[SUB_DOWN]);
+		assert_null(sub_sched_sub(w->ss, i)->dir[SUB_DOWN].cake);
 	check_accounting(w);
 	assert_int_equal(sim_pool_held(&w->pool), 0); /* everything delivered or dropped */
 	set_on(w, true);
@@ -1046,12 +1046,12 @@ test_live_change(void **state)
 	window(w, 2 * SIM_NS, SIM_NS, before);
 
 	/* 1: a plan cut. */
-	cake1 = sub_sched_sub(w->ss, 1)->cake[SUB_DOWN];
+	cake1 = sub_sched_sub(w->ss, 1)->dir[SUB_DOWN].cake;
 	assert_non_null(cake1);
 	assert_int_equal(sub_set_copy(&nw, &w->set), 0);
 	nw.subs[1].plan[SUB_DOWN].max = 4 * MBIT;
 	change(w, &nw, NULL, 0);
-	assert_ptr_equal(sub_sched_sub(w->ss, 1)->cake[SUB_DOWN], cake1);
+	assert_ptr_equal(sub_sched_sub(w->ss, 1)->dir[SUB_DOWN].cake, cake1);
 	window(w, SIM_NS / 2, SIM_NS, after);
 	for (uint32_t i = 0; i < NSUB; i++) {
 		printf("# c%u: before %.4f Mbit/s, after %.4f\n", i, before[i], after[i]);
@@ -1143,7 +1143,7 @@ test_live_change(void **state)
 
 		memcpy(before4, after, sizeof(before4));
 		for (uint32_t i = 0; i < NSUB; i++) {
-			cakes[i] = sub_sched_sub(w->ss, i)->cake[SUB_DOWN];
+			cakes[i] = sub_sched_sub(w->ss, i)->dir[SUB_DOWN].cake;
 			assert_non_null(cakes[i]);
 			sub_sched_counters(w->ss, i, SUB_DOWN, &c0[i]);
 		}
@@ -1169,7 +1169,7 @@ test_live_change(void **state)
 		for (uint32_t i = 0; i < NSUB; i++) {
 			printf("# c%u: before %.4f Mbit/s, after the node changes %.4f\n", i,
 			       before4[i], after[i]);
-			assert_ptr_equal(sub_sched_sub(w->ss, i)->cake[SUB_DOWN], cakes[i]);
+			assert_ptr_equal(sub_sched_sub(w->ss, i)->dir[SUB_DOWN].cake, cakes[i]);
 			sub_sched_counters(w->ss, i, SUB_DOWN, &c1);
 			assert_true(c1.sent_packets > c0[i].sent_packets);
 			assert_true(c1.bytes > c0[i].bytes);

@@ -480,7 +480,7 @@ test_set_del(void **state)
 
 	(void)state;
 	/* A plan change keeps the subscriber's CAKE and counters. */
-	cake2 = sub_sched_sub(W.ss, 2)->cake[SUB_DOWN];
+	cake2 = sub_sched_sub(W.ss, 2)->dir[SUB_DOWN].cake;
 	assert_non_null(cake2);
 	r = ask(SHAPER_LEVEL_OPERATOR,
 		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c2\",\"download\":{\"max\":"
@@ -488,7 +488,7 @@ test_set_del(void **state)
 		true);
 	assert_string_equal(json_string_value(json_object_get(r, "action")), "changed");
 	json_decref(r);
-	assert_ptr_equal(sub_sched_sub(W.ss, 2)->cake[SUB_DOWN], cake2);
+	assert_ptr_equal(sub_sched_sub(W.ss, 2)->dir[SUB_DOWN].cake, cake2);
 	r = get_id("c2");
 	assert_int_equal(plan_max(r, "download"), 5000000);
 	assert_int_equal(plan_max(r, "upload"), 5000000);
@@ -603,8 +603,8 @@ test_nodes(void **state)
 	json_t *r;
 
 	(void)state;
-	cake1 = sub_sched_sub(W.ss, 1)->cake[SUB_DOWN];
-	cake2 = sub_sched_sub(W.ss, 2)->cake[SUB_DOWN];
+	cake1 = sub_sched_sub(W.ss, 1)->dir[SUB_DOWN].cake;
+	cake2 = sub_sched_sub(W.ss, 2)->dir[SUB_DOWN].cake;
 	assert_non_null(cake1);
 	assert_non_null(cake2);
 	r = ask(SHAPER_LEVEL_OPERATOR,
@@ -677,8 +677,8 @@ test_nodes(void **state)
 	assert_string_equal(node_of("c2"), "link");
 	assert_int_equal(sub_sched_changes(W.ss), 7);
 	/* Nobody lost the CAKE it held, nor its queue's counters. */
-	assert_ptr_equal(sub_sched_sub(W.ss, 1)->cake[SUB_DOWN], cake1);
-	assert_ptr_equal(sub_sched_sub(W.ss, 2)->cake[SUB_DOWN], cake2);
+	assert_ptr_equal(sub_sched_sub(W.ss, 1)->dir[SUB_DOWN].cake, cake1);
+	assert_ptr_equal(sub_sched_sub(W.ss, 2)->dir[SUB_DOWN].cake, cake2);
 	r = get_id("c2");
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(r, "download"),
 							    "packets")),
