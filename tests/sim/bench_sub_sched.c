@@ -14,7 +14,9 @@
  * dequeues what is due, as the worker's turn does. The clock is simulated.
  * The -open runs are tools/bench/bench.py's subscriber rows instead: 64-byte
  * frames at 1 Gbit/s offered, plans of 10 Gbit/s under a 100 Gbit/s link,
- * so nothing waits for its rate and every packet leaves in the turn it came.
+ * so nothing waits for its rate and every packet leaves in the turn it came,
+ * and the flows' packets in a random order (the loaded runs take them in
+ * turn, so consecutive packets go to consecutive subscribers).
  *
  * Instructions per packet, repeatable whatever the machine's load:
  *   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=measure_turn \
@@ -33,6 +35,7 @@
 #include <time.h>
 
 #include "shaper/classify.h"
+#include "shaper/rand.h"
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_pool.h"
@@ -181,6 +184,8 @@ int
 main(int argc, char **argv)
 {
 	uint32_t nsubs, active, nsrc, src = 0;
+	uint64_t rng = SH_RAND_GAMMA;
+	bool shuffled = false;
 	uint64_t packets, warmup = 0, warmup_done = 0, sent = 0, t0 = 0, t1;
 	struct sim_src *srcs;
 	struct timespec ts;
@@ -199,6 +204,7 @@ main(int argc, char **argv)
 		PLAN = 10000 * MBIT;
 		OFFER_NUM = 1; /* 1 Gbit/s offered: nothing ever waits for its rate */
 		OFFER_DEN = 100;
+		shuffled = true;
 	}
 	nsubs = (uint32_t)strtoul(argv[2], NULL, 0);
 	active = (uint32_t)strtoul(argv[3], NULL, 0);
@@ -233,7 +239,10 @@ main(int argc, char **argv)
 			sim_build(&srcs[src], p, FRAME);
 			p->pkt.mem = SIM_MBUF_MEM;
 			in[n++] = &p->pkt;
-			src = src + 1 < nsrc ? src + 1 : 0;
+			/* Open: in a random order, as gen_pcap shuffles the bench's flows. */
+			src = shuffled ? (uint32_t)(((uint64_t)sh_rand32(&rng) * nsrc) >> 32)
+			      : src + 1 < nsrc ? src + 1
+					       : 0;
 		}
 		if (t0 == 0 && sent >= warmup) {
 			clock_gettime(CLOCK_MONOTONIC, &ts);
