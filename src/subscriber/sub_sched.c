@@ -107,6 +107,16 @@ struct sub_sched {
 /* Subscribers a dequeue takes off the heap at a time, to load their state together. */
 #define SUB_DEQUEUE_AHEAD 16u
 
+/*
+ * Below this many subscribers holding a CAKE in a direction their state
+ * stays in the core's caches (some 2 kB each against an L2 of 1 to 2 MB)
+ * and loading a burst's ahead costs more than it saves: the enqueue and
+ * dequeue go without it. Measured with bench_sub_sched's open runs on a
+ * 2 MB L2: 40 ns a packet lost at 300 busy, even at 1,000, 170 ns won at
+ * 10,000.
+ */
+#define SUB_PREFETCH_MIN_ACTIVE 1000u
+
 static inline void
 heap_place(struct sub_sched_dir *d, uint32_t pos, uint32_t sub, uint64_t key)
 {
@@ -866,6 +876,11 @@ sub_sched_enqueue_burst(struct sub_sched *ss, enum sub_dir dir, const uint32_t *
 	const struct sub_sched_dir *d = &ss->d[dir];
 	unsigned int i, step;
 
+	if (d->nact < SUB_PREFETCH_MIN_ACTIVE) {
+		for (i = 0; i < n; i++)
+			sub_sched_enqueue(ss, dir, subs[i], pkts[i], now, dropped);
+		return;
+	}
 	/* The records (what sub_sched_enqueue writes) and heap places first. */
 	for (i = 0; i < n; i++) {
 		if (subs[i] < ss->nsubs) {
@@ -942,7 +957,7 @@ take_ahead(struct sub_sched *ss, enum sub_dir dir, struct sub_heap_ent *ahead, u
 		ahead[n++] = d->heap[0];
 		heap_set(ss, dir, d->heap[0].sub, UINT64_MAX);
 	}
-	if (n < 2) /* nothing to overlap with */
+	if (n < 2 || d->nact < SUB_PREFETCH_MIN_ACTIVE) /* nothing to overlap with, or in cache */
 		return n;
 	for (i = 0; i < n; i++) {
 		const struct sub_idle *s = &ss->subs[ahead[i].sub];

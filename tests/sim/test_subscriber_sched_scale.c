@@ -145,11 +145,10 @@ build(struct world *w, bool full, uint32_t link_div)
 		fail_msg("%s", err);
 }
 
+/* p as subscriber sub's next frame. */
 static void
-send_one(struct world *w, struct sh_pkt *p, uint32_t sub, uint64_t now)
+build_one(struct world *w, struct sh_pkt *p, uint32_t sub)
 {
-	struct sh_pkt_list dropped;
-
 	memset(p, 0, sizeof(*p));
 	p->data = w->frame;
 	p->len = PKT;
@@ -158,6 +157,14 @@ send_one(struct world *w, struct sh_pkt *p, uint32_t sub, uint64_t now)
 	p->l3_off = p->l4_off = SH_OFF_NONE;
 	p->flow_hash = 0x9e3779b1u * (sub + 1);
 	p->src_hash = p->dst_hash = 0x85ebca6bu * (sub + 1);
+}
+
+static void
+send_one(struct world *w, struct sh_pkt *p, uint32_t sub, uint64_t now)
+{
+	struct sh_pkt_list dropped;
+
+	build_one(w, p, sub);
 	sh_pkt_list_init(&dropped);
 	sub_sched_enqueue(w->ss, SUB_DOWN, sub, p, now, &dropped);
 	/* A greedy sender within its CAKE's limits: nothing is dropped. */
@@ -177,6 +184,7 @@ static void
 run(struct world *w)
 {
 	struct sh_pkt *out[64];
+	uint32_t subs[64];
 	uint64_t now = 0;
 
 	for (uint32_t n = 0, b = 0; n < NNODES; n++)
@@ -205,8 +213,12 @@ run(struct world *w)
 				w->last_dep[sub] = now;
 			}
 			w->delivered++;
-			send_one(w, out[i], sub, now); /* the sender tops its queue up */
+			build_one(w, out[i], sub); /* the sender tops its queue up */
+			subs[i] = sub;
 		}
+		/* As the worker does: a burst at a time, its state loaded together. */
+		sub_sched_enqueue_burst(w->ss, SUB_DOWN, subs, out, got, now, &dropped);
+		assert_int_equal(dropped.count, 0);
 	}
 }
 
