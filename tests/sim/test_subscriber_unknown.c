@@ -371,6 +371,12 @@ test_slots_come_back(void **state)
 		/* 1 ms at 10 Mbit/s offered: one or two frames, not the last address's seconds. */
 		assert_true(c.packets >= 1 && c.packets <= 3);
 	}
+	/* Its arrival estimate, from its own bytes: at most what it offers (10 Mbit/s). */
+	run(w, w->now + 2 * SUB_SCHED_TICK_NS);
+	for (uint32_t k = 0; k < NUNK; k++) {
+		sub_sched_counters(w->ss, NSUB + 1 + slot_of(w, unknown_addr(k, 1)), SUB_DOWN, &c);
+		assert_true(c.arrival_bps > 0 && c.arrival_bps <= 2 * UPLAN);
+	}
 	measure(w, 300000000ull, 1000000000ull, mbit);
 	for (uint32_t k = 0; k < NUNK; k++)
 		assert_true(mbit[NSUB + k] > UPLAN / 1e6 * 0.99 &&
@@ -519,6 +525,12 @@ test_grow_live(void **state)
 	w->set = nw; /* the set the world names subscribers from */
 	/* Source NSUB (unknown address 0) is the new subscriber's now. */
 	w->src[NSUB].sub = slot;
+	/* The next allocations see each one's arrivals since the last, not since its start. */
+	run(w, w->now + 2 * SUB_SCHED_TICK_NS);
+	for (uint32_t i = 0; i < NSUB; i++) {
+		sub_sched_counters(w->ss, i, SUB_DOWN, &after);
+		assert_true(after.arrival_bps > 0 && after.arrival_bps <= 3 * PLAN); /* offers 2 */
+	}
 	measure(w, 1000000000ull, 2000000000ull, mbit);
 	for (uint32_t i = 0; i < NSRC; i++) {
 		double want = i < NSUB ? PLAN / 1e6 : i == NSUB ? 3.0 : UPLAN / 1e6;
