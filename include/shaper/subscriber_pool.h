@@ -35,15 +35,15 @@ enum sub_drop_kind {
 
 /*
  * What the data path keeps per configured subscriber, active or not. The
- * worker is the only writer; the counters (rate to marks) are stored with
- * relaxed atomics so the control thread may read them at any time
- * (sub_sched_counters), without a lock.
+ * worker is the only writer; the counters are stored with relaxed atomics
+ * so the control thread may read them at any time (sub_sched_counters),
+ * without a lock.
  *
  * What a packet reads and writes in one direction, on its way in and on
  * its way out, is that direction's cache line (struct sub_idle_dir): with
  * thousands of subscribers busy a record is out of cache at each packet,
- * and one line loads sooner than the four the counters would span
- * interleaved by direction.
+ * and so a packet touches one line of it, not one per field as arrays by
+ * direction would have it.
  */
 struct sub_idle_dir {
 	struct sched *cake; /* NULL while idle in that direction */
