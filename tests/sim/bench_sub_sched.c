@@ -46,11 +46,11 @@
 #define NPKTS 65536u
 #define MBIT  1000000ull
 
-/* The loaded run (default) and the open one (link-open, subs-open). */
-static uint32_t FRAME = 1000u;
-static uint64_t LINK = 125000000ull;            /* bytes/s */
-static uint64_t PLAN = 20 * MBIT;               /* bits/s */
-static uint64_t OFFER_NUM = 12, OFFER_DEN = 10; /* offered load over the link */
+/* The loaded run's shape (the open runs, link-open and subs-open, set their own in main). */
+static uint32_t frame_len = 1000u;
+static uint64_t link_rate = 125000000ull;       /* bytes/s */
+static uint64_t plan_bps = 20 * MBIT;           /* bits/s */
+static uint64_t offer_num = 12, offer_den = 10; /* offered load over the link */
 
 static struct {
 	bool subs;
@@ -131,8 +131,8 @@ setup(uint32_t nsubs, uint32_t active)
 	char err[256];
 
 	sub_set_init(&B.set);
-	B.set.nodes[SUB_ROOT].capacity[SUB_DOWN] = LINK * 8;
-	B.set.nodes[SUB_ROOT].capacity[SUB_UP] = LINK * 8;
+	B.set.nodes[SUB_ROOT].capacity[SUB_DOWN] = link_rate * 8;
+	B.set.nodes[SUB_ROOT].capacity[SUB_UP] = link_rate * 8;
 	for (uint32_t i = 0; i < nsubs; i++) {
 		uint32_t s, p;
 
@@ -140,8 +140,8 @@ setup(uint32_t nsubs, uint32_t active)
 			exit(1);
 		snprintf(B.set.subs[s].id, SUB_ID_LEN, "c%u", i);
 		B.set.subs[s].node = SUB_ROOT;
-		B.set.subs[s].plan[SUB_DOWN].max = PLAN;
-		B.set.subs[s].plan[SUB_UP].max = PLAN;
+		B.set.subs[s].plan[SUB_DOWN].max = plan_bps;
+		B.set.subs[s].plan[SUB_UP].max = plan_bps;
 		B.set.subs[s].nprefixes = 1;
 		B.set.nodes[SUB_ROOT].nsubs++;
 		B.set.prefixes[p].family = 4;
@@ -157,13 +157,13 @@ setup(uint32_t nsubs, uint32_t active)
 		exit(1);
 	}
 	sched_params_default(&lp, SCHED_DISC_CAKE);
-	lp.rate = LINK;
+	lp.rate = link_rate;
 	lp.isolation = SCHED_DUAL_DSTHOST;
 	lp.pkt_mem = SIM_MBUF_MEM;
 	for (int d = 0; d < SUB_DIRS; d++)
 		B.link[d] = sched_create(&lp, err, sizeof(err));
 	sp = lp;
-	sp.rate = PLAN / 8;
+	sp.rate = plan_bps / 8;
 	sub_pool_cake_size(&sp);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.set = &B.set;
@@ -199,11 +199,11 @@ main(int argc, char **argv)
 	}
 	B.subs = strncmp(argv[1], "subs", 4) == 0;
 	if (argv[1][4] != '\0') {
-		FRAME = 64;
-		LINK = 100000 * MBIT / 8;
-		PLAN = 10000 * MBIT;
-		OFFER_NUM = 1; /* 1 Gbit/s offered: nothing ever waits for its rate */
-		OFFER_DEN = 100;
+		frame_len = 64;
+		link_rate = 100000 * MBIT / 8;
+		plan_bps = 10000 * MBIT;
+		offer_num = 1; /* 1 Gbit/s offered: nothing ever waits for its rate */
+		offer_den = 100;
 		shuffled = true;
 	}
 	nsubs = (uint32_t)strtoul(argv[2], NULL, 0);
@@ -226,7 +226,7 @@ main(int argc, char **argv)
 
 		srcs[i] = sim_src_udp(sim_ip(9, 0, 1),
 				      (100u << 24) | ((64u + (s >> 16)) << 16) | (s & 0xffffu),
-				      (uint16_t)(1000 + (i & 1)), 1, FRAME);
+				      (uint16_t)(1000 + (i & 1)), 1, frame_len);
 	}
 	while (t0 == 0 || sent - warmup_done < packets) {
 		struct sh_pkt *in[BURST];
@@ -236,7 +236,7 @@ main(int argc, char **argv)
 			struct sim_pkt *p = &B.pkts[B.free_idx[--B.nfree]];
 
 			p->src = src;
-			sim_build(&srcs[src], p, FRAME);
+			sim_build(&srcs[src], p, frame_len);
 			p->pkt.mem = SIM_MBUF_MEM;
 			in[n++] = &p->pkt;
 			/* Open: in a random order, as gen_pcap shuffles the bench's flows. */
@@ -256,8 +256,8 @@ main(int argc, char **argv)
 		else
 			measure_turn(in, n);
 		sent += n;
-		/* The offered load (1.2 x the link): a burst's bytes at that rate. */
-		B.now += (uint64_t)n * FRAME * SIM_NS * OFFER_DEN / (LINK * OFFER_NUM);
+		/* A burst's bytes at the offered load (1.2 x the link, or 1 % open). */
+		B.now += (uint64_t)n * frame_len * SIM_NS * offer_den / (link_rate * offer_num);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t1 = (uint64_t)ts.tv_sec * SIM_NS + (uint64_t)ts.tv_nsec;
@@ -277,7 +277,8 @@ main(int argc, char **argv)
 	       "frames' building included)\n",
 	       argv[1], nsubs, active, (unsigned long long)(sent - warmup_done),
 	       (unsigned long long)B.delivered,
-	       (double)B.delivered * FRAME * 8 / ((double)(B.now - B.t_measured) / SIM_NS) / 1e6,
+	       (double)B.delivered * frame_len * 8 / ((double)(B.now - B.t_measured) / SIM_NS) /
+			       1e6,
 	       (double)(B.now - B.t_measured) / SIM_NS, (unsigned long long)B.dropped,
 	       (double)(t1 - t0) / (double)(sent - warmup_done));
 	return 0;

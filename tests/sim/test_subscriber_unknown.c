@@ -529,7 +529,8 @@ test_grow_live(void **state)
 	run(w, w->now + 2 * SUB_SCHED_TICK_NS);
 	for (uint32_t i = 0; i < NSUB; i++) {
 		sub_sched_counters(w->ss, i, SUB_DOWN, &after);
-		assert_true(after.arrival_bps > 0 && after.arrival_bps <= 3 * PLAN); /* offers 2 */
+		/* Each offers twice its plan. */
+		assert_true(after.arrival_bps > 0 && after.arrival_bps <= 3 * PLAN);
 	}
 	measure(w, 1000000000ull, 2000000000ull, mbit);
 	for (uint32_t i = 0; i < NSRC; i++) {
