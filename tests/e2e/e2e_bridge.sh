@@ -124,7 +124,7 @@ awk "BEGIN{exit !($up > 1)}" && ok "TCP upstream ${up} Mbit/s" || fail "TCP upst
 awk "BEGIN{exit !($down > 1)}" && ok "TCP downstream ${down} Mbit/s" || fail "TCP downstream ${down} Mbit/s"
 stop_daemon plain
 
-# 2. Shaped at 40 Mbit/s: TCP goodput sits just under the rate (headers are charged).
+# 2. Shaped at 40 Mbit/s: the shaper holds its rate by its own clock.
 start_daemon shaped '{"discipline": "fifo", "bandwidth": "40mbit", "limit": 200}' || {
 	fail "shaped: shaperd did not start"
 	exit 1
@@ -174,12 +174,18 @@ ip netns exec "${pfx}cli" iperf3 -c 10.99.0.2 -t 4 -R >/dev/null 2>&1 &
 ipid=$!
 rate_check downstream || fails=$((fails + 1))
 wait $ipid
+# TCP goodput is printed and held only to bounds a busy machine cannot cross:
+# above, the payload a 1514-byte frame carries (1448 bytes) at 40 Mbit/s,
+# 38.26 Mbit/s, plus 2 % (more means the shaper let frames past its rate;
+# stolen time only ever lowers goodput); below, a tenth of the rate (the
+# bridge carries the transfer at all). How close it comes to the rate is the
+# shaper's own check above, not the sender's pace on a shared machine.
 up=$(iperf up -t 3)
 down=$(iperf down -t 3 -R)
 for v in "upstream $up" "downstream $down"; do
 	set -- $v
-	awk "BEGIN{exit !($2 > 34 && $2 < 40.5)}" && ok "shaped 40mbit $1: ${2} Mbit/s goodput" ||
-		fail "shaped 40mbit $1: ${2} Mbit/s goodput (want 34..40.5)"
+	awk "BEGIN{exit !($2 > 4 && $2 <= 39.0)}" && ok "shaped 40mbit $1: ${2} Mbit/s goodput (4..39.0)" ||
+		fail "shaped 40mbit $1: ${2} Mbit/s goodput (want 4..39.0)"
 done
 stop_daemon shaped
 
