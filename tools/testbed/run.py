@@ -682,7 +682,8 @@ def dir_summary(st):
     if st is None:
         return None
     out = {k: st.get(k) for k in ("rx_packets", "tx_packets", "tx_bytes", "drops", "ecn_mark", "qlen", "backlog",
-                                  "emulator_qlen", "lag_skips", "lag_skipped_us", "sojourn", "sparse_sojourn")}
+                                  "emulator_qlen", "lag_skips", "lag_skipped_us", "sojourn", "sparse_sojourn",
+                                  "time_ns", "bytes", "backlogged_us")}
     out["drop_reasons"] = {k: v for k, v in st.get("drop_reasons", {}).items() if v}
     if "accounting" in st:
         out["accounting"] = st["accounting"]
@@ -725,7 +726,7 @@ def delta(a, b):
             out[k] = b[k] - a[k]
     out["drop_reasons"] = {k: v - a["drop_reasons"].get(k, 0) for k, v in b["drop_reasons"].items()
                            if v - a["drop_reasons"].get(k, 0)}
-    for k in ("lag_skips", "lag_skipped_us"):
+    for k in ("lag_skips", "lag_skipped_us", "time_ns", "bytes", "backlogged_us"):
         if a.get(k) is not None and b.get(k) is not None:
             out[k] = b[k] - a[k]
     for k in ("sojourn", "sparse_sojourn"):
@@ -755,6 +756,8 @@ def snapshot(bed):
         if lst:
             out["subscribers"] = {x["id"]: {"time_ns": lst["time_ns"],
                                             "down": x["download"]["bytes"], "up": x["upload"]["bytes"],
+                                            "down_lag_us": x["download"].get("lag_skipped_us", 0),
+                                            "up_lag_us": x["upload"].get("lag_skipped_us", 0),
                                             "rtt": x.get("rtt")}
                                   for x in lst["subscribers"]}
     return out
@@ -932,6 +935,19 @@ def analyse(args, raw):
             if key in gp:
                 gp[key]["l2_mbit"] = dl["tx_mbit"]
                 gp[key]["l2_of_shaped"] = dl["of_shaped"]
+        # The same by the shaper's own clock: what its scheduler released over the time it
+        # held a backlog (so owed the rate), less the time its worker was not scheduled (a
+        # stall is written off, never made up). Neither a sender off its CPU nor this
+        # sampler's timing enters.
+        if dl and dl.get("backlogged_us") is not None and dl.get("time_ns"):
+            owed = (dl["backlogged_us"] - (dl.get("lag_skipped_us") or 0)) / 1e6
+            dl["owed_s"] = rnd(owed, 3)
+            dl["owed_of_window"] = rnd(owed / (dl["time_ns"] / 1e9), 3)
+            dl["owed_mbit"] = rnd(dl["bytes"] * 8 / owed / 1e6) if owed > 0 else None
+            dl["owed_of_shaped"] = rnd(dl["bytes"] * 8 / owed / rate, 4) if owed > 0 else None
+            if key in gp:
+                for k in ("owed_s", "owed_of_window", "owed_mbit", "owed_of_shaped"):
+                    gp[key][k] = dl[k]
     # Scenario figures.
     x, y = phases["loaded"]
     if sc == "bbr-converge":
@@ -1000,8 +1016,12 @@ def subscriber_rates(args, raw):
                      for ivs in f.series.values())
             r[d] = {"plan_mbit": plan, "goodput_mbit": rnd(gp)}
             if name in a and name in b and b[name]["time_ns"] > a[name]["time_ns"]:
-                mbit = (b[name][d] - a[name][d]) * 8 / ((b[name]["time_ns"] - a[name]["time_ns"]) / 1e9) / 1e6
-                r[d].update(sent_mbit=rnd(mbit), of_plan=rnd(mbit / plan, 4))
+                # Over the shaper's clock less the time its worker was not scheduled
+                # (written off for this subscriber, never made up in a burst).
+                ran = (b[name]["time_ns"] - a[name]["time_ns"]) / 1e9 - (
+                    b[name].get(d + "_lag_us", 0) - a[name].get(d + "_lag_us", 0)) / 1e6
+                mbit = (b[name][d] - a[name][d]) * 8 / ran / 1e6
+                r[d].update(sent_mbit=rnd(mbit), of_plan=rnd(mbit / plan, 4), ran_s=rnd(ran, 3))
         # Its passive RTT at the end of the window (the last 10-20 s of its flows' samples).
         r["rtt"] = (b.get(name) or {}).get("rtt")
         out[name] = r
