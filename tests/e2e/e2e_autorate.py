@@ -25,9 +25,10 @@ machine enters):
   the shaper sending >= 0.85 of it (a controller that never raises stays at
   about half);
 then of what users see:
-- steady: induced latency median <= 5 ms; TCP goodput >= 0.85 down and
-  >= 0.80 up of the modem's rate, a looser sanity bound (measured 0.89-0.94
-  and 0.84-0.88, and lower while other jobs load the machine);
+- steady: induced latency median <= 5 ms; TCP goodput over what the shaper
+  sent in the same phase >= 0.85 down and >= 0.75 up (a full frame carries
+  0.956 of its bytes as payload; up, the downloads' ACKs take about a tenth
+  more); a stalled machine lowers goodput and what the shaper sent alike;
 - after the modem halves, the 1-s median of the induced latency is back
   under 10 ms within 3 s.
 The upstream runs CAKE's ack-filter-aggressive, as CAKE advises for a link
@@ -42,7 +43,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, failures, run_autorate  # noqa: E402
+from shaperlib import check, check_goodput_of_sent, failures, run_autorate  # noqa: E402
 PHASE = 10
 
 
@@ -82,14 +83,11 @@ def main():
         check(share("recovered", "sent_%s_of_modem" % d) >= 0.85,
               "autorate, recovered: the shaper sent %.3f of the %s modem's rate (>= 0.85)"
               % (share("recovered", "sent_%s_of_modem" % d), name))
-    # TCP's goodput as a sanity bound only: the flows' own pace (iperf3 on a
-    # shared machine) is not the controller's.
+    # TCP's goodput against what the shaper sent in the same phase (a stall
+    # of the machine lowers both alike): what drops upstream of the
+    # receiver cost TCP, and what the frames carry.
     st = auto["phases"]["steady"]
-    check(st["goodput_down_of_modem"] >= 0.85,
-          "autorate, steady: download goodput %.3f of the modem (>= 0.85)" % st["goodput_down_of_modem"])
-    check(st["goodput_up_of_modem"] >= 0.80,
-          "autorate, steady: upload goodput %.3f of the modem (>= 0.80)"
-          % st["goodput_up_of_modem"])
+    check_goodput_of_sent(st, "autorate, steady")
     ind = st["induced_median_ms"]
     check(ind is not None and ind <= 5.0,
           "autorate, steady: induced latency median %s ms (<= 5)" % ("%.2f" % ind if ind is not None else ind))

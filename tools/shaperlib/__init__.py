@@ -16,7 +16,7 @@ tools directory on sys.path before importing it:
                                     "..", "..", "tools"))
     from shaperlib import start_shaperd, Control
 """
-from .autorate import run_autorate, split_extra  # noqa: F401
+from .autorate import check_goodput_of_sent, run_autorate, split_extra  # noqa: F401
 from .checks import check, failures, percentile, slope  # noqa: F401
 from .control import Control, ControlError, request  # noqa: F401
 from .daemon import (NOBODY, Proc, asan_build, eal_args, favour_session,  # noqa: F401

@@ -30,3 +30,22 @@ def split_extra(argv):
     if "--" in argv:
         return argv[:argv.index("--")], argv[argv.index("--") + 1:]
     return argv, []
+
+
+def check_goodput_of_sent(phase, label, up=True):
+    """TCP goodput over what the shaper sent in the same phase of an autorate run, each
+    direction (the upload's only with up): a stall of the machine lowers both alike, so the
+    ratio reads what drops cost TCP (each a retransmission) and what the frames carry. A
+    full frame carries 1448 payload bytes of 1514 (0.956); down little else goes (>= 0.85),
+    up the downloads' ACKs take about a tenth of the rate more (>= 0.75). Neither can pass
+    0.956 by more than the windows' edges (+0.01)."""
+    from .checks import check
+    top = 1448 / 1514 + 0.01
+    for d, name, bound in (("down", "download", 0.85), ("up", "upload", 0.75)):
+        if d == "up" and not up:
+            continue
+        v = phase.get("goodput_%s_of_sent" % d)
+        check(v is not None and bound <= v <= top,
+              "%s: %s goodput %.3f of the modem = %s of what the shaper sent in the phase (%.2f..%.3f)"
+              % (label, name, phase.get("goodput_%s_of_modem" % d) or -1,
+                 "%.3f" % v if v is not None else None, bound, top))

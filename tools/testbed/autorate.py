@@ -167,14 +167,15 @@ class RatePoller(threading.Thread):
             dn, up = d.get("downstream", {}), d.get("upstream", {})
             iv = dn.get("rtt", {}).get("interval", {})
             # The rate the controller held, and what the shaper sent by its own
-            # clock: (time_ns, tx_bytes) of each direction, the poller's own
-            # timing (a busy neighbour can delay it) does not enter.
+            # clock: (time_ns, tx_bytes, lag_skipped_us) of each direction, the
+            # poller's own timing (a busy neighbour can delay it) does not enter.
             self.samples.append((time.time() - self.t0,
                                  dn.get("bandwidth", 0) * 8 / 1e6,
                                  up.get("bandwidth", 0) * 8 / 1e6,
                                  iv.get("median_us", 0) / 1e3,
                                  dn.get("time_ns", 0), dn.get("tx_bytes", 0),
-                                 up.get("time_ns", 0), up.get("tx_bytes", 0)))
+                                 up.get("time_ns", 0), up.get("tx_bytes", 0),
+                                 dn.get("lag_skipped_us", 0), up.get("lag_skipped_us", 0)))
 
     def stop(self):
         self.stop_ev.set()
@@ -316,14 +317,15 @@ def analyse(args, raw):
                                              (modem[d] * share[which[d]]))
         out["phases"][name] = ph
     # The controller itself, from the rate poller: the rate it held (mean of
-    # the samples) and what the shaper sent over its own clock (time_ns), as
-    # shares of the modem's rate in each phase.
-    col = {"down": (1, 4, 5), "up": (2, 6, 7)}
+    # the samples) and what the shaper sent over its own clock (time_ns, less
+    # the time its worker was not scheduled: a stall is written off, never
+    # made up), as shares of the modem's rate in each phase.
+    col = {"down": (1, 4, 5, 8), "up": (2, 6, 7, 9)}
     rates = raw["rates"]
     for name, (a, b, share) in phases.items():
         ph = out["phases"][name]
-        inside = [s for s in rates if a <= s[0] < b and len(s) > 7]
-        for d, (ci, ti, bi) in col.items():
+        inside = [s for s in rates if a <= s[0] < b and len(s) > 9]
+        for d, (ci, ti, bi, li) in col.items():
             m = modem[d] * share[which[d]]
             ph["held_%s_of_modem" % d] = (sum(s[ci] for s in inside) / len(inside) / m
                                           if inside else None)
@@ -331,11 +333,16 @@ def analyse(args, raw):
                                                  if inside else None)
             sent = None
             if len(inside) >= 2 and inside[-1][ti] > inside[0][ti]:
-                sent = ((inside[-1][bi] - inside[0][bi]) * 8 / 1e6 /
-                        ((inside[-1][ti] - inside[0][ti]) / 1e9) / m)
+                ran = ((inside[-1][ti] - inside[0][ti]) / 1e9 -
+                       (inside[-1][li] - inside[0][li]) / 1e6)
+                sent = (inside[-1][bi] - inside[0][bi]) * 8 / 1e6 / ran / m if ran > 0 else None
             ph["sent_%s_of_modem" % d] = sent
+            # TCP's payload against what the shaper sent in the same phase: a
+            # stall of the machine lowers both alike.
+            g = ph["goodput_%s_of_modem" % d]
+            ph["goodput_%s_of_sent" % d] = g / sent if sent else None
     # How long after the recovery the held rate is back at 0.9 of the modem.
-    for d, (ci, _, _) in col.items():
+    for d, (ci, _, _, _) in col.items():
         key = "held_%s_back_to_0.9_s" % d
         out[key] = None
         for s in rates:
