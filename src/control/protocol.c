@@ -879,7 +879,8 @@ ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, con
 		}
 	fail(&r, CTL_ERR_UNKNOWN_COMMAND,
 	     "\"%s\" is not a command (version, stats, stats.reset, flows, config.get, "
-	     "config.set, config.reload, config.save)",
+	     "config.set, config.reload, config.save, subscribers.list, subscribers.get, "
+	     "subscribers.metrics, subscribers.set, subscribers.del, nodes.set, nodes.del)",
 	     json_string_value(cmd));
 out:
 	out = finish(id, &r);

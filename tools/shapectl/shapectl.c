@@ -1209,7 +1209,8 @@ main(int argc, char **argv)
 			break;
 	if (i == sizeof(commands) / sizeof(commands[0]))
 		return usage_error("\"%s\" is not a command (version, stats, flows, get, set, "
-				   "reset, reload, save, watch, metrics, subscribers, subscriber)",
+				   "reset, reload, save, watch, metrics, subscribers, subscriber, "
+				   "node)",
 				   name);
 	id = commands[i].id;
 	argc -= optind;

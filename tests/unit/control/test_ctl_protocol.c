@@ -1005,9 +1005,12 @@ test_unknown_command(void **state)
 	(void)state;
 	m = err("{'id':1,'cmd':'reboot'}", "unknown_command",
 		"\"reboot\" is not a command (version, stats, stats.reset, flows, config.get, "
-		"config.set, config.reload, config.save)");
+		"config.set, config.reload, config.save, subscribers.list, subscribers.get, "
+		"subscribers.metrics, subscribers.set, subscribers.del, nodes.set, nodes.del)");
 	assert_string_equal(m, "\"reboot\" is not a command (version, stats, stats.reset, flows, "
-			       "config.get, config.set, config.reload, config.save)");
+			       "config.get, config.set, config.reload, config.save, "
+			       "subscribers.list, subscribers.get, subscribers.metrics, "
+			       "subscribers.set, subscribers.del, nodes.set, nodes.del)");
 	assert_id(last, 1);
 	err("{'cmd':'Version'}", "unknown_command", "\"Version\" is not a command");
 	err("{'cmd':''}", "unknown_command", "\"\" is not a command");
