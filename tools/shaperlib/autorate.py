@@ -37,10 +37,11 @@ def check_goodput_of_sent(phase, label, up=True):
     direction (the upload's only with up): a stall of the machine lowers both alike, so the
     ratio reads what drops cost TCP (each a retransmission) and what the frames carry. A
     full frame carries 1448 payload bytes of 1514 (0.956); down little else goes (>= 0.85),
-    up the downloads' ACKs take about a tenth of the rate more (>= 0.75). Neither can pass
-    0.956 by more than the windows' edges (+0.01)."""
+    up the downloads' ACKs take about a tenth of the rate more (>= 0.75); measured 0.93-0.96
+    down and 0.84-0.90 up on the bed. Goodput cannot pass what was sent (1.0; the two are read
+    over windows up to a poll step apart)."""
     from .checks import check
-    top = 1448 / 1514 + 0.01
+    top = 1.0
     for d, name, bound in (("down", "download", 0.85), ("up", "upload", 0.75)):
         if d == "up" and not up:
             continue
