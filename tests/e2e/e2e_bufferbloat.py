@@ -105,9 +105,10 @@ def check_rrul(res, c):
                                         x.get("l2_mbit"), x.get("l2_of_shaped")))
     # TCP goodput against what the shaper sent in the same window: a stall of the machine
     # lowers both alike, so the ratio reads what the shaper's drops cost TCP (each one a
-    # retransmission sent again) and what the frames carry; it cannot pass 1. A full frame carries 1448 payload
-    # bytes of 1514 (0.956) down, where little else goes; up, the downloads' ACKs (thinned by
-    # the ACK filter) and the probes share the rate, about a tenth of it (measured 0.84-0.86).
+    # retransmission sent again) and what the frames carry; it cannot pass 1. A full frame
+    # carries 1448 payload bytes of 1514 (0.956) down, where little else goes; up, the
+    # downloads' ACKs (thinned by the ACK filter) and the probes share the rate, about a tenth
+    # of it.
     ul = cake["daemon"]["loaded"].get("upstream") or {}
     for name, x, bound in (("download", dn, 0.90), ("upload", up, 0.75)):
         l2 = x.get("l2_mbit") or 0
