@@ -533,7 +533,8 @@ def check_synopsis(root, page, rel, array, after, options_title):
         forms = ["--" + name] + ([short] if short else [])
         has = lambda text: any(re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(f), text) for f in forms)
         if not has(syn) and name not in ("help", "version"):
-            err("%s: SYNOPSIS lacks %s, which %s parses" % (page, forms[-1] if short and name == "config" else forms[0], rel))
+            shown = forms[-1] if short and name == "config" else forms[0]
+            err("%s: SYNOPSIS lacks %s, which %s parses" % (page, shown, rel))
         if not has(optsec):
             err("%s: %s has no entry for --%s, which %s parses" % (page, options_title, name, rel))
     for text, where in ((syn, "SYNOPSIS"), (optsec, options_title)):
@@ -640,9 +641,11 @@ def check_commands(root, cmds):
                 got = names_in(m.group(0), names)
                 missing = [n for n in names if n not in got]
                 if missing:
-                    err("%s:%d: a list of commands without %s" % (f, line_of(text, m.start()), ", ".join(missing)))
+                    err("%s:%d: a list of commands without %s"
+                        % (f, line_of(text, m.start()), ", ".join(missing)))
     reasons = drop_reasons(root)
-    counts = [(re.compile(r"\b(\w+)\s+(?:control\s+|protocol\s+)?(?:commands|requests)\b"), len(names), "commands"),
+    counts = [(re.compile(r"\b(\w+)\s+(?:control\s+|protocol\s+)?(?:commands|requests)\b"),
+               len(names), "commands"),
               (re.compile(r"\b(\w+)\s+drop reasons\b"), len(reasons), "drop reasons")]
     for f, text in prose_files(root):
         for pat, want, what in counts:
@@ -650,7 +653,8 @@ def check_commands(root, cmds):
                 v = count_value(m.group(1))
                 if v is None or v == want:
                     continue
-                if what == "commands" and re.search(r"shapectl\S*\s*$", text[max(0, m.start() - 30):m.start()]):
+                before = text[max(0, m.start() - 30):m.start()]
+                if what == "commands" and re.search(r"shapectl\S*\s*$", before):
                     if v == len(shapectl_commands(root)):
                         continue
                 err("%s:%d: %r, but there are %d %s" % (f, line_of(text, m.start()), m.group(0), want, what))
@@ -717,9 +721,11 @@ def check_restart_table(root, rkeys):
         if sub is None or "`%s.%s`" % (sec, sub) in row:
             continue
         listed = re.search(r"`%s\.\*`\s*\(([^)]*)\)" % re.escape(sec), row)
-        if re.search(r"`%s\.\*`" % re.escape(sec), row) and (listed is None or "`%s`" % sub in listed.group(1)):
+        star = re.search(r"`%s\.\*`" % re.escape(sec), row)
+        if star and (listed is None or "`%s`" % sub in listed.group(1)):
             continue
-        err("%s: the restart table's `%s` row does not name `%s` (reload.c: %s.%s)" % (path, sec, sub, sec, sub))
+        err("%s: the restart table's `%s` row does not name `%s` (reload.c: %s.%s)"
+            % (path, sec, sub, sec, sub))
     known = {s for s, _ in rkeys if s != "dir"} | {"upstream", "downstream"}
     for r in rows:
         for top in re.findall(r"`([a-z_]+)(?:\.[\w*]+)*`", r):
@@ -765,7 +771,8 @@ def check_restart_prose(root, rkeys):
 # ---------------------------------------------------------------- 8. words about how the project is developed
 
 INTERNAL = [
-    (re.compile(r"(?<!inlined )\bhelpers?\b(?! (?:function|functions|program|script)s?\b)", re.I), "a helper (of the project's development)"),
+    (re.compile(r"(?<!inlined )\bhelpers?\b(?! (?:function|program|script)s?\b)", re.I),
+     "a helper (of the project's development)"),
     (re.compile(r"\bthe lead\b", re.I), "the lead"),
     (re.compile(r"(?<!--)\brounds? \d+\b|\boptimi[sz]ation rounds?\b", re.I), "a development round"),
     (re.compile(r"\bthe brief\b|\bbriefs\b", re.I), "a brief"),
