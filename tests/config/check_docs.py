@@ -36,6 +36,8 @@ usage: check_docs.py [--keys TEST_CONFIG_KEYS] SOURCE_ROOT
 8. No word of how the project is developed (helpers, the lead, round N,
    the brief, a reviewer, goals) in README.md, docs, man pages, config
    files and the unit.
+9. docs/configuration.md's tables of examples and presets name every
+   config/*.json, and no file that is not there.
 
 SOURCE_ROOT may be a copy of the tree without git (e.g. to plant an error):
 its files are then walked instead of listed by git.
@@ -794,6 +796,19 @@ def check_internal(root):
                 err("%s:%d: %s: %r" % (f, line_of(text, m.start()), what, m.group(0)))
 
 
+# ---------------------------------------------------------------- 9. the presets
+
+def check_presets(root):
+    path = "docs/configuration.md"
+    conf = read(root, path)
+    listed = set(re.findall(r"(?m)^\| `([\w.-]+\.json)` \|", conf))
+    there = {f for f in os.listdir(os.path.join(root, "config")) if f.endswith(".json")}
+    for f in sorted(there - listed):
+        err("%s: config/%s is in no table of examples or presets" % (path, f))
+    for f in sorted(listed - there):
+        err("%s: the presets list %s, which config/ does not have" % (path, f))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", help="test_config_keys (prints the key table with --dump)")
@@ -815,6 +830,7 @@ def main():
     check_restart_table(args.root, rkeys)
     check_restart_prose(args.root, rkeys)
     check_internal(args.root)
+    check_presets(args.root)
     for e in errors:
         print(e)
     print("%d difference(s)" % len(errors))
