@@ -92,7 +92,7 @@ stage "unit, sim, integration, e2e, pktgen" meson test -C build --print-errorlog
 # in build-fuzz/, one build at a time).
 stage "fuzz" meson test -C build --print-errorlogs --num-processes 2 --suite fuzz --logbase fuzz
 
-# A release build (what the deployment guide installs: -O3, NDEBUG) with
+# A release build (-O3, NDEBUG: what a from-source install for speed builds) with
 # -Werror: optimisation brings warnings of its own (gcc's
 # maybe-uninitialized), and the unit and simulation suites run on the
 # optimised code. The format check (suite style) needs no second run.
