@@ -15,7 +15,9 @@
  *    `path_checks` refractory periods, and no larger than `path_max_ns`)
  *    did not drain: it is the path's (a satellite switch, a handover, a
  *    reroute), not a queue. It is taken into the baseline and the rate
- *    goes back to where it was before the cuts.
+ *    goes back to where it was before the cuts. One check's jitter (a
+ *    move of up to twice `path_flat_ns`) does not break the flatness. The
+ *    path's part goes again once most samples read below it.
  *  - Clear (rise under the clear threshold) while loaded: raise, slowly
  *    near the rate of the last bloat.
  *  - A rise standing between clear and bloat: a small cut after a while.
@@ -126,6 +128,7 @@ struct autorate {
 	uint64_t tick_start, tick_bytes, tick_arrived;
 	uint64_t delay_min; /* lowest RTT above baseline among this interval's samples */
 	uint32_t nsamples;
+	uint32_t nbelow;  /* ... of them below path_ns */
 	uint64_t owd_min; /* lowest downstream one-way rise among this interval's packets */
 	uint64_t owd_now; /* the latest of them */
 	uint32_t owd_n;
@@ -159,6 +162,7 @@ struct autorate {
 	uint64_t series_line;   /* bloat_rate before the first cut of this series (0: none) */
 	uint64_t series_prev, series_end_ns; /* the last series': its series_rate, when it ended */
 	uint64_t cut_delay_ns;               /* the rise the last bloat cut answered */
+	uint64_t jitter_from_ns;             /* ... before the last check's jitter (0: none) */
 	/*
 	 * Since then, the lowest of each interval's rise taken with the last
 	 * interval's, the higher of the two: one interval read low (an echo not
@@ -168,7 +172,8 @@ struct autorate {
 	uint64_t flat_delay_ns; /* ... of the rise */
 	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	uint64_t path_ns;       /* the part of every rise known to be the path's */
-	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on (UINT64_MAX: none) */
+	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on, if it read below
+				   path_ns (UINT64_MAX: it did not, or no samples) */
 	uint64_t delay_prev;    /* the last interval's rise (UINT64_MAX: none) */
 	uint64_t own_prev;      /* ... and own share */
 	bool below_prev;        /* the last interval with samples was below bloat */

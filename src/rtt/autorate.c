@@ -210,6 +210,8 @@ autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns)
 
 	if (d < a->delay_min)
 		a->delay_min = d;
+	if (d < a->path_ns)
+		a->nbelow++;
 	a->nsamples++;
 }
 
@@ -296,6 +298,7 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 	a->rate = clamp_rate(a, (uint64_t)((double)through * (1.0 - cut)));
 	a->last_down_ns = a->last_cut_ns = now;
 	a->cut_delay_ns = own;
+	a->jitter_from_ns = 0;
 	a->flat_min_ns = own;
 	a->flat_delay_ns = UINT64_MAX;
 	a->flat_checks = 0;
@@ -307,16 +310,30 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
  * (this interval and the last, own_pair the higher of the two): the queue
  * drains, wait. Flat for path_checks periods and not too large: the path's,
  * not a queue: take it into the baseline, undo the cuts.
+ *
+ * Jitter: a move of at most twice path_flat_ns at one check, either way,
+ * the check before none. A longer path's rise dips or bumps by a few ms and
+ * comes back; a queue left to drain after a cut falls further in a
+ * refractory period, and goes on falling, and one that grows goes on
+ * growing. Taken as a drain, a dip makes the level it comes back to read
+ * as a rise, and a step that dips every few checks is cut again and again,
+ * never taken as the path's. So jitter is waited on: the flat checks so
+ * far are kept (it is not one), and the next check is judged against both
+ * levels.
  */
 static void
 bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t own_pair,
 	    uint64_t bloat)
 {
-	bool rising = own > a->cut_delay_ns + a->p.path_flat_ns;
-	bool falling = own_pair + a->p.path_flat_ns < a->cut_delay_ns;
+	uint64_t flat = a->p.path_flat_ns, ref = a->cut_delay_ns, alt = a->jitter_from_ns;
+	uint64_t hi = alt > ref ? alt : ref, lo = alt != 0 && alt < ref ? alt : ref;
+	bool rising = own > hi + flat;
+	bool falling = own_pair + flat < lo;
+	bool jitter = alt == 0 &&
+		      (rising ? own <= ref + 2 * flat : falling && own_pair + 2 * flat >= ref);
 
 	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->last_down_ns &&
-	    (own - a->cut_delay_ns) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
+	    (own - hi) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
 		/*
 		 * Upstream, rising fast since the last cut (a line that fell
 		 * far): what we send fills the modem faster than it drains. Its
@@ -326,24 +343,29 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		 * modem's rate). Slower growth (a probe over the line) is cut as
 		 * every bloat is.
 		 */
-		double g = (double)(own - a->cut_delay_ns) / (double)(now - a->last_down_ns);
+		double g = (double)(own - hi) / (double)(now - a->last_down_ns);
 
 		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
 		a->bloat_rate = through; /* "near": what got through, as for every cut */
 		return;
 	}
-	if (rising || a->series_rate == 0 || own > a->p.path_max_ns || a->p.path_checks == 0) {
+	if ((rising && !jitter) || a->series_rate == 0 || own > a->p.path_max_ns ||
+	    a->p.path_checks == 0) {
 		cut_bloat(a, now, through, own, bloat);
 		return;
 	}
-	if (falling) {
-		a->cut_delay_ns = own_pair;
-		a->flat_checks = 0;
-		a->last_down_ns = now;
+	a->last_down_ns = now; /* the next check one refractory period on */
+	a->jitter_from_ns = jitter ? ref : 0;
+	if (jitter || falling) {
+		a->cut_delay_ns = rising ? own : own_pair;
+		if (!jitter)
+			a->flat_checks = 0;
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
 		return;
 	}
-	a->last_down_ns = now; /* the next check one refractory period on */
+	/* Flat after jitter: at whichever of the two levels it is nearer. */
+	if (alt != 0 && (own > alt ? own - alt : alt - own) < (own > ref ? own - ref : ref - own))
+		a->cut_delay_ns = alt;
 	if (++a->flat_checks < a->p.path_checks) {
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
 		return;
@@ -439,8 +461,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
 		     own_pair;
-	uint32_t n = a->nsamples, mid;
-	bool loaded, idle, theirs, acks_only;
+	uint32_t n = a->nsamples, below = a->nbelow, mid;
+	bool loaded, idle, theirs, acks_only, under;
 
 	if (!a->started) {
 		a->started = true;
@@ -468,7 +490,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->tick_arrived = arrived_bytes;
 	raw = a->delay_min;
 	a->delay_min = UINT64_MAX;
-	a->nsamples = 0;
+	a->nsamples = a->nbelow = 0;
 	a->last_samples = n;
 	if (a->p.after_modem) {
 		if (a->owd_n != 0) {
@@ -499,15 +521,21 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		return a->rate != old;
 	}
 	/*
-	 * The path's part goes as soon as the baselines have it (or the path is
-	 * back): two intervals in a row below it. One is not enough: a sample
-	 * whose receiver did not hold its echo for the flow's next segment reads
-	 * its gap too low (rtt_sample.gap_us), and one such interval would leave
-	 * a step's whole remainder looking like a queue.
+	 * The path's part goes as soon as the baselines of the flows carrying
+	 * it have it (or the path is back): two intervals in a row with most of
+	 * their samples below it. Their lowest alone is one flow's: a flow
+	 * whose baseline was set within the step (one begun after it) reads
+	 * none of the step while the others still carry all of it, and every
+	 * interval it gives no sample in would then read the step as a queue.
+	 * One interval is not enough: a sample whose receiver did not hold its
+	 * echo for the flow's next segment reads its gap too low
+	 * (rtt_sample.gap_us), and one such interval would leave a step's whole
+	 * remainder looking like a queue.
 	 */
-	if (raw < a->path_ns && a->raw_prev < a->path_ns)
+	under = below * 2 > n;
+	if (under && a->raw_prev < a->path_ns)
 		a->path_ns = raw > a->raw_prev ? raw : a->raw_prev;
-	a->raw_prev = raw;
+	a->raw_prev = under ? raw : UINT64_MAX;
 	delay = raw > a->path_ns ? raw - a->path_ns : 0;
 	own = own_share(a, delay);
 	a->last_delay_ns = delay;

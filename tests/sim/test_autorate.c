@@ -23,12 +23,12 @@
  * reviewer would try first: a line that falls to 10 % or 25 % in one step
  * (one direction, or both at once under RRUL), steady load both ways,
  * halving and recovery, a satellite path stepping +25 ms and back every
- * 15 s, a far-end server whose queue grows on one flow, churning short
- * flows (with long ones, and only short ones beside downloads without
- * timestamps), upload only, one direction falling while the other stays, idle
- * then load, flows without timestamps, a queue standing in the modem
- * (drained, not taken as the path's), and servers' clocks drifting
- * 50-100 ppm against ours.
+ * 15 s (and every 5 s on the way up, with a flow joining within each step,
+ * or the step dipping a few ms now and then), a far-end server whose queue grows on one flow,
+ * churning short flows (with long ones, and only short ones beside downloads without timestamps),
+ * upload only, one direction falling while the other stays, idle then load, flows without
+ * timestamps, a queue standing in the modem (drained, not taken as the path's), and servers' clocks
+ * drifting 50-100 ppm against ours.
  *
  * Built with -DAR_OLD against the controller before these changes (a copy
  * of its autorate.c and .h) the same scenarios print what it did.
@@ -104,6 +104,7 @@ struct scen {
 	uint32_t run_ms;
 	double (*modem)(int dir, uint32_t t); /* Mbit/s */
 	double (*path)(uint32_t t);           /* extra round trip, ms (split half each way) */
+	bool path_up_only;                    /* ... all of it on the way up (the bed's) */
 	double (*far)(int flow, uint32_t t);  /* a server's own queue on a flow, ms */
 	void (*flows)(struct flow *f, uint32_t t, uint32_t *seed); /* switch flows on/off */
 	bool autorate[2];
@@ -122,6 +123,7 @@ struct run {
 	double *rate[2]; /* the shaper's rate, Mbit/s */
 	double *cap[2];  /* the modem's rate, Mbit/s */
 	double *owd;     /* the downstream's one-way rise as autorate has it, ms (-1: none) */
+	double *path[2]; /* the part of the rise autorate takes as the path's, ms */
 	struct autorate a[2];
 	uint64_t samples;
 	uint64_t by_src[3]; /* of those, by source: enum rtt_method */
@@ -343,7 +345,9 @@ simulate(const struct scen *s, struct run *r)
 		r->good[d] = calloc(s->run_ms, sizeof(double));
 		r->rate[d] = calloc(s->run_ms, sizeof(double));
 		r->cap[d] = calloc(s->run_ms, sizeof(double));
+		r->path[d] = calloc(s->run_ms, sizeof(double));
 		assert_non_null(r->cap[d]);
+		assert_non_null(r->path[d]);
 	}
 	r->owd = calloc(s->run_ms, sizeof(double));
 	assert_non_null(r->owd);
@@ -426,8 +430,9 @@ simulate(const struct scen *s, struct run *r)
 			}
 			/* What comes down (data, or an upload's ACKs) carries a one-way delay. */
 			if (f->ts && s->autorate[DOWN]) {
-				double owd = f->base_ms / 2 + path / 2 + (d == DOWN ? far : 0) +
-					     dq[DOWN] + rnd(&seed, 1000) / 1000.0;
+				double owd = f->base_ms / 2 + (s->path_up_only ? 0 : path / 2) +
+					     (d == DOWN ? far : 0) + dq[DOWN] +
+					     rnd(&seed, 1000) / 1000.0;
 #ifdef AR_OLD
 				double rise = owd_rise(f, owd, t);
 
@@ -526,10 +531,11 @@ simulate(const struct scen *s, struct run *r)
 		if (getenv("AR_TRACE") != NULL && strcmp(getenv("AR_TRACE"), s->name) == 0 &&
 		    t % 100 == 0)
 			for (int d = 0; d < 2; d++)
-				fprintf(stderr, "%u %s rate %.1f why %d delay %.1f samples %u\n", t,
-					d ? "down" : "up", r->a[d].rate / 125000.0,
+				fprintf(stderr,
+					"%u %s rate %.1f why %d delay %.1f path %.2f samples %u\n",
+					t, d ? "down" : "up", r->a[d].rate / 125000.0,
 					r->a[d].last_why, r->a[d].last_delay_ns / 1e6,
-					r->a[d].last_samples);
+					r->a[d].path_ns / 1e6, r->a[d].last_samples);
 #endif
 		if (jsonl != NULL && t % 100 == 0)
 			jsonl_line(jsonl, r, now, m, dq);
@@ -553,6 +559,10 @@ simulate(const struct scen *s, struct run *r)
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
 			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
 		}
+#ifndef AR_OLD
+		for (int d = 0; d < 2; d++)
+			r->path[d][t] = r->a[d].path_ns / 1e6;
+#endif
 	}
 	dump(s, r);
 	if (jsonl != NULL)
@@ -567,6 +577,7 @@ run_free(struct run *r)
 		free(r->good[d]);
 		free(r->rate[d]);
 		free(r->cap[d]);
+		free(r->path[d]);
 	}
 	free(r->owd);
 }
@@ -1025,6 +1036,126 @@ test_path_steps(void **state)
 		   (unsigned long long)(why(&r.a[DOWN], AR_WHY_PATH) + why(&r.a[UP], AR_WHY_PATH)));
 	CHECK(gd >= 0.90 && gu >= 0.90);
 	run_free(&r);
+}
+
+/* +25 ms for 5 s every 10 s from 5 s (the bed's e2e_autorate_path), at constant capacity. */
+static double
+path_5s(uint32_t t)
+{
+	return (t / 5000) % 2 == 1 ? 25.0 : 0.0;
+}
+
+/*
+ * The same, but the step reads 3 ms short for 150 ms every 450 ms (the
+ * jitter of a handover path): the rise at a refractory period's end dips
+ * now and then.
+ */
+static double
+path_5s_dips(uint32_t t)
+{
+	if ((t / 5000) % 2 == 0)
+		return 0.0;
+	return t % 450 < 150 ? 22.0 : 25.0;
+}
+
+/*
+ * RRUL, and 2 s into each step up an upload to a server of its own (150 ms
+ * away) whose baseline is set within the step: its rise is 0 while the
+ * other flows' is the step, and it gives a sample only every other interval
+ * or so.
+ */
+static void
+flows_rrul_joined(struct flow *f, uint32_t t, uint32_t *seed)
+{
+	flows_rrul(f, t, seed);
+	if (t % 10000 == 7000)
+		flow_open(&f[8 + (t / 10000) % 4], UP, 150, true, -1, t);
+}
+
+/*
+ * Path steps of 5 s (+25 ms, then back) on the way up, as the bed makes
+ * them (its delay line is on the upstream), at a constant line: each step
+ * up is taken as the path's within 2 s and kept, and the rate is not cut
+ * far for it.
+ */
+struct path_run {
+	double lo[2];   /* each direction's lowest rate from 5 s on, over the modem's */
+	double held[2]; /* ... from 2 s into each step up to its end */
+	double absorb;  /* the latest time (s into a step up) the upload's step was not yet,
+			   or no longer, taken as the path's */
+};
+
+static void
+path_steps_5s(struct scen *s, struct run *r, struct path_run *p)
+{
+	s->path = s->path != NULL ? s->path : path_5s;
+	s->path_up_only = true;
+	s->max[DOWN] = 100;
+	s->max[UP] = 20;
+	simulate(s, r);
+	p->absorb = 0;
+	for (int d = 0; d < 2; d++) {
+		p->lo[d] = p->held[d] = 1e9;
+		for (uint32_t t = 5000; t < s->run_ms; t++) {
+			double f = r->rate[d][t] / r->cap[d][t], in = (t % 10000) / 1000.0 - 5.0;
+
+			p->lo[d] = f < p->lo[d] ? f : p->lo[d];
+			if (in >= 2.0 && f < p->held[d])
+				p->held[d] = f;
+			/* Downstream the step is not in the one-way rise it is judged on. */
+			if (d == UP && in >= 0 && r->path[d][t] < 20.0 && in > p->absorb)
+				p->absorb = in;
+		}
+	}
+}
+
+static void
+path_steps_check(const char *what, struct run *r, const struct path_run *p)
+{
+	SIM_FIGURE("autorate path +25 ms up for 5 s every 10 s, %s: lowest rate %.3f down / %.3f "
+		   "up of the modem, from 2 s into a step %.3f / %.3f; the upload's step taken "
+		   "as the path's for good %.2f s into it at the latest; %llu cuts up, %llu path "
+		   "decisions",
+		   what, p->lo[DOWN], p->lo[UP], p->held[DOWN], p->held[UP], p->absorb,
+		   (unsigned long long)r->a[UP].downs,
+		   (unsigned long long)why(&r->a[UP], AR_WHY_PATH));
+	/*
+	 * The bed's bound is 0.25; two cuts before the decision (the first on
+	 * the step's first, partial reading) leave 0.37-0.51 of the upload
+	 * (twelve seeds). The download does not see the step in the one-way
+	 * rise it is judged on (cut for its own probes only).
+	 */
+	CHECK(p->lo[UP] >= 0.3 && p->lo[DOWN] >= 0.5);
+	CHECK(p->held[UP] >= 0.9);
+	CHECK(p->absorb <= 2.0);
+	run_free(r);
+}
+
+/* A flow whose baseline holds the step is not all the flows' baselines. */
+static void
+test_path_steps_flow_joins(void **state)
+{
+	struct scen s = scen("path_joins", 30000, modem_steady, flows_rrul_joined);
+	struct run r;
+	struct path_run p;
+
+	(void)state;
+	path_steps_5s(&s, &r, &p);
+	path_steps_check("an upload joining 2 s into each", &r, &p);
+}
+
+/* A step that dips a few ms now and then is still flat. */
+static void
+test_path_steps_dips(void **state)
+{
+	struct scen s = scen("path_dips", 30000, modem_steady, flows_rrul);
+	struct run r;
+	struct path_run p;
+
+	(void)state;
+	s.path = path_5s_dips;
+	path_steps_5s(&s, &r, &p);
+	path_steps_check("dipping 3 ms for 150 ms every 450 ms", &r, &p);
 }
 
 /*
@@ -1506,6 +1637,8 @@ main(void)
 		cmocka_unit_test(test_steady),
 		cmocka_unit_test(test_halving),
 		cmocka_unit_test(test_path_steps),
+		cmocka_unit_test(test_path_steps_flow_joins),
+		cmocka_unit_test(test_path_steps_dips),
 		cmocka_unit_test(test_far_end_queue),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_churn_short),
