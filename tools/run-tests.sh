@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# Every test: installs what is missing, builds, builds the Debian package
-# (tools/build-deb.sh, into build/deb, with lintian), then runs the unit, simulation,
-# integration, end-to-end and pktgen suites (integration and e2e need root, and
-# pktgen needs pktgen-dpdk, see tools/pktgen/README.md; they are skipped otherwise), then the
-# fuzz suite (25 s per libFuzzer harness; skipped without clang), then unit
-# and simulation in a release build (build-release/), then unit, simulation
-# and integration again under ASan+UBSan in build-asan/, then builds the
-# container image from the package (tools/container-check.sh). Extra arguments go
-# to `meson test` on build/ instead (e.g. --suite sim).
+# Every test: installs what is missing and builds; then the timing-sensitive
+# suites run in the foreground (unit, simulation, integration, end to end and
+# pktgen on build/, then the integration suite again under ASan+UBSan on
+# build-asan/), while everything that only needs CPU runs beside them at the
+# lowest priority (nice 19, idle I/O class): the ASan+UBSan build and its unit
+# and simulation suites, the Debian package (tools/build-deb.sh into build/deb,
+# with lintian) and the install suite on it, a release build (-O3, NDEBUG,
+# -Werror) with its unit and simulation suites, the fuzz suite (25 s per
+# libFuzzer harness), the mutation sample and the container image
+# (tools/container-check.sh). The foreground suites are built to stay green
+# with a niced CPU hog on both cores beside them, and this is one.
+# Integration and e2e need root, pktgen needs pktgen-dpdk (tools/pktgen/README.md),
+# fuzz needs clang; each is skipped otherwise.
 #
-# A stage that fails does not stop the run: every later stage still runs and
+# A stage that fails does not stop the run: every other stage still runs and
 # reports, the summary at the end lists each stage's time and result and the
 # ten slowest tests, and the exit status is non-zero if any stage failed.
+# Extra arguments go to `meson test` on build/ instead (e.g. --suite sim).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
-stages=()
-failed=()
+mkdir -p build
+results=build/run-tests-stages.txt
+bglog=build/run-tests-background.log
+asan_ready=build/run-tests-asan-built
+: >"$results"
+rm -f "$asan_ready"
 
-# stage NAME CMD...: runs CMD, records its wall time and result, carries on.
+# stage NAME CMD...: runs CMD, records its wall time and result (in a file, so
+# that the background chain's stages are counted too), carries on.
 stage() {
 	local name=$1 t0 rc
 	shift
@@ -26,9 +36,7 @@ stage() {
 	echo "run-tests: -- $name"
 	"$@"
 	rc=$?
-	stages+=("$(printf '%-34s %5d s  %s' "$name" $(($(date +%s) - t0)) \
-		"$([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)")")")
-	[ $rc = 0 ] || failed+=("$name")
+	printf '%s\t%d\t%d\n' "$name" $(($(date +%s) - t0)) "$rc" >>"$results"
 	return 0
 }
 
@@ -79,44 +87,37 @@ if [ $# -gt 0 ]; then
 fi
 
 stage "deps and build" deps_and_build
-# The Debian package from a clean copy of the tree and lintian on it (its
-# own unit run is skipped: the suites below run them on the same code);
-# the install suite's deb_contents test checks what it holds, the
-# container check below installs it.
-stage "package and lintian" env DEB_BUILD_OPTIONS="nocheck ${DEB_BUILD_OPTIONS:-}" \
-	bash tools/build-deb.sh build/deb
-stage "unit, sim, integration, e2e, pktgen" meson test -C build --print-errorlogs \
-	--num-processes 2 --no-suite fuzz --logbase main
-# The fuzzers use a whole core each for 25 s: after the timing-sensitive
-# suites, two at a time, one a core (tools/fuzz.sh builds them with clang
-# in build-fuzz/, one build at a time).
-stage "fuzz" meson test -C build --print-errorlogs --num-processes 2 --suite fuzz --logbase fuzz
+if [ "$(tail -1 "$results" | cut -f3)" != 0 ]; then
+	echo "run-tests: FAILED: nothing can run without the build"
+	exit 1
+fi
 
-# A release build (-O3, NDEBUG: what a from-source install for speed builds) with
-# -Werror: optimisation brings warnings of its own (gcc's
+# ASan and UBSan (any report fails the test that made it) on the unit,
+# simulation and integration suites; not the benchmark harness's smoke test
+# (suite bench) nor the format check (suite style).
+asan_env=(env ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1)
+asan_build() {
+	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false && ninja -C build-asan
+}
+asan_offline() {
+	"${asan_env[@]}" meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 \
+		--suite unit --suite sim --no-suite style --logbase asan-offline
+}
+# The Debian package from a clean copy of the tree and lintian on it (its own
+# unit run is skipped: the suites here run them on the same code); the install
+# suite's deb_contents test checks what it holds, the container check installs it.
+package() {
+	DEB_BUILD_OPTIONS="nocheck ${DEB_BUILD_OPTIONS:-}" bash tools/build-deb.sh build/deb
+}
+# A release build (-O3, NDEBUG: what a from-source install for speed builds)
+# with -Werror: optimisation brings warnings of its own (gcc's
 # maybe-uninitialized), and the unit and simulation suites run on the
 # optimised code. The format check (suite style) needs no second run.
 release() {
 	setup build-release -Dbuildtype=release -Dwerror=true && ninja -C build-release &&
-		meson test -C build-release --print-errorlogs --num-processes 2 \
+		meson test -C build-release --no-rebuild --print-errorlogs --num-processes 2 \
 			--suite unit --suite sim --no-suite style --logbase release
 }
-stage "release build and tests" release
-
-# The unit, simulation and integration suites again, built with ASan and
-# UBSan (any report fails the test that made it); not the benchmark
-# harness's smoke test (suite bench) nor the format check (suite style).
-asan() {
-	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false && ninja -C build-asan &&
-		ASAN_OPTIONS=abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-			meson test -C build-asan --print-errorlogs --num-processes 2 \
-			--suite unit --suite sim --suite integration --no-suite bench --no-suite style \
-			--logbase asan
-}
-stage "ASan build and tests" asan
-
-# The container image installs the package just built; shaperd passes
-# --check-config on every preset inside it (buildah; not timing-sensitive).
 container() {
 	local deb
 	deb=$(ls -t build/deb/shaper_*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -1)
@@ -126,15 +127,54 @@ container() {
 	}
 	bash tools/container-check.sh "$deb"
 }
-stage "container" container
+background() {
+	stage "ASan build" asan_build
+	touch "$asan_ready"
+	stage "ASan unit and sim" asan_offline
+	stage "package and lintian" package
+	stage "install suite" meson test -C build --no-rebuild --print-errorlogs \
+		--suite install --logbase install
+	stage "release build and tests" release
+	# The fuzzers use a whole core each for 25 s, two at a time (tools/fuzz.sh
+	# builds them with clang in build-fuzz/).
+	stage "fuzz" meson test -C build --no-rebuild --print-errorlogs --num-processes 2 \
+		--suite fuzz --logbase fuzz
+	stage "mutation sample" meson test -C build --no-rebuild --print-errorlogs \
+		--suite mutation --logbase mutation
+	stage "container" container
+}
+echo "run-tests: CPU-only stages run beside the others at nice 19; their log: $bglog"
+(
+	renice -n 19 -p $BASHPID >/dev/null
+	ionice -c 3 -p $BASHPID 2>/dev/null
+	background
+) >"$bglog" 2>&1 &
+bg=$!
 
-echo "run-tests: stages"
-for s in "${stages[@]}"; do
-	echo "run-tests:   $s"
+stage "unit, sim, integration, e2e, pktgen" meson test -C build --no-rebuild --print-errorlogs \
+	--num-processes 2 --no-suite fuzz --no-suite mutation --no-suite install --logbase main
+while [ ! -e "$asan_ready" ] && kill -0 "$bg" 2>/dev/null; do
+	sleep 2
 done
+stage "ASan integration" "${asan_env[@]}" meson test -C build-asan --no-rebuild --print-errorlogs \
+	--suite integration --no-suite bench --no-suite style --logbase asan
+wait "$bg"
+echo "run-tests: ---- the background stages' log ($bglog)"
+cat "$bglog"
+echo "run-tests: ---- end of the background stages' log"
+
+echo "run-tests: stages (wall time; the background ones ran beside the others)"
+failed=()
+while IFS=$'\t' read -r name secs rc; do
+	printf 'run-tests:   %-36s %5d s  %s\n' "$name" "$secs" \
+		"$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+	[ "$rc" = 0 ] || failed+=("$name")
+done <"$results"
 echo "run-tests: the ten slowest tests"
-slowest build/meson-logs/main.json build/meson-logs/fuzz.json \
-	build-release/meson-logs/release.json build-asan/meson-logs/asan.json
+slowest build/meson-logs/main.json build-asan/meson-logs/asan.json \
+	build-asan/meson-logs/asan-offline.json build/meson-logs/install.json \
+	build-release/meson-logs/release.json build/meson-logs/fuzz.json \
+	build/meson-logs/mutation.json
 total=$(($(date +%s) - start))
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "run-tests: FAILED in $total s: ${failed[*]}"
