@@ -164,6 +164,11 @@ struct autorate {
 	uint64_t cut_delay_ns;               /* the rise the last bloat cut answered */
 	uint64_t jitter_from_ns;             /* ... before the last check's jitter (0: none) */
 	/*
+	 * Upstream, for one interval after a cut whose reading was doubted:
+	 * that reading, and the rate it asked for (0: none).
+	 */
+	uint64_t doubt_line, doubt_rate;
+	/*
 	 * Since then, the lowest of each interval's rise taken with the last
 	 * interval's, the higher of the two: one interval read low (an echo not
 	 * held for the flow's next segment, rtt_sample.gap_us) is not a fall.

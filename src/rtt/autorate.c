@@ -306,6 +306,20 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 }
 
 /*
+ * The cut a reading doubted asked for (rate), confirmed by the next
+ * interval: see autorate_tick.
+ */
+static void
+cut_doubted(struct autorate *a, uint64_t now, uint64_t rate)
+{
+	if (rate < a->rate)
+		a->rate = rate;
+	a->bloat_rate = a->doubt_line;
+	a->last_down_ns = a->last_cut_ns = now;
+	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
+}
+
+/*
  * Bloat after a cut and its refractory period. Rising: cut again. Falling
  * (this interval and the last, own_pair the higher of the two): the queue
  * drains, wait. Flat for path_checks periods and not too large: the path's,
@@ -460,9 +474,9 @@ bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
-		     own_pair;
+		     own_pair, last_sent = a->delivered_rate, low = a->doubt_rate, doubted = 0;
 	uint32_t n = a->nsamples, below = a->nbelow, mid;
-	bool loaded, idle, theirs, acks_only, under;
+	bool loaded, idle, theirs, acks_only, under, confirmed;
 
 	if (!a->started) {
 		a->started = true;
@@ -506,6 +520,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	}
 	a->owd_min = UINT64_MAX;
 	a->owd_n = 0;
+	a->doubt_rate = 0;
 	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
 	a->load_rate = a->delivered_rate > a->arrived_rate ? a->delivered_rate : a->arrived_rate;
 	a->load_pct = (uint32_t)(a->load_rate * 100 / (a->rate != 0 ? a->rate : 1));
@@ -576,6 +591,28 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		through = a->arrived_rate;
 	else
 		through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+	/*
+	 * Upstream, an interval ended early reads what was sent in part of
+	 * one, which may be TCP's pace, not the line's: flows that just backed
+	 * off (a loss in the modem's queue) send a fifth of the line for a
+	 * round trip or two, while the RTT still holds the queue they sent
+	 * before. A line does not fall to a fifth in 50 ms while the RTT
+	 * rises 15 ms, and a cut to that is undone only at the raises' pace.
+	 * So a cut from such a reading (under three quarters of an interval,
+	 * and under loaded_pct of the last interval's) is sized from the last
+	 * one's, and the cut the low one asked for is made only when the next
+	 * interval confirms it (the rise still growing, what was sent still
+	 * under the rate: a line that fell): then at once, refractory period
+	 * or not. Downstream what arrives from behind the modem's queue is its
+	 * rate over any part of an interval.
+	 */
+	confirmed = low != 0 && delay >= bloat && own > a->cut_delay_ns + a->p.path_flat_ns &&
+		    through < a->rate;
+	if (!a->p.after_modem && !confirmed && dt * 4 < a->p.interval_ns * 3 &&
+	    through * 100 < last_sent * a->p.loaded_pct) {
+		doubted = through;
+		through = last_sent < a->rate ? last_sent : a->rate;
+	}
 	a->through_rate = through;
 	mid = a->mid_intervals;
 	a->mid_intervals = 0;
@@ -655,12 +692,20 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		if (theirs || own < bloat / 2 ||
 		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
+		else if (confirmed)
+			cut_doubted(a, now, low);
 		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
 			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
 		else if (a->series_rate != 0)
 			bloat_again(a, now, through, own, own_pair, bloat);
 		else
 			cut_bloat(a, now, through, own, bloat);
+		if (doubted != 0 && through != 0 && a->last_cut_ns == now &&
+		    a->last_action == AUTORATE_DOWN) {
+			a->doubt_line = doubted;
+			a->doubt_rate = clamp_rate(a, (uint64_t)((double)a->rate * (double)doubted /
+								 (double)through));
+		}
 		return a->rate != old;
 	}
 	/*

@@ -27,8 +27,9 @@
  * or the step dipping a few ms now and then), a far-end server whose queue grows on one flow,
  * churning short flows (with long ones, and only short ones beside downloads without timestamps),
  * upload only, one direction falling while the other stays, idle then load, flows without
- * timestamps, a queue standing in the modem (drained, not taken as the path's), and servers' clocks
- * drifting 50-100 ppm against ours.
+ * timestamps, a queue standing in the modem (drained, not taken as the path's), uploads backing off
+ * at once in a burst's queue (not cut to what they sent then), and servers' clocks drifting 50-100
+ * ppm against ours.
  *
  * Built with -DAR_OLD against the controller before these changes (a copy
  * of its autorate.c and .h) the same scenarios print what it did.
@@ -115,6 +116,15 @@ struct scen {
 	double inject_ms[2]; /* ... this much queue appears in each modem (a burst of others) */
 	double clock_ppm;    /* servers' TSval clocks this much slow (> 0) or fast against ours */
 	bool clock_mixed;    /* ... every other flow's the other way */
+	/*
+	 * At these ms (NULL: never) a burst past the shaper puts backoff_ms of
+	 * queue into the upstream modem, and backoff_after ms later every
+	 * upload's window collapses as after a timeout (two segments, then slow
+	 * start to half its window).
+	 */
+	bool (*backoff)(uint32_t t);
+	double backoff_ms;
+	uint32_t backoff_after;
 };
 
 struct run {
@@ -367,6 +377,18 @@ simulate(const struct scen *s, struct run *r)
 			dq[d] = mq[d] / m[d];
 			hist[d][t % HIST_MS] = dq[d];
 			r->cap[d][t] = s->modem(d, t);
+		}
+		if (s->backoff != NULL && s->backoff(t))
+			mq[UP] += s->backoff_ms * m[UP];
+		if (s->backoff != NULL && t >= s->backoff_after &&
+		    s->backoff(t - s->backoff_after)) {
+			for (int i = 0; i < NF_MAX; i++)
+				if (fl[i].on && fl[i].dir == UP) {
+					fl[i].ssthresh = fl[i].cwnd / 2 > 2 * MSS ? fl[i].cwnd / 2
+										  : 2 * MSS;
+					fl[i].cwnd = 2 * MSS;
+					fl[i].recover_until = t + fl[i].base_ms;
+				}
 		}
 		/* Each flow sends its window per round trip, as it stands now. */
 		for (int i = 0; i < NF_MAX; i++) {
@@ -1199,6 +1221,72 @@ test_standing_queue(void **state)
 	run_free(&r);
 }
 
+/*
+ * The bed's RRUL through its modems with the shaper's max at their rate
+ * (e2e_autorate_workers), the upstream modem carrying 2 % less of what the
+ * shaper counts (its framing): the upload fills the modem's queue slowly
+ * and is cut for it now and then. Every 2.013 s from 5 s (a new phase
+ * against the intervals each time) a burst past the shaper puts 40 ms
+ * into that queue and, a round trip later, the uploads back off at once (a
+ * timeout: two segments, then slow start). An interval that reads the
+ * queue ends early, and what was sent in it is TCP's pace after the
+ * back-off (a third of the line), not the line's: a line does not fall to
+ * a third in 50 ms while the RTT rises 25 ms. Before, cut to 0.26 of the
+ * modem and not back at 0.8 of it before the next burst.
+ */
+static double
+modem_framed(int d, uint32_t t)
+{
+	(void)t;
+	return d == UP ? 19.6 : 100;
+}
+
+#define BACKOFF_EVERY 2013
+
+static bool
+backoff_every_2s(uint32_t t)
+{
+	return t >= 5000 && t % BACKOFF_EVERY == 0;
+}
+
+static void
+test_backoff(void **state)
+{
+	struct scen s = scen("backoff", 30000, modem_framed, flows_rrul);
+	struct run r;
+	double lo = 1e9, held = 0, back = 0, gu;
+
+	(void)state;
+	s.max[DOWN] = 100;
+	s.max[UP] = 20;
+	s.backoff = backoff_every_2s;
+	s.backoff_ms = 40;
+	s.backoff_after = 60;
+	simulate(&s, &r);
+	for (uint32_t t = 5000; t < 30000; t++) {
+		double f = r.rate[UP][t] / r.cap[UP][t];
+
+		lo = f < lo ? f : lo;
+		held += f;
+	}
+	held /= 25000;
+	/* The longest from a burst until the rate is back at 0.8 of the modem (a probe's cut
+	 * leaves 0.87-0.89). */
+	for (uint32_t t0 = 3 * BACKOFF_EVERY; t0 + BACKOFF_EVERY <= 30000; t0 += BACKOFF_EVERY)
+		for (uint32_t t = t0; t < t0 + BACKOFF_EVERY; t++)
+			if (r.rate[UP][t] < 0.8 * r.cap[UP][t] && (t + 1 - t0) / 1000.0 > back)
+				back = (t + 1 - t0) / 1000.0;
+	gu = share(&r, UP, 5000, 30000);
+	SIM_FIGURE("autorate uploads backing off in a burst's queue every 2 s, max the modem's "
+		   "rate: lowest upload rate %.3f of the modem, %.3f on average; under 0.8 of it "
+		   "until %.2f s after a burst at the latest; goodput %.3f up; %llu cuts up",
+		   lo, held, back, gu, (unsigned long long)r.a[UP].downs);
+	CHECK(lo >= 0.5);
+	CHECK(back <= 1.5);
+	CHECK(gu >= 0.88);
+	run_free(&r);
+}
+
 /* A far-end server's own queue grows on one flow of eight: not the line's; no cuts for it. */
 static void
 test_far_end_queue(void **state)
@@ -1640,6 +1728,7 @@ main(void)
 		cmocka_unit_test(test_path_steps_flow_joins),
 		cmocka_unit_test(test_path_steps_dips),
 		cmocka_unit_test(test_far_end_queue),
+		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_churn),
 		cmocka_unit_test(test_churn_short),
 		cmocka_unit_test(test_churn_no_ts),
