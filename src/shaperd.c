@@ -68,7 +68,10 @@ struct app {
 	struct ctl_server *srv; /* opened before EAL, served once the workers run */
 	/* What config.reload and SIGHUP read again. */
 	struct ctl_config_file config_file;
-	struct dp_failopen failopen;  /* with fail_open: the lease on the ports' XDP program */
+	struct dp_failopen failopen; /* with fail_open: the lease on the ports' XDP program */
+	/* with fail_open: the XDP and tc objects (StrictModes checks them at every reload) */
+	char program[2][SHAPER_PATH_LEN * 2 + 64];
+	const char *programs[2];
 	struct dp_ar_group *ar_group; /* autorate with several workers */
 	bool subs_attached;           /* per-subscriber shaping on worker 0 (dp_subs_attach) */
 };
@@ -90,8 +93,9 @@ usage(FILE *f)
 		"      --print-tc        print tc commands that give the ports' kernel\n"
 		"                        interfaces the same qdiscs (for fail-open) and exit\n"
 		"      --stats-file FILE write the exit counters as JSON to FILE\n"
-		"      --no-strict-modes start even if others could write the config file or\n"
-		"                        a socket directory (e.g. a checkout in a home)\n"
+		"      --no-strict-modes start and reload even if others could write the config\n"
+		"                        file, a file it names or a socket directory (e.g. a\n"
+		"                        checkout in a home)\n"
 		"  -V, --version         print the version and exit\n"
 		"  -h, --help            print this help and exit\n"
 		"\n"
@@ -839,10 +843,43 @@ socket_dir(const char *path, char *dir, size_t len)
 }
 
 /*
- * Before EAL touches a device: the config file and the socket directories
- * pass StrictModes, and every control socket is bound, so a path in use or
- * a missing directory fails start-up instead of leaving a daemon nobody can
- * reach. Clients wait in the backlog until run_control serves them.
+ * The fail-open programs: the XDP object (fail_open.program, or found as
+ * dp_failopen_program_path finds it) and the tc one beside it, each only
+ * if a port loads it; the other entry NULL.
+ */
+static void
+fail_open_programs(struct app *a)
+{
+	char *xdp = a->program[0], *tc = a->program[1];
+	size_t len = sizeof(a->program[0]);
+	char *slash;
+	size_t at;
+
+	a->programs[0] = a->programs[1] = NULL;
+	if (!a->cfg.fail_open)
+		return;
+	dp_failopen_program_path(a->cfg.fail_open_program, "failopen.bpf.o", xdp, len);
+	/* the tc object sits beside the XDP one */
+	snprintf(tc, len, "%s", xdp);
+	slash = strrchr(tc, '/');
+	at = slash != NULL ? (size_t)(slash + 1 - tc) : 0;
+	snprintf(tc + at, len - at, "failopen_tc.bpf.o");
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		const char *dev = a->cfg.port[r].device;
+
+		if (strncmp(dev, "net_af_packet", 13) == 0)
+			a->programs[1] = tc;
+		else if (strstr(dev, ",xdp_prog=") == NULL)
+			a->programs[0] = xdp; /* a port's own xdp_prog is checked with the config */
+	}
+}
+
+/*
+ * Before EAL touches a device: the config file, every file it names and
+ * the socket directories pass StrictModes, and every control socket is
+ * bound, so a path in use or a missing directory fails start-up instead of
+ * leaving a daemon nobody can reach. Clients wait in the backlog until
+ * run_control serves them.
  */
 static int
 open_control(struct app *a, const char *config_path)
@@ -852,8 +889,10 @@ open_control(struct app *a, const char *config_path)
 
 	if (!strict_modes)
 		shaper_log_warning("--no-strict-modes: not checking who may write "
-				   "the configuration and the socket directories");
-	if (strict_modes && shaper_check_file_modes(config_path, err, sizeof(err)) != 0) {
+				   "the configuration, the files it names and the socket "
+				   "directories");
+	if (strict_modes &&
+	    shaper_check_config_modes(config_path, c, a->programs, 2, err, sizeof(err)) != 0) {
 		shaper_log_error("refusing the configuration: %s (--no-strict-modes starts "
 				 "anyway)",
 				 err);
@@ -906,20 +945,10 @@ open_control(struct app *a, const char *config_path)
 static int
 prepare_fail_open(struct app *a)
 {
-	char program[sizeof(a->cfg.fail_open_program) + 64], err[SHAPER_ERR_LEN];
-	char tc_program[sizeof(program)];
+	const char *program = a->program[0], *tc_program = a->program[1];
+	char err[SHAPER_ERR_LEN];
 	bool any_tc = false;
 
-	dp_failopen_program_path(a->cfg.fail_open_program, "failopen.bpf.o", program,
-				 sizeof(program));
-	/* the tc object sits beside the XDP one */
-	snprintf(tc_program, sizeof(tc_program), "%s", program);
-	{
-		char *slash = strrchr(tc_program, '/');
-		size_t at = slash != NULL ? (size_t)(slash + 1 - tc_program) : 0;
-
-		snprintf(tc_program + at, sizeof(tc_program) - at, "failopen_tc.bpf.o");
-	}
 	if (dp_failopen_prepare(&a->failopen, &a->cfg, err, sizeof(err)) != 0) {
 		shaper_log_error("fail_open: %s", err);
 		return -1;
@@ -994,7 +1023,9 @@ main(int argc, char **argv)
 	}
 	if (!log_level_given)
 		shaper_log_set_level(a.cfg.log_level);
-	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes };
+	fail_open_programs(&a);
+	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes, a.programs,
+						  2 };
 	a.be.config_file = &a.config_file;
 	a.n_shards = a.cfg.n_workers;
 	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)

@@ -242,6 +242,20 @@ int shaper_config_parse_direction_live(const void *jobj, const char *path, struc
 int shaper_check_file_modes(const char *file, char *err, size_t errlen);
 int shaper_check_dir_modes(const char *dir, char *err, size_t errlen);
 
+/*
+ * StrictModes over every file a configuration has shaperd read or load:
+ * the configuration file at path, the subscriber files c's "subscribers"
+ * section names, a program an AF_XDP port's device string gives itself
+ * (xdp_prog=) and, with fail_open on, programs[0..n_programs) (the
+ * fail-open BPF objects, where shaperd finds them; NULL or "" skipped).
+ * 0, or -1 with err naming the file and, for all but the configuration
+ * file, the key that names it ("subscribers.devices: PATH is writable by
+ * group shaper (mode 0664); ...").
+ */
+int shaper_check_config_modes(const char *path, const struct shaper_config *c,
+			      const char *const *programs, unsigned int n_programs, char *err,
+			      size_t errlen);
+
 /* The direction's settings as a JSON object (json_t *, caller decrefs). */
 void *shaper_config_direction_to_json(const struct sched_params *p);
 /* A WAN emulator's settings, as the "emulate" object of the file. */

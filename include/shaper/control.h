@@ -174,6 +174,9 @@ struct ctl_config_file {
 	const char *path;
 	const struct shaper_config *started;
 	bool strict_modes; /* the file must keep passing StrictModes (shaperd(8)) */
+	/* The fail-open BPF objects loaded at start: a reload checks them as a start would. */
+	const char *const *programs;
+	unsigned int n_programs;
 };
 
 struct ctl_backend {

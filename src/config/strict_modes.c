@@ -1,13 +1,14 @@
 /*
- * StrictModes, as sshd has them: the daemon refuses a config file or a
- * control socket directory that someone other than root or its own user
- * could change, since whoever can rewrite the config (or swap the socket)
- * controls the shaper. Checked on the path with symlinks resolved, and on
- * every directory above it: a directory that group or others may write is
+ * StrictModes, as sshd has them: the daemon refuses a config file, a file
+ * it names (subscribers, BPF programs) or a control socket directory that
+ * someone other than root or its own user could change, since whoever can
+ * rewrite them (or swap the socket) controls the shaper, or the kernel. Checked on the path with
+ * symlinks resolved, and on every directory above it: a directory that group or others may write is
  * accepted only with the sticky bit and owned by root or us (as /tmp is),
  * because then nobody else can rename or remove what we own in it.
  */
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,23 @@ check_one(const char *path, const struct stat *st, char *err, size_t errlen)
 		return 0;
 	if (dir && (st->st_mode & S_ISVTX))
 		return 0; /* sticky, owned by root or us: others cannot replace our files */
-	snprintf(err, errlen, "%s (mode %04o) is writable by %s; run chmod go-w on it", path,
-		 (unsigned int)(st->st_mode & 07777),
-		 (st->st_mode & S_IWOTH) ? "others" : "its group");
+	if (st->st_mode & S_IWOTH) {
+		snprintf(err, errlen, "%s is writable by others (mode %04o); run chmod go-w on it",
+			 path, (unsigned int)(st->st_mode & 07777));
+	} else {
+		/* The writer by name: who could have changed it is what the admin asks next. */
+		const struct group *g = getgrgid(st->st_gid);
+
+		if (g != NULL)
+			snprintf(err, errlen,
+				 "%s is writable by group %s (mode %04o); run chmod go-w on it",
+				 path, g->gr_name, (unsigned int)(st->st_mode & 07777));
+		else
+			snprintf(err, errlen,
+				 "%s is writable by group %u (mode %04o); run chmod go-w on it",
+				 path, (unsigned int)st->st_gid,
+				 (unsigned int)(st->st_mode & 07777));
+	}
 	return -1;
 }
 
@@ -130,4 +145,68 @@ shaper_check_dir_modes(const char *dir, char *err, size_t errlen)
 	if (check_one(real, &st, err, errlen) != 0)
 		return -1;
 	return check_parents(real, err, errlen);
+}
+
+/* One file a configuration names: err as "KEY: why". */
+static int
+check_named(const char *key, const char *file, char *err, size_t errlen)
+{
+	char why[SHAPER_ERR_LEN];
+
+	if (shaper_check_file_modes(file, why, sizeof(why)) == 0)
+		return 0;
+	snprintf(err, errlen, "%s: %s", key, why);
+	return -1;
+}
+
+/* The program an AF_XDP device loads itself (",xdp_prog=PATH"), into out; false if none. */
+static bool
+device_program(const char *device, char *out, size_t len)
+{
+	const char *p = strstr(device, ",xdp_prog=");
+	size_t n;
+
+	if (strncmp(device, "net_af_xdp", strlen("net_af_xdp")) != 0 || p == NULL)
+		return false;
+	p += strlen(",xdp_prog=");
+	n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return false;
+	memcpy(out, p, n);
+	out[n] = '\0';
+	return true;
+}
+
+int
+shaper_check_config_modes(const char *path, const struct shaper_config *c,
+			  const char *const *programs, unsigned int n_programs, char *err,
+			  size_t errlen)
+{
+	const struct shaper_subscribers_config *sc = &c->subscribers;
+	char key[64], prog[SHAPER_PATH_LEN * 2];
+
+	if (shaper_check_file_modes(path, err, errlen) != 0)
+		return -1;
+	/* The subscriber files are re-read on every reload: whoever writes them sets the plans. */
+	if (sc->file[0] != '\0' && check_named("subscribers.file", sc->file, err, errlen) != 0)
+		return -1;
+	if (sc->devices[0] != '\0' &&
+	    check_named("subscribers.devices", sc->devices, err, errlen) != 0)
+		return -1;
+	if (sc->network[0] != '\0' &&
+	    check_named("subscribers.network", sc->network, err, errlen) != 0)
+		return -1;
+	/* BPF objects run in the kernel, loaded as root: the same rule, at least. */
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		if (!device_program(c->port[r].device, prog, sizeof(prog)))
+			continue;
+		snprintf(key, sizeof(key), "ports.%s: xdp_prog", shaper_port_name[r]);
+		if (check_named(key, prog, err, errlen) != 0)
+			return -1;
+	}
+	for (unsigned int i = 0; c->fail_open && i < n_programs; i++)
+		if (programs[i] != NULL && programs[i][0] != '\0' &&
+		    check_named("fail_open.program", programs[i], err, errlen) != 0)
+			return -1;
+	return 0;
 }

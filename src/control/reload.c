@@ -301,6 +301,32 @@ ctl_reload_prepare(const char *path, const struct shaper_config *started,
 	return 0;
 }
 
+/*
+ * StrictModes, as at start: a reload must not apply a file (or a
+ * subscriber file, or run beside a program) that a fresh start would
+ * refuse. A file that does not load is judged alone; prepare says why it
+ * does not load.
+ */
+static int
+check_modes(const struct ctl_config_file *cf, char *err, size_t errlen)
+{
+	struct shaper_config *file = malloc(sizeof(*file));
+	char e[SHAPER_ERR_LEN];
+	int rc;
+
+	if (file == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	if (shaper_config_load_file(cf->path, file, e, sizeof(e)) == 0)
+		rc = shaper_check_config_modes(cf->path, file, cf->programs, cf->n_programs, err,
+					       errlen);
+	else
+		rc = shaper_check_file_modes(cf->path, err, errlen);
+	free(file);
+	return rc;
+}
+
 /* Each direction's parameters now, as config.get shows them. */
 static int
 running_params(const struct ctl_backend *be, struct sched_params running[SHAPER_NUM_DIRS],
@@ -388,6 +414,9 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 	rc = running_params(be, running, err, sizeof(err));
 	if (rc != 0)
 		return reload_fail(code, msg, msglen, CTL_ERR_BUSY, via, "%s", err);
+	if (cf->strict_modes && check_modes(cf, err, sizeof(err)) != 0)
+		return reload_fail(code, msg, msglen, CTL_ERR_INVALID_ARGUMENT, via,
+				   "%s; nothing was applied (StrictModes, as at start)", err);
 	pl = malloc(sizeof(*pl));
 	if (pl == NULL)
 		return reload_fail(code, msg, msglen, CTL_ERR_INTERNAL, via, "out of memory");

@@ -10,7 +10,9 @@
    ports.wan.device (log, config.reload's reply, shapectl) and applies
    nothing, not even the bandwidth it also changes.
 3. A file that does not load: refused naming the JSON path; the daemon
-   carries on.
+   carries on. A file made group-writable after start: refused by
+   config.reload and SIGHUP (StrictModes, as at start), naming the file and
+   its group; the daemon carries on.
 4. `shapectl reload` applies the file; `shapectl set ... --save` writes the
    running settings to the file (same mode, the other keys kept, the file
    still passes --check-config).
@@ -135,6 +137,21 @@ def run(d, sock, stats_path, tmp, cfg, wan, out):
     check(rc == 1 and "upstream.bandwidth" in text and "nothing was applied" in text,
           "a bad file: refused naming upstream.bandwidth (%s)" % text.strip())
     check(up_bandwidth(c).lower() == "20mbit", "the daemon carries on at 20Mbit")
+
+    # 3b. A file made group-writable after start: refused as a start would refuse it
+    # (StrictModes), by config.reload and SIGHUP alike; the daemon carries on.
+    edit(path, lambda x: x["upstream"].update(bandwidth="40mbit"))
+    os.chmod(path, 0o664)
+    rc, text = shapectl(sock, "reload")
+    check(rc == 1 and path in text and "is writable by group" in text and "(mode 0664)" in text
+          and "nothing was applied" in text,
+          "a group-writable file: refused naming the file and its group (%s)" % text.strip())
+    d.proc.send_signal(signal.SIGHUP)
+    check(d.wait_line("reload (SIGHUP) refused: %s is writable by group" % path, 5),
+          "SIGHUP with a group-writable file: refused in the log")
+    check(up_bandwidth(c).lower() == "20mbit", "the daemon carries on at 20Mbit (%s)"
+          % up_bandwidth(c))
+    os.chmod(path, mode)
 
     # 4. shapectl reload, then set --save.
     edit(path, lambda x: x["upstream"].update(bandwidth="50mbit"))

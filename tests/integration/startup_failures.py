@@ -3,8 +3,8 @@
 
 Each way start-up can fail (a missing or bad port, a device or socket
 already in use, too little memory for the mbuf pools, a bad lcore list, a
-missing socket directory, a config file or socket directory others may
-write, capture (dataplane.pdump) without hugepages) must end with exit 1,
+missing socket directory, a config file, a file it names (subscribers,
+the fail-open program) or a socket directory others may write, capture (dataplane.pdump) without hugepages) must end with exit 1,
 one line that says what and why, no control socket left behind, and, when
 SHAPERD is the ASan build, no LeakSanitizer or AddressSanitizer report
 (detect_leaks=1 is set here, whatever the caller gave). No suppressions
@@ -90,7 +90,27 @@ def main():
           write_config("nodir", config(os.path.join(TMP, "no", "such", "s.sock"))),
           "is missing, and so is")
     path = write_config("writable", config(sock), mode=0o666)
-    fails("config file others may write", path, "(mode 0666) is writable by others")
+    fails("config file others may write", path, "is writable by others (mode 0666)")
+    # The files it names, as much as the file itself.
+    subs = os.path.join(TMP, "subscribers-file.json")
+    with open(subs, "w") as f:
+        json.dump({"subscribers": []}, f)
+    os.chmod(subs, 0o664)
+    fails("subscriber file its group may write",
+          write_config("subs", config(sock, subscribers={"file": subs})),
+          "refusing the configuration: subscribers.file: %s is writable by group" % subs)
+    # af_packet ports load the tc object beside fail_open.program
+    prog, tc_prog = os.path.join(TMP, "failopen.bpf.o"), os.path.join(TMP, "failopen_tc.bpf.o")
+    for p, mode in ((prog, 0o644), (tc_prog, 0o666)):
+        with open(p, "w"):
+            pass
+        os.chmod(p, mode)
+    fails("fail-open program others may write",
+          write_config("prog", config(sock, ports={
+              "wan": "net_af_packet0,iface=shaper-nosuch0",
+              "lan": "net_af_packet1,iface=shaper-nosuch1"},
+              fail_open={"enabled": True, "program": prog})),
+          "fail_open.program: %s is writable by others" % tc_prog)
     opendir = os.path.join(TMP, "open")
     os.mkdir(opendir)
     os.chmod(opendir, 0o777)

@@ -356,7 +356,7 @@ setup_backend(void **state)
 	     "\"downstream\": {\"bandwidth\": \"280mbit\", \"diffserv\": \"diffserv4\"}}",
 	     started);
 	running_of(started, F.params);
-	CF = (struct ctl_config_file){ path, started, false };
+	CF = (struct ctl_config_file){ .path = path, .started = started };
 	BE.config_file = &CF;
 	refuse_dir = -1;
 	memset(applies, 0, sizeof(applies));
@@ -527,6 +527,97 @@ test_sighup(void **state)
 	assert_int_equal(applies[SHAPER_UP], 1);
 	assert_int_equal(F.params[SHAPER_UP].rate, 120000000 / 8);
 	signal(SIGHUP, SIG_DFL);
+}
+
+/* A config.reload refused by StrictModes: the message, and nothing applied. */
+static void
+reload_refused(const char *why1, const char *why2)
+{
+	unsigned int before = applies[SHAPER_UP] + applies[SHAPER_DOWN];
+	uint64_t rate = F.params[SHAPER_UP].rate;
+	const char *m;
+	json_t *r;
+
+	r = request(SHAPER_LEVEL_ADMIN, "{\"cmd\":\"config.reload\"}");
+	assert_true(json_is_false(json_object_get(r, "ok")));
+	assert_string_equal(json_string_value(jpath(r, "error.code")), "invalid_argument");
+	m = json_string_value(jpath(r, "error.message"));
+	if (strstr(m, why1) == NULL || strstr(m, why2) == NULL ||
+	    strstr(m, "nothing was applied") == NULL)
+		fail_msg("\"%s\" does not say \"%s\" and \"%s\"", m, why1, why2);
+	assert_int_equal(applies[SHAPER_UP] + applies[SHAPER_DOWN], before);
+	assert_int_equal(F.params[SHAPER_UP].rate, rate);
+	json_decref(r);
+}
+
+/*
+ * StrictModes at every reload, as at start: the file made group-writable
+ * after start is refused (config.reload and SIGHUP), and so are a
+ * subscriber file and a fail-open program others may write.
+ */
+static void
+test_reload_strict_modes(void **state)
+{
+	static const char body[] = "{" PORTS ", \"upstream\": {\"bandwidth\": \"150mbit\"}, "
+				   "\"downstream\": {\"bandwidth\": \"280mbit\", \"diffserv\": "
+				   "\"diffserv4\"}}";
+	char subs[300], prog[300], text[1024], why[320];
+	const char *programs[1] = { prog };
+	json_t *r;
+
+	(void)state;
+	CF.strict_modes = true;
+	write_file(path, body, 0664);
+	snprintf(why, sizeof(why), "%s is writable by group", path);
+	reload_refused(why, "(mode 0664)");
+	/* SIGHUP takes the same path: logged, nothing applied. */
+	signal(SIGHUP, ctl_reload_on_sighup);
+	raise(SIGHUP);
+	ctl_reload_poll(&BE);
+	assert_int_equal(applies[SHAPER_UP], 0);
+	signal(SIGHUP, SIG_DFL);
+	/* Put right: the same file applies. */
+	assert_int_equal(chmod(path, 0644), 0);
+	r = request(SHAPER_LEVEL_ADMIN, "{\"cmd\":\"config.reload\"}");
+	assert_true(json_is_true(json_object_get(r, "ok")));
+	assert_int_equal(F.params[SHAPER_UP].rate, 150000000 / 8);
+	json_decref(r);
+
+	/* A subscriber file the file names. */
+	snprintf(subs, sizeof(subs), "%s/subs.json", tmpdir);
+	write_file(subs, "{\"subscribers\": []}", 0646);
+	snprintf(text, sizeof(text),
+		 "{" PORTS ", \"subscribers\": {\"file\": \"subs.json\"}, \"upstream\": "
+		 "{\"bandwidth\": \"120mbit\"}}");
+	write_file(path, text, 0644);
+	snprintf(why, sizeof(why), "subscribers.file: %s is writable by others", subs);
+	reload_refused(why, "(mode 0646)");
+	assert_int_equal(chmod(subs, 0644), 0);
+	/* Past StrictModes now: the section itself is what a restart changes. */
+	r = request(SHAPER_LEVEL_ADMIN, "{\"cmd\":\"config.reload\"}");
+	assert_string_equal(json_string_value(jpath(r, "error.code")), "restart_required");
+	json_decref(r);
+
+	/* The fail-open program loaded at start. */
+	snprintf(prog, sizeof(prog), "%s/failopen.bpf.o", tmpdir);
+	write_file(prog, "", 0664);
+	CF.programs = programs;
+	CF.n_programs = 1;
+	write_file(path,
+		   "{\"ports\": {\"wan\": \"net_af_xdp0,iface=w0\", \"lan\": "
+		   "\"net_af_xdp1,iface=l0\"}, \"fail_open\": {\"enabled\": true}}",
+		   0644);
+	snprintf(why, sizeof(why), "fail_open.program: %s is writable by group", prog);
+	reload_refused(why, "run chmod go-w on it");
+	/* Without StrictModes (--no-strict-modes) none of it is looked at. */
+	CF.strict_modes = false;
+	r = request(SHAPER_LEVEL_ADMIN, "{\"cmd\":\"config.reload\"}");
+	assert_string_equal(json_string_value(jpath(r, "error.code")), "restart_required");
+	json_decref(r);
+	CF.programs = NULL;
+	CF.n_programs = 0;
+	unlink(subs);
+	unlink(prog);
 }
 
 /* ---- config.save ---- */
@@ -707,6 +798,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_reload_save_need_admin, setup_backend,
 						teardown_backend),
 		cmocka_unit_test_setup_teardown(test_sighup, setup_backend, teardown_backend),
+		cmocka_unit_test_setup_teardown(test_reload_strict_modes, setup_backend,
+						teardown_backend),
 		cmocka_unit_test(test_save_round_trip),
 		cmocka_unit_test_setup_teardown(test_save_request, setup_backend, teardown_backend),
 		cmocka_unit_test(test_save_not_writable),
