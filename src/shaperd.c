@@ -953,6 +953,11 @@ prepare_fail_open(struct app *a)
 		shaper_log_error("fail_open: %s", err);
 		return -1;
 	}
+	/* Before any program is attached: a refusal leaves the bridge carrying the line. */
+	if (dp_failopen_check_queues(&a->failopen, &a->cfg, a->n_shards, err, sizeof(err)) != 0) {
+		shaper_log_error("fail_open: %s", err);
+		return -1;
+	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
 		const char *need = a->failopen.port[r].tc ? tc_program : program;
 

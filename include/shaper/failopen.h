@@ -95,6 +95,33 @@ int dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg,
  */
 int dp_failopen_attach_tc(struct dp_failopen *fo, const char *program, char *err, size_t errlen);
 
+/*
+ * How many rx queues the kernel may put ifname's frames on: its channels
+ * (ethtool -l: combined plus rx-only), else the rx-N queues sysfs lists.
+ * *combined says the count is of combined channels (what ethtool -L sets
+ * with "combined"). Returns the count, or -errno.
+ */
+int dp_failopen_rx_queues(const char *ifname, bool *combined);
+
+/*
+ * AF_XDP with fail-open: the XDP program hands a frame to the socket of
+ * the rx queue it came on, and shaperd has sockets on queues start ..
+ * start + n - 1 only; a frame on any other queue is passed to the bridge,
+ * unshaped, while shaperd runs. 0 when those n cover all if_queues of
+ * ifname, else -1 with one line in err naming the interface, its queues,
+ * the ones served and the fix. combined as dp_failopen_rx_queues gives it.
+ */
+int dp_failopen_queues_check(const char *ifname, int if_queues, bool combined, unsigned int start,
+			     unsigned int n, char *err, size_t errlen);
+
+/*
+ * dp_failopen_queues_check for each AF_XDP port of cfg (after
+ * dp_failopen_prepare), with n queues each from its start_queue=. 0 or -1
+ * with err naming the port.
+ */
+int dp_failopen_check_queues(const struct dp_failopen *fo, const struct shaper_config *cfg,
+			     unsigned int n, char *err, size_t errlen);
+
 /* Whether ifname is a port of a bridge (fail-open forwards nothing otherwise). */
 bool dp_failopen_in_bridge(const char *ifname);
 

@@ -3,13 +3,20 @@
  * Nothing here runs on the fast path: the lease thread makes one bpf(2)
  * call per port every quarter lease.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -124,6 +131,111 @@ dp_failopen_program_path(const char *configured, const char *file, char *out, si
 		}
 	}
 	snprintf(out, len, "%s/%s", SHAPER_BPF_DIR, file);
+}
+
+/* The rx-N entries under /sys/class/net/IF/queues: the kernel's real rx queues. */
+static int
+sysfs_rx_queues(const char *ifname)
+{
+	char path[128];
+	struct dirent *e;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	d = opendir(path);
+	if (d == NULL)
+		return -errno;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "rx-", 3) == 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+int
+dp_failopen_rx_queues(const char *ifname, bool *combined)
+{
+	struct ethtool_channels ch = { .cmd = ETHTOOL_GCHANNELS };
+	struct ifreq ifr;
+	int fd, rc = -1;
+
+	*combined = true;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	ifr.ifr_data = (void *)&ch;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		rc = ioctl(fd, SIOCETHTOOL, &ifr);
+		close(fd);
+	}
+	if (rc == 0 && ch.combined_count + ch.rx_count > 0) {
+		*combined = ch.rx_count == 0;
+		return (int)(ch.combined_count + ch.rx_count);
+	}
+	/* No channel count (a driver without get_channels): what the kernel made. */
+	return sysfs_rx_queues(ifname);
+}
+
+int
+dp_failopen_queues_check(const char *ifname, int if_queues, bool combined, unsigned int start,
+			 unsigned int n, char *err, size_t errlen)
+{
+	unsigned int q = (unsigned int)if_queues, end, others;
+	char served[48];
+
+	if (if_queues < 0) {
+		snprintf(err, errlen,
+			 "cannot count the rx queues of %s (%s): fail-open cannot tell whether "
+			 "every queue has a socket",
+			 ifname, strerror(-if_queues));
+		return -1;
+	}
+	if (start == 0 && q <= n)
+		return 0;
+	end = start + n < q ? start + n : q;
+	others = q - (end > start ? end - start : 0);
+	if (n == 1)
+		snprintf(served, sizeof(served), "queue %u", start);
+	else
+		snprintf(served, sizeof(served), "queues %u-%u", start, start + n - 1);
+	/* A socket takes only its own queue's frames: the others cannot be steered to one. */
+	snprintf(err, errlen,
+		 "%s has %u rx queues and shaperd's AF_XDP sockets serve %s only (%u worker%s): "
+		 "frames the NIC puts on the other %u would pass to the bridge unshaped; %srun "
+		 "ethtool -L %s %s %u, or give lcores.workers %u workers (and the device "
+		 "queue_count=%u)",
+		 ifname, q, served, n, n == 1 ? "" : "s", others,
+		 start > 0 ? "drop the device's start_queue= and " : "", ifname,
+		 combined ? "combined" : "rx", n, q, q);
+	return -1;
+}
+
+int
+dp_failopen_check_queues(const struct dp_failopen *fo, const struct shaper_config *cfg,
+			 unsigned int n, char *err, size_t errlen)
+{
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		const char *dev = cfg->port[r].device, *v;
+		char why[SHAPER_ERR_LEN];
+		unsigned int start = 0;
+		bool combined;
+		size_t len;
+		int q;
+
+		if (!is_af_xdp(dev))
+			continue;
+		v = devarg(dev, "start_queue", &len);
+		if (v != NULL)
+			start = (unsigned int)strtoul(v, NULL, 10);
+		q = dp_failopen_rx_queues(fo->port[r].ifname, &combined);
+		if (dp_failopen_queues_check(fo->port[r].ifname, q, combined, start, n, why,
+					     sizeof(why)) != 0) {
+			snprintf(err, errlen, "ports.%s: %s", shaper_port_name[r], why);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 bool

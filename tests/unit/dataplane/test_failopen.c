@@ -1,9 +1,11 @@
 /*
  * Fail-open's parts that need no kernel: the device strings shaperd hands
- * net_af_xdp, and the lease thread's decision at each look. The kernel half
+ * net_af_xdp, the lease thread's decision at each look, and the rx queue
+ * check. The kernel half
  * (the XDP program and the bridge) is exercised on the namespace bed by
  * tests/e2e/failopen_matrix.py.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -110,6 +112,38 @@ test_decide(void **state)
 	pthread_mutex_destroy(&fo.lock);
 }
 
+/* AF_XDP with fail-open: every rx queue of the interface needs a socket of shaperd's. */
+static void
+test_queues(void **state)
+{
+	char err[512];
+	bool combined;
+
+	(void)state;
+	assert_int_equal(dp_failopen_queues_check("eth1", 1, true, 0, 1, err, sizeof(err)), 0);
+	assert_int_equal(dp_failopen_queues_check("eth1", 2, true, 0, 2, err, sizeof(err)), 0);
+	assert_int_equal(dp_failopen_queues_check("eth1", 4, true, 0, 1, err, sizeof(err)), -1);
+	assert_string_equal(err, "eth1 has 4 rx queues and shaperd's AF_XDP sockets serve queue 0 "
+				 "only (1 worker): frames the NIC puts on the other 3 would pass "
+				 "to the bridge unshaped; run ethtool -L eth1 combined 1, or give "
+				 "lcores.workers 4 workers (and the device queue_count=4)");
+	/* rx-only channels (a veth): the fix says rx */
+	assert_int_equal(dp_failopen_queues_check("v0", 3, false, 0, 2, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "serve queues 0-1 only (2 workers)"));
+	assert_non_null(strstr(err, "the other 1 would"));
+	assert_non_null(strstr(err, "ethtool -L v0 rx 2"));
+	/* queue 0 unserved when the sockets start further on */
+	assert_int_equal(dp_failopen_queues_check("eth1", 2, true, 1, 1, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "serve queue 1 only"));
+	assert_non_null(strstr(err, "drop the device's start_queue="));
+	assert_int_equal(dp_failopen_queues_check("eth1", -ENODEV, true, 0, 1, err, sizeof(err)),
+			 -1);
+	assert_non_null(strstr(err, "cannot count the rx queues of eth1"));
+	/* the kernel's own count: lo has one queue, a missing interface none */
+	assert_int_equal(dp_failopen_rx_queues("lo", &combined), 1);
+	assert_true(dp_failopen_rx_queues("shaper-nosuch0", &combined) < 0);
+}
+
 int
 main(void)
 {
@@ -117,6 +151,7 @@ main(void)
 		cmocka_unit_test(test_iface),
 		cmocka_unit_test(test_devargs),
 		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_queues),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
