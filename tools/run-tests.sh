@@ -161,7 +161,7 @@ set +m
 
 stage "unit, sim, integration, e2e" meson test -C build --no-rebuild --print-errorlogs \
 	--num-processes 2 --no-suite fuzz --no-suite mutation --no-suite install \
-	--no-suite pktgen --no-suite soak --logbase main
+	--no-suite pktgen --no-suite soak --no-suite guest --logbase main
 # pktgen is the load generator on the same two cores: the test fails a run
 # whose generator falls short of the load it was asked for (that says nothing
 # about the shaper), and a compiler beside it takes it short of a million

@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""The guest smoke: the box's path on PCI NICs under DPDK's own drivers.
+
+A Debian 12 guest (QEMU, systemd as PID 1) with a virtio-net NIC (mq=on, the
+LAN port) and an e1000e (the WAN port) whose taps sit in the client and
+server namespaces. Inside it, the operator's steps of docs/deployment.md:
+install the package built from this tree, configure an instance, enable the
+package's shaper-pci@ unit (hugepages, the ports to uio_pci_generic: the
+guest has no IOMMU, and Debian's kernel has no vfio no-IOMMU mode) and
+`systemctl enable --now shaperd@vm`. Then:
+
+- ARP and ping both ways and ping6 through the guest (shaperd bridges on
+  net_virtio and net_e1000_em, as its `ports` report says);
+- CAKE at 8 Mbit/s up and 12 Mbit/s down, judged by shaperd's own counters
+  over its own clock: frame bytes sent between two `stats` reads over the
+  time it owed the rate (backlogged less the time its worker was not
+  scheduled), within 1 %, owed for at least half the interval; and the
+  receiving namespace's own byte count over the host's clock within 5 %
+  (the guest's clock against the host's);
+- `systemctl reload` after the file's upstream rate changed to 4 Mbit/s:
+  the journal says it applied, and the shaper holds the new rate;
+- the accounting identity in the final statistics.
+
+It prints the time from a fresh overlay of the cached image (the OS, no
+shaper) to shaperd shaping under systemd, and the smoke's own time.
+
+usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE]
+  (root; 77 otherwise. A bed that cannot start fails, saying what is missing.)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from shaperlib import check, check_accounting, failures  # noqa: E402
+from shaperlib import vmbed  # noqa: E402
+
+UP_RATE, DOWN_RATE, UP_RELOADED = 8e6, 12e6, 4e6
+SOCK = "/run/shaper/vm.sock"
+
+CONFIG = {
+    "comment": "The guest bed's box: virtio-net LAN port, e1000e WAN port.",
+    "ports": {"lan": vmbed.LAN_PCI, "wan": vmbed.WAN_PCI},
+    "upstream": {"discipline": "cake", "bandwidth": "8mbit", "isolation": "dual-srchost"},
+    "downstream": {"discipline": "cake", "bandwidth": "12mbit", "isolation": "dual-dsthost",
+                   "ingress": True},
+    "control": {"enabled": True, "socket": SOCK, "mode": "0660", "group": "shaper"},
+    "lcores": {"workers": [1]},
+}
+ENV = """# /etc/shaper/vm.env
+SHAPERD_EAL_ARGS="-l 0,1 -a %s -a %s"
+SHAPER_PCI_DRIVER=uio_pci_generic
+SHAPER_HUGEPAGES=192
+""" % (vmbed.LAN_PCI, vmbed.WAN_PCI)
+
+
+def stats(g, direction=None):
+    rc, out, err = g.run("shapectl --socket %s --json stats %s" % (SOCK, direction or ""),
+                         check=True)
+    return json.loads(out)
+
+
+def ns_rx_bytes(g, side):
+    r = g.in_ns(side, ["cat", "/sys/class/net/eth0/statistics/rx_bytes"], capture_output=True,
+                text=True, check=True)
+    return int(r.stdout)
+
+
+def rate_check(g, direction, rate, label):
+    """UDP at twice the rate through the guest for 9 s; the shaper's own rate
+    over two stats reads 3 s apart, and the receiver's bytes over the host's
+    clock over the same span."""
+    recv = "srv" if direction == "upstream" else "cli"
+    srv = g.popen_ns("srv", ["iperf3", "-s", "-1", "-B", vmbed.SRV_IP], stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    argv = ["iperf3", "-c", vmbed.SRV_IP, "-u", "-b", "%dM" % (2 * rate / 1e6), "-l", "1200",
+            "-t", "10"] + (["-R"] if direction == "downstream" else [])
+    cli = g.popen_ns("cli", argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    time.sleep(2.5)
+    h0, b0 = time.monotonic(), ns_rx_bytes(g, recv)
+    a = stats(g, direction)["directions"][direction]
+    time.sleep(3.0)
+    b = stats(g, direction)["directions"][direction]
+    h1, b1 = time.monotonic(), ns_rx_bytes(g, recv)
+    out, _ = cli.communicate(timeout=30)
+    srv.wait(timeout=30)
+    span = (b["time_ns"] - a["time_ns"]) / 1e9
+    skipped = (b["lag_skipped_us"] - a["lag_skipped_us"]) / 1e6
+    owed = (b["backlogged_us"] - a["backlogged_us"]) / 1e6 - skipped
+    own = (b["tx_bytes"] - a["tx_bytes"]) * 8 / owed if owed > 0 else 0.0
+    err = own / rate - 1
+    ok = check(abs(err) <= 0.01 and owed >= 0.5 * span,
+               "%s: shaperd sent %.3f Mbit/s over the %.3f s of %.3f s it owed the %g Mbit/s "
+               "rate (%+.2f %%, bound 1 %%; owed at least half; %.1f ms written off)" %
+               (label, own / 1e6, owed, span, rate / 1e6, err * 100, skipped * 1e3))
+    # The receiving namespace counts frames without the FCS, as shaperd does.
+    host = (b1 - b0) * 8 / (h1 - h0)
+    herr = host / rate - 1
+    ok &= check(abs(herr) <= 0.05,
+                "%s: the receiver got %.3f Mbit/s by the host's clock over %.2f s (%+.1f %% of "
+                "the rate, bound 5 %%)" % (label, host / 1e6, h1 - h0, herr * 100))
+    if not ok:
+        print(out)
+    return b
+
+
+def main():
+    if os.geteuid() != 0:
+        print("SKIP: the guest bed needs root (taps, namespaces, the image build)")
+        return 77
+    sys.stdout.reconfigure(line_buffering=True)
+    src, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    deb = sys.argv[sys.argv.index("--deb") + 1] if "--deb" in sys.argv else None
+    t_smoke = time.monotonic()
+    cache = os.path.join(build, "vmbed")
+    os.makedirs(cache, exist_ok=True)
+    try:
+        vmbed.ensure_host_packages()
+        if deb is None:
+            deb = vmbed.package(src, os.path.join(cache, "deb"))
+        img = vmbed.image(cache, vmbed.deb_dependencies(deb))
+    except vmbed.BedError as e:
+        print("FAIL: %s" % e)
+        return 1
+    run_dir = tempfile.mkdtemp(prefix="guest-", dir=cache)
+    g = vmbed.Guest(img, run_dir, pfx="vg%d" % (os.getpid() % 10000))
+    steps = []
+
+    def step(cmd, timeout=300):
+        t0 = time.monotonic()
+        rc, out, err = g.run(cmd, timeout=timeout)
+        steps.append((time.monotonic() - t0, cmd))
+        check(rc == 0, "guest: %s (%.1f s)%s" % (cmd, steps[-1][0],
+                                                 "" if rc == 0 else "\n" + out + err))
+        if rc != 0:
+            raise vmbed.BedError("a step of the operator's path failed")
+        return out
+
+    try:
+        with open(os.path.join(g.share, "vm.json"), "w") as f:
+            json.dump(CONFIG, f, indent="\t")
+        with open(os.path.join(g.share, "vm.env"), "w") as f:
+            f.write(ENV)
+        debname = os.path.basename(deb)
+        subprocess.run(["cp", deb, os.path.join(g.share, debname)], check=True)
+        t_fresh = time.monotonic()
+        boot = g.start()
+        print("vmbed: guest up in %.1f s (its agent answers)" % boot)
+        step("mkdir -p /mnt/bed && mount -t 9p -o trans=virtio,version=9p2000.L,ro bed /mnt/bed"
+             " && cp /mnt/bed/%s /root/" % debname)
+        # The operator's path (docs/deployment.md), command for command.
+        # DPDK's tools first: with them (python3 among them) in the same run, Debian
+        # 12's apt stops with "Internal Error, Pathname to install is not absolute"
+        # once it runs dpkg more than once.
+        step("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download dpdk", 900)
+        step("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download /root/%s"
+             % debname, 900)
+        step("cp /mnt/bed/vm.json /mnt/bed/vm.env /etc/shaper/")
+        step("shaperd -- -c /etc/shaper/vm.json --check-config")
+        step("systemctl enable shaper-pci@vm")
+        step("systemctl enable --now shaperd@vm")
+        rc, out, _ = g.run("systemctl is-active shaperd@vm")
+        check(out.strip() == "active", "shaperd@vm is %s" % out.strip())
+        r = g.in_ns("cli", ["ping", "-c", "3", "-i", "0.2", "-W", "2", vmbed.SRV_IP],
+                    capture_output=True, text=True)
+        t_shaping = time.monotonic() - t_fresh
+        check(r.returncode == 0, "ping client -> server through the guest")
+        r = g.in_ns("srv", ["ping", "-c", "3", "-i", "0.2", "-W", "2", vmbed.CLI_IP],
+                    capture_output=True, text=True)
+        check(r.returncode == 0, "ping server -> client through the guest")
+        r = g.in_ns("cli", ["ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", vmbed.SRV_IP6],
+                    capture_output=True, text=True)
+        check(r.returncode == 0, "ping6 client -> server (neighbour discovery passes)")
+        _, journal, _ = g.run("journalctl -b -o cat --no-pager -u shaper-pci@vm -u shaperd@vm")
+        print("---- the guest's journal (shaper-pci@vm, shaperd@vm)\n%s----" % journal)
+        st = stats(g)
+        names = sorted(p.get("name") for p in st.get("ports", {}).values())
+        _, bound, _ = g.run("for d in %s %s; do basename $(readlink /sys/bus/pci/devices/$d/driver);"
+                            " done" % (vmbed.LAN_PCI, vmbed.WAN_PCI))
+        check(names == [vmbed.LAN_PCI, vmbed.WAN_PCI] and bound.split() == ["uio_pci_generic"] * 2,
+              "ports %s, bound to %s" % (" ".join(names), " ".join(bound.split())))
+        for pmd in ("net_virtio", "net_e1000_em"):
+            check(pmd in journal, "EAL probed the port with %s" % pmd)
+        print("vmbed: from a fresh image to shaperd shaping under systemd: %.1f s "
+              "(boot %.1f s; the steps: %s)" %
+              (t_shaping, boot, "; ".join("%.1f s %s" % s for s in steps[1:])))
+
+        rate_check(g, "upstream", UP_RATE, "cake 8mbit upstream")
+        rate_check(g, "downstream", DOWN_RATE, "cake 12mbit downstream")
+
+        step("sed -i 's/\"8mbit\"/\"4mbit\"/' /etc/shaper/vm.json && "
+             "systemctl reload shaperd@vm && sleep 1")
+        _, out, _ = g.run("journalctl -b -o cat --no-pager -u shaperd@vm | grep -i reload")
+        check("applied upstream.bandwidth" in out, "reload applied: %s" % out.strip())
+        rate_check(g, "upstream", UP_RELOADED, "cake 4mbit upstream after the reload")
+        time.sleep(1)
+        check_accounting(stats(g), "final stats")
+    except vmbed.BedError as e:
+        check(False, str(e))
+        _, journal, _ = g.run("journalctl -b -o cat --no-pager -u shaper-pci@vm -u shaperd@vm "
+                              "| tail -40") if g.proc and g.proc.poll() is None else (0, "", "")
+        print(journal)
+    finally:
+        g.stop()
+        subprocess.run(["rm", "-rf", run_dir])
+    print("vmbed: the smoke took %.1f s" % (time.monotonic() - t_smoke))
+    n = len(failures)
+    print("guest smoke: %s" % ("FAILED %d checks" % n if n else "all checks passed"))
+    return 1 if n else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
