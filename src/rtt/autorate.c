@@ -365,6 +365,28 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	}
 	if ((rising && !jitter) || a->series_rate == 0 || own > a->p.path_max_ns ||
 	    a->p.path_checks == 0) {
+		/*
+		 * Downstream without one-way figures, what arrives after the
+		 * series' first cut (sized from the modem's rate) far under our
+		 * rate: the modem has no queue draining into us, unless its line
+		 * fell again. More often the flows are paced by their ACKs,
+		 * waiting in the upload's queue, which the rise may be all of
+		 * (both lines halved: arrivals at 0.4 of the new line on the
+		 * bed). Cut from our rate and keep the line the first cut
+		 * measured: a second fall is followed within another refractory
+		 * period, and a cut that was not ours costs a tenth to a third
+		 * of the rate instead of TCP's whole shortfall, and leaves no
+		 * line so low that the download, refilling, looks like the one
+		 * probing at the upload's next probe (not_bottleneck).
+		 */
+		if (a->p.after_modem && a->owd_last_ns == UINT64_MAX &&
+		    through * 100 < a->rate * a->p.near_lo_pct) {
+			uint64_t line = a->bloat_rate;
+
+			cut_bloat(a, now, a->rate, own, bloat);
+			a->bloat_rate = line;
+			return;
+		}
 		cut_bloat(a, now, through, own, bloat);
 		return;
 	}
@@ -646,10 +668,11 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * cut a refractory period or more after it (a cut: its hold while its
 	 * own queue drains says nothing of ours), and what arrives followed
 	 * our rate down. No queue in the modem drains into us at its rate, so
-	 * the rise was never this direction's: the cut is undone, back to what
-	 * the line carried when it was made (no further: the rate before may
-	 * have been far above what this direction used, which says nothing of
-	 * its line). A modem's own queue would keep arrivals at its rate,
+	 * the rise was never this direction's: the cut is undone, back to the
+	 * rate the series started from. Not to what got through when it was
+	 * made: that was TCP held back by the other's queue, and a download
+	 * put back there after each of the upload's probes held 0.6 of a
+	 * halved modem on the bed. A modem's own queue would keep arrivals at its rate,
 	 * above ours, until it drained; "followed" allows near_hi_pct of it.
 	 * Its line goes back too, to the one before the series if that was
 	 * higher: what got through at a cut that was not ours is what TCP
@@ -662,8 +685,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	    a->series_rate != 0 && a->last_cut_ns != 0 &&
 	    a->other_cut_ns >= a->last_cut_ns + a->p.refractory_ns &&
 	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
-		a->rate = clamp_rate(a, a->bloat_rate < a->series_rate ? a->bloat_rate
-								       : a->series_rate);
+		a->rate = clamp_rate(a, a->series_rate);
 		if (a->series_line > a->bloat_rate)
 			a->bloat_rate = a->series_line;
 		a->series_rate = 0;

@@ -919,12 +919,15 @@ test_owd_under_way(void **state)
  * Downstream without one-way figures, cut for a rise that then outlasted
  * the cut while what arrives followed its rate down, the upstream cut a
  * refractory period later: the rise was not the downstream's, and its cut
- * is undone, back to what the line carried when it was made (25 Mbit/s,
- * not the 40 it had before). A modem draining its own queue keeps arrivals
+ * is undone, back to the rate it had when cut (42 Mbit/s, not the 25 that
+ * got through: its TCP was held back by the upstream's queue, so what got
+ * through says nothing of its line). A modem draining its own queue keeps arrivals
  * at its rate, above ours: that cut stands. So does one the other's came
  * with, and one the other only held after (its own queue draining: a hold
  * that restarts its refractory period, not a cut). Returns the rate after.
  */
+static uint64_t rate_when_cut; /* the rate a cut_then_other* cut was made at */
+
 static uint64_t
 cut_then_other(uint64_t arrived_after, uint64_t other_after_ms, bool other_cut)
 {
@@ -933,6 +936,7 @@ cut_then_other(uint64_t arrived_after, uint64_t other_after_ms, bool other_cut)
 	start_dir(&down, true);
 	down.a.rate = MBIT(40);
 	interval_arrived(&down, 100, MBIT(25), 0);
+	rate_when_cut = down.a.rate;
 	interval_arrived(&down, 100, MBIT(25), 20);
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
 	assert_true(down.a.rate < MBIT(25));
@@ -951,8 +955,13 @@ cut_then_other(uint64_t arrived_after, uint64_t other_after_ms, bool other_cut)
 static void
 test_undo_not_mine(void **state)
 {
+	uint64_t undone;
+
 	(void)state;
-	assert_int_equal(cut_then_other(0, 350, true), MBIT(25));
+	undone = cut_then_other(0, 350, true);
+
+	assert_int_equal(undone, rate_when_cut);
+	assert_true(rate_when_cut > MBIT(40)); /* raised once, clear, before the cut */
 	assert_in_range(cut_then_other(MBIT(25), 350, true), 1, MBIT(25) - 1);
 	assert_in_range(cut_then_other(0, 100, true), 1, MBIT(25) - 1);
 	assert_in_range(cut_then_other(0, 350, false), 1, MBIT(25) - 1);
@@ -976,6 +985,7 @@ cut_then_other_held(bool other_cut)
 	start_dir(&down, true);
 	down.a.rate = MBIT(40);
 	interval_arrived(&down, 100, MBIT(25), 0);
+	rate_when_cut = down.a.rate;
 	interval_arrived(&down, 100, MBIT(25), 20);
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
 	cut_at = down.a.last_cut_ns;
@@ -993,15 +1003,19 @@ cut_then_other_held(bool other_cut)
 static void
 test_undo_needs_a_cut(void **state)
 {
+	uint64_t undone;
+
 	(void)state;
-	assert_int_equal(cut_then_other_held(true), MBIT(25));
+	undone = cut_then_other_held(true);
+
+	assert_int_equal(undone, rate_when_cut);
 	assert_in_range(cut_then_other_held(false), 1, MBIT(25) - 1);
 }
 
 /*
  * The undone cut's line goes with it: a downstream whose line was 40 Mbit/s
  * (an earlier cut), cut where 25 got through for a rise that was the
- * upstream's, has its rate back at 25 and its line back at 40. Left at 25,
+ * upstream's, has its rate back where it was and its line back at 40. Left at 25,
  * it would look at its line and probing as soon as it carried 25, and be
  * cut again at the upstream's next rise (not_bottleneck). An earlier line
  * below the cut's (or none) leaves the cut's.
@@ -1019,6 +1033,7 @@ test_undo_restores_line(void **state)
 		down.a.rate = MBIT(40);
 		down.a.bloat_rate = before[k];
 		interval_arrived(&down, 100, MBIT(25), 0);
+		rate_when_cut = down.a.rate;
 		interval_arrived(&down, 100, MBIT(25), 20);
 		assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
 		assert_int_equal(down.a.bloat_rate, MBIT(25));
@@ -1031,9 +1046,49 @@ test_undo_restores_line(void **state)
 			interval_arrived(&down, 100, down.a.rate, 20);
 		}
 		assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
-		assert_int_equal(down.a.rate, MBIT(25));
+		assert_int_equal(down.a.rate, rate_when_cut);
 		assert_int_equal(down.a.bloat_rate, before[k] > MBIT(25) ? before[k] : MBIT(25));
 	}
+}
+
+/*
+ * Downstream without one-way figures, a rise that goes on growing after the
+ * series' first cut (sized from the 50 Mbit/s that arrived: the modem's
+ * rate) while what arrives falls far under our rate: no modem queue drains
+ * into us at a rate above ours, so the flows are paced by something else
+ * (their ACKs in the upload's queue) or the line fell again. The second
+ * cut is sized from our rate and the line stays the first cut's. Arrivals
+ * at our rate (a modem queue draining into us) still size it, as before.
+ */
+static void
+down_second_cut(uint64_t arrived_share_pct, uint64_t *rate_before, struct drive *down)
+{
+	start_dir(down, true);
+	interval_arrived(down, 100, MBIT(50), 20);
+	assert_int_equal(down->a.last_why, AR_WHY_CUT_BLOAT);
+	assert_int_equal(down->a.bloat_rate, MBIT(50));
+	for (int i = 0; i < 2; i++) /* refractory */
+		interval_arrived(down, 100, down->a.rate, 20);
+	*rate_before = down->a.rate;
+	interval_arrived(down, 100, down->a.rate * arrived_share_pct / 100, 40);
+	assert_int_equal(down->a.last_why, AR_WHY_CUT_BLOAT);
+}
+
+static void
+test_second_cut_from_rate(void **state)
+{
+	struct drive down;
+	uint64_t before;
+
+	(void)state;
+	down_second_cut(50, &before, &down);
+	assert_in_range(down.a.rate, before * 69 / 100, before * 71 / 100); /* 30 % of our rate */
+	assert_int_equal(down.a.bloat_rate, MBIT(50));
+	down_second_cut(100, &before, &down);
+	assert_in_range(down.a.bloat_rate, before * 99 / 100, before * 101 / 100);
+	assert_in_range(down.a.rate, before * 69 / 100, before * 71 / 100);
+	down_second_cut(120, &before, &down); /* more than our rate arrives: the modem's queue */
+	assert_in_range(down.a.bloat_rate, before * 119 / 100, before * 121 / 100);
 }
 
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
@@ -1089,6 +1144,7 @@ main(void)
 		cmocka_unit_test(test_owd_recent),
 		cmocka_unit_test(test_owd_under_way),
 		cmocka_unit_test(test_undo_not_mine),
+		cmocka_unit_test(test_second_cut_from_rate),
 		cmocka_unit_test(test_undo_needs_a_cut),
 		cmocka_unit_test(test_undo_restores_line),
 	};
