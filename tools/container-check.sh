@@ -3,7 +3,10 @@
 # image: the package is installed (dpkg-query) and its postinst made the group
 # shaper, shaperd --version and shapectl --version run, and shaperd
 # --check-config passes on every preset in /usr/share/shaper/presets (as many
-# as config/ holds) and on the default /etc/shaper/shaper.json, inside it. The
+# as config/ holds) and on the default /etc/shaper/shaper.json, inside it;
+# then it starts the image's default command in a network namespace whose
+# eth0 and eth1 lead to a WAN and a LAN namespace, pings across it and stops
+# it with SIGINT (exit 0, frames sent on both ports, no mbuf held). The
 # package is DEB if given, else built
 # now with tools/build-deb.sh (several minutes). Needs root, buildah and
 # debootstrap (installed if missing). No registry is needed: without a local
@@ -120,5 +123,70 @@ for f in $files; do
 done
 want=$(ls config/*.json | wc -l)
 [ "$n" = "$want" ] || fail "$n presets in the image, config/ has $want"
+
+# The image's default command, started as a container runs it: in a network
+# namespace of its own whose eth0 and eth1 lead to a WAN and a LAN namespace,
+# with the capabilities the Dockerfile names. It must bridge: a ping from the
+# LAN side to the WAN side crosses it, and on SIGINT it exits 0 having sent
+# frames on both ports and holding no mbuf.
+cmd=$(buildah inspect --type image --format '{{json .OCIv1.Config.Cmd}}' "$image" |
+	python3 -c 'import json, shlex, sys; print(shlex.join(json.load(sys.stdin)))')
+ns=shaper-ctrchk-$$
+netns_up() {
+	ip netns add "$ns" && ip netns add "$ns-wan" && ip netns add "$ns-lan" &&
+		ip -n "$ns" link add eth0 type veth peer name eth0 netns "$ns-wan" &&
+		ip -n "$ns" link add eth1 type veth peer name eth0 netns "$ns-lan" &&
+		for n in "$ns" "$ns-wan" "$ns-lan"; do
+			for i in lo eth0 eth1; do
+				ip -n "$n" link set "$i" up 2>/dev/null || [ "$i" = eth1 ]
+			done
+		done &&
+		ip -n "$ns-wan" addr add 10.213.0.2/24 dev eth0 &&
+		ip -n "$ns-lan" addr add 10.213.0.1/24 dev eth0
+}
+netns_down() {
+	for n in "$ns" "$ns-wan" "$ns-lan"; do ip netns del "$n" 2>/dev/null || true; done
+}
+trap 'netns_down; cleanup' EXIT
+if ! netns_up; then
+	fail "could not make the network namespaces for the default command"
+else
+	log=$work/default-cmd.log
+	eval "set -- $cmd"
+	ip netns exec "$ns" buildah run --isolation chroot --network host \
+		--cap-add CAP_NET_RAW --cap-add CAP_NET_ADMIN --cap-add CAP_SYS_NICE \
+		--cap-add CAP_IPC_LOCK "$ctr" -- /usr/bin/shaperd "$@" >"$log" 2>&1 &
+	runner=$!
+	for _ in $(seq 1 60); do
+		grep -q "bridging" "$log" && break
+		kill -0 "$runner" 2>/dev/null || break
+		sleep 0.5
+	done
+	if grep -q "bridging" "$log"; then
+		echo "ok   default command bridging: shaperd $cmd"
+		got=$(ip netns exec "$ns-lan" ping -c 10 -i 0.2 -W 2 10.213.0.2 |
+			sed -n 's/.* \([0-9]*\) received.*/\1/p')
+		if [ "${got:-0}" -ge 8 ]; then
+			echo "ok   a ping from the LAN side to the WAN side through it: $got of 10"
+		else
+			fail "a ping through the default command's bridge: ${got:-0} of 10 replies (want >= 8)"
+		fi
+		pid=$(for p in $(ip netns pids "$ns"); do
+			[ "$(cat /proc/"$p"/comm 2>/dev/null)" = shaperd ] && echo "$p"
+		done | head -1)
+		[ -z "$pid" ] || kill -INT "$pid"
+	else
+		fail "the default command did not start bridging: $(grep -v '^EAL' "$log" | tail -5)"
+		kill "$runner" 2>/dev/null || true
+	fi
+	wait "$runner" && rc=0 || rc=$?
+	# The exit summary: each port's rx and tx packets, then the mbufs still held.
+	if [ "$rc" = 0 ] && awk '$1 == "wan" || $1 == "lan" { if ($3 + 0 > 0) n++ }
+		END { exit n == 2 ? 0 : 1 }' "$log" && grep -q "mbufs in use at exit: 0" "$log"; then
+		echo "ok   default command stopped on SIGINT: frames sent on both ports, no mbuf held"
+	else
+		fail "the default command's exit (status $rc): $(grep -v '^EAL' "$log" | tail -6)"
+	fi
+fi
 [ $fails = 0 ] && echo "container-check: passed" || echo "container-check: $fails check(s) failed"
 exit $((fails != 0))

@@ -2019,6 +2019,13 @@ static const struct preset_want presets[] = {
 			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false,
 			      .delay_ns = 24000000 } },
 	  1 },
+	/* the container image's default: eth0/eth1 as AF_PACKET ports, 95/19 Mbit/s raw */
+	{ "container.json",
+	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 19000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			    SCHED_DUAL_SRCHOST, SCHED_DIFFSERV3, false, false, true },
+	    [SHAPER_DOWN] = { SCHED_DISC_CAKE, 95000000 / 8, 0, 0, SCHED_FRAMING_NONE,
+			      SCHED_DUAL_DSTHOST, SCHED_DIFFSERV3, true, false, false } },
+	  1 },
 	/* an ISP's shared 600 Mbit/s backhaul: ethernet ether-vlan = 42, one tin, washed */
 	{ "isp-edge.json",
 	  { [SHAPER_UP] = { SCHED_DISC_CAKE, 600000000 / 8, 42, 84, SCHED_FRAMING_NONE,
