@@ -89,11 +89,14 @@ void ctl_reload_poll(const struct ctl_backend *be);
  * fsync, rename), changing only the direction keys whose values differ
  * from what the file says and keeping everything else (comments, order,
  * the other sections, the indentation). The new file keeps the old one's
- * owner and mode and, with strict_modes, must pass StrictModes. skip_rate[d]:
+ * owner and mode and, with strict_modes, must pass StrictModes; the old one
+ * stays beside it, its name plus CTL_CONFIG_BACKUP_SUFFIX. skip_rate[d]:
  * leave the bandwidth alone (autorate moves it). Returns 1 if the file was
  * written, 0 if it already said the same, -1 with err.
  * written[] gets the keys written per direction when not NULL.
  */
+#define CTL_CONFIG_BACKUP_SUFFIX ".bak"
+
 int ctl_config_save_file(const char *path, const struct sched_params running[SHAPER_NUM_DIRS],
 			 const bool skip_rate[SHAPER_NUM_DIRS], bool strict_modes,
 			 struct ctl_reload_plan *written, char *err, size_t errlen);

@@ -4,7 +4,8 @@
  * comments, the other sections, key order and indentation stay as the
  * user left them; the file is replaced atomically (temporary file in the
  * same directory, fsync, rename, fsync of the directory) and keeps its
- * owner and mode, so StrictModes still accepts it.
+ * owner and mode, so StrictModes still accepts it; the file as it was
+ * stays beside it as NAME.bak.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -196,6 +197,7 @@ write_atomically(const char *real, const char *text, const struct stat *st, bool
 		 char *err, size_t errlen)
 {
 	char dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX + 16];
+	char bak[PATH_MAX + 8], baktmp[PATH_MAX + 24];
 	size_t len = strlen(text);
 	int fd, dfd;
 
@@ -235,6 +237,19 @@ write_atomically(const char *real, const char *text, const struct stat *st, bool
 		goto fail; /* e.g. not ours to chown back to root */
 	close(fd);
 	fd = -1;
+	/*
+	 * The file as it was stays beside it as NAME.bak: a hard link (same
+	 * owner and mode) under a temporary name, renamed over the last backup,
+	 * so a crash leaves either backup whole and the file never without one.
+	 */
+	snprintf(bak, sizeof(bak), "%s" CTL_CONFIG_BACKUP_SUFFIX, real);
+	snprintf(baktmp, sizeof(baktmp), "%s" CTL_CONFIG_BACKUP_SUFFIX, tmp);
+	if (link(real, baktmp) != 0 || rename(baktmp, bak) != 0) {
+		snprintf(err, errlen, "%s: cannot keep the file as it was in %s: %s", real, bak,
+			 strerror(errno));
+		unlink(baktmp);
+		goto fail;
+	}
 	if (rename(tmp, real) != 0) {
 		snprintf(err, errlen, "%s: cannot replace it: %s", real, strerror(errno));
 		goto fail;
@@ -411,10 +426,19 @@ ctl_config_save(const struct ctl_backend *be, void **result, enum ctl_error *cod
 		json_object_set_new(keys, shaper_dir_name[d], a);
 	}
 	shaper_log_notice("config.save: %s: %s", cf->path,
-			  rc == 1 ? "written"
+			  rc == 1 ? "written (the file as it was kept as " CTL_CONFIG_BACKUP_SUFFIX
+				    ")"
 				  : "unchanged (it already holds the running settings)");
 	fflush(stdout);
 	*result = json_pack("{s:s, s:b, s:o}", "file", cf->path, "written", rc == 1, "keys", keys);
+	if (rc == 1 && *result != NULL) {
+		char real[PATH_MAX], bak[PATH_MAX + 8];
+
+		if (realpath(cf->path, real) != NULL) {
+			snprintf(bak, sizeof(bak), "%s" CTL_CONFIG_BACKUP_SUFFIX, real);
+			json_object_set_new(*result, "backup", json_string(bak));
+		}
+	}
 	free(w);
 	return 0;
 }

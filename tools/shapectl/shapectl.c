@@ -713,6 +713,8 @@ show_save(const struct opts *o, const json_t *r)
 	}
 	printf("wrote %s: ", sc_str(r, "file"));
 	print_keys(json_object_get(r, "keys"));
+	if (json_is_string(json_object_get(r, "backup")))
+		printf("the file as it was: %s\n", sc_str(r, "backup"));
 	return SC_EXIT_OK;
 }
 

@@ -652,6 +652,7 @@ test_save_round_trip(void **state)
 	const bool skip[SHAPER_NUM_DIRS] = { false, false };
 	char err[SHAPER_ERR_LEN], *text;
 	const char *keys[CTL_RELOAD_MAX_KEYS];
+	char bak[300];
 	struct stat st;
 
 	(void)state;
@@ -673,7 +674,13 @@ test_save_round_trip(void **state)
 	run[SHAPER_DOWN].seed = c->dir[SHAPER_DOWN].seed;
 	if (ctl_config_save_file(path, run, skip, false, w, err, sizeof(err)) != 1)
 		fail_msg("save: %s", err);
-	text = read_file(path);
+	text = strdup(read_file(path));
+	assert_non_null(text);
+	/* The file as it was, beside it, with its mode. */
+	snprintf(bak, sizeof(bak), "%s.bak", path);
+	assert_string_equal(read_file(bak), saved_file);
+	assert_int_equal(stat(bak, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
 	/* Loads to the running settings. */
 	load(text, after);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
@@ -692,6 +699,13 @@ test_save_round_trip(void **state)
 	assert_int_equal(stat(path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(system("test $(ls -A /tmp/test_ctl_reload.* | grep -c '^\\.') = 0"), 0);
+	/* A second save keeps the first one's file, not the original. */
+	run[SHAPER_UP].rate = 120000000 / 8;
+	if (ctl_config_save_file(path, run, skip, false, w, err, sizeof(err)) != 1)
+		fail_msg("save: %s", err);
+	assert_string_equal(read_file(bak), text);
+	unlink(bak);
+	free(text);
 	free(c);
 	free(after);
 	free(w);
@@ -714,6 +728,9 @@ test_save_request(void **state)
 	assert_true(json_is_true(json_object_get(r, "ok")));
 	assert_true(json_is_true(jpath(r, "result.written")));
 	assert_string_equal(json_string_value(jpath(r, "result.keys.upstream.0")), "bandwidth");
+	assert_non_null(strstr(json_string_value(jpath(r, "result.backup")), ".bak"));
+	assert_int_equal(access(json_string_value(jpath(r, "result.backup")), R_OK), 0);
+	unlink(json_string_value(jpath(r, "result.backup")));
 	json_decref(r);
 	load(read_file(path), after);
 	assert_int_equal(after->dir[SHAPER_UP].rate, 50000000 / 8);
