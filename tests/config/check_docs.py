@@ -38,6 +38,9 @@ usage: check_docs.py [--keys TEST_CONFIG_KEYS] SOURCE_ROOT
    files and the unit.
 9. docs/configuration.md's tables of examples and presets name every
    config/*.json, and no file that is not there.
+10. One version everywhere: meson.build's project version is NEWS.md's
+   newest entry, debian/changelog's top entry and the version in the man
+   pages' title lines.
 
 SOURCE_ROOT may be a copy of the tree without git (e.g. to plant an error):
 its files are then walked instead of listed by git.
@@ -809,6 +812,27 @@ def check_presets(root):
         err("%s: the presets list %s, which config/ does not have" % (path, f))
 
 
+def check_versions(root):
+    m = re.search(r"version:\s*'([^']+)'", read(root, "meson.build"))
+    if m is None:
+        err("meson.build: no project version")
+        return
+    want = m.group(1)
+    news = re.search(r"(?m)^## (\S+)", read(root, "NEWS.md"))
+    if news is None or news.group(1) != want:
+        err("NEWS.md: the newest entry is %s, meson.build's version %s"
+            % (news.group(1) if news else "missing", want))
+    deb = re.match(r"shaper \(([^)]+)\)", read(root, "debian/changelog"))
+    if deb is None or deb.group(1).split("-")[0] != want:
+        err("debian/changelog: the top entry is %s, meson.build's version %s"
+            % (deb.group(1) if deb else "missing", want))
+    for page in ("man/shaperd.8", "man/shapectl.8", "man/shaper.json.5"):
+        th = re.search(r'(?m)^\.TH .*"shaper ([^"]+)"', read(root, page))
+        if th is None or th.group(1) != want:
+            err("%s: the title line says shaper %s, meson.build's version %s"
+                % (page, th.group(1) if th else "nothing", want))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", help="test_config_keys (prints the key table with --dump)")
@@ -831,6 +855,7 @@ def main():
     check_restart_prose(args.root, rkeys)
     check_internal(args.root)
     check_presets(args.root)
+    check_versions(args.root)
     for e in errors:
         print(e)
     print("%d difference(s)" % len(errors))
