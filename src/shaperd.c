@@ -510,6 +510,9 @@ attach_subscribers(struct app *a)
 				a->n_shards > 1 ? " on each worker, each subscriber on one worker "
 						  "(by its top-level node)"
 						: "");
+		if (set->not_applied[0] != '\0')
+			shaper_log_notice("subscribers: read but not applied: %s",
+					  set->not_applied);
 		if (sub_sched_unknown_slots(a->dir[SHAPER_DOWN][0]->subs) != 0)
 			shaper_log_info("subscribers: addresses no subscriber owns get a plan each, "
 					"up to %u at once%s",
@@ -1107,6 +1110,8 @@ main(int argc, char **argv)
 			printf("subscribers: %u under %u nodes from %s\n", set.nsubs,
 			       set.nnodes - 1, set.subs_file);
 			printf("subscribers: memory %s\n", line);
+			if (set.not_applied[0] != '\0')
+				printf("subscribers: read but not applied: %s\n", set.not_applied);
 			if (a.cfg.n_workers > 1)
 				printf("subscribers: %u workers, each with a scheduler over every "
 				       "subscriber and a pool of %u CAKEs per direction (counted "

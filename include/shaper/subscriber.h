@@ -64,6 +64,7 @@ struct sub_prefix {
 struct sub_node {
 	char name[SUB_ID_LEN];
 	char type[16];               /* "Site", "AP", ... (informational) */
+	char id[SUB_ID_LEN];         /* network.json's "id" ("" if none): Parent Node ID's */
 	uint32_t parent;             /* SUB_NONE for the root */
 	uint32_t depth;              /* root 0 */
 	uint64_t capacity[SUB_DIRS]; /* bit/s; 0 on the root = unlimited */
@@ -107,6 +108,13 @@ struct sub_set {
 	char subs_file[256];
 	char nodes_file[256]; /* network.json or the JSON form; "" if none */
 	bool subs_csv;        /* origin is a CSV line (else an index in "subscribers") */
+	/*
+	 * What the loader read but does not apply, for the start-up log and
+	 * --check-config (columns it does not use, per-circuit sqm options);
+	 * "" if nothing.
+	 */
+	char not_applied[320];
+	uint32_t sqm_noted; /* the CSV line whose sqm not_applied names (0: none yet) */
 };
 
 void sub_set_init(struct sub_set *set);

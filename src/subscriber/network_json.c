@@ -1,7 +1,8 @@
 /*
  * LibreQoS's network.json: an object whose keys name nodes, each with
- * downloadBandwidthMbps, uploadBandwidthMbps, an optional type and an
- * optional children object of the same shape. Keys other than these are
+ * downloadBandwidthMbps, uploadBandwidthMbps, an optional type, an optional
+ * id (what ShapedDevices.csv's Parent Node ID names) and an optional
+ * children object of the same shape. Keys other than these are
  * left alone (integrations add their own, and LibreQoS ignores them too).
  */
 #include <errno.h>
@@ -107,6 +108,29 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 			}
 			snprintf(set->nodes[idx].type, sizeof(set->nodes[idx].type), "%s",
 				 json_string_value(v));
+		}
+		/* An "id" (LibreQoS 2.x, from its integrations): what Parent Node ID names. */
+		v = json_object_get(node, "id");
+		if (v != NULL && !json_is_null(v)) {
+			char num[32];
+			const char *id = num;
+
+			if (json_is_string(v))
+				id = json_string_value(v);
+			else if (json_is_integer(v))
+				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+					 json_integer_value(v));
+			else {
+				sub_errf(err, errlen, "%s: %s.id: must be a string or an integer",
+					 file, sub);
+				return -EINVAL;
+			}
+			if (id[0] == '\0' || strlen(id) >= SUB_ID_LEN) {
+				sub_errf(err, errlen, "%s: %s.id: must have 1..%u characters", file,
+					 sub, SUB_ID_LEN - 1);
+				return -EINVAL;
+			}
+			snprintf(set->nodes[idx].id, sizeof(set->nodes[idx].id), "%s", id);
 		}
 		v = json_object_get(node, "children");
 		if (v != NULL) {

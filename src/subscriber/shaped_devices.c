@@ -12,12 +12,20 @@
 
 #include "subscriber/sub_impl.h"
 
+/*
+ * The columns shaperd knows, found by name in the header row (any order,
+ * any case): LibreQoS 1.4 has the first thirteen but the IDs, 1.5 adds sqm
+ * last, 2.x the node IDs after Parent Node. Columns it does not know are
+ * skipped and named in not_applied.
+ */
 enum sub_col {
 	COL_CIRCUIT_ID,
 	COL_CIRCUIT_NAME,
 	COL_DEVICE_ID,
 	COL_DEVICE_NAME,
 	COL_PARENT,
+	COL_PARENT_ID,
+	COL_ANCHOR_ID,
 	COL_MAC,
 	COL_IPV4,
 	COL_IPV6,
@@ -26,7 +34,7 @@ enum sub_col {
 	COL_DOWN_MAX,
 	COL_UP_MAX,
 	COL_COMMENT,
-	COL_SQM, /* optional */
+	COL_SQM,
 	COL_COUNT,
 };
 
@@ -36,6 +44,8 @@ static const char *const sub_col_name[COL_COUNT] = {
 	"Device ID",
 	"Device Name",
 	"Parent Node",
+	"Parent Node ID",
+	"Anchor Node ID",
 	"MAC",
 	"IPv4",
 	"IPv6",
@@ -45,6 +55,21 @@ static const char *const sub_col_name[COL_COUNT] = {
 	"Upload Max Mbps",
 	"Comment",
 	"sqm",
+};
+
+/* A file without one of these is not a ShapedDevices.csv shaperd can use. */
+static const enum sub_col sub_col_required[] = {
+	COL_CIRCUIT_ID, COL_DEVICE_ID, COL_IPV4,     COL_IPV6,
+	COL_DOWN_MIN,   COL_UP_MIN,    COL_DOWN_MAX, COL_UP_MAX,
+};
+
+/* The most fields a row may have (a Comment with unquoted commas spreads over several). */
+#define SUB_CSV_MAX_FIELDS 64
+
+/* Where each known column is in the header (-1: absent), and how many columns it has. */
+struct sub_csv_cols {
+	int pos[COL_COUNT];
+	int n;
 };
 
 struct sub_csv {
@@ -181,28 +206,85 @@ sub_parse_mbps(const char *s, uint64_t *bps)
 	return 0;
 }
 
-static int
-sub_csv_header(char **f, int n, const char *file, uint32_t line, bool *has_sqm, char *err,
-	       size_t errlen)
+static void
+sub_note(struct sub_set *set, const char *what)
 {
-	int i;
+	size_t used = strlen(set->not_applied);
 
-	if (n != COL_COUNT - 1 && n != COL_COUNT) {
-		sub_errf(err, errlen,
-			 "%s:%u: the header has %d columns; ShapedDevices.csv has %d (or %d with "
-			 "sqm): Circuit ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, "
-			 "IPv4, IPv6, Download Min Mbps, Upload Min Mbps, Download Max Mbps, Upload "
-			 "Max Mbps, Comment[, sqm]",
-			 file, line, n, COL_COUNT - 1, COL_COUNT);
-		return -EINVAL;
-	}
-	for (i = 0; i < n; i++)
-		if (strcasecmp(f[i], sub_col_name[i]) != 0) {
-			sub_errf(err, errlen, "%s:%u: column %d is \"%s\", expected \"%s\"", file,
-				 line, i + 1, f[i], sub_col_name[i]);
+	if (used + 1 >= sizeof(set->not_applied))
+		return;
+	snprintf(set->not_applied + used, sizeof(set->not_applied) - used, "%s%s",
+		 used != 0 ? "; " : "", what);
+}
+
+static int
+sub_csv_header(struct sub_set *set, char **f, int n, const char *file, uint32_t line,
+	       struct sub_csv_cols *cols, char *err, size_t errlen)
+{
+	char unused[200] = "";
+	int i, c;
+
+	for (c = 0; c < COL_COUNT; c++)
+		cols->pos[c] = -1;
+	cols->n = n;
+	for (i = 0; i < n; i++) {
+		for (c = 0; c < COL_COUNT; c++)
+			if (strcasecmp(f[i], sub_col_name[c]) == 0)
+				break;
+		if (c == COL_COUNT) {
+			size_t u = strlen(unused);
+
+			if (u + 1 < sizeof(unused))
+				snprintf(unused + u, sizeof(unused) - u, "%s\"%s\"", u ? ", " : "",
+					 f[i]);
+			continue;
+		}
+		if (cols->pos[c] >= 0) {
+			sub_errf(err, errlen, "%s:%u: columns %d and %d are both \"%s\"", file,
+				 line, cols->pos[c] + 1, i + 1, sub_col_name[c]);
 			return -EINVAL;
 		}
-	*has_sqm = n == COL_COUNT;
+		cols->pos[c] = i;
+	}
+	for (i = 0; i < (int)(sizeof(sub_col_required) / sizeof(sub_col_required[0])); i++)
+		if (cols->pos[sub_col_required[i]] < 0) {
+			sub_errf(err, errlen,
+				 "%s:%u: no \"%s\" column (the header names the columns: Circuit "
+				 "ID, Circuit Name, Device ID, Device Name, Parent Node, MAC, IPv4, "
+				 "IPv6, Download Min Mbps, Upload Min Mbps, Download Max Mbps, Upload "
+				 "Max Mbps, Comment, and optionally sqm and the node IDs)",
+				 file, line, sub_col_name[sub_col_required[i]]);
+			return -EINVAL;
+		}
+	if (unused[0] != '\0') {
+		char note[256];
+
+		snprintf(note, sizeof(note), "%s: columns not used: %s", file, unused);
+		sub_note(set, note);
+	}
+	return 0;
+}
+
+/*
+ * One row's cells by column. A row may have more fields than the header
+ * only where a Comment holds unquoted commas (LibreQoS's own example has
+ * such rows): the fields after the Comment are the last ones. Absent
+ * columns read as empty.
+ */
+static int
+sub_csv_cells(const struct sub_csv_cols *cols, char **fields, int n, char *empty, char **cell)
+{
+	int extra = n - cols->n, comment = cols->pos[COL_COMMENT];
+
+	if (n > SUB_CSV_MAX_FIELDS || extra < 0 || (extra > 0 && comment < 0))
+		return -EINVAL;
+	for (int c = 0; c < COL_COUNT; c++) {
+		int p = cols->pos[c];
+
+		if (p >= 0 && comment >= 0 && p > comment)
+			p += extra;
+		cell[c] = p >= 0 ? fields[p] : empty;
+	}
 	return 0;
 }
 
@@ -269,13 +351,43 @@ sub_csv_rates(char **f, const char *file, uint32_t line, struct sub_plan plan[SU
 	return 0;
 }
 
+/*
+ * LibreQoS 2.x's sqm may carry options after each side's discipline
+ * ("cake diffserv4/fq_codel"): cut from the cell, leaving what
+ * sub_parse_sqm checks. Returns true if any were cut.
+ */
+static bool
+sub_csv_sqm_options(char *cell)
+{
+	char *out = cell, *p = cell;
+	bool cut = false;
+
+	while (*p != '\0') {
+		/* One side: its first word, then skip to the slash. */
+		while (*p == ' ' || *p == '\t')
+			p++;
+		while (*p != '\0' && *p != '/' && *p != ' ' && *p != '\t')
+			*out++ = *p++;
+		while (*p != '\0' && *p != '/') {
+			if (*p != ' ' && *p != '\t')
+				cut = true;
+			p++;
+		}
+		if (*p == '/')
+			*out++ = *p++;
+	}
+	*out = '\0';
+	return cut;
+}
+
 static int
-sub_csv_row(struct sub_set *set, char **f, bool has_sqm, const char *file, uint32_t line,
+sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 	    struct sub_names *circuits, struct sub_names *devices, struct sub_names *nodes,
-	    char *err, size_t errlen)
+	    const struct sub_names *ids, char *err, size_t errlen)
 {
 	struct sub_plan plan[SUB_DIRS];
 	uint8_t sqm[SUB_DIRS] = { SUB_SQM_DEFAULT, SUB_SQM_DEFAULT };
+	char sqm_text[64];
 	uint32_t node = SUB_ROOT, s, other;
 	struct sub_subscriber *sub;
 	int rc;
@@ -308,14 +420,55 @@ sub_csv_row(struct sub_set *set, char **f, bool has_sqm, const char *file, uint3
 			return -EINVAL;
 		}
 	}
+	/* Parent Node ID names the node where network.json's nodes have ids. */
+	if (f[COL_PARENT_ID][0] != '\0' && ids->n != 0) {
+		uint32_t by_id = sub_names_get(ids, f[COL_PARENT_ID]);
+
+		if (by_id == SUB_NONE) {
+			sub_errf(err, errlen,
+				 "%s:%u: circuit \"%s\": unknown Parent Node ID \"%s\" (no node of "
+				 "network.json has that id)",
+				 file, line, f[COL_CIRCUIT_ID], f[COL_PARENT_ID]);
+			return -EINVAL;
+		}
+		if (f[COL_PARENT][0] != '\0' && by_id != node) {
+			sub_errf(err, errlen,
+				 "%s:%u: circuit \"%s\": Parent Node \"%s\" and Parent Node ID "
+				 "\"%s\" (node \"%s\") name different nodes",
+				 file, line, f[COL_CIRCUIT_ID], f[COL_PARENT], f[COL_PARENT_ID],
+				 set->nodes[by_id].name);
+			return -EINVAL;
+		}
+		node = by_id;
+	}
 	rc = sub_csv_rates(f, file, line, plan, err, errlen);
 	if (rc != 0)
 		return rc;
-	if (has_sqm && sub_parse_sqm(f[COL_SQM], sqm) != 0) {
+	/* What sqm said, before its options are cut, for the note below. */
+	snprintf(sqm_text, sizeof(sqm_text), "%s", f[COL_SQM]);
+	sub_csv_sqm_options(f[COL_SQM]);
+	if (sub_parse_sqm(f[COL_SQM], sqm) != 0) {
 		sub_errf(err, errlen,
 			 "%s:%u: sqm: \"%s\" is not cake, fq_codel, none or a down/up pair of them",
 			 file, line, f[COL_SQM]);
 		return -EINVAL;
+	}
+	/*
+	 * Every subscriber's queue is a CAKE with the plan's settings: a
+	 * per-circuit sqm is checked and kept (subscribers.get shows it), not
+	 * applied. Said once, with the first row that asks for one.
+	 */
+	if ((sqm[SUB_DOWN] != SUB_SQM_DEFAULT || sqm[SUB_UP] != SUB_SQM_DEFAULT ||
+	     strchr(sqm_text, ' ') != NULL) &&
+	    set->sqm_noted == 0) {
+		char note[200];
+
+		snprintf(note, sizeof(note),
+			 "%s:%u: sqm \"%.40s\" (per-circuit sqm is not applied: every "
+			 "subscriber gets a CAKE with the plan's settings)",
+			 file, line, sqm_text);
+		sub_note(set, note);
+		set->sqm_noted = line;
 	}
 	s = sub_names_get(circuits, f[COL_CIRCUIT_ID]);
 	if (s == SUB_NONE) {
@@ -394,10 +547,11 @@ int
 sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *network_json, char *err,
 		  size_t errlen)
 {
-	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 };
+	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 }, ids = { 0 };
+	struct sub_csv_cols cols = { .n = 0 };
 	struct sub_csv c;
-	char *fields[COL_COUNT], *extra_last = NULL;
-	bool header = false, has_sqm = false;
+	char *fields[SUB_CSV_MAX_FIELDS], *cell[COL_COUNT], *last = NULL;
+	bool header = false;
 	uint32_t line, i;
 	size_t len;
 	char *buf;
@@ -409,7 +563,7 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 	if (buf == NULL)
 		return -errno;
 	if (sub_names_init(&nodes, 64) != 0 || sub_names_init(&circuits, 1024) != 0 ||
-	    sub_names_init(&devices, 1024) != 0) {
+	    sub_names_init(&devices, 1024) != 0 || sub_names_init(&ids, 64) != 0) {
 		rc = -ENOMEM;
 		sub_errf(err, errlen, "out of memory");
 		goto out;
@@ -419,32 +573,56 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 		if (rc != 0)
 			goto out;
 	}
+	/* The nodes' ids, for Parent Node ID: unique, as the names are. */
+	for (i = 1; i < set->nnodes; i++) {
+		uint32_t other;
+
+		if (set->nodes[i].id[0] == '\0')
+			continue;
+		other = sub_names_get(&ids, set->nodes[i].id);
+		if (other != SUB_NONE) {
+			sub_errf(err, errlen, "%s: nodes \"%s\" and \"%s\" have the same id \"%s\"",
+				 set->nodes_file, set->nodes[other].name, set->nodes[i].name,
+				 set->nodes[i].id);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (sub_names_put(&ids, set->nodes[i].id, i) != 0) {
+			rc = -ENOMEM;
+			sub_errf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
 	c.p = buf;
 	c.end = buf + len;
 	c.line = 1;
-	while ((n = sub_csv_record(&c, fields, COL_COUNT, &line, &extra_last)) > 0) {
+	while ((n = sub_csv_record(&c, fields, SUB_CSV_MAX_FIELDS, &line, &last)) > 0) {
+		char empty[1] = "";
+
 		if (!header) {
-			rc = sub_csv_header(fields, n, devices_csv, line, &has_sqm, err, errlen);
+			if (n > SUB_CSV_MAX_FIELDS) {
+				sub_errf(err, errlen,
+					 "%s:%u: the header has %d columns (at most %d)",
+					 devices_csv, line, n, SUB_CSV_MAX_FIELDS);
+				rc = -EINVAL;
+				goto out;
+			}
+			rc = sub_csv_header(set, fields, n, devices_csv, line, &cols, err, errlen);
 			if (rc != 0)
 				goto out;
 			header = true;
 			continue;
 		}
-		if (n < (has_sqm ? COL_COUNT : COL_COUNT - 1) || n > COL_COUNT + 32) {
-			sub_errf(err, errlen, "%s:%u: %d fields, the header has %d", devices_csv,
-				 line, n, has_sqm ? COL_COUNT : COL_COUNT - 1);
+		if (sub_csv_cells(&cols, fields, n, empty, cell) != 0) {
+			sub_errf(err, errlen,
+				 "%s:%u: %d fields, the header has %d (more only where a Comment "
+				 "holds commas, and at most %d)",
+				 devices_csv, line, n, cols.n, SUB_CSV_MAX_FIELDS);
 			rc = -EINVAL;
 			goto out;
 		}
-		/*
-		 * More fields than the header: an unquoted Comment with commas in
-		 * it (LibreQoS's own example has such rows). The Comment is the
-		 * only free text and is not used; sqm, if present, is the last.
-		 */
-		if (has_sqm && n > COL_COUNT)
-			fields[COL_SQM] = extra_last;
-		rc = sub_csv_row(set, fields, has_sqm, devices_csv, line, &circuits, &devices,
-				 &nodes, err, errlen);
+		rc = sub_csv_row(set, cell, devices_csv, line, &circuits, &devices, &nodes, &ids,
+				 err, errlen);
 		if (rc != 0)
 			goto out;
 	}
@@ -473,6 +651,7 @@ out:
 	sub_names_free(&nodes);
 	sub_names_free(&circuits);
 	sub_names_free(&devices);
+	sub_names_free(&ids);
 	free(buf);
 	return rc;
 }

@@ -266,6 +266,171 @@ test_csv_errors(void **state)
 	expect_csv_error("c1,a,d1,x,,,10.0.0.1,,0,0,10,10,\n", "{\"A\": ", "network.json:1:");
 }
 
+#define LQOS SHAPER_SOURCE_ROOT "/tests/unit/subscriber/libreqos/"
+
+static const struct sub_subscriber *
+sub_by_id(const struct sub_set *set, const char *id)
+{
+	for (uint32_t i = 0; i < set->nsubs; i++)
+		if (strcmp(set->subs[i].id, id) == 0)
+			return &set->subs[i];
+	fail_msg("no circuit %s", id);
+	return NULL;
+}
+
+static const char *
+parent_of(const struct sub_set *set, const char *id)
+{
+	return set->nodes[sub_by_id(set, id)->node].name;
+}
+
+/* LibreQoS 1.4, 1.5 and 2.x files, each as its release writes it. */
+static void
+test_libreqos_versions(void **state)
+{
+	struct sub_set set;
+	char err[512] = "";
+	const struct sub_subscriber *s;
+
+	(void)state;
+	sub_set_init(&set);
+	if (sub_load_libreqos(&set, LQOS "ShapedDevices-1.4.csv", LQOS "network.json", err,
+			      sizeof(err)) != 0)
+		fail_msg("1.4: %s", err);
+	assert_int_equal(set.nsubs, 3);
+	assert_int_equal(sub_by_id(&set, "101")->nprefixes, 4);
+	assert_string_equal(parent_of(&set, "102"), "AP_South");
+	assert_int_equal(sub_by_id(&set, "103")->node, SUB_ROOT);
+	assert_string_equal(set.not_applied, "");
+	sub_set_free(&set);
+
+	sub_set_init(&set);
+	if (sub_load_libreqos(&set, LQOS "ShapedDevices-1.5.csv", LQOS "network.json", err,
+			      sizeof(err)) != 0)
+		fail_msg("1.5: %s", err);
+	assert_int_equal(set.nsubs, 4);
+	s = sub_by_id(&set, "201");
+	assert_int_equal(s->plan[SUB_DOWN].min, 500000);
+	assert_int_equal(s->plan[SUB_UP].max, 1000000);
+	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_FQ_CODEL);
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	s = sub_by_id(&set, "202"); /* its Comment holds a comma */
+	assert_int_equal(s->plan[SUB_UP].max, 5250000);
+	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	s = sub_by_id(&set, "203");
+	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_DEFAULT);
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_NONE);
+	s = sub_by_id(&set, "204");
+	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_DEFAULT);
+	assert_non_null(strstr(set.not_applied, "ShapedDevices-1.5.csv:5: sqm \"fq_codel\""));
+	assert_int_equal(set.sqm_noted, 5);
+	sub_set_free(&set);
+
+	/* 2.x: parents by Parent Node ID where network.json has ids; sqm options noted. */
+	sub_set_init(&set);
+	if (sub_load_libreqos(&set, LQOS "ShapedDevices-2.x.csv", LQOS "network-2.x.json", err,
+			      sizeof(err)) != 0)
+		fail_msg("2.x: %s", err);
+	assert_int_equal(set.nsubs, 3);
+	s = sub_by_id(&set, "301");
+	assert_int_equal(s->plan[SUB_DOWN].max, 150500000);
+	assert_int_equal(s->plan[SUB_UP].max, 30250000);
+	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_CAKE);
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	assert_string_equal(parent_of(&set, "301"), "AP_North");
+	assert_string_equal(parent_of(&set, "302"), "AP_South"); /* by its id alone */
+	assert_string_equal(parent_of(&set, "303"), "Site_1");
+	assert_non_null(strstr(set.not_applied,
+			       "ShapedDevices-2.x.csv:3: sqm \"cake diffserv4/fq_codel\""));
+	sub_set_free(&set);
+}
+
+/* Load a whole CSV text (header included) with net as network.json. */
+static int
+load_csv_text(const char *text, const char *net, struct sub_set *set, char *err, size_t errlen)
+{
+	char csv[128], nj[128];
+
+	snprintf(csv, sizeof(csv), "%s/ShapedDevices.csv", tmpdir);
+	snprintf(nj, sizeof(nj), "%s/network.json", tmpdir);
+	write_file(csv, text);
+	write_file(nj, net ? net : "{}");
+	sub_set_init(set);
+	return sub_load_libreqos(set, csv, nj, err, errlen);
+}
+
+static void
+expect_text_error(const char *text, const char *net, const char *want)
+{
+	struct sub_set set;
+	char err[512] = "";
+	int rc = load_csv_text(text, net, &set, err, sizeof(err));
+
+	if (rc == 0 || strstr(err, want) == NULL)
+		fail_msg("%s\nwanted an error with \"%s\", got rc %d: \"%s\"", text, want, rc, err);
+	sub_set_free(&set);
+}
+
+/* Columns are found by name: any order, any case; unknown ones named, not fatal. */
+static void
+test_csv_columns_by_name(void **state)
+{
+	static const char net_ids[] =
+			"{\"S\": {\"id\": 7, \"downloadBandwidthMbps\": 100, "
+			"\"uploadBandwidthMbps\": 50, \"children\": {\"A\": {\"id\": \"a-1\", "
+			"\"downloadBandwidthMbps\": 60, \"uploadBandwidthMbps\": 20}}}}";
+	struct sub_set set;
+	char err[512] = "";
+
+	(void)state;
+	if (load_csv_text("ipv4,IPV6,circuit id,device id,download max mbps,upload max mbps,"
+			  "download min mbps,upload min mbps,Region\n"
+			  "10.0.0.1,,c1,d1,20,5,1,1,north\n",
+			  NULL, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(set.nsubs, 1);
+	assert_int_equal(set.subs[0].plan[SUB_DOWN].max, 20000000);
+	assert_int_equal(set.subs[0].node, SUB_ROOT);
+	assert_non_null(strstr(set.not_applied, "columns not used: \"Region\""));
+	sub_set_free(&set);
+	/* A numeric id names its node too. */
+	if (load_csv_text("Circuit ID,Device ID,Parent Node,Parent Node ID,IPv4,IPv6,Download Min "
+			  "Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n"
+			  "c1,d1,,7,10.0.0.1,,1,1,20,5\nc2,d2,A,a-1,10.0.0.2,,1,1,20,5\n",
+			  net_ids, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_string_equal(parent_of(&set, "c1"), "S");
+	assert_string_equal(parent_of(&set, "c2"), "A");
+	sub_set_free(&set);
+	expect_text_error("Circuit ID,Device ID,IPv4,Download Min Mbps,Upload Min Mbps,Download "
+			  "Max Mbps,Upload Max Mbps\n",
+			  NULL, ":1: no \"IPv6\" column");
+	expect_text_error("Circuit ID,Device ID,IPv4,IPv6,ipv4,Download Min Mbps,Upload Min "
+			  "Mbps,Download Max Mbps,Upload Max Mbps\n",
+			  NULL, ":1: columns 3 and 5 are both \"IPv4\"");
+	expect_text_error("Circuit ID,Device ID,Parent Node ID,IPv4,IPv6,Download Min Mbps,Upload "
+			  "Min Mbps,Download Max Mbps,Upload Max Mbps\nc1,d1,nope,10.0.0.1,,1,1,20,"
+			  "5\n",
+			  net_ids, ":2: circuit \"c1\": unknown Parent Node ID \"nope\"");
+	expect_text_error("Circuit ID,Device ID,Parent Node,Parent Node ID,IPv4,IPv6,Download Min "
+			  "Mbps,Upload Min Mbps,Download Max Mbps,Upload Max Mbps\n"
+			  "c1,d1,A,7,10.0.0.1,,1,1,20,5\n",
+			  net_ids,
+			  "Parent Node \"A\" and Parent Node ID \"7\" (node \"S\") name "
+			  "different nodes");
+	/* More fields than the header with no Comment to hold them. */
+	expect_text_error("Circuit ID,Device ID,IPv4,IPv6,Download Min Mbps,Upload Min "
+			  "Mbps,Download Max Mbps,Upload Max Mbps\nc1,d1,10.0.0.1,,1,1,20,5,x\n",
+			  NULL, ":2: 9 fields, the header has 8");
+	expect_text_error(csv_header,
+			  "{\"A\": {\"id\": \"x\", \"downloadBandwidthMbps\": 1, "
+			  "\"uploadBandwidthMbps\": 1}, \"B\": {\"id\": \"x\", "
+			  "\"downloadBandwidthMbps\": 1, \"uploadBandwidthMbps\": 1}}",
+			  "have the same id \"x\"");
+}
+
 static void
 expect_json_error(const char *text, const char *want)
 {
@@ -392,9 +557,13 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_samples),      cmocka_unit_test(test_csv_quoting),
-		cmocka_unit_test(test_csv_errors),   cmocka_unit_test(test_json_form),
+		cmocka_unit_test(test_samples),
+		cmocka_unit_test(test_csv_quoting),
+		cmocka_unit_test(test_csv_errors),
+		cmocka_unit_test(test_json_form),
 		cmocka_unit_test(test_prefix_parse),
+		cmocka_unit_test(test_libreqos_versions),
+		cmocka_unit_test(test_csv_columns_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
