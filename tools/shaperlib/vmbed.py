@@ -92,12 +92,17 @@ def deb_dependencies(deb):
 def package(src, out_dir):
     """The Debian package of the tree at src (tools/build-deb.sh, without its
     unit run), built into out_dir unless the one there is of the same tree:
-    the committed tree and the changes to tracked files. Its path."""
-    head = subprocess.run(["git", "-C", src, "rev-parse", "HEAD^{tree}"], capture_output=True,
-                          text=True).stdout.strip()
-    diff = subprocess.run(["git", "-C", src, "diff", "HEAD", "--binary"],
+    the committed files and the changes to tracked files, less the bed's own
+    and the docs. Its path."""
+    # The bed's own files and the docs do not change the package: editing them
+    # does not rebuild it.
+    keep = ["--", ".", ":(exclude)tests/guest", ":(exclude)tools/vmbed",
+            ":(exclude)tools/shaperlib/vmbed.py", ":(exclude)docs/*.md"]
+    tree = subprocess.run(["git", "-C", src, "ls-files", "-s"] + keep,
                           capture_output=True).stdout
-    key = hashlib.sha256(head.encode() + diff).hexdigest()[:16] if head else None
+    diff = subprocess.run(["git", "-C", src, "diff", "HEAD", "--binary"] + keep,
+                          capture_output=True).stdout
+    key = hashlib.sha256(tree + diff).hexdigest()[:16] if tree else None
     stamp = os.path.join(out_dir, "tree.key")
     debs = lambda: sorted((os.path.join(out_dir, f) for f in os.listdir(out_dir)  # noqa: E731
                            if f.startswith("shaper_") and f.endswith(".deb")),
@@ -155,6 +160,7 @@ class Agent:
         self.path = path
         self.s = None
         self.buf = b""
+        self.stale = False
 
     def _connect(self):
         if self.s is None:
@@ -207,12 +213,25 @@ class Agent:
         return False
 
     def call(self, cmd, args=None, timeout=30):
+        """One command and its reply; BedError if the agent does not answer
+        within timeout seconds or the channel breaks. A reply that comes late
+        would answer the next command instead, so after a timeout the next
+        call first resynchronises (guest-sync-delimited drops what was left)."""
         req = {"execute": cmd}
         if args is not None:
             req["arguments"] = args
-        self._connect()
-        self.s.sendall(json.dumps(req).encode() + b"\n")
-        rep = self._reply(time.monotonic() + timeout)
+        try:
+            if self.stale and not self.sync(min(timeout, 15)):
+                raise TimeoutError("no answer to guest-sync-delimited")
+            self.stale = False
+            self._connect()
+            self.s.sendall(json.dumps(req).encode() + b"\n")
+            rep = self._reply(time.monotonic() + timeout)
+        except (TimeoutError, OSError, ConnectionError, ValueError) as e:
+            self.stale = True
+            self.close()
+            raise BedError("the guest agent did not answer %s within %.0f s (%s)" %
+                           (cmd, timeout, e or type(e).__name__))
         if "error" in rep:
             raise BedError("guest agent: %s: %s" % (cmd, rep["error"].get("desc", rep["error"])))
         return rep.get("return")
@@ -386,27 +405,56 @@ class Guest:
         except OSError:
             return "(no %s)" % path
 
-    def run(self, cmd, timeout=120, check=False):
+    def run(self, cmd, timeout=120, check=False, name=None):
         """Run a shell command in the guest (as root): (exit status, stdout,
-        stderr). With check, BedError on a non-zero status."""
+        stderr). With check, BedError on a non-zero status.
+
+        The command runs under the guest's timeout(1), which after timeout
+        seconds kills its whole process group (apt, dpkg and their children
+        too) so that the agent returns what it printed until then: BedError
+        naming the step (name, or the command) with the tail of its output.
+        If even that does not come back (a process left holding its output,
+        the agent or the guest stuck), the host gives up 20 s later: BedError
+        with the guest's processes, if it can still list them, and the
+        console's tail. The caller stops the guest."""
+        name = name or cmd
         if self.proc is None or self.proc.poll() is not None:
-            raise BedError("the guest is not running; console:\n%s" % self._tail(self.console))
-        pid = self.agent.call("guest-exec", {"path": "/bin/sh", "arg": ["-c", cmd],
-                                             "capture-output": True})["pid"]
-        deadline = time.monotonic() + timeout
+            raise BedError("the guest is not running (step: %s); console:\n%s" %
+                           (name, self._tail(self.console)))
+        t0 = time.monotonic()
+        deadline = t0 + timeout + 20
+        budget = lambda: max(5.0, min(30.0, deadline - time.monotonic()))  # noqa: E731
+        pid = self.agent.call("guest-exec", {
+            "path": "/usr/bin/timeout",
+            "arg": ["-k", "5", "%d" % max(1, round(timeout)), "/bin/sh", "-c", cmd],
+            "capture-output": True}, timeout=budget())["pid"]
+        pause = 0.05
         while True:
-            st = self.agent.call("guest-exec-status", {"pid": pid})
+            st = self.agent.call("guest-exec-status", {"pid": pid}, timeout=budget())
             if st.get("exited"):
                 break
             if time.monotonic() > deadline:
-                self.agent.call("guest-exec", {"path": "/bin/kill", "arg": ["-9", str(pid)]})
-                raise BedError("guest command timed out after %d s: %s" % (timeout, cmd))
-            time.sleep(0.05)
+                try:
+                    _, ps, _ = self.run("ps --ppid 2 -p 2 -N -o pid,pgid,stat,etime,args --forest"
+                                        " | tail -30",
+                                        timeout=10)
+                except BedError as e:
+                    ps = "(cannot list them: %s)\n" % e
+                raise BedError("step %r: no result from the guest %.0f s after its %d s limit "
+                               "(its output is lost); the guest's processes:\n%sconsole:\n%s" %
+                               (name, time.monotonic() - t0 - timeout, timeout, ps,
+                                self._tail(self.console, 15)))
+            time.sleep(pause)
+            pause = min(pause * 1.5, 0.5)
         out = base64.b64decode(st.get("out-data", "")).decode(errors="replace")
         err = base64.b64decode(st.get("err-data", "")).decode(errors="replace")
         rc = st.get("exitcode", -st.get("signal", 1))
+        if rc in (124, 137) and time.monotonic() - t0 >= timeout:
+            tail = "".join((out + err).splitlines(True)[-25:])
+            raise BedError("step %r timed out after %d s (stopped in the guest); it printed:\n%s"
+                           % (name, timeout, tail or "(nothing)\n"))
         if check and rc != 0:
-            raise BedError("guest command failed (exit %s): %s\n%s%s" % (rc, cmd, out, err))
+            raise BedError("guest command failed (exit %s): %s\n%s%s" % (rc, name, out, err))
         return rc, out, err
 
     def stop(self):
@@ -416,6 +464,7 @@ class Guest:
         if self.proc is not None and self.proc.poll() is None:
             if self.qmp is not None:
                 try:
+                    self.qmp.s.settimeout(10)
                     self.qmp.call("quit")
                 except (OSError, ValueError, BedError):
                     pass
