@@ -17,13 +17,16 @@ the controller itself, from shaperd's own figures (the rate poller's
 `time_ns`, so neither iperf3's pace nor the poller's timing on a busy
 machine enters):
 - steady modem: the rate held (mean of the samples) >= 0.90 of the modem's,
-  and the shaper sent >= 0.90 of the modem's rate, each direction (measured
-  1.00 and 0.97 down / 1.00 and 1.00 up);
+  each direction, and over the time the shaper held a queue (`backlogged_us`
+  less its stalls) it sent >= 0.95 of the rate it held (measured 1.00-1.02
+  with a niced CPU hog beside it, 95-99 % of the phase backlogged); what it
+  sent of the modem's rate over the whole phase also depends on the senders'
+  pace on a busy machine (0.88-0.99 seen) and is held only to >= 0.50;
 - modem halved: the rate held >= 0.70 of the halved modem's (a controller
   that cuts to its minimum holds 0.2);
-- after the modem recovers, the rate held back at 0.9 of it within 10 s and
-  the shaper sending >= 0.85 of it (a controller that never raises stays at
-  about half);
+- after the modem recovers, the rate held back at 0.9 of it within 10 s
+  (a controller that never raises stays at about half), and the shaper's
+  delivery judged as in the steady phase;
 then of what users see:
 - steady: induced latency median <= 5 ms; TCP goodput over what the shaper
   sent in the same phase >= 0.85 down and >= 0.75 up (a full frame carries
@@ -64,15 +67,33 @@ def main():
         v = auto["phases"][ph].get(key)
         return v if v is not None else -1.0
 
+    def owed_check(ph, d, name):
+        # The shaper's delivery: over the time it held a queue (less stalls), it
+        # sent the rate it held. What it sent of the modem's rate over the whole
+        # phase is the senders' pace too (two workers and the TCP endpoints on
+        # two cores: 0.879 in a run whose owed rate was the held one): held only
+        # to a bound stolen time does not cross (the load ran at all).
+        owed = auto["phases"][ph].get("owed_sent_%s_of_held" % d)
+        if owed is not None:
+            check(owed >= 0.95,
+                  "autorate, %s: over the time it held a %s queue the shaper sent %.3f of the "
+                  "rate it held (>= 0.95; %.0f %% of the phase backlogged)"
+                  % (ph, name, owed,
+                     100 * (auto["phases"][ph].get("backlogged_%s_share" % d) or 0)))
+        else:
+            print("note %s: the %s queue was held under 0.1 s of the phase: the load did not "
+                  "fill the rate, so no verdict on its delivery" % (ph, name))
+        check(share(ph, "sent_%s_of_modem" % d) >= 0.50,
+              "autorate, %s: the shaper sent %.3f of the %s modem's rate by its clock (>= 0.50: "
+              "the load ran)" % (ph, share(ph, "sent_%s_of_modem" % d), name))
+
     # The controller itself: the rate it held and what the shaper sent over
     # its own clock, as shares of the modem's rate.
     for d, name in (("down", "download"), ("up", "upload")):
         check(share("steady", "held_%s_of_modem" % d) >= 0.90,
               "autorate, steady: %s rate held at %.3f of the modem (>= 0.90)"
               % (name, share("steady", "held_%s_of_modem" % d)))
-        check(share("steady", "sent_%s_of_modem" % d) >= 0.90,
-              "autorate, steady: the shaper sent %.3f of the %s modem's rate by its clock (>= 0.90)"
-              % (share("steady", "sent_%s_of_modem" % d), name))
+        owed_check("steady", d, name)
         check(share("low", "held_%s_of_modem" % d) >= 0.70,
               "autorate, modem halved: %s rate held at %.3f of the halved modem (>= 0.70)"
               % (name, share("low", "held_%s_of_modem" % d)))
@@ -80,9 +101,7 @@ def main():
         check(back is not None and back <= 10.0,
               "autorate: %s rate back at 0.9 of the modem %s s after it recovered (<= 10)"
               % (name, back))
-        check(share("recovered", "sent_%s_of_modem" % d) >= 0.85,
-              "autorate, recovered: the shaper sent %.3f of the %s modem's rate (>= 0.85)"
-              % (share("recovered", "sent_%s_of_modem" % d), name))
+        owed_check("recovered", d, name)
     # TCP's goodput against what the shaper sent in the same phase (a stall
     # of the machine lowers both alike): what drops upstream of the
     # receiver cost TCP, and what the frames carry.

@@ -175,7 +175,8 @@ class RatePoller(threading.Thread):
                                  iv.get("median_us", 0) / 1e3,
                                  dn.get("time_ns", 0), dn.get("tx_bytes", 0),
                                  up.get("time_ns", 0), up.get("tx_bytes", 0),
-                                 dn.get("lag_skipped_us", 0), up.get("lag_skipped_us", 0)))
+                                 dn.get("lag_skipped_us", 0), up.get("lag_skipped_us", 0),
+                                 dn.get("backlogged_us", 0), up.get("backlogged_us", 0)))
 
     def stop(self):
         self.stop_ev.set()
@@ -337,6 +338,21 @@ def analyse(args, raw):
                        (inside[-1][li] - inside[0][li]) / 1e6)
                 sent = (inside[-1][bi] - inside[0][bi]) * 8 / 1e6 / ran / m if ran > 0 else None
             ph["sent_%s_of_modem" % d] = sent
+            # What it sent over the time it held a queue (so owed its rate), less
+            # the stalls, against the rate it held: the shaper's own delivery,
+            # whatever the senders offered. A load that never filled the rate
+            # leaves little owed time, and no verdict on the load.
+            owed = None
+            held = ph["held_%s_of_modem" % d]
+            if len(inside) >= 2 and len(inside[0]) > 11 and held:
+                ki = 10 if d == "down" else 11
+                owed_s = ((inside[-1][ki] - inside[0][ki]) - (inside[-1][li] - inside[0][li])) / 1e6
+                ph["backlogged_%s_share" % d] = (
+                    (inside[-1][ki] - inside[0][ki]) / 1e6 /
+                    ((inside[-1][ti] - inside[0][ti]) / 1e9)) if inside[-1][ti] > inside[0][ti] else None
+                if owed_s > 0.1:
+                    owed = (inside[-1][bi] - inside[0][bi]) * 8 / 1e6 / owed_s / (held * m)
+            ph["owed_sent_%s_of_held" % d] = owed
             # TCP's payload against what the shaper sent in the same phase: a
             # stall of the machine lowers both alike.
             g = ph["goodput_%s_of_modem" % d]
