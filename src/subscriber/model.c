@@ -336,7 +336,16 @@ sub_prefix_parse(const char *s, struct sub_prefix *out, char *err, size_t errlen
 		errno = 0;
 		v = strtoul(slash + 1, &end, 10);
 		if (slash[1] < '0' || slash[1] > '9' || *end != '\0' || errno != 0 || v > max) {
-			sub_errf(err, errlen, "\"%s\": the prefix length must be 0..%u", s, max);
+			sub_errf(err, errlen, "\"%s\": the prefix length must be 1..%u", s, max);
+			return -EINVAL;
+		}
+		/* Every address: the lookup tables take 1..max, and "unknown" is for those. */
+		if (v == 0) {
+			sub_errf(err, errlen,
+				 "\"%s\": a /0 owns every address; give the subscriber its "
+				 "prefixes, and addresses no subscriber owns a plan with "
+				 "\"unknown\"",
+				 s);
 			return -EINVAL;
 		}
 		len = (unsigned int)v;

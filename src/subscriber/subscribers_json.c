@@ -316,7 +316,7 @@ sub_junknown(struct sub_jctx *c, const json_t *v)
 static int
 sub_jroot(struct sub_jctx *c, const json_t *root)
 {
-	static const char *const keys[] = { "comment", "link",        "unknown",
+	static const char *const keys[] = { "comment", "link",        "unknown", "scale_mins",
 					    "nodes",   "subscribers", NULL };
 	static const char *const link_keys[] = { "download", "upload", NULL };
 	struct sub_names nodes = { 0 }, ids = { 0 };

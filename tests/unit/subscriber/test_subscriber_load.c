@@ -239,7 +239,11 @@ test_csv_errors(void **state)
 			 "50,20,\nc3,a,d3,x,Site,,10.0.0.3,,0,25,50,30,\n",
 			 net_two_aps, "network.json: node Site: the upload mins");
 	expect_csv_error("c1,a,d1,x,,,10.0.0.1/33,,0,0,10,10,\n", NULL,
-			 ":2: IPv4: \"10.0.0.1/33\": the prefix length must be 0..32");
+			 ":2: IPv4: \"10.0.0.1/33\": the prefix length must be 1..32");
+	expect_csv_error("c1,a,d1,x,,,0.0.0.0/0,,0,0,10,10,\n", NULL,
+			 ":2: IPv4: \"0.0.0.0/0\": a /0 owns every address");
+	expect_csv_error("c1,a,d1,x,,,,::/0,0,0,10,10,\n", NULL,
+			 ":2: IPv6: \"::/0\": a /0 owns every address");
 	expect_csv_error("c1,a,d1,x,,,10.0.0.1/24,,0,0,10,10,\n", NULL,
 			 "\"10.0.0.1/24\" has host bits set past /24");
 	expect_csv_error("c1,a,d1,x,,,2001:db8::1,,0,0,10,10,\n", NULL,
@@ -462,6 +466,18 @@ test_json_form(void **state)
 		fail_msg("%s", err);
 	assert_int_equal(set.subs[0].plan[SUB_DOWN].max, 10000000);
 	assert_int_equal(set.unknown, SUB_UNKNOWN_LINK);
+	assert_false(set.scale_mins);
+	sub_set_free(&set);
+	/* scale_mins, as documented, in the file itself. */
+	sub_set_init(&set);
+	if (sub_load_json_text(&set,
+			       "{\"scale_mins\": true, \"nodes\": {\"AP\": {\"download\": "
+			       "\"100mbit\", \"upload\": \"50mbit\"}}, \"subscribers\": [{\"id\": "
+			       "\"a\", \"node\": \"AP\", \"download\": \"10mbit\", \"upload\": "
+			       "\"5mbit\", \"addresses\": [\"10.0.0.1\"]}]}",
+			       "subs.json", err, sizeof(err)) != 0)
+		fail_msg("scale_mins: %s", err);
+	assert_true(set.scale_mins);
 	sub_set_free(&set);
 
 	expect_json_error(
