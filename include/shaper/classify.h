@@ -20,6 +20,13 @@ struct classify_key {
 void classify_key_init(struct classify_key *key, uint64_t seed);
 
 /*
+ * The classifier's keyed hash of n 64-bit words, for other tables whose
+ * keys come from the wire (kept apart from the flow and host hashes of the
+ * same bytes): without the key, no one can aim many keys at one bucket.
+ */
+uint32_t classify_hash_key(const struct classify_key *key, const uint64_t *w, unsigned int n);
+
+/*
  * Fill p->flow_hash, src_hash, dst_hash, dscp, ecn, l3_off, l4_off,
  * l4_proto, flags and net_off from p->data[0 .. p->len). The flow hash is
  * direction-symmetric and takes in the ids of the outer two VLAN tags (the

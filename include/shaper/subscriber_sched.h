@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shaper/classify.h"
 #include "shaper/pkt.h"
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
@@ -77,6 +78,8 @@ struct sub_sched_config {
 	 * more than active. Past it, a new address shares the link's entry.
 	 */
 	uint32_t unknown_slots;
+	/* Their table's hash key (the classifier's, the same on every worker). */
+	struct classify_key unknown_key;
 };
 
 /* NULL with err if a param is refused or memory runs out. */

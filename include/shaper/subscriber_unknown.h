@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shaper/classify.h"
 #include "shaper/pkt.h"
 #include "shaper/subscriber.h"
 
@@ -30,8 +31,12 @@
  */
 struct sub_unknown_table;
 
-/* A table of nslots slots (> 0). NULL if memory runs out. */
-struct sub_unknown_table *sub_unknown_create(uint32_t nslots);
+/*
+ * A table of nslots slots (> 0), hashed with key (the classifier's: the
+ * addresses come from the wire, and a remote host that can pick them must
+ * not be able to build one long probe run). NULL if memory runs out.
+ */
+struct sub_unknown_table *sub_unknown_create(uint32_t nslots, const struct classify_key *key);
 /* The bytes sub_unknown_create takes for nslots slots (0 for none). */
 size_t sub_unknown_bytes_for(uint32_t nslots);
 void sub_unknown_free(struct sub_unknown_table *t);
@@ -46,8 +51,12 @@ uint32_t sub_unknown_used(const struct sub_unknown_table *t);
  */
 bool sub_unknown_key_from(const struct sh_pkt *pkt, enum sub_dir dir, struct sub_prefix *k);
 
-/* A 32-bit hash of the key, the same on every worker (steering by it keeps a key on one). */
-uint32_t sub_unknown_hash(const struct sub_prefix *k);
+/*
+ * A 32-bit keyed hash of k, the same on every worker given the same key
+ * (steering by it keeps an address on one); _of: with t's key.
+ */
+uint32_t sub_unknown_hash(const struct sub_prefix *k, const struct classify_key *key);
+uint32_t sub_unknown_hash_of(const struct sub_unknown_table *t, const struct sub_prefix *k);
 
 /* The slot holding k, or SUB_NONE. */
 uint32_t sub_unknown_find(const struct sub_unknown_table *t, const struct sub_prefix *k);

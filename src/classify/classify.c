@@ -172,6 +172,7 @@ classify_set_ce(struct sh_pkt *p)
 #define CLS_TAG_FLOW 0x1ULL
 #define CLS_TAG_HOST 0x2ULL
 #define CLS_TAG_L2   0x3ULL
+#define CLS_TAG_KEY  0x4ULL
 
 static inline uint64_t
 cls_mum(uint64_t a, uint64_t b)
@@ -196,6 +197,12 @@ cls_hash_words(const struct classify_key *key, const uint64_t *w, unsigned int n
 		h = cls_mum(w[i] ^ key->k0 ^ CLS_P2, h ^ CLS_P1);
 	h = cls_mum(h ^ key->k1, CLS_P0 ^ key->k0);
 	return (uint32_t)(h ^ (h >> 32));
+}
+
+uint32_t
+classify_hash_key(const struct classify_key *key, const uint64_t *w, unsigned int n)
+{
+	return cls_hash_words(key, w, n, CLS_TAG_KEY);
 }
 
 void

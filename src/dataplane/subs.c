@@ -621,6 +621,7 @@ dp_subs_attach_shards(struct dp_dir *const *down, struct dp_dir *const *up, uint
 	cfg.lookup_v4 = lpm_v4;
 	cfg.lookup_v6 = lpm_v6;
 	cfg.unknown_slots = c->subscribers.unknown_addresses;
+	cfg.unknown_key = down[0]->key; /* every shard's: steering and tables agree */
 	for (i = 0; i < n; i++) {
 		struct dp_dir *dirs[SHAPER_NUM_DIRS] = {
 			[SHAPER_DOWN] = down[i], [SHAPER_UP] = up[i]

@@ -320,7 +320,7 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	ss->nunk = nunk;
 	ss->unknown_on = nunk != 0;
 	memcpy(ss->unknown_plan, set->unknown_plan, sizeof(ss->unknown_plan));
-	if (nunk != 0 && (ss->unknown = sub_unknown_create(nunk)) == NULL)
+	if (nunk != 0 && (ss->unknown = sub_unknown_create(nunk, &cfg->unknown_key)) == NULL)
 		goto nomem;
 	for (i = 0; i < set->nprefixes; i++)
 		ss->vlan_prefixes |= set->prefixes[i].vlan != 0;
@@ -537,7 +537,7 @@ sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struc
 
 	if (!ss->unknown_on || !sub_unknown_key_from(pkt, dir, &k))
 		return false;
-	*hash = sub_unknown_hash(&k);
+	*hash = sub_unknown_hash_of(ss->unknown, &k);
 	return true;
 }
 

@@ -11,6 +11,7 @@
 _Static_assert(sizeof(struct sub_prefix) % sizeof(uint32_t) == 0, "a key is whole words");
 
 struct sub_unknown_table {
+	struct classify_key hkey; /* the hash's: addresses come from the wire */
 	uint32_t nslots;
 	uint32_t mask;   /* table size - 1; the table has at least twice the slots */
 	uint32_t *table; /* a slot, or SUB_NONE */
@@ -50,7 +51,7 @@ sub_unknown_bytes_for(uint32_t nslots)
 }
 
 struct sub_unknown_table *
-sub_unknown_create(uint32_t nslots)
+sub_unknown_create(uint32_t nslots, const struct classify_key *key)
 {
 	struct sub_unknown_table *t;
 	uint32_t size;
@@ -61,6 +62,7 @@ sub_unknown_create(uint32_t nslots)
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return NULL;
+	t->hkey = *key;
 	t->nslots = nslots;
 	t->mask = size - 1;
 	t->table = malloc(size * sizeof(*t->table));
@@ -144,18 +146,20 @@ key_words(const struct sub_prefix *k, uint32_t w[KEY_WORDS])
 }
 
 uint32_t
-sub_unknown_hash(const struct sub_prefix *k)
+sub_unknown_hash(const struct sub_prefix *k, const struct classify_key *key)
 {
-	uint32_t w[KEY_WORDS];
-	uint64_t h = 0x9e3779b97f4a7c15ull;
+	uint64_t w[(KEY_WORDS + 1) / 2] = { 0 };
+	uint32_t w32[KEY_WORDS];
 
-	key_words(k, w);
-	for (size_t i = 0; i < KEY_WORDS; i++) {
-		h ^= w[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 33;
-	}
-	return (uint32_t)(h >> 32);
+	key_words(k, w32);
+	memcpy(w, w32, sizeof(w32));
+	return classify_hash_key(key, w, (KEY_WORDS + 1) / 2);
+}
+
+uint32_t
+sub_unknown_hash_of(const struct sub_unknown_table *t, const struct sub_prefix *k)
+{
+	return sub_unknown_hash(k, &t->hkey);
 }
 
 static bool
@@ -181,13 +185,13 @@ sub_unknown_find(const struct sub_unknown_table *t, const struct sub_prefix *k)
 	uint32_t w[KEY_WORDS];
 
 	key_words(k, w);
-	return t->table[probe(t, w, sub_unknown_hash(k))];
+	return t->table[probe(t, w, sub_unknown_hash(k, &t->hkey))];
 }
 
 uint32_t
 sub_unknown_take(struct sub_unknown_table *t, const struct sub_prefix *k)
 {
-	uint32_t w[KEY_WORDS], h = sub_unknown_hash(k), i, s;
+	uint32_t w[KEY_WORDS], h = sub_unknown_hash(k, &t->hkey), i, s;
 
 	key_words(k, w);
 	i = probe(t, w, h);

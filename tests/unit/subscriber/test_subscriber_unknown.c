@@ -16,6 +16,8 @@
 #include "shaper/classify.h"
 #include "shaper/subscriber_unknown.h"
 
+static struct classify_key key_a, key_b;
+
 static struct sub_prefix
 v4_key(uint32_t a, uint16_t vlan)
 {
@@ -118,7 +120,7 @@ test_keys_from_frames(void **state)
 		frame(&p, f, true, 7, s6b, d6, &ck);
 		assert_true(sub_unknown_key_from(&p, SUB_UP, &other));
 		assert_memory_equal(&other, &k, sizeof(k));
-		assert_int_equal(sub_unknown_hash(&other), sub_unknown_hash(&k));
+		assert_int_equal(sub_unknown_hash(&other, &key_a), sub_unknown_hash(&k, &key_a));
 		frame(&p, f, true, 8, s6b, d6, &ck);
 		assert_true(sub_unknown_key_from(&p, SUB_UP, &other));
 		assert_int_equal(other.vlan, 8);
@@ -133,7 +135,7 @@ test_keys_from_frames(void **state)
 static void
 test_full_and_free(void **state)
 {
-	struct sub_unknown_table *t = sub_unknown_create(3);
+	struct sub_unknown_table *t = sub_unknown_create(3, &key_a);
 	struct sub_prefix a = v4_key(1, 0), b = v4_key(2, 0), c = v4_key(3, 0), d = v4_key(4, 0);
 	struct sub_prefix got;
 	uint32_t sa, sb, sc;
@@ -184,7 +186,7 @@ test_random_against_array(void **state)
 		ADDRS = 600,
 		OPS = 200000
 	};
-	struct sub_unknown_table *t = sub_unknown_create(SLOTS);
+	struct sub_unknown_table *t = sub_unknown_create(SLOTS, &key_a);
 	uint32_t where[ADDRS]; /* the slot each address holds, or SUB_NONE */
 	uint32_t held = 0;
 	uint64_t s = 0x9e3779b97f4a7c15ull;
@@ -230,6 +232,54 @@ test_random_against_array(void **state)
 	sub_unknown_free(t);
 }
 
+/*
+ * The hash is keyed: addresses that one key sends to one home bucket
+ * (what a remote host that can pick its destination addresses, say in the
+ * IPv6 /64s routed through the box, would build against a fixed hash)
+ * spread under another key, and a table under that key finds each of them
+ * in a few probes. Under a fixed hash every such address would land in
+ * one run, each lookup walking all of them.
+ */
+static void
+test_keyed(void **state)
+{
+	enum {
+		WANT = 64,
+		BUCKETS = 1024
+	};
+	struct sub_prefix aimed[WANT];
+	uint32_t n = 0, home = UINT32_MAX, distinct = 0;
+	uint8_t seen[BUCKETS] = { 0 };
+	struct sub_unknown_table *t;
+
+	(void)state;
+	/* Brute force against key_a, as an attacker who knew it would. */
+	for (uint32_t a = 0x0a000000; n < WANT; a++) {
+		struct sub_prefix k = v4_key(a, 0);
+		uint32_t h = sub_unknown_hash(&k, &key_a) & (BUCKETS - 1);
+
+		if (home == UINT32_MAX)
+			home = h;
+		if (h == home)
+			aimed[n++] = k;
+	}
+	for (uint32_t i = 0; i < WANT; i++) {
+		uint32_t h = sub_unknown_hash(&aimed[i], &key_b) & (BUCKETS - 1);
+
+		distinct += !seen[h];
+		seen[h] = 1;
+	}
+	/* 64 keys over 1024 buckets at random: about 62 distinct. */
+	assert_true(distinct >= 50);
+	t = sub_unknown_create(BUCKETS / 2, &key_b);
+	assert_non_null(t);
+	for (uint32_t i = 0; i < WANT; i++)
+		assert_int_not_equal(sub_unknown_take(t, &aimed[i]), SUB_NONE);
+	for (uint32_t i = 0; i < WANT; i++)
+		assert_int_not_equal(sub_unknown_find(t, &aimed[i]), SUB_NONE);
+	sub_unknown_free(t);
+}
+
 int
 main(void)
 {
@@ -237,7 +287,10 @@ main(void)
 		cmocka_unit_test(test_keys_from_frames),
 		cmocka_unit_test(test_full_and_free),
 		cmocka_unit_test(test_random_against_array),
+		cmocka_unit_test(test_keyed),
 	};
 
+	classify_key_init(&key_a, 1);
+	classify_key_init(&key_b, 2);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
