@@ -14,9 +14,9 @@ guest has no IOMMU, and Debian's kernel has no vfio no-IOMMU mode) and
 - CAKE at 8 Mbit/s up and 12 Mbit/s down, judged by shaperd's own counters
   over its own clock: frame bytes sent between two `stats` reads over the
   time it owed the rate (backlogged less the time its worker was not
-  scheduled), within 1 %, owed for at least half the interval; and the
-  receiving namespace's own byte count over the host's clock within 5 %
-  (the guest's clock against the host's);
+  scheduled), within 1 %, owed for at least 1 s; every byte it counts as
+  sent reaching the receiving namespace (within 1 %); and the receiver's
+  rate over the host's clock never above the rate (5 %);
 - `systemctl reload` after the file's upstream rate changed to 4 Mbit/s:
   the journal says it applied, and the shaper holds the new rate;
 - the accounting identity in the final statistics.
@@ -29,6 +29,7 @@ usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE]
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,8 +46,10 @@ CONFIG = {
     "comment": "The guest bed's box: virtio-net LAN port, e1000e WAN port.",
     "ports": {"lan": vmbed.LAN_PCI, "wan": vmbed.WAN_PCI},
     "upstream": {"discipline": "cake", "bandwidth": "8mbit", "isolation": "dual-srchost"},
-    "downstream": {"discipline": "cake", "bandwidth": "12mbit", "isolation": "dual-dsthost",
-                   "ingress": True},
+    # Not "ingress": with it the bytes COBALT drops count against the rate, so
+    # at twice the rate in the shaper sends less than the rate, by design
+    # (8.0 of 12 Mbit/s measured).
+    "downstream": {"discipline": "cake", "bandwidth": "12mbit", "isolation": "dual-dsthost"},
     "control": {"enabled": True, "socket": SOCK, "mode": "0660", "group": "shaper"},
     "lcores": {"workers": [1]},
 }
@@ -69,11 +72,34 @@ def ns_rx_bytes(g, side):
     return int(r.stdout)
 
 
+def quiet(g, direction, recv, limit=30):
+    """The direction's stats and the receiver's byte count once the shaper
+    holds nothing in that direction (what it queued is still draining at
+    the rate after the sender stops: 80 KB at 4 Mbit/s was seen)."""
+    t0 = time.monotonic()
+    while True:
+        d = stats(g, direction)["directions"][direction]
+        if sum(d["accounting"]["queued"].values()) == 0:
+            return d, ns_rx_bytes(g, recv)
+        if time.monotonic() - t0 > limit:
+            raise vmbed.BedError("the %s shaper still held %s %d s after the sender stopped" %
+                                 (direction, d["accounting"]["queued"], limit))
+        time.sleep(0.5)
+
+
 def rate_check(g, direction, rate, label):
-    """UDP at twice the rate through the guest for 9 s; the shaper's own rate
-    over two stats reads 3 s apart, and the receiver's bytes over the host's
-    clock over the same span."""
+    """UDP at twice the rate through the guest for 10 s. The shaper's own
+    rate over two stats reads 3 s apart, over the time it owed the rate
+    (within 1 %); the receiver's byte count against shaperd's over the whole
+    run, both read while the line is quiet (every byte shaperd counts as
+    sent arrives, within 1 %); the receiver's rate over the host's clock
+    never above the rate (5 %). Under TCG on a shared machine the guest's
+    vCPUs lose the host's CPU for seconds at a time: shaperd writes that
+    time off (lag_skipped_us) instead of bursting to catch up, so the
+    receiver's rate over the host's clock falls below the rate by that
+    share, which is printed, not judged."""
     recv = "srv" if direction == "upstream" else "cli"
+    q0, r0 = quiet(g, direction, recv)
     srv = g.popen_ns("srv", ["iperf3", "-s", "-1", "-B", vmbed.SRV_IP], stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
     time.sleep(0.5)
@@ -86,23 +112,30 @@ def rate_check(g, direction, rate, label):
     time.sleep(3.0)
     b = stats(g, direction)["directions"][direction]
     h1, b1 = time.monotonic(), ns_rx_bytes(g, recv)
-    out, _ = cli.communicate(timeout=30)
+    out, _ = cli.communicate(timeout=60)
     srv.wait(timeout=30)
+    q1, r1 = quiet(g, direction, recv)
     span = (b["time_ns"] - a["time_ns"]) / 1e9
     skipped = (b["lag_skipped_us"] - a["lag_skipped_us"]) / 1e6
     owed = (b["backlogged_us"] - a["backlogged_us"]) / 1e6 - skipped
     own = (b["tx_bytes"] - a["tx_bytes"]) * 8 / owed if owed > 0 else 0.0
     err = own / rate - 1
-    ok = check(abs(err) <= 0.01 and owed >= 0.5 * span,
+    # One frame is 1242 bytes: a second owed at 4 Mbit/s is 400 of them.
+    ok = check(abs(err) <= 0.01 and owed >= 1.0,
                "%s: shaperd sent %.3f Mbit/s over the %.3f s of %.3f s it owed the %g Mbit/s "
-               "rate (%+.2f %%, bound 1 %%; owed at least half; %.1f ms written off)" %
+               "rate (%+.2f %%, bound 1 %%; owed at least 1 s; %.1f ms written off)" %
                (label, own / 1e6, owed, span, rate / 1e6, err * 100, skipped * 1e3))
     # The receiving namespace counts frames without the FCS, as shaperd does.
+    sent, got = q1["tx_bytes"] - q0["tx_bytes"], r1 - r0
+    ok &= check(sent > 0 and abs(got / sent - 1) <= 0.01,
+                "%s: the receiver got %d bytes of the %d shaperd sent over the run (%+.2f %%, "
+                "bound 1 %%)" % (label, got, sent, (got / sent - 1) * 100 if sent else 0))
     host = (b1 - b0) * 8 / (h1 - h0)
-    herr = host / rate - 1
-    ok &= check(abs(herr) <= 0.05,
+    ok &= check(host <= rate * 1.05,
                 "%s: the receiver got %.3f Mbit/s by the host's clock over %.2f s (%+.1f %% of "
-                "the rate, bound 5 %%)" % (label, host / 1e6, h1 - h0, herr * 100))
+                "the rate, bound +5 %%; %.0f %% of shaperd's span written off)" %
+                (label, host / 1e6, h1 - h0, (host / rate - 1) * 100,
+                 100 * skipped / span if span > 0 else 0))
     if not ok:
         print(out)
     return b
@@ -113,6 +146,8 @@ def main():
         print("SKIP: the guest bed needs root (taps, namespaces, the image build)")
         return 77
     sys.stdout.reconfigure(line_buffering=True)
+    # meson's timeout (SIGTERM) still stops the guest and takes the taps down.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("guest smoke: terminated"))
     src, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     deb = sys.argv[sys.argv.index("--deb") + 1] if "--deb" in sys.argv else None
     t_smoke = time.monotonic()
@@ -130,10 +165,12 @@ def main():
     g = vmbed.Guest(img, run_dir, pfx="vg%d" % (os.getpid() % 10000))
     steps = []
 
-    def step(cmd, timeout=300):
+    def step(cmd, timeout=120, name=None):
+        """One step in the guest, within its time limit (vmbed.Guest.run: a
+        step past it fails with what it printed, and the guest is stopped)."""
         t0 = time.monotonic()
-        rc, out, err = g.run(cmd, timeout=timeout)
-        steps.append((time.monotonic() - t0, cmd))
+        rc, out, err = g.run(cmd, timeout=timeout, name=name)
+        steps.append((time.monotonic() - t0, name or cmd))
         check(rc == 0, "guest: %s (%.1f s)%s" % (cmd, steps[-1][0],
                                                  "" if rc == 0 else "\n" + out + err))
         if rc != 0:
@@ -148,17 +185,31 @@ def main():
         debname = os.path.basename(deb)
         subprocess.run(["cp", deb, os.path.join(g.share, debname)], check=True)
         t_fresh = time.monotonic()
-        boot = g.start()
-        print("vmbed: guest up in %.1f s (its agent answers)" % boot)
+        # Under TCG on a shared, loaded machine the boot took from 52 s to 261 s.
+        boot = g.start(boot_timeout=600)
+        _, out, err = g.run("systemd-analyze 2>&1 | head -1", timeout=60, name="systemd-analyze")
+        print("vmbed: guest up in %.1f s (its agent answers); %s" % (boot, (out + err).strip()))
+        # The bed's own limit first: a step that outlives its limit is stopped
+        # in the guest and fails with what it printed, instead of hanging.
+        t0 = time.monotonic()
+        try:
+            g.run("echo started; sleep 60", timeout=3, name="the bed's limit")
+            check(False, "a guest step past its 3 s limit returned")
+        except vmbed.BedError as e:
+            took = time.monotonic() - t0
+            check("timed out after 3 s" in str(e) and "started" in str(e) and took < 20,
+                  "a guest step past its 3 s limit failed in %.1f s with its output: %s" %
+                  (took, str(e).replace("\n", " | ")))
         step("mkdir -p /mnt/bed && mount -t 9p -o trans=virtio,version=9p2000.L,ro bed /mnt/bed"
              " && cp /mnt/bed/%s /root/" % debname)
-        # The operator's path (docs/deployment.md), command for command.
-        # DPDK's tools first: with them (python3 among them) in the same run, Debian
-        # 12's apt stops with "Internal Error, Pathname to install is not absolute"
-        # once it runs dpkg more than once.
-        step("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download dpdk", 900)
-        step("DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-download /root/%s"
-             % debname, 900)
+        # The operator's path (docs/deployment.md), command for command. The
+        # image holds what the package depends on and recommends (a box's OS
+        # with DPDK present), so the install is the package's alone and
+        # fetches nothing (the guest has no network). Not --no-download: with a
+        # local .deb, Debian 12's apt then stops with "Internal Error, Pathname
+        # to install is not absolute".
+        step("cd /root && DEBIAN_FRONTEND=noninteractive apt install -y -q ./" + debname, 240,
+             name="apt install ./" + debname)
         step("cp /mnt/bed/vm.json /mnt/bed/vm.env /etc/shaper/")
         step("shaperd -- -c /etc/shaper/vm.json --check-config")
         step("systemctl enable shaper-pci@vm")
@@ -199,14 +250,23 @@ def main():
         rate_check(g, "upstream", UP_RELOADED, "cake 4mbit upstream after the reload")
         time.sleep(1)
         check_accounting(stats(g), "final stats")
-    except vmbed.BedError as e:
-        check(False, str(e))
-        _, journal, _ = g.run("journalctl -b -o cat --no-pager -u shaper-pci@vm -u shaperd@vm "
-                              "| tail -40") if g.proc and g.proc.poll() is None else (0, "", "")
-        print(journal)
+    except (vmbed.BedError, subprocess.SubprocessError, OSError, ValueError, KeyError) as e:
+        check(False, "%s: %s" % (type(e).__name__, e))
+        try:
+            _, journal, _ = g.run("journalctl -b -o cat --no-pager -u shaper-pci@vm "
+                                  "-u shaperd@vm | tail -40", timeout=30, name="the journal")
+            print(journal)
+        except vmbed.BedError as e2:
+            print("(no journal: %s)" % e2)
     finally:
+        print("vmbed: stopping the guest")
         g.stop()
-        subprocess.run(["rm", "-rf", run_dir])
+        if failures:
+            # The console and QEMU's log stay for a look; the disk does not.
+            subprocess.run(["rm", "-f", os.path.join(run_dir, "disk.qcow2")])
+            print("vmbed: the guest's console and QEMU's log are in %s" % run_dir)
+        else:
+            subprocess.run(["rm", "-rf", run_dir])
     print("vmbed: the smoke took %.1f s" % (time.monotonic() - t_smoke))
     n = len(failures)
     print("guest smoke: %s" % ("FAILED %d checks" % n if n else "all checks passed"))
