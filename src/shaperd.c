@@ -470,8 +470,9 @@ subs_mem_shards(struct sub_mem *m, uint32_t n)
 	m->lookup_bytes *= n;
 	m->pool_bytes *= n;
 	m->active *= n;
+	m->change_bytes = m->lpm_bytes + m->lookup_bytes + m->config_bytes;
 	m->total = m->config_bytes + m->idle_bytes + m->lookup_bytes + m->lpm_bytes +
-		   m->alloc_bytes + m->pool_bytes;
+		   m->alloc_bytes + m->pool_bytes + m->change_bytes;
 }
 
 /*

@@ -127,6 +127,12 @@ struct sub_mem {
 	uint64_t alloc_bytes;   /* the rate allocator */
 	uint64_t sched_bytes;   /* one scheduler with the pool's params, measured */
 	uint64_t pool_bytes;    /* active x 2 directions x sched_bytes */
+	/*
+	 * A live change of addresses builds the new set and its tables
+	 * (rte_lpm, the lookup) while the old ones serve: a second copy of
+	 * those, held until the workers have swapped.
+	 */
+	uint64_t change_bytes;
 	uint64_t total;
 };
 

@@ -216,8 +216,9 @@ sub_mem_fill(uint32_t configured, uint32_t prefixes, uint32_t nodes, uint32_t ac
 	out->sched_bytes = count.bytes;
 	out->pool_bytes = (uint64_t)active * SUB_DIRS * count.bytes;
 	out->lpm_bytes = lpm_bytes;
+	out->change_bytes = out->lpm_bytes + out->lookup_bytes + out->config_bytes;
 	out->total = out->config_bytes + out->idle_bytes + out->lookup_bytes + out->alloc_bytes +
-		     out->pool_bytes + out->lpm_bytes;
+		     out->pool_bytes + out->lpm_bytes + out->change_bytes;
 	return 0;
 }
 
@@ -262,8 +263,10 @@ sub_mem_format(const struct sub_mem *m, char *buf, size_t len)
 	snprintf(buf, len,
 		 "%u subscribers (%u active, a scheduler each way): %.3f GB = pool %.3f GB (%u x 2 "
 		 "x %llu bytes) + rte_lpm %.1f MB + idle state %.1f MB + configuration %.1f MB + "
-		 "lookup %.1f MB + allocator %.1f MB",
+		 "lookup %.1f MB + allocator %.1f MB + a live address change's second tables "
+		 "%.1f MB",
 		 m->configured, m->active, m->total / 1e9, m->pool_bytes / 1e9, m->active,
 		 (unsigned long long)m->sched_bytes, m->lpm_bytes / 1e6, m->idle_bytes / 1e6,
-		 m->config_bytes / 1e6, m->lookup_bytes / 1e6, m->alloc_bytes / 1e6);
+		 m->config_bytes / 1e6, m->lookup_bytes / 1e6, m->alloc_bytes / 1e6,
+		 m->change_bytes / 1e6);
 }
