@@ -149,12 +149,13 @@ void ctl_flow_from_fact(const struct sched_flow_fact *f, struct ctl_flow *out);
 
 /*
  * A flow as a client below the operator level sees it: each address cut to
- * its network (IPv4 /24, IPv6 /48, written "192.0.2.0/24"), the ports 0 (the
+ * its network (IPv4 /24, IPv6 /32, written "192.0.2.0/24"), the ports 0 (the
  * reply shows them as null). Who talks to whom stays with operators; the
- * queue figures stay for everyone.
+ * queue figures stay for everyone. IPv6 /32, not /48: ISPs assign a /48 or
+ * a /56 to one customer, so a /48 names one; a /32 is an ISP's allocation.
  */
 #define CTL_FLOW_MASK_V4 24
-#define CTL_FLOW_MASK_V6 48
+#define CTL_FLOW_MASK_V6 32
 void ctl_flow_mask(struct ctl_flow *f);
 
 /*

@@ -202,7 +202,7 @@ test_protocol_refuses_above_level(void **state)
 
 /*
  * flows below the operator level: each address cut to its network (IPv4
- * /24, IPv6 /48), ports null; the queue figures as they are. The operator
+ * /24, IPv6 /32), ports null; the queue figures as they are. The operator
  * and the admin see the addresses and ports themselves.
  */
 static void
@@ -234,7 +234,7 @@ test_flows_masked_below_operator(void **state)
 			assert_string_equal(json_string_value(json_object_get(fl, "src")),
 					    masked ? "192.168.1.0/24" : src);
 			assert_string_equal(json_string_value(json_object_get(fl, "dst")),
-					    masked ? "2001:db8::/48" : dst);
+					    masked ? "2001:db8::/32" : dst);
 			if (masked) {
 				assert_true(json_is_null(json_object_get(fl, "sport")));
 				assert_true(json_is_null(json_object_get(fl, "dport")));

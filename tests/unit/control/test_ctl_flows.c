@@ -80,11 +80,11 @@ test_mask(void **state)
 		{ "10.0.0.1", "10.0.0.0/24" },
 		{ "192.168.1.13", "192.168.1.0/24" },
 		{ "255.255.255.255", "255.255.255.0/24" },
-		{ "2001:db8:abcd:12::1", "2001:db8:abcd::/48" },
-		{ "2001:db8::1", "2001:db8::/48" },
-		{ "fe80::2", "fe80::/48" },
-		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff:ffff::/48" },
-		{ "::ffff:192.0.2.7", "::/48" },
+		{ "2001:db8:abcd:12::1", "2001:db8::/32" }, /* one customer's /48 hidden */
+		{ "2001:db8::1", "2001:db8::/32" },
+		{ "fe80::2", "fe80::/32" },
+		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "ffff:ffff::/32" },
+		{ "::ffff:192.0.2.7", "::/32" },
 		{ "-", "-" }, /* not IP: nothing to hide */
 	};
 	struct ctl_flow c;
