@@ -129,8 +129,8 @@ want=$(ls config/*.json | wc -l)
 # with the capabilities the Dockerfile names. It must bridge: a ping from the
 # LAN side to the WAN side crosses it, and on SIGINT it exits 0 having sent
 # frames on both ports and holding no mbuf.
-cmd=$(buildah inspect --type image --format '{{json .OCIv1.Config.Cmd}}' "$image" |
-	python3 -c 'import json, shlex, sys; print(shlex.join(json.load(sys.stdin)))')
+cmd=$(buildah inspect --type image "$image" |
+	python3 -c 'import json, shlex, sys; print(shlex.join(json.load(sys.stdin)["OCIv1"]["config"]["Cmd"]))')
 ns=shaper-ctrchk-$$
 netns_up() {
 	ip netns add "$ns" && ip netns add "$ns-wan" && ip netns add "$ns-lan" &&
