@@ -388,6 +388,7 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 	struct sub_plan plan[SUB_DIRS];
 	uint8_t sqm[SUB_DIRS] = { SUB_SQM_DEFAULT, SUB_SQM_DEFAULT };
 	char sqm_text[64];
+	bool sqm_options;
 	uint32_t node = SUB_ROOT, s, other;
 	struct sub_subscriber *sub;
 	int rc;
@@ -446,7 +447,7 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 		return rc;
 	/* What sqm said, before its options are cut, for the note below. */
 	snprintf(sqm_text, sizeof(sqm_text), "%s", f[COL_SQM]);
-	sub_csv_sqm_options(f[COL_SQM]);
+	sqm_options = sub_csv_sqm_options(f[COL_SQM]);
 	if (sub_parse_sqm(f[COL_SQM], sqm) != 0) {
 		sub_errf(err, errlen,
 			 "%s:%u: sqm: \"%s\" is not cake, fq_codel, none or a down/up pair of them",
@@ -458,8 +459,7 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 	 * per-circuit sqm is checked and kept (subscribers.get shows it), not
 	 * applied. Said once, with the first row that asks for one.
 	 */
-	if ((sqm[SUB_DOWN] != SUB_SQM_DEFAULT || sqm[SUB_UP] != SUB_SQM_DEFAULT ||
-	     strchr(sqm_text, ' ') != NULL) &&
+	if ((sqm[SUB_DOWN] != SUB_SQM_DEFAULT || sqm[SUB_UP] != SUB_SQM_DEFAULT || sqm_options) &&
 	    set->sqm_noted == 0) {
 		char note[200];
 
