@@ -105,10 +105,12 @@ struct scen {
 	uint32_t run_ms;
 	double (*modem)(int dir, uint32_t t); /* Mbit/s */
 	double (*path)(uint32_t t);           /* extra round trip, ms (split half each way) */
+	uint32_t (*outage)(uint32_t t);       /* ms left of an outage: both modems carry nothing */
 	bool path_up_only;                    /* ... all of it on the way up (the bed's) */
 	double (*far)(int flow, uint32_t t);  /* a server's own queue on a flow, ms */
 	void (*flows)(struct flow *f, uint32_t t, uint32_t *seed); /* switch flows on/off */
 	bool autorate[2];
+	double fixed[2];                /* Mbit/s: autorate off, a fixed shaper (and AQM) at this */
 	double min[2], max[2], base[2]; /* Mbit/s; base 0: the default */
 	bool decay_without_samples;
 	double buf_ms[2];    /* a modem's buffer in ms of its rate (0: MODEM_BUF bytes) */
@@ -138,6 +140,13 @@ struct run {
 	uint64_t samples;
 	uint64_t by_src[3]; /* of those, by source: enum rtt_method */
 };
+
+/* A shaper in this direction: autorate's, or a fixed one. */
+static bool
+shaped(const struct scen *s, int d)
+{
+	return s->autorate[d] || s->fixed[d] > 0;
+}
 
 static uint32_t
 rnd(uint32_t *s, uint32_t n)
@@ -313,6 +322,14 @@ jsonl_line(FILE *f, const struct run *r, uint64_t now, const double *m, const do
 	fprintf(f, "}}\n");
 }
 
+static bool
+trace_decisions(const struct scen *s)
+{
+	const char *want = getenv("AR_DECISIONS");
+
+	return want != NULL && strcmp(want, s->name) == 0;
+}
+
 static void
 simulate(const struct scen *s, struct run *r)
 {
@@ -369,12 +386,15 @@ simulate(const struct scen *s, struct run *r)
 		double m[2], rt[2], dq[2], in[2] = { 0 }, ack[2] = { 0 },
 					   path = s->path != NULL ? s->path(t) : 0;
 		uint64_t now = MS(t);
+		uint32_t out_left = s->outage != NULL ? s->outage(t) : 0;
 
 		s->flows(fl, t, &seed);
 		for (int d = 0; d < 2; d++) {
 			m[d] = MBIT(s->modem(d, t)) / 1000.0; /* bytes per ms */
-			rt[d] = s->autorate[d] ? (double)r->a[d].rate / 1000.0 : 1e12;
-			dq[d] = mq[d] / m[d];
+			rt[d] = s->autorate[d]    ? (double)r->a[d].rate / 1000.0
+				: s->fixed[d] > 0 ? MBIT(s->fixed[d]) / 1000.0
+						  : 1e12;
+			dq[d] = mq[d] / m[d] + out_left;
 			hist[d][t % HIST_MS] = dq[d];
 			r->cap[d][t] = s->modem(d, t);
 		}
@@ -399,7 +419,7 @@ simulate(const struct scen *s, struct run *r)
 			if (!f->on)
 				continue;
 			rtt = f->base_ms + path + far + dq[UP] + dq[DOWN] +
-			      (s->autorate[d] ? sq[d] / rt[d] : 0);
+			      (shaped(s, d) ? sq[d] / rt[d] : 0);
 			x = f->cwnd / rtt;
 			if (f->left >= 0 && x > f->left)
 				x = f->left;
@@ -504,7 +524,7 @@ simulate(const struct scen *s, struct run *r)
 						loss(&fl[v], t,
 						     fl[v].base_ms + path + dq[UP] + dq[DOWN]);
 				}
-				ms_out = mq[d] < m[d] ? mq[d] : m[d];
+				ms_out = out_left != 0 ? 0 : mq[d] < m[d] ? mq[d] : m[d];
 				mq[d] -= ms_out;
 				r->good[d][t] = ms_out * 8.0 / 1000.0;
 			} else {
@@ -516,7 +536,7 @@ simulate(const struct scen *s, struct run *r)
 						loss(&fl[v], t,
 						     fl[v].base_ms + path + dq[UP] + dq[DOWN]);
 				}
-				ms_out = mq[d] < m[d] ? mq[d] : m[d];
+				ms_out = out_left != 0 ? 0 : mq[d] < m[d] ? mq[d] : m[d];
 				mq[d] -= ms_out;
 				arr_frac[d] += ms_out;
 				sq[d] += ms_out;
@@ -528,7 +548,7 @@ simulate(const struct scen *s, struct run *r)
 					sq[d] = SHAPER_BUF;
 			}
 			/* The shaper's AQM: CoDel's control law on the queue's sojourn. */
-			if (s->autorate[d] && sq[d] / rt[d] > CODEL_MS) {
+			if (shaped(s, d) && sq[d] / rt[d] > CODEL_MS) {
 				if (above[d] == 0)
 					above[d] = t + CODEL_IV;
 				else if (t >= above[d] && t >= next_drop[d]) {
@@ -544,8 +564,9 @@ simulate(const struct scen *s, struct run *r)
 				above[d] = 0;
 				count[d] = count[d] > 2 ? count[d] - 2 : 0;
 			}
-			r->qd[d][t] = mq[d] / m[d];
-			r->rate[d][t] = s->autorate[d] ? (double)r->a[d].rate / 125000.0 : 0;
+			r->qd[d][t] = mq[d] / m[d] + out_left;
+			r->rate[d][t] = s->autorate[d] ? (double)r->a[d].rate / 125000.0
+						       : s->fixed[d];
 			sent[d] = (uint64_t)sent_frac[d];
 			arrived[d] = (uint64_t)arr_frac[d];
 		}
@@ -582,8 +603,22 @@ simulate(const struct scen *s, struct run *r)
 			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
 		}
 #ifndef AR_OLD
-		for (int d = 0; d < 2; d++)
+		for (int d = 0; d < 2; d++) {
 			r->path[d][t] = r->a[d].path_ns / 1e6;
+			/* AR_DECISIONS=name: every decision of the scenario on stderr. */
+			if (trace_decisions(s) && s->autorate[d] && r->a[d].tick_start == now &&
+			    t > 0)
+				fprintf(stderr,
+					"%6u %s %-15s %6.2f -> %6.2f Mbit/s modem %6.2f "
+					"line %6.2f sent %6.2f rise %5.1f own %5.1f q %6.1f ms\n",
+					t, d ? "down" : "up  ",
+					autorate_reason_name(r->a[d].last_why), r->rate[d][t],
+					r->a[d].rate / 125000.0, r->cap[d][t],
+					r->a[d].through_rate / 125000.0,
+					r->a[d].delivered_rate / 125000.0,
+					r->a[d].last_delay_ns / 1e6, r->a[d].last_own_ns / 1e6,
+					r->qd[d][t]);
+		}
 #endif
 	}
 	dump(s, r);
@@ -1716,6 +1751,311 @@ test_no_timestamps(void **state)
 	run_free(&r);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Lines that move all the time                                            */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A line's rates in steps: from at (ms) on, down and up Mbit/s (the last
+ * step's end is the run's). Each scenario below fills one.
+ */
+struct step {
+	uint32_t at;
+	double down, up;
+};
+
+#define STEPS_MAX 128
+static struct step steps[STEPS_MAX];
+static uint32_t nsteps;
+static uint32_t outage_every, outage_ms; /* every so many ms, an outage this long (0: never) */
+
+static double
+modem_steps(int d, uint32_t t)
+{
+	uint32_t i = 0;
+	double m;
+
+	while (i + 1 < nsteps && steps[i + 1].at <= t)
+		i++;
+	m = d == UP ? steps[i].up : steps[i].down;
+	return m;
+}
+
+/* ms left of the outage under way (the line carries nothing; what waits leaves after). */
+static uint32_t
+outage_steps(uint32_t t)
+{
+	if (outage_every == 0 || t < outage_every || t % outage_every >= outage_ms)
+		return 0;
+	return outage_ms - t % outage_every;
+}
+
+static void
+steps_add(uint32_t at, double down, double up)
+{
+	assert_true(nsteps < STEPS_MAX);
+	steps[nsteps++] = (struct step){ .at = at, .down = down, .up = up };
+}
+
+/*
+ * The walk of the modem's rates a new user tries under RRUL, 12 s each:
+ * full, the download falls to half, then the upload too, a partial
+ * recovery, a fall to a tenth, a full recovery.
+ */
+static void
+line_walk(void)
+{
+	nsteps = outage_every = 0;
+	steps_add(0, 100, 20);
+	steps_add(12000, 50, 20);
+	steps_add(24000, 50, 10);
+	steps_add(36000, 75, 15);
+	steps_add(48000, 10, 2);
+	steps_add(60000, 100, 20);
+	steps_add(72000, 100, 20);
+}
+
+/* A fall to a quarter and back to the full line, twice, 12 s each. */
+static void
+line_fall_recover(void)
+{
+	nsteps = outage_every = 0;
+	steps_add(0, 100, 20);
+	steps_add(12000, 25, 5);
+	steps_add(24000, 100, 20);
+	steps_add(36000, 25, 5);
+	steps_add(48000, 100, 20);
+	steps_add(60000, 100, 20);
+}
+
+/* LTE: both rates drawn anew every 1-2 s, 20-100 down and 4-20 up, for 60 s. */
+static void
+line_lte(void)
+{
+	uint32_t seed = 4242, t = 0;
+
+	nsteps = outage_every = 0;
+	while (t < 60000) {
+		double f = 0.2 + rnd(&seed, 800) / 1000.0;
+
+		steps_add(t, 100 * f, 20 * (0.2 + rnd(&seed, 800) / 1000.0));
+		t += 1000 + rnd(&seed, 1000);
+	}
+	steps_add(60000, steps[nsteps - 1].down, steps[nsteps - 1].up);
+}
+
+/*
+ * Starlink-like: a new satellite every 15 s, its rates 40-100 down and 8-20
+ * up, a path 0-20 ms longer or shorter, and 100 ms of outage at each
+ * switch.
+ */
+static const double starlink_down[] = { 100, 60, 85, 40, 95 };
+static const double starlink_up[] = { 20, 12, 17, 8, 19 };
+static const double starlink_path[] = { 0, 15, 5, 20, 0 };
+
+static void
+line_starlink(void)
+{
+	nsteps = 0;
+	for (uint32_t i = 0; i < 5; i++)
+		steps_add(i * 15000, starlink_down[i], starlink_up[i]);
+	steps_add(75000, starlink_down[4], starlink_up[4]);
+	outage_every = 15000;
+	outage_ms = 100;
+}
+
+static double
+path_starlink_walk(uint32_t t)
+{
+	return starlink_path[t / 15000 < 5 ? t / 15000 : 4];
+}
+
+/* Fine for a minute, then half for 3 s, then fine again. */
+static void
+line_dip(void)
+{
+	nsteps = outage_every = 0;
+	steps_add(0, 100, 20);
+	steps_add(60000, 50, 10);
+	steps_add(63000, 100, 20);
+	steps_add(75000, 100, 20);
+}
+
+/* What a step [from, to) of the line gave: the figures the walk is judged by. */
+struct phase_fig {
+	double med, p95; /* induced latency a ping crossing both modems meets, ms */
+	double good[2];  /* goodput over the modem's rate, by direction */
+	double back;     /* s until a second's goodput down is 0.85 of the modem (-1: never) */
+};
+
+static double *
+ping_of(const struct run *r, uint32_t n)
+{
+	double *ping = calloc(n, sizeof(double));
+
+	assert_non_null(ping);
+	for (uint32_t t = 0; t < n; t++)
+		ping[t] = r->qd[UP][t] + r->qd[DOWN][t];
+	return ping;
+}
+
+static struct phase_fig figs[STEPS_MAX], fixs[STEPS_MAX];
+
+/*
+ * Runs s over the line in steps[] with autorate (into figs[], the run kept
+ * in *r) and again with a fixed shaper at 95 % of the line's highest rates
+ * (into fixs[]), and prints each step's figures side by side (per_step).
+ */
+static void
+moving_line(struct scen *s, struct run *r, bool per_step)
+{
+	double hi[2] = { 0 };
+
+	s->run_ms = steps[nsteps - 1].at;
+	s->modem = modem_steps;
+	for (uint32_t i = 0; i < nsteps; i++) {
+		hi[DOWN] = steps[i].down > hi[DOWN] ? steps[i].down : hi[DOWN];
+		hi[UP] = steps[i].up > hi[UP] ? steps[i].up : hi[UP];
+	}
+	for (int pass = 1; pass >= 0; pass--) {
+		struct scen f = *s;
+		struct phase_fig *out = pass == 0 ? figs : fixs;
+		struct run fixed, *rr = pass == 0 ? r : &fixed;
+		double *ping;
+
+		if (pass == 1) {
+			f.autorate[UP] = f.autorate[DOWN] = false;
+			f.fixed[DOWN] = 0.95 * hi[DOWN];
+			f.fixed[UP] = 0.95 * hi[UP];
+		}
+		simulate(&f, rr);
+		ping = ping_of(rr, f.run_ms);
+		for (uint32_t i = 0; i + 1 < nsteps; i++) {
+			uint32_t a = steps[i].at, b = steps[i + 1].at;
+			struct phase_fig *p = &out[i];
+
+			p->med = median(ping, a, b);
+			p->p95 = pct(ping, a, b, 95);
+			for (int d = 0; d < 2; d++)
+				p->good[d] = share(rr, d, a, b);
+			p->back = reached_after(rr, DOWN, a, b, 0.85);
+		}
+		free(ping);
+		if (pass == 1)
+			run_free(&fixed);
+	}
+	for (uint32_t i = 0; per_step && i + 1 < nsteps; i++)
+		SIM_FIGURE("autorate %s %u: %.0f / %.0f Mbit/s for %.0f s: induced median %.1f ms, "
+			   "p95 %.1f ms, held %.3f down / %.3f up, 0.85 down after %.2f s | fixed "
+			   "95 %%: median %.1f ms, p95 %.1f ms, held %.3f / %.3f",
+			   s->name, i, steps[i].down, steps[i].up,
+			   (steps[i + 1].at - steps[i].at) / 1000.0, figs[i].med, figs[i].p95,
+			   figs[i].good[DOWN], figs[i].good[UP], figs[i].back, fixs[i].med,
+			   fixs[i].p95, fixs[i].good[DOWN], fixs[i].good[UP]);
+}
+
+/* Every step's induced median within 15 ms (the first figure). */
+static void
+check_medians(void)
+{
+	for (uint32_t i = 0; i + 1 < nsteps; i++)
+		CHECK(figs[i].med <= 15.0);
+}
+
+/* The walk of the modem's rates a new user tries under RRUL (the bed's walk in short). */
+static void
+test_walk(void **state)
+{
+	struct scen s = scen("walk", 0, modem_steps, flows_rrul);
+	struct run r;
+
+	(void)state;
+	line_walk();
+	moving_line(&s, &r, true);
+	check_medians();
+	run_free(&r);
+}
+
+static void
+test_fall_recover(void **state)
+{
+	struct scen s = scen("fall_recover", 0, modem_steps, flows_rrul);
+	struct run r;
+
+	(void)state;
+	line_fall_recover();
+	moving_line(&s, &r, true);
+	check_medians();
+	run_free(&r);
+}
+
+/* LTE: the figures over 10-s windows (a step of 1-2 s is too short to judge alone). */
+static void
+test_lte(void **state)
+{
+	struct scen s = scen("lte", 0, modem_steps, flows_rrul);
+	struct run r, fixed;
+	double *ping, *fping;
+
+	(void)state;
+	line_lte();
+	moving_line(&s, &r, false);
+	s.autorate[UP] = s.autorate[DOWN] = false;
+	s.fixed[DOWN] = 95;
+	s.fixed[UP] = 19;
+	simulate(&s, &fixed);
+	ping = ping_of(&r, s.run_ms);
+	fping = ping_of(&fixed, s.run_ms);
+	for (uint32_t t = 0; t < s.run_ms; t += 10000)
+		SIM_FIGURE("autorate lte %u-%u s: induced median %.1f ms, p95 %.1f ms, held %.3f "
+			   "down / %.3f up | fixed 95 %%: median %.1f ms, p95 %.1f ms, held %.3f / "
+			   "%.3f",
+			   t / 1000, t / 1000 + 10, median(ping, t, t + 10000),
+			   pct(ping, t, t + 10000, 95), share(&r, DOWN, t, t + 10000),
+			   share(&r, UP, t, t + 10000), median(fping, t, t + 10000),
+			   pct(fping, t, t + 10000, 95), share(&fixed, DOWN, t, t + 10000),
+			   share(&fixed, UP, t, t + 10000));
+	SIM_FIGURE("autorate lte 5-60 s: induced median %.1f ms, p95 %.1f ms, held %.3f down / "
+		   "%.3f up; %llu / %llu cuts",
+		   median(ping, 5000, s.run_ms), pct(ping, 5000, s.run_ms, 95),
+		   share(&r, DOWN, 5000, s.run_ms), share(&r, UP, 5000, s.run_ms),
+		   (unsigned long long)r.a[DOWN].downs, (unsigned long long)r.a[UP].downs);
+	CHECK(median(ping, 5000, s.run_ms) <= 15.0);
+	free(ping);
+	free(fping);
+	run_free(&r);
+	run_free(&fixed);
+}
+
+static void
+test_starlink(void **state)
+{
+	struct scen s = scen("starlink", 0, modem_steps, flows_rrul);
+	struct run r;
+
+	(void)state;
+	line_starlink();
+	s.path = path_starlink_walk;
+	s.outage = outage_steps;
+	moving_line(&s, &r, true);
+	outage_every = 0;
+	check_medians();
+	run_free(&r);
+}
+
+static void
+test_dip(void **state)
+{
+	struct scen s = scen("dip", 0, modem_steps, flows_rrul);
+	struct run r;
+
+	(void)state;
+	line_dip();
+	moving_line(&s, &r, true);
+	check_medians();
+	run_free(&r);
+}
+
 int
 main(void)
 {
@@ -1742,6 +2082,11 @@ main(void)
 		cmocka_unit_test(test_clock_drift),
 		cmocka_unit_test(test_halving_no_ts),
 		cmocka_unit_test(test_asymmetric_no_ts),
+		cmocka_unit_test(test_walk),
+		cmocka_unit_test(test_fall_recover),
+		cmocka_unit_test(test_lte),
+		cmocka_unit_test(test_starlink),
+		cmocka_unit_test(test_dip),
 	};
 
 	/* AR_ONLY=pattern: those scenarios only; AR_SEED=n: another draw of the jitter. */
