@@ -77,6 +77,18 @@ struct autorate_params {
 	 * sent (0: never).
 	 */
 	uint32_t growth_pct;
+	/*
+	 * Regain: after a fall, a raise that has passed the near band of the
+	 * last bloat without a rise doubles its step each clear interval (from
+	 * up_fast_pct, after two at it) up to this percent, until the rate is
+	 * back at the one the fall's cuts started from (0: never).
+	 */
+	uint32_t regain_pct;
+	/*
+	 * A direction carrying only the other's ACKs is never cut below this
+	 * percent of what it carries (0: no floor).
+	 */
+	uint32_t acks_floor_pct;
 	bool after_modem; /* downstream: gets the one-way rise (autorate_owd_sample) */
 };
 
@@ -87,7 +99,8 @@ struct autorate_params {
  * bloat rate), standing 5 intervals and 3 %, decay 1 % an interval, hold
  * without samples, one-way figures stale after 1 s and the upstream's share
  * against the last 8 intervals', lesser ratio 4, path 2 ms flat for 2
- * checks up to 60 ms, line 90 %, growth 25 %.
+ * checks up to 60 ms, line 90 %, growth 25 %, regain up to 25 %, an ACK
+ * direction's floor 125 % of what it carries.
  */
 void autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate);
 
@@ -112,6 +125,8 @@ enum autorate_reason {
 	AR_WHY_DRAINING,       /* hold: bloat, but falling since the last cut */
 	AR_WHY_OTHER_DIR,      /* hold: the rise is the other direction's queue */
 	AR_WHY_HOLD,           /* hold: none of the above */
+	AR_WHY_REGAIN,         /* raise: past the last bloat's band, no rise: the line came back */
+	AR_WHY_CUT_GROWING,    /* cut within the refractory period: the rise grows fast */
 	AR_WHY_N,
 };
 
@@ -168,6 +183,14 @@ struct autorate {
 	 * that reading, and the rate it asked for (0: none).
 	 */
 	uint64_t doubt_line, doubt_rate;
+	/*
+	 * Regain: the rate the cuts of a fall started from, the highest since
+	 * the line was last back there (0: none), and the clear intervals in a
+	 * row past the near band (the step doubles with them).
+	 */
+	uint64_t regain_to;
+	uint32_t regain_n;
+	bool acks_only; /* this interval: carries only the other's ACKs */
 	/*
 	 * Since then, the lowest of each interval's rise taken with the last
 	 * interval's, the higher of the two: one interval read low (an echo not

@@ -704,6 +704,8 @@ static const struct ar_key ar_keys[] = {
 	ARK("path_max", AR_TIME, path_max_ns, 0, AR_MS(10000)),
 	ARK("at_line", AR_U32, line_pct, 0, 100),
 	ARK("growth", AR_U32, growth_pct, 0, 1000),
+	ARK("regain", AR_U32, regain_pct, 0, 100),
+	ARK("acks_floor", AR_U32, acks_floor_pct, 0, 1000),
 };
 
 static int

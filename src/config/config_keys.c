@@ -104,6 +104,8 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "autorate", "path_max", "\"60ms\"", "60ms", true },
 	{ "autorate", "at_line", "90", "90", true },
 	{ "autorate", "growth", "25", "25", true },
+	{ "autorate", "regain", "25", "25", true },
+	{ "autorate", "acks_floor", "125", "125", true },
 
 	{ "control", "enabled", "true", "true", true },
 	{ "control", "socket", "\"/run/shaper/shaper.sock\"", "/run/shaper/shaper.sock", true },

@@ -52,6 +52,8 @@ autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t m
 	p->path_max_ns = 60000000ull;
 	p->line_pct = 90;
 	p->growth_pct = 25;
+	p->regain_pct = 25;
+	p->acks_floor_pct = 125;
 }
 
 bool
@@ -73,6 +75,7 @@ autorate_params_same(const struct autorate_params *a, const struct autorate_para
 	       a->lesser_ratio == b->lesser_ratio && a->path_flat_ns == b->path_flat_ns &&
 	       a->path_checks == b->path_checks && a->path_max_ns == b->path_max_ns &&
 	       a->line_pct == b->line_pct && a->growth_pct == b->growth_pct &&
+	       a->regain_pct == b->regain_pct && a->acks_floor_pct == b->acks_floor_pct &&
 	       a->after_modem == b->after_modem;
 }
 
@@ -87,6 +90,8 @@ static const char *const reason_names[AR_WHY_N] = {
 	[AR_WHY_DRAINING] = "draining",
 	[AR_WHY_OTHER_DIR] = "other_direction",
 	[AR_WHY_HOLD] = "hold",
+	[AR_WHY_REGAIN] = "regain",
+	[AR_WHY_CUT_GROWING] = "cut_growing",
 };
 
 const char *
@@ -263,12 +268,29 @@ decay(struct autorate *a)
 }
 
 /*
+ * Rule acks_floor: a direction that carries only the other's ACKs is not
+ * cut below acks_floor_pct of what it carries. Its rate is all the room
+ * those ACKs have; cut to a quarter of its modem under churn, it queued
+ * them in the shaper and slowed the downloads they clock.
+ */
+static uint64_t
+acks_floor(const struct autorate *a, uint64_t rate)
+{
+	uint64_t floor = a->load_rate * a->p.acks_floor_pct / 100;
+
+	if (!a->acks_only || a->p.acks_floor_pct == 0 || rate >= floor)
+		return rate;
+	return clamp_rate(a, floor < a->rate ? floor : a->rate);
+}
+
+/*
  * Cut for a rise of own (ns): 10 % at the threshold to 30 % at three times
  * it, or more if the queue would take longer than drain_ns to drain at the
  * line's rate; between cut_min_pct and cut_max_pct, from through.
  */
 static void
-cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+cut_as(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat,
+       enum autorate_reason why)
 {
 	uint64_t over = less(own, bloat);
 	double lo = a->p.cut_min_pct / 100.0, hi = a->p.cut_max_pct / 100.0;
@@ -293,16 +315,53 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 		a->series_rate = a->rate;
 		if (a->series_prev > a->rate && now - a->series_end_ns < SERIES_CARRY_NS)
 			a->series_rate = a->series_prev;
+		if (a->series_rate > a->regain_to)
+			a->regain_to = a->series_rate;
 	}
+	a->regain_n = 0;
 	a->bloat_rate = through;
-	a->rate = clamp_rate(a, (uint64_t)((double)through * (1.0 - cut)));
+	a->rate = acks_floor(a, clamp_rate(a, (uint64_t)((double)through * (1.0 - cut))));
 	a->last_down_ns = a->last_cut_ns = now;
 	a->cut_delay_ns = own;
 	a->jitter_from_ns = 0;
 	a->flat_min_ns = own;
 	a->flat_delay_ns = UINT64_MAX;
 	a->flat_checks = 0;
-	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
+	decide(a, AUTORATE_DOWN, why);
+}
+
+/* Rule cut_bloat: the rise at the bloat threshold, outside a refractory period. */
+static void
+cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+{
+	cut_as(a, now, through, own, bloat, AR_WHY_CUT_BLOAT);
+}
+
+/*
+ * Rule cut_growing: upstream, within a refractory period but an interval
+ * or more after a cut, a rise still growing at growth_pct or faster: the
+ * cut, sized from what was sent, left the rate far over a line that fell
+ * far (a tenth: the modem's queue grew 300 ms while the period ran out).
+ * Cut again at once, sized from the line the growth implies. Only with
+ * one-way figures, which put the rise in this direction: without them it
+ * may be the download's queue, growing as that line fell (the upload cut
+ * to a quarter of its modem in the simulator). Downstream cuts are sized
+ * from what arrives, the modem's own rate: not needed.
+ */
+static bool
+cut_growing(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+{
+	uint64_t dt = now - a->last_down_ns;
+	double g;
+
+	if (a->p.after_modem || a->owd_last_ns == UINT64_MAX || a->p.growth_pct == 0 ||
+	    a->series_rate == 0 || a->last_cut_ns == 0 || now - a->last_cut_ns < a->p.interval_ns ||
+	    own <= a->cut_delay_ns + a->p.path_flat_ns ||
+	    (own - a->cut_delay_ns) * 100 < dt * a->p.growth_pct)
+		return false;
+	g = (double)(own - a->cut_delay_ns) / (double)dt;
+	cut_as(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat, AR_WHY_CUT_GROWING);
+	return true;
 }
 
 /*
@@ -313,7 +372,8 @@ static void
 cut_doubted(struct autorate *a, uint64_t now, uint64_t rate)
 {
 	if (rate < a->rate)
-		a->rate = rate;
+		a->rate = acks_floor(a, rate);
+	a->regain_n = 0;
 	a->bloat_rate = a->doubt_line;
 	a->last_down_ns = a->last_cut_ns = now;
 	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
@@ -359,11 +419,17 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		 */
 		double g = (double)(own - hi) / (double)(now - a->last_down_ns);
 
+		/* "near" from that line too: what was sent was over it. */
 		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
-		a->bloat_rate = through; /* "near": what got through, as for every cut */
 		return;
 	}
-	if ((rising && !jitter) || a->series_rate == 0 || own > a->p.path_max_ns ||
+	/*
+	 * Rule draining: a rise falling since the last check is a queue
+	 * draining, however large. Cut again (it is too large for a path's),
+	 * the upload cut from what it sent then, below its line, and took that
+	 * as the line: its raises went on at full step past the real one.
+	 */
+	if ((rising && !jitter) || a->series_rate == 0 || (own > a->p.path_max_ns && !falling) ||
 	    a->p.path_checks == 0) {
 		/*
 		 * Downstream without one-way figures, what arrives after the
@@ -497,7 +563,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
 		     own_pair, last_sent = a->delivered_rate, low = a->doubt_rate, doubted = 0;
-	uint32_t n = a->nsamples, below = a->nbelow, mid;
+	uint32_t n = a->nsamples, below = a->nbelow, mid, regain_n = a->regain_n;
 	bool loaded, idle, theirs, acks_only, under, confirmed;
 
 	if (!a->started) {
@@ -543,6 +609,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->owd_min = UINT64_MAX;
 	a->owd_n = 0;
 	a->doubt_rate = 0;
+	a->regain_n = 0; /* a clear raise past the band counts on (regain) */
 	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
 	a->load_rate = a->delivered_rate > a->arrived_rate ? a->delivered_rate : a->arrived_rate;
 	a->load_pct = (uint32_t)(a->load_rate * 100 / (a->rate != 0 ? a->rate : 1));
@@ -662,6 +729,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 */
 	acks_only = a->p.lesser_ratio != 0 && a->other_load_rate != 0 &&
 		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other_load_rate;
+	a->acks_only = acks_only;
 	/*
 	 * Downstream without one-way figures, cut first as the one probing
 	 * (not_bottleneck): the rise outlasted the cut, so that the other was
@@ -716,9 +784,10 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 		else if (confirmed)
 			cut_doubted(a, now, low);
-		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns)
-			decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
-		else if (a->series_rate != 0)
+		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns) {
+			if (!cut_growing(a, now, through, own, bloat))
+				decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
+		} else if (a->series_rate != 0)
 			bloat_again(a, now, through, own, own_pair, bloat);
 		else
 			cut_bloat(a, now, through, own, bloat);
@@ -748,8 +817,35 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		bool near = a->bloat_rate != 0 &&
 			    a->rate * 100 >= a->bloat_rate * a->p.near_lo_pct &&
 			    a->rate * 100 < a->bloat_rate * a->p.near_hi_pct;
+		bool past = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * a->p.near_hi_pct;
 		uint64_t step = a->rate * (near ? a->p.up_slow_pct : a->p.up_fast_pct) / 100;
 
+		if (a->regain_to <= a->rate)
+			a->regain_to = 0;
+		if (past && a->regain_to != 0 && a->p.regain_pct != 0) {
+			/*
+			 * Rule regain: past the near band of the last bloat,
+			 * clear: the line has grown since. Two steps at
+			 * up_fast_pct (a probe over a line that did not move
+			 * bloats within them), then each clear interval
+			 * doubles the step up to regain_pct, no higher than
+			 * the rate the fall's cuts started from. At 5 % an
+			 * interval a download took 5 s back from a tenth.
+			 */
+			uint64_t pct = a->p.up_fast_pct, up;
+
+			a->regain_n = regain_n + 1;
+			for (uint32_t i = 2; i < a->regain_n && pct < a->p.regain_pct; i++)
+				pct *= 2;
+			if (pct > a->p.regain_pct)
+				pct = a->p.regain_pct;
+			if (pct < a->p.up_fast_pct)
+				pct = a->p.up_fast_pct;
+			up = a->rate + a->rate * pct / 100;
+			a->rate = clamp_rate(a, up < a->regain_to ? up : a->regain_to);
+			decide(a, AUTORATE_UP, AR_WHY_REGAIN);
+			return a->rate != old;
+		}
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
 		decide(a, AUTORATE_UP, AR_WHY_RAISE);
 	} else if (own > clear && !idle &&
@@ -784,7 +880,9 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			   (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
 			a->mid_intervals = 0;
 			a->bloat_rate = through;
-			a->rate = clamp_rate(a, through * (100 - a->p.standing_cut_pct) / 100);
+			a->rate = acks_floor(a,
+					     clamp_rate(a, through * (100 - a->p.standing_cut_pct) /
+									   100));
 			a->last_down_ns = a->last_cut_ns = now;
 			decide(a, AUTORATE_DOWN, AR_WHY_CUT_STANDING);
 		} else {

@@ -1349,7 +1349,7 @@ static const struct err_case err_cases[] = {
 	  "early_samples, bloat, clear, frame, refractory, cut_min, cut_max, drain, loaded, idle, "
 	  "raise_fast, raise_slow, near_low, near_high, standing_intervals, standing_cut, decay, "
 	  "no_samples, owd_stale, owd_recent, lesser_ratio, path_flat, path_checks, path_max, "
-	  "at_line, growth)" },
+	  "at_line, growth, regain, acks_floor)" },
 	/* autorate's tuning */
 	{ DOWN("{'bandwidth': {'min': '5mbit', 'max': '10mbit', 'bloat': '2ms', 'clear': '3ms'}}"),
 	  "downstream.bandwidth: \"clear\" is above \"bloat\"" },

@@ -740,6 +740,38 @@ test_acks_only(void **state)
 }
 
 /*
+ * An upload carrying only the downloads' ACKs (5 Mbit/s of its 20, the
+ * download 100), its one-way figures putting a large rise in it: cut, but
+ * not below what it carries and a quarter (acks_floor); without the rule
+ * to 70 % of it.
+ */
+static uint64_t
+acks_cut(uint32_t floor_pct)
+{
+	struct drive up, down;
+
+	start_dir(&up, false);
+	start_dir(&down, true);
+	up.a.p.min_rate = MBIT(1);
+	up.a.p.acks_floor_pct = floor_pct;
+	up.a.rate = MBIT(20);
+	autorate_owd_sample(&down.a, 0);
+	interval(&down, 100, 60);
+	autorate_attribute(&up.a, &down.a);
+	assert_true(interval(&up, 25, 60));
+	assert_int_equal(up.a.last_why, AR_WHY_CUT_BLOAT);
+	return up.a.rate;
+}
+
+static void
+test_acks_floor(void **state)
+{
+	(void)state;
+	assert_in_range(acks_cut(125), MBIT(5) * 125 / 100 - 1000, MBIT(5) * 125 / 100 + 1000);
+	assert_true(acks_cut(0) <= MBIT(5) * 70 / 100 + 1000);
+}
+
+/*
  * Without one-way figures (no timestamps) both directions see the same
  * rise. Each has a line (what got through at its last cut): 50 Mbit/s
  * down, 10 up, both rates there.
@@ -1138,6 +1170,7 @@ main(void)
 		cmocka_unit_test(test_lesser_direction),
 		cmocka_unit_test(test_lesser_by_bytes),
 		cmocka_unit_test(test_acks_only),
+		cmocka_unit_test(test_acks_floor),
 		cmocka_unit_test(test_no_owd_attribution),
 		cmocka_unit_test(test_probing_is_what_is_carried),
 		cmocka_unit_test(test_growth_sized_cut),
