@@ -77,14 +77,19 @@ enum cake_set {
 };
 
 /* Flow flags. */
-#define CAKE_FLOW_REHOST 1u /* host slots stale after an isolation change */
+#define CAKE_FLOW_REHOST  1u /* host slots stale after an isolation change */
+#define CAKE_FLOW_CLASSIC 2u /* l4s: its latest packet not CE was ECT(0) or Not-ECT */
+
+/* The ECN field (RFC 3168; ECT(1) is L4S's, RFC 9331). */
+#define CAKE_ECT1 1u
+#define CAKE_CE   3u
 
 struct cake_flow {
 	struct sh_pkt_list pkts; /* the queued packets; pkts.count is the packet count */
 	struct cobalt_vars cvars;
 	int32_t deficit;
-	uint32_t backlog; /* bytes (L2 length) */
-	uint32_t dropped;
+	uint32_t backlog;    /* bytes (L2 length) */
+	uint32_t classic;    /* l4s: queued packets not L4S (the queue is mixed if both) */
 	uint16_t next, prev; /* list links, CAKE_NIL terminated */
 	uint16_t srchost, dsthost;
 	uint8_t set;  /* enum cake_set */
@@ -142,12 +147,14 @@ struct cake_tin {
 	struct cobalt_params cparams;
 	uint32_t tin_quantum; /* DRR weight when unshaped */
 	uint8_t rate_shift;   /* threshold = link rate >> rate_shift (not geometric modes) */
+	uint64_t l4s_step;    /* ns: the L4S marking step, at least target's MTU floor */
 
 	/* Statistics: an enqueue's (and drops), then what every dequeue writes. */
 	uint64_t packets, bytes;
 	uint64_t way_directs, way_hits, way_misses, way_collisions;
 	uint64_t drops, ecn_marks;
 	uint64_t ack_drops, drop_overlimit;
+	uint64_t ect1_packets, step_marks;
 	uint64_t peak_delay, avg_delay, base_delay; /* ns, EWMA */
 	char name[SCHED_NAME_LEN];
 	/* Packets by sojourn bucket: all, and those served from the new list, side by side. */
@@ -159,7 +166,7 @@ struct cake_tin {
 	 * tin index's multiply into chains of lea and shift, about 40
 	 * instructions a packet more than an imul (docs/PERFORMANCE.md).
 	 */
-	uint8_t pad_to_29_lines[192];
+	uint8_t pad_to_29_lines[168];
 };
 
 struct cake_heap_ent {
@@ -995,8 +1002,26 @@ static const struct cake_dscp_entry cake_diffserv8_map[] = {
 	{ 22, 4 }, { 16, 5 }, { 32, 6 }, { 40, 6 }, { 44, 6 }, { 46, 6 }, { 48, 7 }, { 56, 7 },
 };
 
-/* DSCP -> tin of each diffserv mode (enum sched_diffserv), shared by every CAKE. */
-static uint8_t cake_tin_maps[SCHED_PRECEDENCE + 1][64];
+/*
+ * NQB (DSCP 45, the IETF's non-queue-building class) with nqb on: the tin
+ * of VA (44), the neighbouring low-latency class (RFC 5865), whose
+ * traffic is as sparse: Voice in diffserv3 and diffserv4, Minimum latency
+ * in diffserv8. That tin is served first only up to its threshold (a
+ * quarter of the rate in diffserv3/4), so a flow that marks itself NQB
+ * and builds a queue gains nothing. precedence puts 45 in tin 5 by its
+ * bits either way; sch_cake's tables leave it best effort.
+ */
+#define CAKE_DSCP_NQB 45u
+static const uint8_t cake_nqb_tin[SCHED_PRECEDENCE + 1] = {
+	[SCHED_DIFFSERV3] = 2,
+	[SCHED_DIFFSERV4] = 3,
+	[SCHED_DIFFSERV8] = 6,
+	[SCHED_BESTEFFORT] = 0,
+	[SCHED_PRECEDENCE] = CAKE_DSCP_NQB >> 3,
+};
+
+/* DSCP -> tin of each diffserv mode (enum sched_diffserv), shared by every CAKE; [1]: nqb. */
+static uint8_t cake_tin_maps[2][SCHED_PRECEDENCE + 1][64];
 static pthread_once_t cake_tin_maps_once = PTHREAD_ONCE_INIT;
 
 static void
@@ -1012,23 +1037,28 @@ cake_fill_map(uint8_t *map, uint8_t dflt, const struct cake_dscp_entry *m, size_
 static void
 cake_fill_tin_maps(void)
 {
-	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV3], 0, cake_diffserv3_map,
+	uint8_t(*m)[64] = cake_tin_maps[0];
+
+	cake_fill_map(m[SCHED_DIFFSERV3], 0, cake_diffserv3_map,
 		      sizeof(cake_diffserv3_map) / sizeof(cake_diffserv3_map[0]));
-	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV4], 0, cake_diffserv4_map,
+	cake_fill_map(m[SCHED_DIFFSERV4], 0, cake_diffserv4_map,
 		      sizeof(cake_diffserv4_map) / sizeof(cake_diffserv4_map[0]));
-	cake_fill_map(cake_tin_maps[SCHED_DIFFSERV8], 2, cake_diffserv8_map,
+	cake_fill_map(m[SCHED_DIFFSERV8], 2, cake_diffserv8_map,
 		      sizeof(cake_diffserv8_map) / sizeof(cake_diffserv8_map[0]));
-	memset(cake_tin_maps[SCHED_BESTEFFORT], 0, 64);
+	memset(m[SCHED_BESTEFFORT], 0, 64);
 	for (unsigned int i = 0; i < 64; i++)
-		cake_tin_maps[SCHED_PRECEDENCE][i] = (uint8_t)(i >> 3);
+		m[SCHED_PRECEDENCE][i] = (uint8_t)(i >> 3);
+	memcpy(cake_tin_maps[1], cake_tin_maps[0], sizeof(cake_tin_maps[0]));
+	for (unsigned int d = 0; d <= SCHED_PRECEDENCE; d++)
+		cake_tin_maps[1][d][CAKE_DSCP_NQB] = cake_nqb_tin[d];
 }
 
 /* The DSCP -> tin map of diffserv mode d (an unknown one: diffserv3's, as the tins). */
 static const uint8_t *
-cake_tin_map(enum sched_diffserv d)
+cake_tin_map(enum sched_diffserv d, bool nqb)
 {
 	pthread_once(&cake_tin_maps_once, cake_fill_tin_maps);
-	return cake_tin_maps[(unsigned int)d <= SCHED_PRECEDENCE ? d : SCHED_DIFFSERV3];
+	return cake_tin_maps[nqb][(unsigned int)d <= SCHED_PRECEDENCE ? d : SCHED_DIFFSERV3];
 }
 
 /* One tin's threshold rate and what derives from it (sch_cake's cake_set_rate()). */
@@ -1048,6 +1078,10 @@ cake_tin_set_rate(const struct cake *c, struct cake_tin *b, uint64_t rate)
 	interval = target + c->interval_over_target_ns;
 	b->cparams.target = target;
 	b->cparams.interval = interval < 2 * target ? 2 * target : interval;
+	/* The step keeps target's floor: a packet or so of queue on a slow link. */
+	b->l4s_step = (uint64_t)c->p.l4s_step_us * 1000;
+	if (b->l4s_step < mtu_time * 3 / 2)
+		b->l4s_step = mtu_time * 3 / 2;
 	b->cparams.mtu_time = mtu_time;
 }
 
@@ -1093,7 +1127,7 @@ cake_config_tins(struct cake *c, uint64_t r)
 {
 	uint32_t i;
 
-	c->tin_map = cake_tin_map(c->p.diffserv);
+	c->tin_map = cake_tin_map(c->p.diffserv, c->p.nqb);
 	switch (c->p.diffserv) {
 	case SCHED_BESTEFFORT:
 		cake_tin_config(c, &c->tins[0], r, 0, 65535, "Tin 0");
@@ -1270,6 +1304,10 @@ cake_check(const struct sched_params *p, char *err, size_t errlen)
 		SCHED_ERR(err, errlen, "unknown ack-filter mode %d", (int)p->ack_filter);
 		return -EINVAL;
 	}
+	if (p->l4s && (p->l4s_step_us == 0 || p->l4s_step_us > 1000000)) {
+		SCHED_ERR(err, errlen, "l4s step %u us out of range 1..1000000", p->l4s_step_us);
+		return -EINVAL;
+	}
 	if (p->rate > (UINT64_MAX >> 20)) {
 		SCHED_ERR(err, errlen, "rate %llu bytes/s too large", (unsigned long long)p->rate);
 		return -EINVAL;
@@ -1336,6 +1374,7 @@ cake_tin_reset(struct cake *c, struct cake_tin *b)
 		memset(&f->cvars, 0, sizeof(f->cvars));
 		f->deficit = 0;
 		f->backlog = 0;
+		f->classic = 0;
 		f->next = f->prev = CAKE_NIL;
 		f->set = CAKE_SET_NONE;
 		f->list = CAKE_LIST_NONE;
@@ -1522,6 +1561,8 @@ cake_flow_pop(struct cake *c, struct cake_tin *b, struct cake_flow *f)
 	c->backlog -= pkt->len;
 	c->qlen--;
 	c->buffer_used -= pkt->mem;
+	if (c->p.l4s && !(pkt->flags & SH_PKT_L4S))
+		f->classic--;
 	return pkt; /* the heap key stays as an upper bound */
 }
 
@@ -1560,7 +1601,6 @@ cake_drop_fattest(struct cake *c, uint64_t now, struct sh_pkt_list *dropped)
 	}
 	if (cobalt_queue_full(&f->cvars, &b->cparams, now))
 		b->unresponsive_flow_count++;
-	f->dropped++;
 	b->drops++;
 	b->drop_overlimit++;
 	if (c->p.ingress)
@@ -1586,11 +1626,40 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 	c->backlog -= ack->len;
 	c->qlen--;
 	c->buffer_used -= ack->mem;
+	if (c->p.l4s && !(ack->flags & SH_PKT_L4S))
+		f->classic--;
 	b->ack_drops++;
 	if (c->p.ingress)
 		cake_advance_shaper(c, b, ack, now, true);
 	ack->drop_reason = SHAPER_DROP_ACK_FILTER;
 	sh_pkt_list_push(dropped, ack);
+}
+
+/*
+ * l4s: is pkt an L4S packet (RFC 9331 section 5.3)? ECT(1) is, ECT(0) and
+ * Not-ECT are not, and CE is, as RFC 9331 classifies it, unless the flow's
+ * latest packet not CE was classic (a CE packet was ECT before a bottleneck
+ * upstream marked it; the flow says which ECT). The verdict rides in the
+ * packet, so the queue's count of classic packets stays exact however the
+ * flow's history moves on.
+ */
+static inline void
+cake_l4s_classify(struct cake_tin *b, struct cake_flow *f, struct sh_pkt *pkt)
+{
+	uint8_t ecn = pkt->ecn & 3u;
+
+	if (ecn == CAKE_ECT1) {
+		f->flags &= (uint8_t)~CAKE_FLOW_CLASSIC;
+		b->ect1_packets++;
+	} else if (ecn != CAKE_CE) {
+		f->flags |= CAKE_FLOW_CLASSIC;
+	}
+	if (!(f->flags & CAKE_FLOW_CLASSIC)) {
+		pkt->flags |= SH_PKT_L4S;
+	} else {
+		pkt->flags &= (uint8_t)~SH_PKT_L4S;
+		f->classic++;
+	}
 }
 
 /* The tin pkt goes to: its DSCP's, or the first for a DSCP the mode leaves out. */
@@ -1639,6 +1708,8 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 	pkt->tin = (uint8_t)tin;
 	pkt->queue = idx;
 	pkt->adj_len = cake_overhead(c, pkt);
+	if (c->p.l4s)
+		cake_l4s_classify(b, f, pkt);
 	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
 	b->backlog += pkt->len;
@@ -1841,6 +1912,30 @@ cake_mark(void *pkt)
 	return classify_set_ce(pkt) != 0;
 }
 
+/*
+ * l4s: CE-mark an L4S packet that waited past the step (RFC 9331's
+ * immediate, shallow signal), whatever COBALT's state, which still
+ * judges every packet first: an ECT(1) flow that ignores its marks builds
+ * a queue, and COBALT and BLUE then treat it as any unresponsive flow.
+ *
+ * A queue holding classic packets too (a tunnel whose outer header
+ * carries its inner flows' ECN fields, RFC 6040) is one FIFO: its delay is
+ * set by its classic traffic at COBALT's target, so a step would mark
+ * every L4S packet and starve the L4S flow. RFC 9331 section 5.4.2 asks a
+ * shared queue to couple L4S marking to its classic signal rather than
+ * mark it on its own; CAKE couples them as one: while a queue holds any
+ * classic packet its L4S packets get COBALT's marks only, as ECT(0) ones
+ * do (the sender sees a classic ECN bottleneck, RFC 9331 section 4.3), and
+ * the step applies again once no classic packet is queued in it.
+ */
+static inline void
+cake_l4s_step(struct cake_tin *b, const struct cake_flow *f, struct sh_pkt *pkt, uint64_t now)
+{
+	if (f->classic == 0 && !f->cvars.ecn_marked && now - pkt->enq_ns > b->l4s_step &&
+	    classify_set_ce(pkt) != 0)
+		b->step_marks++;
+}
+
 /* Shaped: highest-index tin already due, else the one due soonest (sch_cake's tin choice in
  * cake_dequeue()). */
 static struct cake_tin *
@@ -1920,6 +2015,7 @@ cake_flow_empty(struct cake *c, struct cake_tin *b, uint16_t idx, uint64_t now)
 			b->decaying_flow_count--;
 		}
 		f->set = CAKE_SET_NONE;
+		f->flags &= (uint8_t)~CAKE_FLOW_CLASSIC; /* the next flow here has no history */
 		cake_busy_set(b, idx, false);
 	}
 	cake_tin_flows(c, b);
@@ -2009,7 +2105,6 @@ retry:
 					c->p.ecn ? cake_mark : NULL, pkt, cake_rand32, c) ||
 		    f->pkts.head == NULL)
 			break; /* the last packet of a flow is never dropped */
-		f->dropped++;
 		b->drops++;
 		pkt->drop_reason = SHAPER_DROP_AQM;
 		sh_pkt_list_push(dropped, pkt);
@@ -2026,6 +2121,8 @@ retry:
 		b->ecn_marks++;
 		c->ecn_marked++;
 	}
+	if (c->p.l4s && (pkt->flags & SH_PKT_L4S))
+		cake_l4s_step(b, f, pkt, now);
 	{
 		uint64_t delay = now - pkt->enq_ns;
 		unsigned int bucket = sched_sojourn_bucket(delay);
@@ -2062,6 +2159,28 @@ cake_next_time(const void *impl, uint64_t now)
 
 /* ----------------------------------------------------------------- update */
 
+/*
+ * l4s switched: each queue's count of classic packets from the verdicts its
+ * packets carry (0 with l4s off, where nothing keeps it), as a pop will
+ * uncount them: packets queued while it was off count as classic.
+ */
+static void
+cake_l4s_recount(struct cake *c, bool on)
+{
+	for (uint32_t i = 0; i < c->tin_alloc; i++) {
+		struct cake_tin *b = &c->tins[i];
+
+		for (uint32_t j = 0; j < c->nq; j++) {
+			struct cake_flow *f = &b->flows[j];
+
+			f->classic = 0;
+			for (const struct sh_pkt *q = f->pkts.head; on && q != NULL; q = q->next)
+				if (!(q->flags & SH_PKT_L4S))
+					f->classic++;
+		}
+	}
+}
+
 static int
 cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 {
@@ -2085,6 +2204,8 @@ cake_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 	}
 	if (p->overhead_mode != c->p.overhead_mode || p->overhead != c->p.overhead)
 		cake_reset_size_stats(c);
+	if (p->l4s != c->p.l4s)
+		cake_l4s_recount(c, p->l4s);
 	cake_set_params(c, p);
 	cake_config_tins(c, c->p.rate);
 	cake_config_limit(c);
@@ -2202,6 +2323,8 @@ cake_get_stats(const void *impl, struct sched_stats *st)
 		t->drops = b->drops;
 		t->ecn_mark = b->ecn_marks;
 		t->ack_drops = b->ack_drops;
+		t->ect1_packets = b->ect1_packets;
+		t->step_marks = b->step_marks;
 		t->sparse_flows = b->sparse_flow_count + b->decaying_flow_count;
 		t->bulk_flows = b->bulk_flow_count;
 		t->unresponsive_flows = b->unresponsive_flow_count;
@@ -2231,6 +2354,7 @@ cake_reset_stats(void *impl)
 		b->packets = b->bytes = 0;
 		b->way_directs = b->way_hits = b->way_misses = b->way_collisions = 0;
 		b->drops = b->ecn_marks = b->ack_drops = b->drop_overlimit = 0;
+		b->ect1_packets = b->step_marks = 0;
 		b->peak_delay = b->avg_delay = b->base_delay = 0;
 		b->max_len = 0;
 		memset(b->sojourn, 0, sizeof(b->sojourn));

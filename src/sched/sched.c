@@ -48,6 +48,7 @@ sched_params_default(struct sched_params *p, enum sched_discipline d)
 	p->rtt_us = 100000;
 	p->target_us = 5000;
 	p->ecn = true;
+	p->l4s_step_us = SCHED_L4S_STEP_US;
 	p->fifo_limit_pkts = 1000; /* like a txqueuelen of 1000 */
 	p->fqc_flows = 1024;
 	p->fqc_quantum = 1514;
@@ -266,6 +267,8 @@ merge_tin(struct sched_tin_stats *a, const struct sched_tin_stats *b)
 	a->drops += b->drops;
 	a->ecn_mark += b->ecn_mark;
 	a->ack_drops += b->ack_drops;
+	a->ect1_packets += b->ect1_packets;
+	a->step_marks += b->step_marks;
 	a->sparse_flows += b->sparse_flows;
 	a->bulk_flows += b->bulk_flows;
 	a->unresponsive_flows += b->unresponsive_flows;
