@@ -648,7 +648,11 @@ monotonic_ns(void)
 
 /*
  * systemd's watchdog (WatchdogSec= in the unit) is fed only while every
- * worker still turns: a stuck worker gets the service restarted.
+ * worker still turns: a stuck worker gets the service restarted. The
+ * control thread feeds it, so a feed also proves that thread turns: each
+ * pass of run_control's loop is bounded (the control socket's CTL_POLL_*
+ * budget, a scrape's cached text), and feed_watchdog runs before and
+ * after the socket's turn, so no client can keep the thread from it.
  */
 static void
 feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
@@ -819,13 +823,18 @@ run_control(struct app *a)
 			usleep(100000);
 			continue;
 		}
-		/* At most 100 ms: links are watched and MHD's idle timeouts run each turn. */
+		/*
+		 * At most 100 ms: links are watched and MHD's timeouts run each turn;
+		 * at once while the control socket has requests read but not answered.
+		 */
 		if (poll(pfd, n, 100) < 0 && errno != EINTR) {
 			usleep(100000);
 			continue;
 		}
 		if (srv != NULL && ctl_server_poll(srv, 0) != 0)
 			usleep(100000);
+		if (wd_on)
+			feed_watchdog(a, &wd, &wd_reported);
 		if (mh != NULL && ctl_metrics_http_run(mh) != 0)
 			usleep(100000);
 	}

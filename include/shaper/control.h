@@ -24,6 +24,37 @@
 #define CTL_MAX_OUTQ         (4 * 1024 * 1024) /* replies queued for a slow client */
 #define CTL_MAX_CLIENTS      256
 
+/*
+ * What no client can take from the others (docs/control-protocol.md,
+ * "Limits"). Slots: CTL_MAX_CLIENTS in all, of which user-level connections
+ * may hold all but CTL_RESERVED_OPERATOR + CTL_RESERVED_ADMIN and
+ * operator-level ones all but CTL_RESERVED_ADMIN; with several sockets,
+ * each keeps CTL_RESERVED_SOCKET slots that only its own clients take.
+ */
+#define CTL_RESERVED_ADMIN    32
+#define CTL_RESERVED_OPERATOR 32
+#define CTL_RESERVED_SOCKET   16
+/* Closed: nothing moved either way for this long (and no request of ours waits). */
+#define CTL_IDLE_TIMEOUT_S    60
+/* Closed: a request begun this long ago and still without its newline. */
+#define CTL_REQUEST_TIMEOUT_S 30
+/*
+ * One ctl_server_poll answers at most CTL_POLL_REQUESTS requests and starts
+ * none after CTL_POLL_MS; each client at most CTL_CLIENT_REQUESTS of them,
+ * one recv of at most CTL_MAX_LINE bytes, and one command that messages the
+ * workers and waits. What is left is served on the next poll, first come.
+ */
+#define CTL_POLL_REQUESTS     64
+#define CTL_POLL_MS           20
+#define CTL_CLIENT_REQUESTS   8
+#define CTL_POLL_ACCEPTS      16 /* new connections per socket per poll */
+/*
+ * Commands that message every worker and wait (flows), from connections
+ * below operator: CTL_USER_WALKS_PER_S a second on all of them together
+ * (a burst of as many), else "busy" with error.retry_ms.
+ */
+#define CTL_USER_WALKS_PER_S  10
+
 /* Error codes carried in replies (and used as shapectl exit reasons). */
 #define CTL_ERRORS(X)                                                                              \
 	X(BAD_JSON, "bad_json")                                                                    \
@@ -312,6 +343,22 @@ char *ctl_handle_request(const struct ctl_backend *be, const char *line, size_t 
  */
 char *ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, const char *line,
 			    size_t len, const char **refused);
+
+/*
+ * The same with what the server's budgets need. In: the level, and whether
+ * a command that messages the workers and waits may run now (if not, it is
+ * answered "busy" with error.retry_ms = retry_ms). Out: refused as above,
+ * walked when the command run was such a one.
+ */
+struct ctl_request_ctx {
+	enum shaper_level level;
+	bool walks_allowed;
+	unsigned int retry_ms;
+	const char *refused;
+	bool walked;
+};
+char *ctl_handle_request_ctx(const struct ctl_backend *be, const char *line, size_t len,
+			     struct ctl_request_ctx *ctx);
 
 /* The lowest level that may run cmd; -1 if cmd is not a command. */
 int ctl_command_level(const char *cmd, enum shaper_level *need);

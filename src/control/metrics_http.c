@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <jansson.h>
 #include <microhttpd.h>
@@ -23,9 +24,26 @@
 #include "shaper/log.h"
 #include "shaper/metrics.h"
 
-#define METRICS_PATH         "/metrics"
-#define METRICS_MAX_CONNS    32u /* a scraper or two and a curl: plenty */
-#define METRICS_CONN_TIMEOUT 10u /* seconds an idle connection is kept */
+#define METRICS_PATH            "/metrics"
+#define METRICS_MAX_CONNS       32u /* a scraper or two and a curl: plenty */
+#define METRICS_PER_IP          4u  /* one address cannot take them all */
+/*
+ * Seconds a connection has for each request: from its start, or the end of
+ * its previous response, to the end of this one. MHD's own timeout is reset
+ * by every byte, so a client trickling one a second would hold it forever;
+ * past this deadline the socket is shut down whatever it does.
+ */
+#define METRICS_REQUEST_TIMEOUT 5u
+/* A scrape this soon after the last one gets the same text, not another walk. */
+#define METRICS_CACHE_MS        1000u
+
+#define NS_PER_MS 1000000ull
+
+struct metrics_conn {
+	struct MHD_Connection *conn; /* NULL: a free slot */
+	uint64_t deadline_ns;
+	bool cut; /* shut down, MHD closes it on its next run */
+};
 
 struct ctl_metrics_http {
 	struct MHD_Daemon *mhd;
@@ -34,7 +52,81 @@ struct ctl_metrics_http {
 	bool started;       /* MHD's messages are logged from then on, kept before */
 	char last_log[256]; /* MHD's last message, for the start-up error */
 	struct shaper_log_limit log_limit;
+	struct metrics_conn conns[METRICS_MAX_CONNS];
+	char *cache; /* the last scrape's text */
+	size_t cache_len;
+	uint64_t cache_ns;
 };
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* MHD's word on a connection opening or closing: its slot and its deadline. */
+static void
+on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+	      enum MHD_ConnectionNotificationCode toe)
+{
+	struct ctl_metrics_http *h = cls;
+	struct metrics_conn *m = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (m != NULL)
+			m->conn = NULL;
+		*socket_context = NULL;
+		return;
+	}
+	for (unsigned int i = 0; i < METRICS_MAX_CONNS; i++)
+		if (h->conns[i].conn == NULL) {
+			h->conns[i] = (struct metrics_conn){
+				.conn = conn,
+				.deadline_ns = now_ns() + METRICS_REQUEST_TIMEOUT * 1000000000ull,
+			};
+			*socket_context = &h->conns[i];
+			return;
+		}
+	*socket_context = NULL; /* cannot be: MHD admits at most METRICS_MAX_CONNS */
+}
+
+/* A response sent: the next request on the connection has its own deadline. */
+static void
+on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+	     enum MHD_RequestTerminationCode toe)
+{
+	const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct metrics_conn *m = ci != NULL ? ci->socket_context : NULL;
+
+	(void)cls;
+	(void)con_cls;
+	(void)toe;
+	if (m != NULL && m->conn == conn)
+		m->deadline_ns = now_ns() + METRICS_REQUEST_TIMEOUT * 1000000000ull;
+}
+
+/* Shut down the sockets past their deadline; MHD sees the end and closes them. */
+static void
+cut_late(struct ctl_metrics_http *h)
+{
+	uint64_t now = now_ns();
+
+	for (unsigned int i = 0; i < METRICS_MAX_CONNS; i++) {
+		struct metrics_conn *m = &h->conns[i];
+		const union MHD_ConnectionInfo *ci;
+
+		if (m->conn == NULL || m->cut || now < m->deadline_ns)
+			continue;
+		ci = MHD_get_connection_info(m->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci != NULL)
+			shutdown(ci->connect_fd, SHUT_RDWR);
+		m->cut = true;
+	}
+}
 
 /* MHD's messages: kept for ctl_metrics_http_open's error, then logged. */
 static void
@@ -132,6 +224,14 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 				    "method not allowed: use GET\n", "GET, HEAD");
+	if (h->cache != NULL && now_ns() < h->cache_ns + METRICS_CACHE_MS * NS_PER_MS) {
+		body = malloc(h->cache_len + 1);
+		if (body == NULL)
+			return MHD_NO;
+		memcpy(body, h->cache, h->cache_len);
+		return respond(conn, MHD_HTTP_OK, body, h->cache_len, CTL_METRICS_CONTENT_TYPE,
+			       NULL);
+	}
 	v = call(h->be, "version", msg, sizeof(msg));
 	if (v != NULL)
 		s = call(h->be, "stats", msg, sizeof(msg));
@@ -155,6 +255,13 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 		free(body);
 		return respond_text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				    "shaperd could not format its metrics\n", NULL);
+	}
+	free(h->cache);
+	h->cache = malloc(len + 1);
+	if (h->cache != NULL) {
+		memcpy(h->cache, body, len);
+		h->cache_len = len;
+		h->cache_ns = now_ns();
 	}
 	return respond(conn, MHD_HTTP_OK, body, len, CTL_METRICS_CONTENT_TYPE, NULL);
 }
@@ -197,8 +304,11 @@ ctl_metrics_http_open(const char *addr, uint16_t port, const struct ctl_backend 
 	}
 	h->mhd = MHD_start_daemon(flags, port, NULL, NULL, answer, h, MHD_OPTION_EXTERNAL_LOGGER,
 				  mhd_log, h, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_CONNECTION_LIMIT,
-				  METRICS_MAX_CONNS, MHD_OPTION_CONNECTION_TIMEOUT,
-				  METRICS_CONN_TIMEOUT, MHD_OPTION_END);
+				  METRICS_MAX_CONNS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				  METRICS_PER_IP, MHD_OPTION_CONNECTION_TIMEOUT,
+				  METRICS_REQUEST_TIMEOUT, MHD_OPTION_NOTIFY_CONNECTION,
+				  on_connection, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_END);
 	if (h->mhd == NULL) {
 		snprintf(err, errlen, "cannot listen on %s%s%s:%u: %s", v6 ? "[" : "", addr,
 			 v6 ? "]" : "", port,
@@ -227,7 +337,10 @@ ctl_metrics_http_fd(const struct ctl_metrics_http *h)
 int
 ctl_metrics_http_run(struct ctl_metrics_http *h)
 {
-	return MHD_run(h->mhd) == MHD_YES ? 0 : -EIO;
+	int rc = MHD_run(h->mhd) == MHD_YES ? 0 : -EIO;
+
+	cut_late(h);
+	return rc;
 }
 
 void
@@ -237,5 +350,6 @@ ctl_metrics_http_close(struct ctl_metrics_http *h)
 		return;
 	MHD_stop_daemon(h->mhd);
 	shaper_log_limit_release(&h->log_limit);
+	free(h->cache);
 	free(h);
 }

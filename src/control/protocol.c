@@ -34,6 +34,7 @@ struct reply {
 	char msg[SHAPER_ERR_LEN];
 	json_t *keys;            /* with the error: the keys it is about (restart_required) */
 	enum shaper_level level; /* the caller's: what the answer may show */
+	unsigned int retry_ms;   /* with a rate-limit refusal: when to ask again */
 };
 
 static int fail(struct reply *r, enum ctl_error e, const char *fmt, ...)
@@ -697,35 +698,40 @@ cmd_nodes_del(const struct ctl_backend *be, const json_t *args, struct reply *r)
 	return r->result != NULL ? 0 : -1;
 }
 
-/* Each command with the lowest access level that may run it. */
+/*
+ * Each command with the lowest access level that may run it, and whether it
+ * messages the workers and waits for them (a walk: the server bounds how
+ * many it runs per client and per poll, and rate-limits them below operator).
+ */
 static const struct {
 	const char *name;
 	int (*fn)(const struct ctl_backend *, const json_t *, struct reply *);
 	enum shaper_level level;
+	bool walks;
 } commands[] = {
-	{ "version", cmd_version, SHAPER_LEVEL_USER },
-	{ "stats", cmd_stats, SHAPER_LEVEL_USER },
-	{ "stats.reset", cmd_stats_reset, SHAPER_LEVEL_OPERATOR },
-	{ "flows", cmd_flows, SHAPER_LEVEL_USER },
-	{ "config.get", cmd_config_get, SHAPER_LEVEL_USER },
-	{ "config.set", cmd_config_set, SHAPER_LEVEL_ADMIN },
+	{ "version", cmd_version, SHAPER_LEVEL_USER, false },
+	{ "stats", cmd_stats, SHAPER_LEVEL_USER, false },
+	{ "stats.reset", cmd_stats_reset, SHAPER_LEVEL_OPERATOR, true },
+	{ "flows", cmd_flows, SHAPER_LEVEL_USER, true },
+	{ "config.get", cmd_config_get, SHAPER_LEVEL_USER, false },
+	{ "config.set", cmd_config_set, SHAPER_LEVEL_ADMIN, true },
 	/* Both change the configuration, as config.set does. */
-	{ "config.reload", cmd_config_reload, SHAPER_LEVEL_ADMIN },
-	{ "config.save", cmd_config_save, SHAPER_LEVEL_ADMIN },
+	{ "config.reload", cmd_config_reload, SHAPER_LEVEL_ADMIN, true },
+	{ "config.save", cmd_config_save, SHAPER_LEVEL_ADMIN, false },
 	/* Subscribers' names are often street addresses: not for every user. */
-	{ "subscribers.list", cmd_subscribers_list, SHAPER_LEVEL_OPERATOR },
-	{ "subscribers.get", cmd_subscribers_get, SHAPER_LEVEL_OPERATOR },
+	{ "subscribers.list", cmd_subscribers_list, SHAPER_LEVEL_OPERATOR, false },
+	{ "subscribers.get", cmd_subscribers_get, SHAPER_LEVEL_OPERATOR, false },
 	/*
 	 * What /metrics (user level) shows: node paths, and circuit ids only for
 	 * the top N the operator asked for with metrics.subscribers_top.
 	 */
-	{ "subscribers.metrics", cmd_subscribers_metrics, SHAPER_LEVEL_USER },
+	{ "subscribers.metrics", cmd_subscribers_metrics, SHAPER_LEVEL_USER, false },
 	/* An operator changes plans; the daemon's own settings stay the admin's. */
-	{ "subscribers.set", cmd_subscribers_set, SHAPER_LEVEL_OPERATOR },
-	{ "subscribers.del", cmd_subscribers_del, SHAPER_LEVEL_OPERATOR },
+	{ "subscribers.set", cmd_subscribers_set, SHAPER_LEVEL_OPERATOR, true },
+	{ "subscribers.del", cmd_subscribers_del, SHAPER_LEVEL_OPERATOR, true },
 	/* Sites and access points change with the subscribers under them. */
-	{ "nodes.set", cmd_nodes_set, SHAPER_LEVEL_OPERATOR },
-	{ "nodes.del", cmd_nodes_del, SHAPER_LEVEL_OPERATOR },
+	{ "nodes.set", cmd_nodes_set, SHAPER_LEVEL_OPERATOR, true },
+	{ "nodes.del", cmd_nodes_del, SHAPER_LEVEL_OPERATOR, true },
 };
 
 int
@@ -749,8 +755,10 @@ finish(json_t *id, struct reply *r)
 	if (r->result != NULL)
 		o = json_pack("{s:O?, s:b, s:o}", "id", id, "ok", 1, "result", r->result);
 	else
-		o = json_pack("{s:O?, s:b, s:{s:s, s:s, s:o*}}", "id", id, "ok", 0, "error", "code",
-			      ctl_error_name(r->err), "message", r->msg, "keys", r->keys);
+		o = json_pack("{s:O?, s:b, s:{s:s, s:s, s:o*, s:o*}}", "id", id, "ok", 0, "error",
+			      "code", ctl_error_name(r->err), "message", r->msg, "keys", r->keys,
+			      "retry_ms",
+			      r->retry_ms > 0 ? json_integer((json_int_t)r->retry_ms) : NULL);
 	r->keys = NULL; /* stolen by json_pack, even when it fails */
 	if (o == NULL)  /* never leave a request unanswered */
 		o = json_pack("{s:O?, s:b, s:{s:s, s:s}}", "id", id, "ok", 0, "error", "code",
@@ -810,6 +818,19 @@ char *
 ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, const char *line,
 		      size_t len, const char **refused)
 {
+	struct ctl_request_ctx ctx = { .level = level, .walks_allowed = true };
+	char *out = ctl_handle_request_ctx(be, line, len, &ctx);
+
+	if (refused != NULL && ctx.refused != NULL)
+		*refused = ctx.refused;
+	return out;
+}
+
+char *
+ctl_handle_request_ctx(const struct ctl_backend *be, const char *line, size_t len,
+		       struct ctl_request_ctx *ctx)
+{
+	enum shaper_level level = ctx->level;
 	struct reply r = { .result = NULL, .err = CTL_ERR_INTERNAL, .msg = "", .level = level };
 	json_error_t jerr;
 	json_t *req, *id = NULL, *cmd, *args;
@@ -870,10 +891,19 @@ ctl_handle_request_as(const struct ctl_backend *be, enum shaper_level level, con
 				     "%s needs access level %s; this connection has level %s",
 				     commands[i].name, shaper_level_name(commands[i].level),
 				     shaper_level_name(level));
-				if (refused != NULL)
-					*refused = commands[i].name;
+				ctx->refused = commands[i].name;
 				goto out;
 			}
+			if (commands[i].walks && !ctx->walks_allowed) {
+				r.retry_ms = ctx->retry_ms > 0 ? ctx->retry_ms : 1;
+				fail(&r, CTL_ERR_BUSY,
+				     "rate limited: %s at level %s runs at most %u times a second on "
+				     "all such connections together; retry in %u ms",
+				     commands[i].name, shaper_level_name(level),
+				     CTL_USER_WALKS_PER_S, r.retry_ms);
+				goto out;
+			}
+			ctx->walked = commands[i].walks;
 			commands[i].fn(be, args, &r);
 			goto out;
 		}

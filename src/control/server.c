@@ -3,52 +3,88 @@
  * with epoll. Requests are lines of at most CTL_MAX_LINE bytes; a longer one
  * is answered with "too_large" and skipped up to its newline. Replies queue
  * per client up to CTL_MAX_OUTQ; a client that lets more pile up is cut off,
- * so no client can make the daemon grow or stall. The server may listen on
- * several sockets, each with its own access rules; a connection's level is
- * fixed when it is accepted.
+ * so no client can make the daemon grow. The server may listen on several
+ * sockets, each with its own access rules; a connection's level is fixed
+ * when it is accepted.
+ *
+ * No client can stall the thread either: a poll does a bounded amount of
+ * work (CTL_POLL_*, CTL_CLIENT_REQUESTS), clients taking turns; lines
+ * already read but not yet answered keep the epoll fd readable (an eventfd
+ * in the set), so the caller comes back for them without new data. Slots
+ * are reserved by level and by socket, and idle connections are closed.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shaper/control.h"
 #include "shaper/log.h"
 
+#define NS_PER_MS 1000000ull
+#define NS_PER_S  1000000000ull
+
+struct ctl_listener;
+
 struct ctl_conn {
 	int fd;
 	enum shaper_level level;
 	struct ctl_peer peer;
-	const char *path; /* the socket it came in on */
-	bool discarding;  /* skipping the rest of an oversize line */
-	size_t inlen;
-	char *in; /* CTL_MAX_LINE bytes */
+	struct ctl_listener *l;   /* the socket it came in on */
+	bool discarding;          /* skipping the rest of an oversize line */
+	bool pending;             /* a whole line waits in in[] */
+	bool readable;            /* epoll says the socket has data (or an end) */
+	bool dead;                /* to close at the end of this poll */
+	bool eof;                 /* the client sent its last request: close once answered */
+	size_t head, scan, inlen; /* in[head..inlen) unanswered; no newline in [head..scan) */
+	char *in;                 /* CTL_MAX_LINE bytes */
 	char *out;
 	size_t outlen, outcap, outoff;
+	uint64_t active_ns;  /* a byte moved either way */
+	uint64_t partial_ns; /* the unfinished request began; 0: none */
 };
 
 struct ctl_listener {
 	int fd;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct ctl_access access;
+	unsigned int n_conns;
 };
 
 struct ctl_server {
 	int epfd;
+	int wakefd; /* eventfd: readable while lines wait unanswered */
+	bool woken;
 	unsigned int n_listeners;
 	struct ctl_listener listeners[SHAPER_MAX_CONTROL_SOCKETS];
 	const struct ctl_backend *be;
 	struct shaper_log_limit refusal_log; /* refusals: SHAPER_LOG_BURST per 10 s */
-	unsigned int n_conns;
+	struct shaper_log_limit slot_log;    /* connections refused for want of a slot */
+	unsigned int n_conns, rr;
+	unsigned int n_level[SHAPER_NUM_LEVELS];
 	struct ctl_conn *conns[CTL_MAX_CLIENTS];
+	/* Walks below operator: a bucket of CTL_USER_WALKS_PER_S, in ns of credit. */
+	uint64_t walk_credit_ns, walk_at_ns;
 };
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+}
 
 /* A socket file nobody answers on is left over from a crash: safe to replace. */
 static int
@@ -238,6 +274,7 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 		size_t errlen)
 {
 	struct ctl_server *srv = calloc(1, sizeof(*srv));
+	struct epoll_event ev;
 
 	if (srv == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -246,18 +283,30 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 	srv->be = be;
 	srv->refusal_log = (struct shaper_log_limit)SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST,
 									  SHAPER_LOG_INTERVAL_S);
+	srv->slot_log = (struct shaper_log_limit)SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST,
+								       SHAPER_LOG_INTERVAL_S);
+	srv->walk_credit_ns = NS_PER_S; /* a full bucket: a second's worth */
+	srv->walk_at_ns = now_ns();
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (srv->epfd < 0) {
+	srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = &srv->wakefd;
+	if (srv->epfd < 0 || srv->wakefd < 0 ||
+	    epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->wakefd, &ev) != 0) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
-		free(srv);
-		return NULL;
+		goto fail;
 	}
-	if (ctl_server_listen(srv, p, err, errlen) != 0) {
-		close(srv->epfd);
-		free(srv);
-		return NULL;
-	}
+	if (ctl_server_listen(srv, p, err, errlen) != 0)
+		goto fail;
 	return srv;
+fail:
+	if (srv->wakefd >= 0)
+		close(srv->wakefd);
+	if (srv->epfd >= 0)
+		close(srv->epfd);
+	free(srv);
+	return NULL;
 }
 
 static void
@@ -268,6 +317,8 @@ conn_close(struct ctl_server *srv, struct ctl_conn *c)
 			srv->conns[i] = srv->conns[--srv->n_conns];
 			break;
 		}
+	srv->n_level[c->level]--;
+	c->l->n_conns--;
 	epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c->in);
@@ -281,15 +332,17 @@ conn_want_write(struct ctl_server *srv, struct ctl_conn *c, bool on)
 	struct epoll_event ev;
 
 	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN | (on ? EPOLLOUT : 0);
+	ev.events = (c->eof ? 0 : EPOLLIN) | (on ? EPOLLOUT : 0);
 	ev.data.ptr = c;
 	epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 /* Write what we can; -1 if the connection is dead. */
 static int
-conn_flush(struct ctl_server *srv, struct ctl_conn *c)
+conn_flush(struct ctl_server *srv, struct ctl_conn *c, uint64_t now)
 {
+	bool was_waiting = c->outoff < c->outlen;
+
 	while (c->outoff < c->outlen) {
 		ssize_t n = send(c->fd, c->out + c->outoff, c->outlen - c->outoff,
 				 MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -304,9 +357,13 @@ conn_flush(struct ctl_server *srv, struct ctl_conn *c)
 			return -1;
 		}
 		c->outoff += (size_t)n;
+		c->active_ns = now;
 	}
 	c->outoff = c->outlen = 0;
-	conn_want_write(srv, c, false);
+	if (c->eof)
+		return -1; /* all answered */
+	if (was_waiting)
+		conn_want_write(srv, c, false);
 	return 0;
 }
 
@@ -355,18 +412,42 @@ log_refusal(struct ctl_server *srv, const struct ctl_conn *c, const char *cmd)
 		snprintf(peer, sizeof(peer), "an unknown peer");
 	shaper_log_limited(&srv->refusal_log, SHAPER_LOG_NOTICE,
 			   "control: refused %s from %s on %s: needs level %s, has %s", cmd, peer,
-			   c->path, shaper_level_name(need), shaper_level_name(c->level));
+			   c->l->path, shaper_level_name(need), shaper_level_name(c->level));
 }
 
-static int
-conn_reply(struct ctl_server *srv, struct ctl_conn *c, const char *line, size_t len)
+/* The walk bucket below operator: may one run now, else in how many ms. */
+static bool
+walk_allowed(struct ctl_server *srv, uint64_t now, unsigned int *retry_ms)
 {
-	const char *refused = NULL;
-	char *reply = ctl_handle_request_as(srv->be, c->level, line, len, &refused);
+	const uint64_t cost = NS_PER_S / CTL_USER_WALKS_PER_S;
+
+	srv->walk_credit_ns += (now - srv->walk_at_ns);
+	srv->walk_at_ns = now;
+	if (srv->walk_credit_ns > NS_PER_S)
+		srv->walk_credit_ns = NS_PER_S;
+	if (srv->walk_credit_ns >= cost)
+		return true;
+	*retry_ms = (unsigned int)((cost - srv->walk_credit_ns + NS_PER_MS - 1) / NS_PER_MS);
+	return false;
+}
+
+/* One request line; -1 if the connection should close. *walked: it messaged the workers. */
+static int
+conn_reply(struct ctl_server *srv, struct ctl_conn *c, const char *line, size_t len, uint64_t now,
+	   bool *walked)
+{
+	struct ctl_request_ctx ctx = { .level = c->level, .walks_allowed = true };
+	char *reply;
 	int rc;
 
-	if (refused != NULL)
-		log_refusal(srv, c, refused);
+	if (c->level < SHAPER_LEVEL_OPERATOR)
+		ctx.walks_allowed = walk_allowed(srv, now, &ctx.retry_ms);
+	reply = ctl_handle_request_ctx(srv->be, line, len, &ctx);
+	if (ctx.walked && c->level < SHAPER_LEVEL_OPERATOR)
+		srv->walk_credit_ns -= NS_PER_S / CTL_USER_WALKS_PER_S;
+	*walked = ctx.walked;
+	if (ctx.refused != NULL)
+		log_refusal(srv, c, ctx.refused);
 	if (reply == NULL)
 		return -1;
 	rc = conn_queue(c, reply);
@@ -374,59 +455,121 @@ conn_reply(struct ctl_server *srv, struct ctl_conn *c, const char *line, size_t 
 	return rc;
 }
 
-/* Read and answer every complete line; -1 if the connection should close. */
-static int
-conn_read(struct ctl_server *srv, struct ctl_conn *c)
+/* What one poll may still do. */
+struct budget {
+	unsigned int requests;
+	uint64_t end_ns;
+};
+
+static bool
+budget_left(const struct budget *b)
 {
-	/* A few buffers per wake-up, so one pipelining client cannot starve the rest. */
-	for (int rounds = 0; rounds < 4; rounds++) {
-		ssize_t n = recv(c->fd, c->in + c->inlen, CTL_MAX_LINE - c->inlen, MSG_DONTWAIT);
-		size_t start = 0, i;
+	return b->requests > 0 && now_ns() < b->end_ns;
+}
 
-		if (n == 0)
-			return -1;
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		i = c->inlen;
-		c->inlen += (size_t)n;
-		for (; i < c->inlen; i++) {
-			if (c->in[i] != '\n')
-				continue;
-			if (c->discarding)
-				c->discarding = false;
-			else if (i > start && conn_reply(srv, c, c->in + start, i - start) != 0)
-				return -1;
-			start = i + 1;
-		}
-		memmove(c->in, c->in + start, c->inlen - start);
-		c->inlen -= start;
-		if (c->inlen == CTL_MAX_LINE) {
-			/* No newline in a whole buffer: answer once, then skip to the newline. */
-			if (!c->discarding) {
-				char msg[64], *reply;
-				int rc;
+/* The buffer is full and holds no newline: answer once, then skip to the newline. */
+static int
+conn_oversize(struct ctl_conn *c)
+{
+	if (!c->discarding) {
+		char msg[64], *reply;
+		int rc;
 
-				snprintf(msg, sizeof(msg), "request longer than %d bytes",
-					 CTL_MAX_LINE - 1);
-				reply = ctl_error_reply(CTL_ERR_TOO_LARGE, msg);
-				rc = reply != NULL ? conn_queue(c, reply) : -1;
-
-				free(reply);
-				c->discarding = true;
-				if (rc != 0)
-					return -1;
-			}
-			c->inlen = 0;
-		}
-		if (conn_flush(srv, c) != 0)
+		snprintf(msg, sizeof(msg), "request longer than %d bytes", CTL_MAX_LINE - 1);
+		reply = ctl_error_reply(CTL_ERR_TOO_LARGE, msg);
+		rc = reply != NULL ? conn_queue(c, reply) : -1;
+		free(reply);
+		c->discarding = true;
+		if (rc != 0)
 			return -1;
 	}
-	return 0; /* level-triggered epoll calls again for what is left */
+	c->head = c->scan = c->inlen = 0;
+	return 0;
+}
+
+/* Answer the whole lines in in[], within this client's share of the poll. */
+static int
+conn_answer(struct ctl_server *srv, struct ctl_conn *c, struct budget *b, unsigned int *served,
+	    bool *walked)
+{
+	while (!*walked && *served < CTL_CLIENT_REQUESTS && budget_left(b)) {
+		char *nl = memchr(c->in + c->scan, '\n', c->inlen - c->scan);
+		size_t start = c->head, end;
+
+		if (nl == NULL) {
+			c->scan = c->inlen;
+			break;
+		}
+		end = (size_t)(nl - c->in);
+		c->head = c->scan = end + 1;
+		c->partial_ns = c->head < c->inlen ? now_ns() : 0;
+		if (c->discarding) {
+			c->discarding = false;
+			continue;
+		}
+		if (end == start)
+			continue; /* empty lines are ignored, and cost nothing */
+		(*served)++;
+		b->requests--;
+		if (conn_reply(srv, c, c->in + start, end - start, now_ns(), walked) != 0)
+			return -1;
+	}
+	c->pending = memchr(c->in + c->scan, '\n', c->inlen - c->scan) != NULL;
+	if (c->head == c->inlen) {
+		c->head = c->scan = c->inlen = 0;
+		c->partial_ns = 0;
+	}
+	return 0;
+}
+
+/*
+ * One client's turn: the lines it already sent, then one read if that left
+ * room, then the lines that read completed; -1 if it should close.
+ */
+static int
+conn_serve(struct ctl_server *srv, struct ctl_conn *c, struct budget *b, uint64_t now)
+{
+	unsigned int served = 0;
+	bool walked = false;
+
+	if (conn_answer(srv, c, b, &served, &walked) != 0)
+		return -1;
+	if (c->readable && !c->pending && !walked && served < CTL_CLIENT_REQUESTS) {
+		ssize_t n;
+
+		c->readable = false; /* level-triggered epoll reports what this read leaves */
+		if (c->head > 0) {
+			memmove(c->in, c->in + c->head, c->inlen - c->head);
+			c->inlen -= c->head;
+			c->scan -= c->head;
+			c->head = 0;
+		}
+		if (c->inlen == CTL_MAX_LINE && conn_oversize(c) != 0)
+			return -1;
+		do
+			n = recv(c->fd, c->in + c->inlen, CTL_MAX_LINE - c->inlen, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n == 0) {
+			/* Every line is answered: send the rest, then close (reading no more). */
+			c->eof = true;
+			conn_want_write(srv, c, true);
+			return conn_flush(srv, c, now);
+		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (n > 0) {
+			if (c->inlen == 0)
+				c->partial_ns = now;
+			c->inlen += (size_t)n;
+			c->active_ns = now;
+			if (conn_answer(srv, c, b, &served, &walked) != 0)
+				return -1;
+			if (c->inlen == CTL_MAX_LINE && c->head == 0 && !c->pending &&
+			    conn_oversize(c) != 0)
+				return -1;
+		}
+	}
+	return conn_flush(srv, c, now);
 }
 
 /* What the kernel says about the peer; unknown (default level) if it says nothing. */
@@ -451,37 +594,97 @@ peer_credentials(int fd, struct ctl_peer *p)
 #endif
 }
 
-static void
-accept_all(struct ctl_server *srv, const struct ctl_listener *l)
+/*
+ * Whether a connection at level on l may take a slot; if not, why, into
+ * msg. Lower levels leave the reserved slots to higher ones, and each socket
+ * leaves the others the slots they keep and do not use.
+ */
+static bool
+slot_free(const struct ctl_server *srv, const struct ctl_listener *l, enum shaper_level level,
+	  char *msg, size_t len)
 {
-	for (;;) {
+	unsigned int at_or_below = 0, limit = CTL_MAX_CLIENTS, kept = 0;
+
+	for (int k = 0; k <= (int)level; k++)
+		at_or_below += srv->n_level[k];
+	if (level < SHAPER_LEVEL_ADMIN)
+		limit -= CTL_RESERVED_ADMIN;
+	if (level < SHAPER_LEVEL_OPERATOR)
+		limit -= CTL_RESERVED_OPERATOR;
+	for (unsigned int k = 0; k < srv->n_listeners; k++)
+		if (&srv->listeners[k] != l && srv->listeners[k].n_conns < CTL_RESERVED_SOCKET)
+			kept += CTL_RESERVED_SOCKET - srv->listeners[k].n_conns;
+	if (srv->n_conns >= CTL_MAX_CLIENTS) {
+		snprintf(msg, len, "too many clients; try again later (all %d slots taken)",
+			 CTL_MAX_CLIENTS);
+		return false;
+	}
+	if (at_or_below >= limit) {
+		snprintf(msg, len,
+			 "too many clients; try again later (clients at level %s may take %u of "
+			 "the %d slots)",
+			 shaper_level_name(level), limit, CTL_MAX_CLIENTS);
+		return false;
+	}
+	if (srv->n_conns + kept >= CTL_MAX_CLIENTS) {
+		snprintf(msg, len,
+			 "too many clients; try again later (the other control sockets keep %u "
+			 "slots)",
+			 kept);
+		return false;
+	}
+	return true;
+}
+
+/* Say why before hanging up; best effort, the socket is fresh. */
+static void
+refuse(struct ctl_server *srv, int fd, const struct ctl_listener *l, const char *msg)
+{
+	char *busy = ctl_error_reply(CTL_ERR_BUSY, msg);
+
+	if (busy != NULL && send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		busy[0] = '\0';
+	free(busy);
+	close(fd);
+	shaper_log_limited(&srv->slot_log, SHAPER_LOG_WARNING,
+			   "control: a client on %s refused: %s", l->path, msg);
+}
+
+static void
+accept_some(struct ctl_server *srv, struct ctl_listener *l, uint64_t now)
+{
+	/* A bounded number per poll: a connect storm does not keep us here. */
+	for (int k = 0; k < CTL_POLL_ACCEPTS; k++) {
 		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct ctl_conn *c;
 		struct epoll_event ev;
+		struct ctl_peer peer;
+		enum shaper_level level;
+		char msg[160];
 
 		if (fd < 0)
 			return;
+		peer_credentials(fd, &peer);
+		level = ctl_access_level(&l->access, &peer);
+		if (!slot_free(srv, l, level, msg, sizeof(msg))) {
+			refuse(srv, fd, l, msg);
+			continue;
+		}
 		c = calloc(1, sizeof(*c));
 		if (c != NULL)
 			c->in = malloc(CTL_MAX_LINE);
-		if (srv->n_conns >= CTL_MAX_CLIENTS || c == NULL || c->in == NULL) {
-			/* Say why before hanging up; best effort, the socket is fresh. */
-			char *busy = ctl_error_reply(CTL_ERR_BUSY, "too many clients; try again");
-
-			if (busy != NULL &&
-			    send(fd, busy, strlen(busy), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-				busy[0] = '\0';
-			free(busy);
+		if (c == NULL || c->in == NULL) {
 			if (c != NULL)
 				free(c->in);
 			free(c);
-			close(fd);
+			refuse(srv, fd, l, "too many clients; try again later (out of memory)");
 			continue;
 		}
 		c->fd = fd;
-		c->path = l->path;
-		peer_credentials(fd, &c->peer);
-		c->level = ctl_access_level(&l->access, &c->peer);
+		c->l = l;
+		c->peer = peer;
+		c->level = level;
+		c->active_ns = now;
 		memset(&ev, 0, sizeof(ev));
 		ev.events = EPOLLIN;
 		ev.data.ptr = c;
@@ -492,34 +695,93 @@ accept_all(struct ctl_server *srv, const struct ctl_listener *l)
 			continue;
 		}
 		srv->conns[srv->n_conns++] = c;
+		srv->n_level[level]++;
+		l->n_conns++;
 	}
+}
+
+/* Idle, or a request begun too long ago: the slot goes back. */
+static bool
+conn_expired(const struct ctl_conn *c, uint64_t now)
+{
+	if (c->pending)
+		return false; /* ours to answer, not the client's delay */
+	if (c->partial_ns != 0 && now > c->partial_ns + CTL_REQUEST_TIMEOUT_S * NS_PER_S)
+		return true;
+	return now > c->active_ns + CTL_IDLE_TIMEOUT_S * NS_PER_S;
+}
+
+static struct ctl_listener *
+listener_of(struct ctl_server *srv, void *ptr)
+{
+	for (unsigned int k = 0; k < srv->n_listeners; k++)
+		if (ptr == (void *)&srv->listeners[k])
+			return &srv->listeners[k];
+	return NULL;
 }
 
 int
 ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 {
-	struct epoll_event evs[32];
-	int n = epoll_wait(srv->epfd, evs, 32, timeout_ms);
+	struct epoll_event evs[CTL_MAX_CLIENTS + SHAPER_MAX_CONTROL_SOCKETS + 1];
+	struct budget b = { .requests = CTL_POLL_REQUESTS };
+	bool any_pending = false;
+	unsigned int n_conns, start, k;
+	uint64_t now;
+	int n;
 
+	n = epoll_wait(srv->epfd, evs, (int)(sizeof(evs) / sizeof(evs[0])),
+		       srv->woken ? 0 : timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	now = now_ns();
+	b.end_ns = now + CTL_POLL_MS * NS_PER_MS;
 	for (int i = 0; i < n; i++) {
 		struct ctl_conn *c = evs[i].data.ptr;
-		const struct ctl_listener *l = NULL;
+		struct ctl_listener *l = listener_of(srv, evs[i].data.ptr);
 
-		for (unsigned int k = 0; k < srv->n_listeners; k++)
-			if (evs[i].data.ptr == (void *)&srv->listeners[k])
-				l = &srv->listeners[k];
 		if (l != NULL) {
-			accept_all(srv, l);
+			accept_some(srv, l, now);
 			continue;
 		}
-		if ((evs[i].events & EPOLLOUT) && conn_flush(srv, c) != 0) {
-			conn_close(srv, c);
+		if (evs[i].data.ptr == (void *)&srv->wakefd)
 			continue;
-		}
-		if ((evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && conn_read(srv, c) != 0)
+		if ((evs[i].events & EPOLLOUT) && conn_flush(srv, c, now) != 0)
+			c->dead = true;
+		if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			c->readable = true;
+	}
+	/* Turns in rotation; where the budget ran out, the next poll starts. */
+	n_conns = srv->n_conns;
+	start = n_conns > 0 ? srv->rr % n_conns : 0;
+	for (k = 0; k < n_conns; k++) {
+		struct ctl_conn *c = srv->conns[(start + k) % n_conns];
+
+		if (c->dead || !(c->readable || c->pending))
+			continue;
+		if (!budget_left(&b))
+			break;
+		if (conn_serve(srv, c, &b, now) != 0)
+			c->dead = true;
+	}
+	srv->rr = k < n_conns ? start + k : start + 1;
+	now = now_ns();
+	for (unsigned int i = srv->n_conns; i-- > 0;) {
+		struct ctl_conn *c = srv->conns[i];
+
+		if (c->dead || conn_expired(c, now))
 			conn_close(srv, c);
+		else
+			any_pending |= c->pending;
+	}
+	/* Lines waiting unanswered keep the fd readable, so the caller's poll returns. */
+	if (any_pending != srv->woken) {
+		uint64_t v = 1;
+
+		if (any_pending ? write(srv->wakefd, &v, sizeof(v)) != sizeof(v)
+				: read(srv->wakefd, &v, sizeof(v)) != sizeof(v))
+			return 0; /* cannot fail for an eventfd we own: try again next poll */
+		srv->woken = any_pending;
 	}
 	return 0;
 }
@@ -547,7 +809,9 @@ ctl_server_close(struct ctl_server *srv)
 		close(srv->listeners[k].fd);
 		unlink(srv->listeners[k].path);
 	}
+	close(srv->wakefd);
 	close(srv->epfd);
 	shaper_log_limit_release(&srv->refusal_log);
+	shaper_log_limit_release(&srv->slot_log);
 	free(srv);
 }

@@ -553,7 +553,8 @@ def check_synopsis(root, page, rel, array, after, options_title):
 def load_commands(root):
     src = read(root, "src/control/protocol.c")
     m = re.search(r"\} commands\[\] = \{(.*?)\n\};", src, re.S)
-    cmds = re.findall(r'\{\s*"([a-z.]+)",\s*\w+,\s*SHAPER_LEVEL_(\w+)\s*\}', m.group(1)) if m else []
+    cmds = re.findall(r'\{\s*"([a-z.]+)",\s*\w+,\s*SHAPER_LEVEL_(\w+)(?:,\s*(?:true|false))?\s*\}',
+                      m.group(1)) if m else []
     if not cmds:
         err("src/control/protocol.c: the command table was not found")
     return [(n, l.lower()) for n, l in cmds]
