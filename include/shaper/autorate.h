@@ -133,6 +133,9 @@ enum autorate_reason {
 /* "no_samples", "cut_bloat", ... (the names stats and metrics use). */
 const char *autorate_reason_name(unsigned int why);
 
+/* What the rule of that name saw and did, in words (for the decision log). */
+const char *autorate_reason_text(unsigned int why);
+
 #define AR_OWD_RECENT_MAX 16 /* owd_recent's largest */
 
 struct autorate {

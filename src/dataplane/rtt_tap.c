@@ -268,12 +268,12 @@ dp_rtt_log_decisions(struct dp_rtt *r)
 			if (shaper_log_enabled(SHAPER_LOG_DEBUG))
 				shaper_log_debug(
 						"autorate %s: %.3f s %s %.3f -> %.3f Mbit/s, rise %.2f "
-						"ms (own %.2f), line %.3f Mbit/s, path %.2f ms",
+						"ms (own %.2f), line %.3f Mbit/s, path %.2f ms: %s",
 						shaper_dir_name[d], e->time_ns / 1e9,
 						autorate_reason_name(e->why), e->from / 125000.0,
 						e->to / 125000.0, e->delay_ns / 1e6,
 						e->own_ns / 1e6, e->line / 125000.0,
-						e->path_ns / 1e6);
+						e->path_ns / 1e6, autorate_reason_text(e->why));
 			else if (e->why == AR_WHY_PATH)
 				shaper_log_limited(
 						&limit[d], SHAPER_LOG_INFO,
@@ -344,7 +344,7 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 			log_push(&r->log[d->dir], a, from, now);
 		else if (moved &&
 			 (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
-			  a->last_why == AR_WHY_PATH))
+			  a->last_why == AR_WHY_CUT_GROWING || a->last_why == AR_WHY_PATH))
 			log_push(&r->log[d->dir], a, from, now);
 		if (moved) {
 			if (g == NULL) {

@@ -100,6 +100,27 @@ autorate_reason_name(unsigned int why)
 	return why < AR_WHY_N ? reason_names[why] : "hold";
 }
 
+static const char *const reason_texts[AR_WHY_N] = {
+	[AR_WHY_NO_SAMPLES] = "no TCP sample this interval: held (or decayed, as configured)",
+	[AR_WHY_CUT_BLOAT] = "the rise reached bloat: cut below what the line carried",
+	[AR_WHY_CUT_STANDING] = "a rise stood between clear and bloat: a small cut to drain it",
+	[AR_WHY_RAISE] = "clear and loaded: raised (slowly near the last bloat's rate)",
+	[AR_WHY_DECAY] = "clear but not loaded, or idle: towards base",
+	[AR_WHY_PATH] = "a rise stayed flat after cuts: the path's, the rate restored",
+	[AR_WHY_REFRACTORY] = "bloat within the refractory period of the last cut: held",
+	[AR_WHY_DRAINING] = "bloat, but falling (or flat) since the last cut: held while it drains",
+	[AR_WHY_OTHER_DIR] = "the rise is the other direction's queue: held, or that cut undone",
+	[AR_WHY_HOLD] = "a rise between clear and bloat: held",
+	[AR_WHY_REGAIN] = "clear past the last bloat's rate: the line came back, raised faster",
+	[AR_WHY_CUT_GROWING] = "the rise still grew fast after the last cut: cut again at once",
+};
+
+const char *
+autorate_reason_text(unsigned int why)
+{
+	return why < AR_WHY_N ? reason_texts[why] : reason_texts[AR_WHY_HOLD];
+}
+
 static uint64_t
 clamp_rate(const struct autorate *a, uint64_t r)
 {

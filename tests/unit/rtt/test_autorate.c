@@ -771,6 +771,20 @@ test_acks_floor(void **state)
 	assert_true(acks_cut(0) <= MBIT(5) * 70 / 100 + 1000);
 }
 
+/* Every rule has a name and words for the decision log, the names apart. */
+static void
+test_reason_texts(void **state)
+{
+	(void)state;
+	for (unsigned int i = 0; i < AR_WHY_N; i++) {
+		assert_non_null(autorate_reason_name(i));
+		assert_true(strlen(autorate_reason_text(i)) > 10);
+		for (unsigned int j = 0; j < i; j++)
+			assert_string_not_equal(autorate_reason_name(i), autorate_reason_name(j));
+	}
+	assert_string_equal(autorate_reason_name(AR_WHY_REGAIN), "regain");
+}
+
 /*
  * Without one-way figures (no timestamps) both directions see the same
  * rise. Each has a line (what got through at its last cut): 50 Mbit/s
@@ -1171,6 +1185,7 @@ main(void)
 		cmocka_unit_test(test_lesser_by_bytes),
 		cmocka_unit_test(test_acks_only),
 		cmocka_unit_test(test_acks_floor),
+		cmocka_unit_test(test_reason_texts),
 		cmocka_unit_test(test_no_owd_attribution),
 		cmocka_unit_test(test_probing_is_what_is_carried),
 		cmocka_unit_test(test_growth_sized_cut),
