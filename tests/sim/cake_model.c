@@ -53,6 +53,9 @@ struct cm_flow {
 	uint32_t srchost, dsthost; /* host table slots */
 	bool rehost;               /* host slots forgotten by an isolation change */
 	struct cm_cobalt cv;
+	/* l4s: its last packet other than CE was classic; its classic packets queued. */
+	bool was_classic;
+	uint32_t classic_queued;
 };
 
 struct cm_tin {
@@ -67,6 +70,7 @@ struct cm_tin {
 	struct cm_rate rate;
 	uint32_t flow_quantum, tin_quantum;
 	uint64_t target, interval, mtu_time;
+	uint64_t step; /* l4s marking step, ns */
 	char name[SCHED_NAME_LEN];
 
 	uint64_t t_next;
@@ -76,6 +80,7 @@ struct cm_tin {
 
 	uint64_t packets, bytes, way_hits, way_misses, way_cols;
 	uint64_t drops, marks, ack_drops;
+	uint64_t ect1, step_marks;
 	uint64_t pk_delay, av_delay, sp_delay;
 	uint32_t max_len;
 	uint64_t sojourn[SCHED_SOJOURN_BUCKETS];
@@ -178,6 +183,10 @@ tin_config(struct cake_model *m, struct cm_tin *b, uint64_t rate, uint32_t quant
 	b->interval = rtt_cfg + b->target - target_cfg;
 	if (b->interval < 2 * b->target)
 		b->interval = 2 * b->target;
+	/* The l4s step, never under 1.5 MTU times (the floor target has). */
+	b->step = (uint64_t)m->p.l4s_step_us * 1000;
+	if (b->step < b->mtu_time * 3 / 2)
+		b->step = b->mtu_time * 3 / 2;
 	snprintf(b->name, sizeof(b->name), "%s", name);
 }
 
@@ -250,6 +259,9 @@ config_tins(struct cake_model *m)
 		break;
 	}
 	}
+	/* nqb: DSCP 45 shares the tin of VA (44); precedence's bits put both in tin 5. */
+	if (m->p.nqb)
+		m->dscp_tin[45] = m->dscp_tin[44];
 	if (m->p.diffserv == SCHED_DIFFSERV3 || m->p.diffserv == SCHED_DIFFSERV4) {
 		m->tin_order[0] = 1; /* sch_cake's tin_order: Bulk is shown first */
 		m->tin_order[1] = 0;
@@ -412,6 +424,18 @@ cm_update(struct cake_model *m, const struct sched_params *p)
 		m->min_net = m->min_adj = 65535; /* sch_cake's TCA_CAKE_* attributes: OVERHEAD or
 						    RAW resets them */
 		m->max_net = m->max_adj = 0;
+	}
+	if (p->l4s != m->p.l4s) {
+		/* Recount each queue's classic packets by the verdicts they carry (none: classic).
+		 */
+		for (uint32_t t = 0; t < NTINS; t++)
+			for (uint32_t q = 0; q < NQ; q++) {
+				struct cm_flow *f = &m->tins[t].flows[q];
+
+				f->classic_queued = 0;
+				for (struct cm_pkt *k = f->head; p->l4s && k != NULL; k = k->next)
+					f->classic_queued += !k->l4s;
+			}
 	}
 	m->p = *p;
 	config_tins(m);
@@ -811,6 +835,8 @@ flow_pop(struct cake_model *m, struct cm_tin *b, struct cm_flow *f)
 		f->tail = NULL;
 	pkt->next = NULL;
 	f->npkts--;
+	if (m->p.l4s && !pkt->l4s)
+		f->classic_queued--;
 	f->backlog -= pkt->len;
 	b->backlog -= pkt->len;
 	b->qlen--;
@@ -905,6 +931,18 @@ cm_enqueue(struct cake_model *m, struct cm_pkt *pkt, uint64_t now, const uint32_
 	pkt->tin = (uint8_t)tin;
 	pkt->adj = adjust(m, pkt);
 	pkt->next = NULL;
+	if (m->p.l4s) {
+		/* ECT(1) is L4S; CE is too unless the flow's last other packet was classic. */
+		if (pkt->ecn == 1) {
+			b->ect1++;
+			f->was_classic = false;
+		} else if (pkt->ecn != 3) {
+			f->was_classic = true;
+		}
+		pkt->l4s = !f->was_classic;
+		if (!pkt->l4s)
+			f->classic_queued++;
+	}
 	if (f->tail != NULL)
 		f->tail->next = pkt;
 	else
@@ -1039,6 +1077,7 @@ flow_empty(struct cake_model *m, struct cm_tin *b, uint32_t q, uint64_t now)
 		} else if (f->state == ST_DECAYING)
 			b->decaying--;
 		f->state = ST_NONE;
+		f->was_classic = false; /* a flow taking this queue next has no history */
 	}
 }
 
@@ -1132,6 +1171,16 @@ pick_flow:
 		m->marked++;
 	}
 	delay = now - pkt->enq;
+	/*
+	 * l4s: an L4S packet past the step gets CE unless COBALT marked it,
+	 * and only while its queue holds no classic packet (a mixed queue
+	 * keeps COBALT's law alone).
+	 */
+	if (m->p.l4s && pkt->l4s && !f->cv.ecn_marked && f->classic_queued == 0 &&
+	    delay > b->step && pkt->markable && pkt->ecn != 0) {
+		pkt->ecn = 3;
+		b->step_marks++;
+	}
 	b->av_delay = ewma(b->av_delay, delay, 8);
 	b->pk_delay = ewma(b->pk_delay, delay, delay > b->pk_delay ? 2 : 8);
 	b->sp_delay = ewma(b->sp_delay, delay, delay < b->sp_delay ? 2 : 8);
@@ -1201,6 +1250,8 @@ cm_stats(const struct cake_model *m, struct sched_stats *st)
 		t->drops = b->drops;
 		t->ecn_mark = b->marks;
 		t->ack_drops = b->ack_drops;
+		t->ect1_packets = b->ect1;
+		t->step_marks = b->step_marks;
 		t->sparse_flows = b->sparse + b->decaying;
 		t->bulk_flows = b->bulk;
 		t->unresponsive_flows = b->unresponsive;

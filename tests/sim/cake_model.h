@@ -7,6 +7,9 @@
  * and counter. Where the project differs from sch_cake on purpose
  * (docs/ARCHITECTURE.md), the model follows the project and says so.
  *
+ * The project's l4s step and nqb map (not in sch_cake) are modelled from
+ * their description in include/shaper/sched.h.
+ *
  * Not modelled: the ACK filter. Live updates of every parameter are
  * (rate, rtt, target, overhead, memlimit, ecn, ingress, wash, isolation
  * and diffserv mode).
@@ -31,6 +34,7 @@ struct cm_pkt {
 	uint64_t enq;
 	uint32_t adj;
 	uint8_t tin; /* internal tin index */
+	bool l4s;    /* with l4s: judged an L4S packet at enqueue */
 	struct cm_pkt *next;
 };
 

@@ -59,12 +59,14 @@ struct prog {
 	struct tflow flows[MAX_FLOWS];
 	uint32_t nflows;
 	const char *op;
+	bool l4s; /* an l4s program: the step may be switched by updates */
 };
 
 /* What all programs together exercised: the test fails if a kind is never met. */
 static struct {
 	uint64_t programs, deq, aqm, overflow, self_drop, marks, cols, inds, misses;
 	uint64_t overlimits, updates, unresponsive, decaying_seen, bulk_seen, retired;
+	uint64_t step_marks;
 } cover;
 
 static uint64_t
@@ -284,6 +286,8 @@ compare_state(struct prog *g)
 		SAME_TIN(drops);
 		SAME_TIN(ecn_mark);
 		SAME_TIN(ack_drops);
+		SAME_TIN(ect1_packets);
+		SAME_TIN(step_marks);
 		SAME_TIN(sparse_flows);
 		SAME_TIN(bulk_flows);
 		SAME_TIN(unresponsive_flows);
@@ -415,6 +419,17 @@ random_timing(struct prog *g, struct sched_params *p)
 	p->memlimit = rndn(g, 3) == 0 ? 8000 + rndn(g, 200000) : 0;
 }
 
+/* l4s programs: the step on or off (a live switch recounts), its value, nqb. */
+static void
+random_l4s(struct prog *g, struct sched_params *p)
+{
+	static const uint32_t steps[] = { 500, 1, 1000, 3000, 20000 };
+
+	p->l4s = rndn(g, 4) != 0;
+	p->l4s_step_us = steps[rndn(g, 5)];
+	p->nqb = rndn(g, 2) != 0;
+}
+
 /* A hash whose queue lies in one of a few sets, so ways fill up and collide. */
 static uint32_t
 crowded_hash(struct prog *g)
@@ -497,6 +512,8 @@ live_update(struct prog *g)
 		p.lag_limit_ns = rndn(g, 2) ? SCHED_LAG_AUTO : 1000 + rnd(g) % 100000000;
 		break;
 	}
+	if (g->l4s && rndn(g, 4) == 0)
+		random_l4s(g, &p);
 	if (sched_update(g->s, &p, err, sizeof(err)) != 0)
 		fail_msg("update refused: %s", err);
 	cm_update(g->m, &p);
@@ -505,7 +522,7 @@ live_update(struct prog *g)
 }
 
 static void
-run_program(uint64_t seed, enum sched_diffserv ds, enum sched_isolation iso)
+run_program(uint64_t seed, enum sched_diffserv ds, enum sched_isolation iso, bool l4s)
 {
 	struct prog *g = calloc(1, sizeof(*g));
 	char err[128];
@@ -530,6 +547,9 @@ run_program(uint64_t seed, enum sched_diffserv ds, enum sched_isolation iso)
 		random_overheads(g, &g->p);
 	if (rndn(g, 2))
 		random_timing(g, &g->p);
+	g->l4s = l4s;
+	if (l4s)
+		random_l4s(g, &g->p);
 	g->s = sched_create(&g->p, err, sizeof(err));
 	if (g->s == NULL)
 		fail_msg("sched_create: %s", err);
@@ -575,6 +595,7 @@ run_program(uint64_t seed, enum sched_diffserv ds, enum sched_isolation iso)
 		for (i = 0; i < st.tin_count; i++) {
 			cover.cols += st.tins[i].way_collisions;
 			cover.inds += st.tins[i].way_indirect_hits;
+			cover.step_marks += st.tins[i].step_marks;
 			cover.misses += st.tins[i].way_misses;
 		}
 	}
@@ -596,20 +617,36 @@ runs_per_mode(void)
 }
 
 static void
-run_diffserv(enum sched_diffserv ds)
+run_diffserv_l4s(enum sched_diffserv ds, bool l4s)
 {
 	const char *one = getenv("CAKE_MODEL_SEED");
 	uint32_t runs = runs_per_mode();
 
 	for (uint32_t iso = 0; iso < 8; iso++) {
 		for (uint32_t r = 0; r < runs; r++) {
-			uint64_t seed = ((uint64_t)ds << 32) | (iso << 16) | r;
+			uint64_t seed = (uint64_t)l4s << 40 | ((uint64_t)ds << 32) | (iso << 16) |
+					r;
 
 			if (one != NULL && strtoull(one, NULL, 0) != seed)
 				continue;
-			run_program(seed, ds, (enum sched_isolation)iso);
+			run_program(seed, ds, (enum sched_isolation)iso, l4s);
 		}
 	}
+}
+
+static void
+run_diffserv(enum sched_diffserv ds)
+{
+	run_diffserv_l4s(ds, false);
+}
+
+/* Programs with the l4s step (and nqb) in every mode; ECT(1), CE and classic mixed in flows. */
+static void
+test_l4s(void **state)
+{
+	(void)state;
+	for (uint32_t ds = 0; ds <= SCHED_PRECEDENCE; ds++)
+		run_diffserv_l4s((enum sched_diffserv)ds, true);
 }
 
 static void
@@ -663,7 +700,8 @@ test_coverage(void **state)
 	       (unsigned long long)cover.updates, (unsigned long long)cover.overlimits,
 	       (unsigned long long)cover.misses, (unsigned long long)cover.inds,
 	       (unsigned long long)cover.cols, (unsigned long long)cover.retired);
-	assert_int_equal(cover.programs, 5 * 8 * runs_per_mode());
+	assert_int_equal(cover.programs, 2 * 5 * 8 * runs_per_mode());
+	assert_true(cover.step_marks > 0);
 	assert_true(cover.deq > 0);
 	assert_true(cover.aqm > 0);
 	assert_true(cover.overflow > 0);
@@ -684,7 +722,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_besteffort), cmocka_unit_test(test_diffserv3),
 		cmocka_unit_test(test_diffserv4),  cmocka_unit_test(test_diffserv8),
-		cmocka_unit_test(test_precedence), cmocka_unit_test(test_coverage),
+		cmocka_unit_test(test_precedence), cmocka_unit_test(test_l4s),
+		cmocka_unit_test(test_coverage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
