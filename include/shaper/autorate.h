@@ -18,8 +18,15 @@
  *    goes back to where it was before the cuts. One check's jitter (a
  *    move of up to twice `path_flat_ns`) does not break the flatness. The
  *    path's part goes again once most samples read below it.
+ *    A rise falling since the last check is a queue draining, however
+ *    large: held. Upstream with one-way figures, a rise still growing
+ *    fast an interval into the refractory period is cut again at once.
  *  - Clear (rise under the clear threshold) while loaded: raise, slowly
- *    near the rate of the last bloat.
+ *    near the rate of the last bloat; past it with no rise (the line came
+ *    back after a fall) the step doubles up to `regain_pct`, no higher
+ *    than the rate the fall's cuts started from.
+ *  - A direction carrying only the other's ACKs is never cut below
+ *    `acks_floor_pct` of what it carries.
  *  - A rise standing between clear and bloat: a small cut after a while.
  *  - Clear but not loaded, or idle (or no samples, when so configured):
  *    move towards `base_rate`.
