@@ -4,7 +4,9 @@
  * polling thread); the control thread polls that set's fd together with the
  * control socket and calls MHD_run, which never blocks. A scrape therefore
  * runs on the control thread, like a "stats" request on the socket, and
- * the backend never sees two callers at once.
+ * the backend never sees two callers at once. So that no client holds that
+ * thread or the endpoint: a cap per address, a deadline per request, and
+ * scrapes close together answered from the last one's text.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <malloc.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -30,6 +31,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -1028,6 +1030,194 @@ test_second_socket_level(void **state)
 		assert_int_equal(lstat(paths[i], &st), -1);
 }
 
+/* ---- bounded work, reserved slots, rate limits ---------------------------- */
+
+/* A second socket at level user, at E.dir/ro.sock; its path. */
+static const char *
+listen_user_socket(void)
+{
+	static char path[160];
+	char err[SHAPER_ERR_LEN] = "";
+	struct ctl_server_params p = { .path = path,
+				       .mode = 0600,
+				       .level = SHAPER_LEVEL_USER,
+				       .default_level = SHAPER_LEVEL_USER };
+
+	snprintf(path, sizeof(path), "%s/ro.sock", E.dir);
+	assert_int_equal(ctl_server_listen(E.srv, &p, err, sizeof(err)), 0);
+	return path;
+}
+
+static void
+test_pipelined_bounded_per_poll(void **state)
+{
+	enum {
+		N = 100
+	};
+	char *buf = malloc(N * 40), *q = buf;
+	struct rx rx = { 0 };
+	struct pollfd pfd;
+	int fd, polls = 0;
+
+	(void)state;
+	assert_non_null(buf);
+	open_server(0600);
+	fd = client();
+	wait_clients(1);
+	for (int i = 0; i < N; i++)
+		q += sprintf(q, "{\"id\":%d,\"cmd\":\"version\"}\n", i);
+	send_all(fd, buf, (size_t)(q - buf));
+	/* One poll answers at most one client's share... */
+	for (int round = 0; round < MAX_ROUNDS && rx_lines(&rx) == 0; round++) {
+		poll_srv(POLL_MS);
+		rx_drain(fd, &rx);
+	}
+	assert_true(rx_lines(&rx) >= 1 && rx_lines(&rx) <= CTL_CLIENT_REQUESTS);
+	/* ...and the lines it read but did not answer keep the fd readable, no new data. */
+	while (rx_lines(&rx) < N) {
+		pfd = (struct pollfd){ .fd = ctl_server_fd(E.srv), .events = POLLIN };
+		assert_int_equal(poll(&pfd, 1, 0), 1);
+		poll_srv(0);
+		rx_drain(fd, &rx);
+		assert_true(++polls <= N);
+	}
+	assert_true(polls >= N / CTL_CLIENT_REQUESTS - 1);
+	for (int i = 0; i < N; i++)
+		assert_ok_id(&rx, (unsigned int)i, i);
+	pfd = (struct pollfd){ .fd = ctl_server_fd(E.srv), .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	rx_free(&rx);
+	free(buf);
+}
+
+static void
+test_clients_take_turns(void **state)
+{
+	enum {
+		N = 200
+	};
+	char *buf = malloc(N * 40), *q = buf;
+	struct rx ra = { 0 }, rb = { 0 };
+	int a, b;
+
+	(void)state;
+	assert_non_null(buf);
+	open_server(0600);
+	a = client();
+	b = client();
+	wait_clients(2);
+	for (int i = 0; i < N; i++)
+		q += sprintf(q, "{\"id\":%d,\"cmd\":\"stats\"}\n", i);
+	send_all(a, buf, (size_t)(q - buf));
+	poll_srv(POLL_MS); /* a's first share */
+	send_str(b, "{\"id\":7,\"cmd\":\"version\"}\n");
+	/* b's one request is answered within a few polls, long before a's pipeline. */
+	for (int round = 0; round < 4 && rx_lines(&rb) == 0; round++) {
+		poll_srv(0);
+		rx_drain(b, &rb);
+	}
+	rx_drain(a, &ra);
+	assert_int_equal(rx_lines(&rb), 1);
+	assert_ok_id(&rb, 0, 7);
+	assert_true(rx_lines(&ra) < N);
+	expect_exactly(a, &ra, N);
+	rx_free(&ra);
+	rx_free(&rb);
+	free(buf);
+}
+
+static void
+test_slots_reserved_by_level(void **state)
+{
+	enum {
+		USER_SLOTS = CTL_MAX_CLIENTS - CTL_RESERVED_OPERATOR - CTL_RESERVED_ADMIN,
+		N = USER_SLOTS + 4
+	};
+	struct rlimit rl;
+	struct rx rx = { 0 };
+	const char *ro;
+	int fd[N], admin;
+
+	(void)state;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < 2 * (N + 40) + 32)
+		skip();
+	open_server(0600);
+	ro = listen_user_socket();
+	for (int i = 0; i < N; i++)
+		fd[i] = connect_to(ro);
+	wait_clients(USER_SLOTS);
+	/* Past the user level's share: one busy line naming it, then the end. */
+	for (int i = USER_SLOTS; i < N; i++) {
+		for (int round = 0; round < MAX_ROUNDS && !rx.eof; round++) {
+			poll_srv(POLL_MS);
+			rx_drain(fd[i], &rx);
+		}
+		assert_true(rx.eof);
+		assert_err_line(&rx, 0, "busy", "clients at level user may take 192 of the 256");
+		rx_free(&rx);
+	}
+	/* An admin still gets in, and is answered. */
+	admin = client();
+	wait_clients(USER_SLOTS + 1);
+	send_str(admin, "{\"id\":1,\"cmd\":\"version\"}\n");
+	expect_exactly(admin, &rx, 1);
+	assert_ok_id(&rx, 0, 1);
+	rx_free(&rx);
+}
+
+static void
+test_user_flows_rate_limited(void **state)
+{
+	enum {
+		N = 40
+	};
+	struct timespec t0, t1;
+	struct rx rx = { 0 }, ra = { 0 };
+	unsigned int ok = 0, limited = 0;
+	double elapsed;
+	int fd, admin;
+
+	(void)state;
+	open_server(0600);
+	fd = connect_to(listen_user_socket());
+	admin = client();
+	wait_clients(2);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < N; i++)
+		send_str(fd, "{\"id\":1,\"cmd\":\"flows\"}\n");
+	expect_exactly(fd, &rx, N);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	elapsed = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	for (unsigned int i = 0; i < N; i++) {
+		json_t *j = rx_line(&rx, i);
+
+		if (json_is_true(json_object_get(j, "ok"))) {
+			ok++;
+		} else {
+			json_int_t retry = json_integer_value(jpath(j, "error.retry_ms"));
+
+			assert_string_equal(json_string_value(jpath(j, "error.code")), "busy");
+			assert_non_null(strstr(json_string_value(jpath(j, "error.message")),
+					       "rate limited: flows at level user"));
+			assert_true(retry >= 1 && retry <= 1000 / CTL_USER_WALKS_PER_S);
+			limited++;
+		}
+		json_decref(j);
+	}
+	/* A full bucket (a second's worth), then the rate. */
+	assert_true(ok >= CTL_USER_WALKS_PER_S);
+	assert_true(ok <= CTL_USER_WALKS_PER_S * (1 + elapsed) + 1);
+	assert_true(limited > 0);
+	/* The admin is not limited. */
+	for (int i = 0; i < 20; i++)
+		send_str(admin, "{\"id\":2,\"cmd\":\"flows\"}\n");
+	expect_exactly(admin, &ra, 20);
+	for (unsigned int i = 0; i < 20; i++)
+		assert_ok_id(&ra, i, 2);
+	rx_free(&rx);
+	rx_free(&ra);
+}
+
 static uint64_t
 log_clock(void)
 {
@@ -1305,6 +1495,10 @@ main(void)
 		T(test_mode),
 		T(test_group),
 		T(test_second_socket_level),
+		T(test_pipelined_bounded_per_poll),
+		T(test_clients_take_turns),
+		T(test_slots_reserved_by_level),
+		T(test_user_flows_rate_limited),
 		T(test_refusals_logged_and_limited),
 		T(test_path_too_long),
 		T(test_parent_dir_created),
