@@ -178,6 +178,9 @@ tin_json(const struct sched_tin_stats *t)
 	json_object_set_new(o, "drops", J_U64(t->drops));
 	json_object_set_new(o, "ecn_mark", J_U64(t->ecn_mark));
 	json_object_set_new(o, "ack_drops", J_U64(t->ack_drops));
+	/* CAKE's l4s: named like sent_packets and tc's dualpi2 step_marks */
+	json_object_set_new(o, "ect1_packets", J_U64(t->ect1_packets));
+	json_object_set_new(o, "step_marks", J_U64(t->step_marks));
 	json_object_set_new(o, "sparse_flows", J_U64(t->sparse_flows));
 	json_object_set_new(o, "bulk_flows", J_U64(t->bulk_flows));
 	json_object_set_new(o, "unresponsive_flows", J_U64(t->unresponsive_flows));

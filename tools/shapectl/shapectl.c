@@ -247,7 +247,8 @@ print_tins(const json_t *tins)
 		K_RATE,
 		K_TIME,
 		K_SIZE,
-		K_INT
+		K_INT,
+		K_L4S /* an integer row tc's table lacks */
 	};
 	static const struct {
 		const char *label, *key;
@@ -268,6 +269,9 @@ print_tins(const json_t *tins)
 		{ "drops", "drops", K_INT },
 		{ "marks", "ecn_mark", K_INT },
 		{ "ack_drop", "ack_drops", K_INT },
+		/* CAKE's l4s: shown once a tin has seen ECT(1) or marked at the step */
+		{ "ect1", "ect1_packets", K_L4S },
+		{ "stp_mark", "step_marks", K_L4S },
 		{ "sp_flows", "sparse_flows", K_INT },
 		{ "bk_flows", "bulk_flows", K_INT },
 		{ "un_flows", "unresponsive_flows", K_INT },
@@ -277,14 +281,19 @@ print_tins(const json_t *tins)
 	size_t i, n = json_array_size(tins);
 	json_t *tin;
 	char buf[64];
+	bool l4s = false;
 
 	if (n == 0)
 		return;
+	json_array_foreach (tins, i, tin)
+		l4s |= sc_int(tin, "ect1_packets") != 0 || sc_int(tin, "step_marks") != 0;
 	printf("%-10s", "");
 	json_array_foreach (tins, i, tin)
 		printf(" %12s", sc_str(tin, "name"));
 	printf("\n");
 	for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
+		if (rows[r].kind == K_L4S && !l4s)
+			continue;
 		printf("  %-8s", rows[r].label);
 		json_array_foreach (tins, i, tin) {
 			uint64_t v = (uint64_t)sc_int(tin, rows[r].key);
@@ -300,6 +309,7 @@ print_tins(const json_t *tins)
 				sc_fmt_size(v, buf, sizeof(buf));
 				break;
 			case K_INT:
+			case K_L4S:
 				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
 				break;
 			}

@@ -122,6 +122,8 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 		ti->drops = 3 + t + b;
 		ti->ecn_mark = 4 + t;
 		ti->ack_drops = 6 + t;
+		ti->ect1_packets = 60 + t + b;
+		ti->step_marks = 9 + t;
 		ti->sparse_flows = 7 + t;
 		ti->bulk_flows = 8 + t;
 		ti->unresponsive_flows = t;

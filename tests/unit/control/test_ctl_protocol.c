@@ -348,12 +348,31 @@ static const char *const dir_keys[] = {
 };
 
 static const char *const tin_keys[] = {
-	"name",           "threshold_rate", "sent_bytes",         "backlog_bytes",
-	"target_us",      "interval_us",    "peak_delay_us",      "avg_delay_us",
-	"base_delay_us",  "sent_packets",   "way_indirect_hits",  "way_misses",
-	"way_collisions", "drops",          "ecn_mark",           "ack_drops",
-	"sparse_flows",   "bulk_flows",     "unresponsive_flows", "max_pkt_len",
-	"flow_quantum",   "sojourn",        "sparse_sojourn",
+	"name",
+	"threshold_rate",
+	"sent_bytes",
+	"backlog_bytes",
+	"target_us",
+	"interval_us",
+	"peak_delay_us",
+	"avg_delay_us",
+	"base_delay_us",
+	"sent_packets",
+	"way_indirect_hits",
+	"way_misses",
+	"way_collisions",
+	"drops",
+	"ecn_mark",
+	"ack_drops",
+	"ect1_packets",
+	"step_marks",
+	"sparse_flows",
+	"bulk_flows",
+	"unresponsive_flows",
+	"max_pkt_len",
+	"flow_quantum",
+	"sojourn",
+	"sparse_sojourn",
 };
 
 static const char *const port_keys[] = {
@@ -518,6 +537,8 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 		TIN_FIELD(drops);
 		TIN_FIELD(ecn_mark);
 		TIN_FIELD(ack_drops);
+		TIN_FIELD(ect1_packets);
+		TIN_FIELD(step_marks);
 		TIN_FIELD(sparse_flows);
 		TIN_FIELD(bulk_flows);
 		TIN_FIELD(unresponsive_flows);
