@@ -978,6 +978,10 @@ static const struct dir_key direction_keys[] = {
 	{ .key = "ecn",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(ecn) },
 	{ .key = "ack_filter",   .disciplines = D_CAKE,         .parse = key_ack_filter,
 	  FIELD(ack_filter), NAMES(ack_filter_names, "ACK filter mode") },
+	{ .key = "l4s",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(l4s) },
+	{ .key = "l4s_step",     .disciplines = D_CAKE,         .parse = key_time_us,
+	  FIELD(l4s_step_us), .lo = 1000, .hi = 1000000000LL },
+	{ .key = "nqb",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(nqb) },
 	{ .key = "memlimit",     .disciplines = D_CAKE,         .parse = key_size,
 	  FIELD(memlimit), .lo = 0, .hi = 1LL << 40 },
 	{ .key = "limit",        .disciplines = D_FIFO | D_FQC, .parse = key_limit },
@@ -1149,6 +1153,10 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		json_object_set_new(o, "ack_filter",
 				    json_string(name_of(ack_filter_names, NELEM(ack_filter_names),
 							p->ack_filter)));
+		json_object_set_new(o, "l4s", json_boolean(p->l4s));
+		shaper_format_time((uint64_t)p->l4s_step_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "l4s_step", json_string(buf));
+		json_object_set_new(o, "nqb", json_boolean(p->nqb));
 		snprintf(buf, sizeof(buf), "%llub", (unsigned long long)p->memlimit);
 		json_object_set_new(o, "memlimit", json_string(buf));
 		break;

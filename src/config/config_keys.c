@@ -51,6 +51,9 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "dir.cake", "vlan_hosts", "false", "false", true },
 	{ "dir.cake", "ecn", "true", "true", true },
 	{ "dir.cake", "ack_filter", "false", "false", true },
+	{ "dir.cake", "l4s", "false", "false", true },
+	{ "dir.cake", "l4s_step", "\"500us\"", "500us", true },
+	{ "dir.cake", "nqb", "false", "false", true },
 	{ "dir.cake", "memlimit", "\"0b\"", "0b", true },
 
 	{ "dir.fq_codel", "limit", "10240", "10240", true },

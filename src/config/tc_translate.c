@@ -98,6 +98,11 @@ cake(struct out *o, const char *dev, const struct sched_params *p)
 		put(o, "# ecn false: tc-cake always marks ECN-capable packets\n");
 	if (!p->overhead_mode && p->overhead != 0)
 		put(o, "# raw overhead %d: tc-cake's raw takes no overhead\n", (int)p->overhead);
+	if (p->l4s)
+		put(o, "# l4s (step %uus): tc-cake has no L4S step; it marks ECT(1) as ECT(0)\n",
+		    p->l4s_step_us);
+	if (p->nqb)
+		put(o, "# nqb: tc-cake leaves DSCP 45 in best effort\n");
 }
 
 /* fq_codel and fifo shape only under a rate limiter: HTB with one class. */

@@ -53,6 +53,9 @@ FIELD_DIFFERS(d_nat, a->nat != b->nat)
 FIELD_DIFFERS(d_vlan_hosts, a->vlan_hosts != b->vlan_hosts)
 FIELD_DIFFERS(d_ecn, a->ecn != b->ecn)
 FIELD_DIFFERS(d_ack_filter, a->ack_filter != b->ack_filter)
+FIELD_DIFFERS(d_l4s, a->l4s != b->l4s)
+FIELD_DIFFERS(d_l4s_step, a->l4s_step_us != b->l4s_step_us)
+FIELD_DIFFERS(d_nqb, a->nqb != b->nqb)
 FIELD_DIFFERS(d_memlimit, a->memlimit != b->memlimit)
 FIELD_DIFFERS(d_limit, b->discipline == SCHED_DISC_FIFO
 				       ? a->fifo_limit_pkts != b->fifo_limit_pkts ||
@@ -88,6 +91,9 @@ static const struct key_cmp dir_keys[] = {
 	{ "vlan_hosts", D_CAKE, d_vlan_hosts },
 	{ "ecn", D_CAKE | D_FQC, d_ecn },
 	{ "ack_filter", D_CAKE, d_ack_filter },
+	{ "l4s", D_CAKE, d_l4s },
+	{ "l4s_step", D_CAKE, d_l4s_step },
+	{ "nqb", D_CAKE, d_nqb },
 	{ "memlimit", D_CAKE, d_memlimit },
 	{ "limit", D_FIFO | D_FQC, d_limit },
 	{ "flows", D_FQC, d_flows },

@@ -79,6 +79,9 @@ jparse(const char *single_quoted)
 	X(lag_limit_ns)                                                                            \
 	X(ecn)                                                                                     \
 	X(ack_filter)                                                                              \
+	X(l4s)                                                                                     \
+	X(l4s_step_us)                                                                             \
+	X(nqb)                                                                                     \
 	X(memlimit)                                                                                \
 	X(fifo_limit_pkts)                                                                         \
 	X(fifo_limit_bytes)                                                                        \
@@ -209,6 +212,9 @@ test_defaults(void **state)
 		assert_int_equal(p->framing, SCHED_FRAMING_NONE);
 		assert_int_equal(p->ack_filter, SCHED_ACK_FILTER_OFF);
 		assert_int_equal(p->memlimit, 0);
+		assert_false(p->l4s); /* off: sch_cake's behaviour exactly */
+		assert_int_equal(p->l4s_step_us, 500);
+		assert_false(p->nqb);
 		assert_int_equal(p->fifo_limit_pkts, 1000);
 		assert_int_equal(p->fifo_limit_bytes, 0);
 		assert_int_equal(p->fqc_flows, 1024);
@@ -442,6 +448,16 @@ static const struct dir_case dir_cases[] = {
 	{ "{'memlimit': '4kb'}", { F(memlimit, 4096) } },
 	{ "{'memlimit': '0b'}", { F(memlimit, 0) } },
 	{ "{'memlimit': '1024gb'}", { F(memlimit, 1099511627776LL) } },
+	/* L4S: the switch, its step (a time, kept in µs) and the NQB map */
+	{ "{'l4s': true}", { F(l4s, 1) } },
+	{ "{'l4s': false}", { F(l4s, 0) } },
+	{ "{'l4s': true, 'l4s_step': '1ms'}", { F(l4s, 1), F(l4s_step_us, 1000) } },
+	{ "{'l4s_step': '250us'}", { F(l4s_step_us, 250) } },
+	{ "{'l4s_step': '1us'}", { F(l4s_step_us, 1) } },
+	{ "{'l4s_step': '1s'}", { F(l4s_step_us, 1000000) } },
+	{ "{'l4s_step': '0.75ms'}", { F(l4s_step_us, 750) } },
+	{ "{'nqb': true}", { F(nqb, 1) } },
+	{ "{'nqb': false}", { F(nqb, 0) } },
 	/* fq_codel: every key */
 	{ "{'discipline': 'fq_codel'}", { F(discipline, SCHED_DISC_FQ_CODEL) } },
 	{ "{'discipline': 'fq_codel', 'flows': 1}",
@@ -987,6 +1003,10 @@ static const struct err_case err_cases[] = {
 	  "downstream.memlimit: does not apply to discipline \"fq_codel\"" },
 	{ FQC("'ack_filter': true"),
 	  "downstream.ack_filter: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'l4s': true"), "downstream.l4s: does not apply to discipline \"fq_codel\"" },
+	{ FQC("'l4s_step': '1ms'"),
+	  "downstream.l4s_step: does not apply to discipline \"fq_codel\"" },
+	{ FIFO("'nqb': true"), "downstream.nqb: does not apply to discipline \"fifo\"" },
 	{ DOWN("{'flows': 1024}"), "downstream.flows: does not apply to discipline \"cake\"" },
 	{ DOWN("{'limit': 1000}"), "downstream.limit: does not apply to discipline \"cake\"" },
 	{ DOWN("{'quantum': 1514}"), "downstream.quantum: does not apply to discipline \"cake\"" },
@@ -1108,6 +1128,14 @@ static const struct err_case err_cases[] = {
 	{ DOWN("{'memlimit': '1025gb'}"),
 	  "downstream.memlimit: \"1025gb\" is out of range for a size" },
 	{ DOWN("{'memlimit': 1000}"), "downstream.memlimit: " SIZE_TYPE ", got an integer" },
+	{ DOWN("{'l4s': 'on'}"), "downstream.l4s: expected true or false, got a string" },
+	{ DOWN("{'nqb': 1}"), "downstream.nqb: expected true or false, got an integer" },
+	{ DOWN("{'l4s_step': '0us'}"), "downstream.l4s_step: \"0us\" is out of range for a time" },
+	{ DOWN("{'l4s_step': '2s'}"), "downstream.l4s_step: \"2s\" is out of range for a time" },
+	{ DOWN("{'l4s_step': 500}"), "downstream.l4s_step: " TIME_TYPE ", got an integer" },
+	{ DOWN("{'l4s_step': '500'}"),
+	  "downstream.l4s_step: \"500\" has no unit (a bare number is ambiguous: write e.g. "
+	  "\"30ms\" or \"100us\")" },
 	{ DOWN("{'memlimit': '32'}"), "downstream.memlimit: \"32\" has no unit (write e.g. "
 				      "\"1500b\", \"64kb\" or \"32mb\")" },
 	/* fq_codel */
@@ -1641,6 +1669,10 @@ static const char *const rt_cases[] = {
 	"72}",
 	"{'bandwidth': '45Mbit', 'rtt': 'interplanetary', 'diffserv': 'diffserv8',"
 	" 'isolation': 'hosts', 'overhead': -4, 'atm': 'atm', 'vlan_hosts': true}",
+	"{'bandwidth': '100mbit', 'l4s': true, 'l4s_step': '750us', 'nqb': true,"
+	" 'diffserv': 'diffserv4'}",
+	"{'l4s': true, 'l4s_step': '1s'}",
+	"{'l4s_step': '1us', 'nqb': true}",
 	"{'bandwidth': '500kbit', 'rtt': 'datacentre', 'diffserv': 'precedence',"
 	" 'overhead': 'ethernet ether-vlan', 'target': '1234us'}",
 	"{'bandwidth': '1kbit', 'rtt': '1us', 'overhead': 0}",
@@ -1698,7 +1730,7 @@ test_direction_to_json_keys(void **state)
 	} want[] = {
 		{ SCHED_DISC_CAKE, "discipline bandwidth mtu overhead mpu atm lag_limit rtt target "
 				   "diffserv isolation wash ingress nat vlan_hosts ecn ack_filter "
-				   "memlimit " },
+				   "l4s l4s_step nqb memlimit " },
 		{ SCHED_DISC_FQ_CODEL,
 		  "discipline bandwidth mtu overhead mpu atm lag_limit limit flows quantum "
 		  "memory_limit target interval ecn ce_threshold drop_batch " },
@@ -1742,7 +1774,8 @@ test_direction_to_json_keys(void **state)
 				"\"target\":\"5ms\",\"diffserv\":\"diffserv3\",\"isolation\":"
 				"\"triple-isolate\",\"wash\":false,\"ingress\":false,\"nat\":false,"
 				"\"vlan_hosts\":false,\"ecn\":true,"
-				"\"ack_filter\":\"ack-filter-aggressive\",\"memlimit\":"
+				"\"ack_filter\":\"ack-filter-aggressive\",\"l4s\":false,"
+				"\"l4s_step\":\"500us\",\"nqb\":false,\"memlimit\":"
 				"\"33554432b\"}");
 		free(s);
 		json_decref(j);

@@ -83,6 +83,14 @@ test_untranslatable_said(void **state)
 	assert_non_null(strstr(out, "# autorate: tc keeps the starting rate"));
 	assert_non_null(strstr(out, "# emulate: not translated"));
 	assert_non_null(strstr(out, "bandwidth 100000000bit"));
+	/* off by default: nothing said */
+	assert_null(strstr(out, "# l4s"));
+	assert_null(strstr(out, "# nqb"));
+	load("{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},"
+	     " \"upstream\": {\"l4s\": true, \"l4s_step\": \"1ms\", \"nqb\": true}}",
+	     &c);
+	assert_non_null(strstr(out, "# l4s (step 1000us): tc-cake has no L4S step"));
+	assert_non_null(strstr(out, "# nqb: tc-cake leaves DSCP 45 in best effort"));
 	/* too small a buffer is refused, not cut */
 	assert_int_equal(shaper_config_tc(&c, out, 40), -1);
 }
