@@ -603,6 +603,8 @@ create_workers(struct app *a)
 		wk->burst = a->cfg.burst;
 		wk->idle_sleep_us = a->cfg.idle_sleep_us;
 		wk->rt_priority = a->cfg.rt_priority;
+		/* With fail-open a worker drops what it reads until the lease is granted. */
+		wk->line_until = a->cfg.fail_open ? &a->failopen.line_until : NULL;
 		for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 			a->dir[d][w] = &a->lc[w]->dir[d];
 	}
@@ -1002,18 +1004,21 @@ prepare_fail_open(struct app *a)
 static int
 start_fail_open(struct app *a)
 {
-	const uint64_t *beats[SHAPER_MAX_WORKERS];
+	const uint64_t *beats[SHAPER_MAX_WORKERS], *drained[SHAPER_MAX_WORKERS];
 	char err[SHAPER_ERR_LEN];
 
-	for (unsigned int i = 0; i < a->n_shards; i++)
+	for (unsigned int i = 0; i < a->n_shards; i++) {
 		beats[i] = &a->lc[i]->w.heartbeat;
-	if (dp_failopen_start(&a->failopen, beats, a->n_shards, a->cfg.fail_open_lease_ns, err,
-			      sizeof(err)) != 0) {
+		drained[i] = &a->lc[i]->w.drained_ns;
+	}
+	if (dp_failopen_start(&a->failopen, beats, drained, a->n_shards, a->cfg.fail_open_lease_ns,
+			      err, sizeof(err)) != 0) {
 		shaper_log_error("fail_open: %s", err);
 		return -1;
 	}
-	shaper_log_info("fail_open: shaperd holds the line on a %llu ms lease; the bridge "
-			"forwards whenever it lapses",
+	shaper_log_info("fail_open: shaperd takes the line once its workers have emptied "
+			"their queues, and holds it on a %llu ms lease; the bridge forwards "
+			"whenever it lapses",
 			(unsigned long long)(a->cfg.fail_open_lease_ns / 1000000u));
 	return 0;
 }

@@ -163,7 +163,15 @@ struct dp_dir {
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	bool backlogged;    /* scheduler or pending frames at the end of the last turn */
-	uint64_t turn_ns;   /* the clock of the last turn (backlogged_ns) */
+	/*
+	 * Fail-open: its worker's line_until (NULL without fail-open). Each rx
+	 * burst is judged by the clock read after it: a frame read while
+	 * shaperd does not hold the line, the bridge forwarded, and it is
+	 * dropped as stale. rx_drained: the last such read emptied the queue.
+	 */
+	const uint64_t *line_until;
+	bool rx_drained;
+	uint64_t turn_ns; /* the clock of the last turn (backlogged_ns) */
 	struct rte_mbuf *pending[DP_TX_PENDING_MAX];
 	uint32_t pending_len[DP_TX_PENDING_MAX]; /* their pkt_len, read while they were hot */
 	struct ctl_dir_counters stats;           /* written only by the owning worker */
@@ -203,8 +211,19 @@ struct dp_worker {
 	uint32_t burst;
 	uint32_t idle_sleep_us;
 	uint32_t rt_priority; /* SCHED_FIFO priority of the worker thread; 0 = leave it */
+	/*
+	 * Fail-open: until when shaperd holds the line, on dp_now_ns()'s clock
+	 * (struct dp_failopen's line_until); NULL without fail-open, always held.
+	 */
+	const uint64_t *line_until;
 	alignas(RTE_CACHE_LINE_SIZE) uint64_t heartbeat; /* loops run; the service watchdog
 							    and dp_workers_quiesced read it */
+	/*
+	 * Fail-open: the last turn, while the line was not held, that found every
+	 * rx queue of the worker empty (dp_now_ns()); the lease thread grants
+	 * the lease only after it, so nothing the bridge forwarded is sent again.
+	 */
+	uint64_t drained_ns;
 } __rte_cache_aligned;
 
 /*

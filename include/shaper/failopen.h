@@ -60,19 +60,45 @@ struct dp_failopen_port {
 /* What the lease thread did, for the stats. */
 struct dp_failopen_counters {
 	uint64_t renewals;
-	uint64_t lapses;    /* renewals that came after the lease had run out */
-	uint64_t lapsed_ns; /* time the bridge forwarded because of them */
-	uint64_t withheld;  /* looks at which a worker had not turned: not renewed */
-	bool holding;       /* the lease was valid at the last look */
+	uint64_t lapses;      /* renewals that came after the lease had run out */
+	uint64_t lapsed_ns;   /* time the bridge forwarded because of them */
+	uint64_t withheld;    /* looks at which a worker had not turned: not renewed */
+	uint64_t takeovers;   /* grants after the bridge had the line (the first one too) */
+	uint64_t drain_waits; /* looks that found a worker's rx queues not yet emptied of
+				 what the bridge forwarded: not granted */
+	bool holding;         /* the lease was valid at the last look */
 };
+
+/*
+ * The workers take the line as lost this long before the kernel's program
+ * does: the two clocks are read apart, and a frame both forward is a
+ * duplicate at the far end, where one neither forwards is only a loss.
+ */
+#define DP_FAILOPEN_MARGIN_NS 500000u
+
+/*
+ * A worker's word that its queues are empty counts for this long: what
+ * arrives between its last read without the line and the grant, the bridge
+ * forwarded too, and the worker sends it once it sees the lease.
+ */
+#define DP_FAILOPEN_DRAIN_FRESH_NS 1000000u
 
 struct dp_failopen {
 	struct dp_failopen_port port[SHAPER_NUM_PORTS];
 	uint64_t lease_ns;
 	unsigned int n_workers;
-	const uint64_t *beats[SHAPER_MAX_WORKERS]; /* each worker's heartbeat */
-	uint64_t last_beat[SHAPER_MAX_WORKERS];    /* at the previous look */
-	uint64_t until_ns;                         /* the lease last granted */
+	const uint64_t *beats[SHAPER_MAX_WORKERS];   /* each worker's heartbeat */
+	uint64_t last_beat[SHAPER_MAX_WORKERS];      /* at the previous look */
+	const uint64_t *drained[SHAPER_MAX_WORKERS]; /* each worker's drained_ns */
+	uint64_t until_ns;                           /* the lease last granted */
+	/*
+	 * For the workers (struct dp_worker's line_until): the lease's end on
+	 * dp_now_ns()'s clock, less DP_FAILOPEN_MARGIN_NS; 0 = not held. Set
+	 * from line_next after the kernel's map has the lease, and to 0 before
+	 * the map loses it, so the workers never send a frame the bridge sent.
+	 */
+	uint64_t line_until;
+	uint64_t line_next;
 	struct dp_failopen_counters c;
 	pthread_mutex_t lock; /* c, between the thread and stats readers */
 	pthread_t thread;
@@ -126,12 +152,17 @@ int dp_failopen_check_queues(const struct dp_failopen *fo, const struct shaper_c
 bool dp_failopen_in_bridge(const char *ifname);
 
 /*
- * After the ports started and the workers run: find each program's lease
- * map and start renewing the lease (lease_ns long, every quarter of it) for
- * as long as every heartbeat in beats moves. Returns 0 or -1 with err.
+ * After the ports started and the workers run (each worker's line_until
+ * pointing at fo->line_until, so they drop what the bridge forwards): find
+ * each program's lease map and start renewing the lease (lease_ns long,
+ * every quarter of it) for as long as every heartbeat in beats moves. The
+ * line is taken, at start and after every lapse, only once each worker's
+ * drained (its drained_ns) says its rx queues are empty of what came while
+ * the bridge had it. Returns 0 or -1 with err.
  */
-int dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned int n,
-		      uint64_t lease_ns, char *err, size_t errlen);
+int dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats,
+		      const uint64_t *const *drained, unsigned int n, uint64_t lease_ns, char *err,
+		      size_t errlen);
 
 /*
  * Hand the line to the bridge now (the lease revoked), before the workers
@@ -143,9 +174,14 @@ void dp_failopen_counters(struct dp_failopen *fo, struct dp_failopen_counters *o
 
 /*
  * The lease thread's decision at one look, apart from the kernel: whether to
- * renew (every worker turned since the last look), updating the counters.
- * Returns the new lease end, or 0 to let the lease run out.
+ * renew (every worker turned since the last look and, if the workers had
+ * lost the line, each emptied its rx queues since, and within
+ * DP_FAILOPEN_DRAIN_FRESH_NS: drained, their drained_ns), updating the
+ * counters and line_next. now_ns is
+ * CLOCK_MONOTONIC's (the kernel's), now_dp dp_now_ns()'s. Returns the new
+ * lease end, or 0 to let the lease run out.
  */
-uint64_t dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, uint64_t now_ns);
+uint64_t dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, const uint64_t *drained,
+			    uint64_t now_ns, uint64_t now_dp);
 
 #endif

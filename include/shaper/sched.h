@@ -72,6 +72,7 @@ enum sched_ack_filter {
 	X(EMULATOR_FULL, "emulator_full", "the WAN emulator's delay line was full")                \
 	X(NO_BUFFER, "no_buffer", "no mbuf to copy a frame from another pool into")                \
 	X(STEER_FULL, "steer_full", "the ring to the worker of the frame's shard was full")        \
+	X(STALE, "stale", "received while the bridge carried the line (fail-open), so not sent")   \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {

@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
 
+#include "shaper/dataplane.h"
 #include "shaper/failopen.h"
 #include "shaper/log.h"
 
@@ -467,22 +468,37 @@ grant(struct dp_failopen *fo, uint64_t until_ns)
 }
 
 uint64_t
-dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, uint64_t now_ns)
+dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, const uint64_t *drained,
+		   uint64_t now_ns, uint64_t now_dp)
 {
-	bool turned = true;
+	uint64_t line = __atomic_load_n(&fo->line_until, __ATOMIC_RELAXED);
+	bool turned = true, lost = line == 0 || now_dp >= line, drained_all = true;
 
 	for (unsigned int i = 0; i < fo->n_workers; i++) {
 		if (beats[i] == fo->last_beat[i])
 			turned = false;
 		fo->last_beat[i] = beats[i];
+		/*
+		 * A worker that lost the line drops what it reads until its queues
+		 * are empty; one that has not done so since (a process resumed, a
+		 * worker back on its CPU) still holds frames the bridge sent.
+		 */
+		if (drained[i] == 0 || drained[i] < line ||
+		    (drained[i] < now_dp && now_dp - drained[i] > DP_FAILOPEN_DRAIN_FRESH_NS))
+			drained_all = false;
 	}
 	pthread_mutex_lock(&fo->lock);
-	if (!turned) {
-		fo->c.withheld++;
+	if (!turned || (lost && !drained_all)) {
+		if (!turned)
+			fo->c.withheld++;
+		else
+			fo->c.drain_waits++;
 		fo->c.holding = fo->until_ns > now_ns;
 		pthread_mutex_unlock(&fo->lock);
 		return 0;
 	}
+	if (lost)
+		fo->c.takeovers++;
 	if (fo->until_ns != 0 && now_ns > fo->until_ns) {
 		/* Renewed late (the thread did not run in time): the bridge had the line. */
 		fo->c.lapses++;
@@ -491,6 +507,7 @@ dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, uint64_t now_n
 	fo->c.renewals++;
 	fo->c.holding = true;
 	fo->until_ns = now_ns + fo->lease_ns;
+	fo->line_next = now_dp + fo->lease_ns - DP_FAILOPEN_MARGIN_NS;
 	pthread_mutex_unlock(&fo->lock);
 	return fo->until_ns;
 }
@@ -503,21 +520,35 @@ lease_thread(void *arg)
 		.tv_sec = (time_t)(fo->lease_ns / 4 / 1000000000u),
 		.tv_nsec = (long)(fo->lease_ns / 4 % 1000000000u),
 	};
+	/* While the workers empty their queues, look again soon: the bridge has the line. */
+	const struct timespec soon = { .tv_sec = 0, .tv_nsec = 1000000 };
 	bool withheld = false;
 
 	while (!fo->stop) {
-		uint64_t beats[SHAPER_MAX_WORKERS];
-		uint64_t until;
+		uint64_t beats[SHAPER_MAX_WORKERS], drained[SHAPER_MAX_WORKERS];
+		/* only this thread writes the counters */
+		uint64_t until, waits = fo->c.drain_waits, takeovers = fo->c.takeovers;
 
-		for (unsigned int i = 0; i < fo->n_workers; i++)
+		for (unsigned int i = 0; i < fo->n_workers; i++) {
 			beats[i] = __atomic_load_n(fo->beats[i], __ATOMIC_RELAXED);
-		until = dp_failopen_decide(fo, beats, monotonic_ns());
+			drained[i] = __atomic_load_n(fo->drained[i], __ATOMIC_ACQUIRE);
+		}
+		until = dp_failopen_decide(fo, beats, drained, monotonic_ns(), dp_now_ns());
 		if (until != 0) {
+			/* The kernel's program first: until it has the lease, the bridge sends. */
 			grant(fo, until);
+			__atomic_store_n(&fo->line_until, fo->line_next, __ATOMIC_RELEASE);
 			if (withheld)
 				shaper_log_notice("fail-open: every worker turns again; shaperd "
 						  "takes the line back from the bridge");
+			else if (fo->c.takeovers != takeovers && takeovers != 0)
+				shaper_log_ratelimited(SHAPER_LOG_NOTICE,
+						       "fail-open: the lease had run out; shaperd "
+						       "takes the line back from the bridge");
 			withheld = false;
+		} else if (fo->c.drain_waits != waits) {
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &soon, NULL);
+			continue;
 		} else if (!withheld) {
 			shaper_log_ratelimited(SHAPER_LOG_WARNING,
 					       "fail-open: a worker has not turned for %llu ms; "
@@ -531,8 +562,9 @@ lease_thread(void *arg)
 }
 
 int
-dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned int n,
-		  uint64_t lease_ns, char *err, size_t errlen)
+dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats,
+		  const uint64_t *const *drained, unsigned int n, uint64_t lease_ns, char *err,
+		  size_t errlen)
 {
 	int rc;
 
@@ -540,6 +572,7 @@ dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats, unsigned
 	fo->n_workers = n < SHAPER_MAX_WORKERS ? n : SHAPER_MAX_WORKERS;
 	for (unsigned int i = 0; i < fo->n_workers; i++) {
 		fo->beats[i] = beats[i];
+		fo->drained[i] = drained[i];
 		fo->last_beat[i] = 0; /* a worker that never turned holds no lease */
 	}
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
@@ -576,6 +609,8 @@ dp_failopen_stop(struct dp_failopen *fo)
 		pthread_join(fo->thread, NULL);
 		fo->running = false;
 	}
+	/* The workers let go first: a frame neither sends is lost, one both send repeats. */
+	__atomic_store_n(&fo->line_until, 0, __ATOMIC_RELEASE);
 	grant(fo, 0); /* the bridge forwards from the next frame on */
 	pthread_mutex_lock(&fo->lock);
 	fo->until_ns = 0;

@@ -245,6 +245,29 @@ enqueue_burst(struct dp_dir *d, struct sh_pkt **pkts, unsigned int n, const uint
 }
 
 /*
+ * Fail-open, while shaperd does not hold the line: the bridge forwarded
+ * every frame rx finds (af_packet reads a copy; AF_XDP's queue holds what
+ * came before the lease ran out), so sending it would repeat it, late.
+ * Counted and freed; a short read says the queue is empty.
+ */
+static unsigned int
+drop_stale(struct dp_dir *d, struct rte_mbuf **rx, uint16_t nb_rx, uint32_t burst)
+{
+	uint64_t bytes = 0;
+
+	d->rx_drained = nb_rx < burst;
+	if (nb_rx == 0)
+		return 0;
+	for (uint16_t i = 0; i < nb_rx; i++)
+		bytes += rx[i]->pkt_len;
+	d->stats.rx_packets += nb_rx;
+	d->stats.rx_bytes += bytes;
+	d->stats.dropped[SHAPER_DROP_STALE] += nb_rx;
+	rte_pktmbuf_free_bulk(rx, nb_rx);
+	return nb_rx;
+}
+
+/*
  * The rx stage: what other shards steered here, then a burst from the
  * port, classified (and steered) and handed to the scheduler. Returns the
  * frames taken in (*n_enq: those that went to this shard's scheduler).
@@ -270,9 +293,18 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 		enqueue_burst(d, pkts, n_in, NULL, now, drops);
 	}
 	*n_enq = n_in;
+	d->rx_drained = false;
 	if (unlikely(port_is_paused(d->rx_port)))
 		return n_in;
 	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
+	/*
+	 * The clock after the read, not the turn's: a process stopped between
+	 * the two would send what waited in the queue while the bridge had it.
+	 */
+	if (d->line_until != NULL) {
+		if (unlikely(dp_now_ns() >= __atomic_load_n(d->line_until, __ATOMIC_ACQUIRE)))
+			return n_in + drop_stale(d, rx, nb_rx, burst);
+	}
 	if (nb_rx == 0)
 		return n_in;
 	/* Stats summed locally: one update of the shared counters per burst. */
@@ -629,6 +661,20 @@ worker_set_realtime(const struct dp_worker *w)
 	fflush(NULL);
 }
 
+/*
+ * Fail-open: a turn without the line whose every rx read came back short
+ * (each judged stale after it) tells the lease thread it may take the line
+ * now: what arrives later is new.
+ */
+static void
+note_drained(struct dp_worker *w, uint64_t now)
+{
+	for (unsigned int i = 0; i < w->n_dirs; i++)
+		if (!w->dirs[i]->rx_drained)
+			return;
+	__atomic_store_n(&w->drained_ns, now, __ATOMIC_RELEASE);
+}
+
 int
 dp_worker_main(void *arg)
 {
@@ -636,12 +682,15 @@ dp_worker_main(void *arg)
 	unsigned int idle = 0;
 
 	worker_set_realtime(w);
+	for (unsigned int i = 0; i < w->n_dirs; i++)
+		w->dirs[i]->line_until = w->line_until;
 
 	while (!dp_stop_requested()) {
 		uint64_t now = dp_now_ns();
 		uint64_t next_due = UINT64_MAX;
 		unsigned int work = 0;
 		uint64_t took;
+		bool held;
 
 		/*
 		 * Alive for the service watchdog, and the point between loops that
@@ -650,8 +699,12 @@ dp_worker_main(void *arg)
 		 */
 		__atomic_store_n(&w->heartbeat, w->heartbeat + 1, __ATOMIC_SEQ_CST);
 
+		held = w->line_until == NULL ||
+		       now < __atomic_load_n(w->line_until, __ATOMIC_ACQUIRE);
 		for (unsigned int i = 0; i < w->n_dirs; i++)
 			work += dp_dir_turn(w->dirs[i], now, w->burst, &next_due);
+		if (unlikely(!held))
+			note_drained(w, now);
 		/*
 		 * Control work, the downstream's first. When both autorate
 		 * intervals end in one turn the upstream decides second, knowing

@@ -77,6 +77,8 @@ test_decide(void **state)
 	struct dp_failopen_counters c;
 	uint64_t beats[2] = { 0, 0 };
 	const uint64_t ms = 1000000u;
+	/* the workers emptied their queues just now, at every look */
+	uint64_t fresh[2] = { UINT64_MAX, UINT64_MAX };
 
 	(void)state;
 	memset(&fo, 0, sizeof(fo));
@@ -84,18 +86,18 @@ test_decide(void **state)
 	fo.n_workers = 2;
 	fo.lease_ns = 100 * ms;
 	/* workers that never turned hold no lease */
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1000 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1000 * ms, 1000 * ms), 0);
 	beats[0] = 5;
 	beats[1] = 9;
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1025 * ms), 1125 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1025 * ms, 1025 * ms), 1125 * ms);
 	beats[0] = 6;
 	beats[1] = 10;
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1050 * ms), 1150 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1050 * ms, 1050 * ms), 1150 * ms);
 	/* worker 1 stuck: not renewed, whatever worker 0 does */
 	beats[0] = 7;
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1075 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1075 * ms, 1075 * ms), 0);
 	beats[0] = 8;
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1100 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1100 * ms, 1100 * ms), 0);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.withheld, 3);
 	assert_true(c.holding); /* 1150 not reached yet */
@@ -103,12 +105,75 @@ test_decide(void **state)
 	/* it turns again after the lease ran out: a lapse of 1200 - 1150 ms */
 	beats[0] = 9;
 	beats[1] = 11;
-	assert_int_equal(dp_failopen_decide(&fo, beats, 1200 * ms), 1300 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1200 * ms, 1200 * ms), 1300 * ms);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.lapses, 1);
 	assert_int_equal(c.lapsed_ns, 50 * ms);
 	assert_int_equal(c.renewals, 3);
 	assert_true(c.holding);
+	pthread_mutex_destroy(&fo.lock);
+}
+
+/*
+ * The line is taken, at start and after a lapse, only once every worker has
+ * emptied its rx queues since it lost the line: before, they hold frames
+ * the bridge forwarded, and sending those repeats them.
+ */
+static void
+test_takeover_after_drain(void **state)
+{
+	struct dp_failopen fo;
+	struct dp_failopen_counters c;
+	uint64_t beats[2] = { 1, 1 }, drained[2] = { 0, 0 };
+	const uint64_t ms = 1000000u, lease = 100 * ms;
+	const uint64_t dp0 = 7 * ms; /* the workers' clock runs from elsewhere */
+
+	(void)state;
+	memset(&fo, 0, sizeof(fo));
+	pthread_mutex_init(&fo.lock, NULL);
+	fo.n_workers = 2;
+	fo.lease_ns = lease;
+	/* start: the workers turn but have not emptied their queues yet */
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1000 * ms, dp0), 0);
+	drained[0] = dp0 + 1;
+	beats[0] = beats[1] = 2;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1001 * ms, dp0 + 1 * ms), 0);
+	dp_failopen_counters(&fo, &c);
+	assert_int_equal(c.drain_waits, 2);
+	assert_int_equal(c.withheld, 0);
+	assert_int_equal(c.takeovers, 0);
+	/* worker 0's word is too old by the time worker 1 has emptied its queues */
+	drained[1] = dp0 + 2 * ms;
+	beats[0] = beats[1] = 3;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms), 0);
+	/* both emptied just now: taken, the workers' end a margin before the kernel's */
+	drained[0] = dp0 + 2 * ms;
+	beats[0] = beats[1] = 4;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms),
+			 1102 * ms);
+	assert_int_equal(fo.line_next, dp0 + 2 * ms + lease - DP_FAILOPEN_MARGIN_NS);
+	fo.line_until = fo.line_next; /* published, as the thread does after the kernel's map */
+	/* held: renewals need no new drain */
+	beats[0] = beats[1] = 5;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1027 * ms, dp0 + 27 * ms),
+			 1127 * ms);
+	fo.line_until = fo.line_next;
+	/* the process stopped for 600 ms: on resume the queues are full of what the bridge sent */
+	beats[0] = beats[1] = 6;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1627 * ms, dp0 + 627 * ms), 0);
+	/* one worker has emptied its queue since it lost the line, the other not yet */
+	drained[0] = dp0 + 628 * ms;
+	beats[0] = beats[1] = 7;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1628 * ms, dp0 + 628 * ms), 0);
+	drained[1] = dp0 + 628 * ms;
+	beats[0] = beats[1] = 8;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1629 * ms, dp0 + 629 * ms),
+			 1729 * ms);
+	dp_failopen_counters(&fo, &c);
+	assert_int_equal(c.takeovers, 2);
+	assert_int_equal(c.drain_waits, 5);
+	assert_int_equal(c.lapses, 1);
+	assert_int_equal(c.lapsed_ns, 1629 * ms - 1127 * ms);
 	pthread_mutex_destroy(&fo.lock);
 }
 
@@ -148,9 +213,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_iface),
-		cmocka_unit_test(test_devargs),
-		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_iface),  cmocka_unit_test(test_devargs),
+		cmocka_unit_test(test_decide), cmocka_unit_test(test_takeover_after_drain),
 		cmocka_unit_test(test_queues),
 	};
 
