@@ -27,11 +27,18 @@ WAN side; "download" = server -> client through the downstream scheduler):
                 file); each runs 4 downloads and 2 uploads, the probes run from A:
                 what the shaper sent for each (subscribers.list over its own
                 clock) against its plan, and A's latency inside its own CAKE
+  l4s           a scalable download (scalable.py: UDP, ECT(1), DCTCP's response)
+                alone for the first half, then beside a cubic download: each
+                one's share, the scalable flow's queueing delay (its RTT less
+                the least it saw) and, alone, the shaper's own sojourn of its
+                tin; the tin's ECT(1) packets and step marks
 
 Disciplines: fifo (a bloated tail-drop queue of --fifo-limit packets at the
 same rates), cake (dual-dsthost + ingress downstream, dual-srchost + ACK
 filter upstream; triple-isolate in 'hosts'), fq_codel, or cake/ISOLATION
-(e.g. cake/flows) to force the isolation mode.
+(e.g. cake/flows) to force the isolation mode; a "+l4s" suffix (cake+l4s,
+cake/flows+l4s) turns CAKE's l4s on both ways. Default: cake,fifo; for l4s
+cake+l4s,cake.
 
 Also recorded: the shaper's L2 output per 100 ms (tx_bytes of the output veths),
 the daemon's counters over each phase (control socket: drops by reason, ECN
@@ -75,7 +82,10 @@ SCENARIOS = {
     "staggered": dict(down="20mbit", up="20mbit", rtt="48ms", duration=30, idle=2),
     "hosts": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=2),
     "subscribers": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=3),
+    "l4s": dict(down="40mbit", up="20mbit", rtt="20ms", duration=30, idle=2),
 }
+SCALABLE = os.path.join(HERE, "scalable.py")
+SCALABLE_OPTS = os.environ.get("SCALABLE_OPTS", "").split()
 # subscribers: two subscribers on the client side, each an address with a plan (a share of
 # the link's rate in both directions); the probes run from the first, through its own CAKE.
 SUBSCRIBERS = {"A": (HOST_A, 0.3), "B": (HOST_B, 0.5)}
@@ -278,6 +288,8 @@ def subscribers_file(args, tmp, disc):
 def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
     """One direction's config. d is 'upstream' or 'downstream'."""
     rate = "%dkbit" % round(rate_bps / 1000)
+    l4s = disc.endswith("+l4s")
+    disc = disc[:-len("+l4s")] if l4s else disc
     base = disc.split("/")[0]
     if base == "fifo":
         c = {"discipline": "fifo", "bandwidth": rate, "limit": fifo_limit}
@@ -297,6 +309,8 @@ def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
             c["ack_filter"] = True
         if "/" in disc:
             c["isolation"] = disc.split("/", 1)[1]
+        if l4s:
+            c["l4s"] = True
     else:
         raise SystemExit("unknown discipline %r (fifo, cake, cake/ISOLATION, fq_codel)" % disc)
     c["emulate"] = {"delay": "%dus" % round(rtt_s / 2 * 1e6)}
@@ -472,6 +486,53 @@ class Flow:
         if self.streams == 1:
             return {k: self.name for k in self.series}
         return {k: "%s.%s" % (self.name, k) for k in self.series}
+
+
+class ScalableFlow:
+    """One scalable.py flow (UDP, ECT(1), DCTCP's response), delivery counted from
+    the echoes; 'down' only: the sender in the server's netns, the echo in the client's."""
+
+    def __init__(self, name, ecn="ect1"):
+        self.name, self.direction, self.cc, self.tos = name, "down", "scalable-" + ecn, "BE"
+        self.ecn, self.host, self.streams = ecn, None, 1
+        self.series, self.sums, self.result = {}, [], None
+
+    def start(self, bed, port, duration, t0, rtt_s, tmp):
+        self.file = os.path.join(tmp, "%s.scalable_%s.json" % (bed.name, self.name))
+        self.echo = bed.ns("cli", ["python3", SCALABLE, "echo", "--bind", "%s:%d" % (CLI_ADDR, port),
+                                   "--duration", "%g" % (duration + 10)])
+        time.sleep(0.3)  # the echo binds before the first packet
+        self.proc = bed.ns("srv", ["python3", SCALABLE, "send", "--to", "%s:%d" % (CLI_ADDR, port),
+                                   "--duration", "%g" % duration, "--out", self.file, "--ecn", self.ecn,
+                                   "--t0", "%.6f" % t0] + SCALABLE_OPTS, err=None)
+
+    def wait(self, timeout):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.echo.kill()
+        try:
+            self.result = json.load(open(self.file))
+        except (OSError, ValueError):
+            log("%s: no scalable.py JSON" % self.name)
+            return
+        self.series["1"] = [(a, b, n) for a, b, n, _, _ in self.result["bins"]]
+        self.sums = self.series["1"]
+
+    def stream_names(self):
+        return {k: self.name for k in self.series}
+
+    def queueing(self, a, b):
+        """Its RTT less the least it saw, for packets sent in [a, b): p50, p99 (ms), and the
+        marked fraction of what was echoed then."""
+        r = self.result or {}
+        base = r.get("min_rtt_ms")
+        q = sorted(v - base for t, v in r.get("rtt_ms", []) if a <= t < b) if base is not None else []
+        bins = [x for x in r.get("bins", []) if x[0] >= a and x[1] <= b]
+        pk, ce = sum(x[3] for x in bins), sum(x[4] for x in bins)
+        return {"samples": len(q), "base_rtt_ms": base, "p50_ms": rnd(pct(q, 50)), "p99_ms": rnd(pct(q, 99)),
+                "ce_fraction": rnd(ce / pk, 4) if pk else None, "totals": r.get("totals")}
 
 
 def bytes_in(ivs, a, b):
@@ -690,6 +751,7 @@ def dir_summary(st):
     tins = st.get("tins")
     if tins:
         out["tins"] = [{k: t.get(k) for k in ("name", "sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops",
+                                              "ect1_packets", "step_marks",
                                               "peak_delay_us", "avg_delay_us", "sojourn", "sparse_sojourn")}
                        for t in tins]
     return out
@@ -734,8 +796,9 @@ def delta(a, b):
     if b.get("tins") and a.get("tins"):
         out["tins"] = []
         for ta, tb in zip(a["tins"], b["tins"]):
-            out["tins"].append({"name": tb["name"], **{k: tb[k] - ta[k] for k in
-                                ("sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops")},
+            out["tins"].append({"name": tb["name"], **{k: (tb.get(k) or 0) - (ta.get(k) or 0) for k in
+                                ("sent_packets", "sent_bytes", "drops", "ecn_mark", "ack_drops",
+                                 "ect1_packets", "step_marks")},
                                 "peak_delay_us": tb["peak_delay_us"],
                                 **{k: hist_summary(hist_delta(ta.get(k), tb.get(k)))
                                    for k in ("sojourn", "sparse_sojourn")}})
@@ -818,6 +881,11 @@ def run_scenario(args, disc, bed, tmp):
             flows.append(Flow("sub%s_up" % name, "up", "cubic", "BE", host=addr, streams=2))
             starts += [0.0, 0.0]
         total = idle + dur + 1
+    elif sc == "l4s":
+        flows.append(ScalableFlow("scalable"))
+        flows.append(Flow("cubic", "down", "cubic", "BE"))
+        starts = [0.0, dur / 2]
+        total = idle + dur + 1
     probe_src = SUBSCRIBERS["A"][0] if sc == "subscribers" else None
     if probe_src:  # the address must exist before the probes bind to it
         for _ in range(50):
@@ -837,6 +905,15 @@ def run_scenario(args, disc, bed, tmp):
     time.sleep(max(0.0, idle - (time.time() - t0)))
     snaps["idle_end"] = snapshot(bed)
     load_t = time.time() - t0
+    timers = []
+    if sc == "l4s":  # the scalable flow alone: from settle s after its start to the cubic one's
+        alone = (load_t + args.settle, load_t + dur / 2 - 0.2)
+        for name, at in (("alone_start", alone[0]), ("alone_end", alone[1])):
+            def snap(name=name):
+                snaps[name] = snapshot(bed)
+                snaps[name + "_t"] = time.time() - t0
+            timers.append(threading.Timer(max(0.0, at - (time.time() - t0)), snap))
+            timers[-1].start()
     order = sorted(range(len(flows)), key=lambda i: starts[i])
     for i in order:
         f = flows[i]
@@ -860,6 +937,8 @@ def run_scenario(args, disc, bed, tmp):
             health = cpu.stop()
     for f in flows:
         f.wait(dur + 30)
+    for t in timers:
+        t.join()
     snaps["load_end"] = snapshot(bed)
     wire.stop()
     health.update(wire.stalls(*win))
@@ -997,7 +1076,38 @@ def analyse(args, raw):
                         for h, v in tot.items()}
     if sc == "subscribers":
         res["subscribers"] = subscriber_rates(args, raw)
+    if sc == "l4s":
+        res["l4s"] = l4s_figures(args, raw, phases["loaded"])
     return res
+
+
+def l4s_figures(args, raw, both):
+    """Per phase (the scalable flow alone, then beside the cubic one): each flow's share
+    of the rate, the scalable flow's queueing delay and marks, and the downstream Best
+    Effort tin by the shaper's own counters (its sojourn is the scalable flow's alone)."""
+    s = raw["snaps"]
+    sf, cf = raw["flows"]
+    rate = args.down_bps / 1e6
+    out = {}
+    for ph, a, b in (("alone", "alone_start", "alone_end"), ("both", "window_start", "window_end")):
+        x, y = (s.get(a + "_t"), s.get(b + "_t")) if ph == "alone" else both
+        if x is None or y is None:
+            continue
+        d = delta((s.get(a) or {}).get("downstream"), (s.get(b) or {}).get("downstream")) or {}
+        tin = next((t for t in d.get("tins", []) if t["name"] == "Best Effort"), None)
+        p = {"window_s": [rnd(x, 2), rnd(y, 2)],
+             "scalable_mbit": rnd(mbit_in(sf.series.get("1", []), x, y)),
+             "scalable_queueing": sf.queueing(x, y)}
+        p["scalable_of_rate"] = rnd(p["scalable_mbit"] / rate, 4)
+        if ph == "both":
+            c = mbit_in(list(cf.series.values())[0], x, y) if cf.series else 0.0
+            p["cubic_mbit"] = rnd(c)
+            p["cubic_of_rate"] = rnd(c / rate, 4)
+        if tin:
+            p["tin"] = {k: tin.get(k) for k in ("sent_packets", "ect1_packets", "step_marks", "ecn_mark",
+                                                "drops", "sojourn")}
+        out[ph] = p
+    return out
 
 
 def subscriber_rates(args, raw):
@@ -1039,6 +1149,9 @@ def series(raw):
             out["goodput"][names[lab]] = {"direction": f.direction, "cc": f.cc, "tos": f.tos,
                                           "host": f.host,
                                           "mbit": [[t, rnd(v)] for t, v in binned(ivs, a, b)]}
+    for f in raw["flows"]:  # a scalable flow's own RTT, every 10th sample
+        if getattr(f, "result", None):
+            out["latency"][f.name + "_rtt"] = [[t, r] for t, r in f.result["rtt_ms"][::10]]
     for d in ("up", "down"):
         ivs = [iv for f in raw["flows"] if f.direction == d for s in f.series.values() for iv in s]
         if ivs:
@@ -1159,6 +1272,17 @@ def table(args, result):
                 "%s sent %s of its %g Mbit/s plan (goodput %s Mbit/s)" % (
                     d, fmt(v[d].get("of_plan"), "%.3f"), v[d]["plan_mbit"], fmt(v[d]["goodput_mbit"], "%.1f"))
                 for d in ("down", "up")))
+        for ph, v in (r.get("l4s") or {}).items():
+            q, t = v["scalable_queueing"], v.get("tin") or {}
+            lines.append("%-14s l4s %s: scalable %s of rate (queueing p50 %s / p99 %s ms, CE %s)%s; tin: ECT(1) %s, "
+                         "step marks %s, COBALT marks %s, drops %s, sojourn p50 %s / p99 %s ms" % (
+                             disc, ph, fmt(v["scalable_of_rate"], "%.3f"), fmt(q["p50_ms"], "%.2f"),
+                             fmt(q["p99_ms"], "%.2f"), fmt(q["ce_fraction"], "%.3f"),
+                             ", cubic %s" % fmt(v.get("cubic_of_rate"), "%.3f") if ph == "both" else "",
+                             fmt(t.get("ect1_packets"), "%d"), fmt(t.get("step_marks"), "%d"),
+                             fmt(t.get("ecn_mark"), "%d"), fmt(t.get("drops"), "%d"),
+                             fmt((t.get("sojourn") or {}).get("p50_ms"), "%.2f"),
+                             fmt((t.get("sojourn") or {}).get("p99_ms"), "%.2f")))
         if "hosts" in r:
             lines.append("%-14s %s" % (disc, ", ".join(
                 "%s %.1f Mbit/s (%.1f %%)" % (h, v["mbit"], 100 * (v["share"] or 0)) for h, v in r["hosts"].items())))
@@ -1208,7 +1332,7 @@ def main():
                     help="seconds after the (last) flow start before the loaded phase (default 2, rrul 3)")
     ap.add_argument("--stagger", type=float, default=3.0, help="staggered: seconds between starts")
     ap.add_argument("--out", default=None, help="directory for SCENARIO.json and SCENARIO.png")
-    ap.add_argument("--disciplines", default="cake,fifo")
+    ap.add_argument("--disciplines", default=None, help="default cake,fifo; l4s: cake+l4s,cake")
     ap.add_argument("--flows", type=int, default=None)
     ap.add_argument("--fifo-limit", type=int, default=1000, help="packets in the bloated FIFO")
     ap.add_argument("--probe-interval", type=parse_time, default=None)
@@ -1232,6 +1356,8 @@ def main():
     if rc is not None:
         return rc
     d = SCENARIOS[args.scenario]
+    if args.disciplines is None:
+        args.disciplines = "cake+l4s,cake" if args.scenario == "l4s" else "cake,fifo"
     args.down_bps = args.down or parse_rate(d["down"])
     args.up_bps = args.up or parse_rate(d["up"])
     args.rtt_s = args.rtt or parse_time(d["rtt"])
@@ -1267,7 +1393,7 @@ def main():
     rc = 0
     for disc in args.disciplines.split(","):
         disc = disc.strip()
-        bed = Bed(args.prefix, shaperd, tmp, disc.replace("/", "-"))
+        bed = Bed(args.prefix, shaperd, tmp, disc.replace("/", "-").replace("+", "-"))
         bed.pin_cpus = None if args.load_cpus == "any" else args.load_cpus
         if args.load_cpus == "auto":
             bed.pin_cpus = load_cpus()
