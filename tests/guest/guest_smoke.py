@@ -19,6 +19,9 @@ guest has no IOMMU, and Debian's kernel has no vfio no-IOMMU mode) and
   rate over the host's clock never above the rate (5 %);
 - `systemctl reload` after the file's upstream rate changed to 4 Mbit/s:
   the journal says it applied, and the shaper holds the new rate;
+- each NIC's link taken down and up from the host (QEMU's set_link: QEMU
+  does not pass a tap's state on to the NIC): `ports` and the journal (at
+  notice) say so, and a ping crosses once it is back;
 - the accounting identity in the final statistics.
 
 It prints the time from a fresh overlay of the cached image (the OS, no
@@ -141,6 +144,44 @@ def rate_check(g, direction, rate, label):
     return b
 
 
+def port_state(g, role):
+    p = stats(g)["ports"][role]
+    return p["link_up"], p["link_changes"]
+
+
+def link_check(g, role, pci, journal_from):
+    """The NIC's carrier taken away and given back from the host (QEMU's
+    set_link): shaperd's `ports` says so within 10 s each way (it looks
+    twice a second), the journal has both lines at notice, and a ping
+    crosses again once the link is back."""
+    up0, n0 = port_state(g, role)
+    ok = check(up0, "%s port %s: link up before the host takes it down" % (role, pci))
+    for up, word in ((False, "down"), (True, "up")):
+        t0 = time.monotonic()
+        g.set_link(role, up)
+        while True:
+            now_up, n = port_state(g, role)
+            if now_up == up or time.monotonic() - t0 > 10:
+                break
+            time.sleep(0.2)
+        ok &= check(now_up == up, "%s port %s: `ports` says link %s %.1f s after the host set "
+                    "it %s (link_changes %d -> %d)" % (role, pci, "up" if now_up else "down",
+                                                       time.monotonic() - t0, word, n0, n))
+    _, n = port_state(g, role)
+    ok &= check(n == n0 + 2, "%s port %s: link_changes %d -> %d (one down, one up)" %
+                (role, pci, n0, n))
+    # The journal's own priority filter: notice (5) only.
+    _, out, _ = g.run("journalctl -o cat --no-pager -u shaperd@vm -p notice..notice "
+                      "--since @%d | grep ' port %s: link'" % (journal_from, pci), timeout=60)
+    lines = out.strip().splitlines()
+    ok &= check(len(lines) >= 2 and "link down" in lines[-2] and "link up" in lines[-1],
+                "the journal at notice: %s" % " | ".join(lines[-2:]))
+    r = g.in_ns("cli", ["ping", "-c", "3", "-i", "0.2", "-W", "2", vmbed.SRV_IP],
+                capture_output=True, text=True)
+    ok &= check(r.returncode == 0, "ping client -> server once the %s link is back" % role)
+    return ok
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: the guest bed needs root (taps, namespaces, the image build)")
@@ -250,6 +291,9 @@ def main():
         _, out, _ = g.run("journalctl -b -o cat --no-pager -u shaperd@vm | grep -i reload")
         check("applied upstream.bandwidth" in out, "reload applied: %s" % out.strip())
         rate_check(g, "upstream", UP_RELOADED, "cake 4mbit upstream after the reload")
+        _, now, _ = g.run("date +%s", check=True)
+        for role, pci in (("lan", vmbed.LAN_PCI), ("wan", vmbed.WAN_PCI)):
+            link_check(g, role, pci, int(now) - 1)
         time.sleep(1)
         check_accounting(stats(g), "final stats")
     except (vmbed.BedError, subprocess.SubprocessError, OSError, ValueError, KeyError) as e:

@@ -92,12 +92,13 @@ def deb_dependencies(deb):
 def package(src, out_dir):
     """The Debian package of the tree at src (tools/build-deb.sh, without its
     unit run), built into out_dir unless the one there is of the same tree:
-    the committed files and the changes to tracked files, less the bed's own
-    and the docs. Its path."""
-    # The bed's own files and the docs do not change the package: editing them
-    # does not rebuild it.
-    keep = ["--", ".", ":(exclude)tests/guest", ":(exclude)tools/vmbed",
-            ":(exclude)tools/shaperlib/vmbed.py", ":(exclude)docs/*.md"]
+    the committed files and the changes to tracked files, less the tests,
+    the beds and the docs. Its path."""
+    # What the package is not built from does not rebuild it: the tests (off
+    # in a nocheck build), the beds' Python and the docs.
+    keep = ["--", ".", ":(exclude)tests", ":(exclude)tools/vmbed", ":(exclude)tools/shaperlib",
+            ":(exclude)tools/testbed", ":(exclude)tools/pktgen", ":(exclude)tools/*.py",
+            ":(exclude)docs/*.md"]
     tree = subprocess.run(["git", "-C", src, "ls-files", "-s"] + keep,
                           capture_output=True).stdout
     diff = subprocess.run(["git", "-C", src, "diff", "HEAD", "--binary"] + keep,
@@ -369,10 +370,10 @@ class Guest:
             "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
             "-netdev", "tap,id=lan,ifname=%s,script=no,downscript=no,vhost=off,queues=%d" %
             (self.tap_lan, q),
-            "-device", "virtio-net-pci,netdev=lan,mq=on,vectors=%d,addr=0x4,romfile=,"
+            "-device", "virtio-net-pci,id=lan-nic,netdev=lan,mq=on,vectors=%d,addr=0x4,romfile=,"
             "mac=52:54:00:5a:00:04" % (2 * q + 2),
             "-netdev", "tap,id=wan,ifname=%s,script=no,downscript=no,vhost=off" % self.tap_wan,
-            "-device", "e1000e,netdev=wan,addr=0x5,romfile=,mac=52:54:00:5a:00:05",
+            "-device", "e1000e,id=wan-nic,netdev=wan,addr=0x5,romfile=,mac=52:54:00:5a:00:05",
         ]
         self.qemu_log = open(os.path.join(self.run_dir, "qemu.log"), "w")
         self.proc = subprocess.Popen(argv, stdout=self.qemu_log, stderr=subprocess.STDOUT,
@@ -456,6 +457,14 @@ class Guest:
         if check and rc != 0:
             raise BedError("guest command failed (exit %s): %s\n%s%s" % (rc, name, out, err))
         return rc, out, err
+
+    def set_link(self, port, up):
+        """The carrier of the guest's "lan" or "wan" NIC, as a cable pulled
+        and plugged back would set it (QMP set_link on the NIC: the guest's
+        driver reads it from the device's status). Taking the host's tap
+        down would not do: QEMU's tap backend does not pass the tap's
+        carrier on to the NIC."""
+        self.qmp.call("set_link", {"name": port + "-nic", "up": bool(up)})
 
     def stop(self):
         """Power the guest off (QMP quit) and take the namespaces and taps down."""
