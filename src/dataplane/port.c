@@ -318,6 +318,13 @@ dp_port_start(struct dp_port *port, struct rte_mempool *mp, char *err, size_t er
 	return 0;
 }
 
+/* Mbit/s, 0 when the device does not say (net_virtio reports UINT32_MAX for that). */
+static uint32_t
+link_speed_known(const struct rte_eth_link *link)
+{
+	return link->link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link->link_speed;
+}
+
 int
 dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_ms)
 {
@@ -333,7 +340,7 @@ dp_ports_wait_link(struct dp_port *ports, unsigned int n, unsigned int timeout_m
 			    link.link_status == RTE_ETH_LINK_UP)
 				up++; /* a PMD without link state counts as up */
 			ports[i].link_up = link.link_status == RTE_ETH_LINK_UP;
-			ports[i].link_speed = link.link_speed;
+			ports[i].link_speed = link_speed_known(&link);
 		}
 		if (up == n || waited >= timeout_ms)
 			break;
@@ -379,12 +386,15 @@ dp_port_watch_link(struct dp_port *port, const char *role)
 	if (rte_eth_link_get_nowait(port->port_id, &link) != 0)
 		return false; /* no link state: nothing to watch */
 	up = link.link_status == RTE_ETH_LINK_UP && kernel_if_running(port->port_id) != 0;
-	port->link_speed = up ? link.link_speed : 0;
+	port->link_speed = up ? link_speed_known(&link) : 0;
 	if (up == port->link_up)
 		return false;
 	port->link_up = up;
 	port->link_changes++;
-	if (up)
+	if (up && port->link_speed == 0)
+		shaper_log_ratelimited(SHAPER_LOG_NOTICE, "%s port %s: link up, speed not reported",
+				       role, port->name);
+	else if (up)
 		shaper_log_ratelimited(
 				SHAPER_LOG_NOTICE, "%s port %s: link up, %u Mbit/s %s-duplex", role,
 				port->name, link.link_speed,

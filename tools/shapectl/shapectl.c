@@ -197,12 +197,14 @@ show_version(const struct opts *o, const json_t *r)
 
 /* ---- stats ---- */
 
-/* A port's link: "up 10000M", "down", or "-" from a daemon that does not say. */
+/* A port's link: "up 10000M", "up" (no speed reported), "down", or "-" (not said). */
 static void
 cell_link(struct sc_table *t, const json_t *p)
 {
 	if (json_object_get(p, "link_up") == NULL)
 		sc_table_cell(t, "-");
+	else if (sc_int(p, "link_up") && sc_int(p, "link_speed") == 0)
+		sc_table_cell(t, "up");
 	else if (sc_int(p, "link_up"))
 		sc_table_cell(t, "up %lldM", sc_int(p, "link_speed"));
 	else
