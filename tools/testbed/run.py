@@ -82,7 +82,7 @@ SCENARIOS = {
     "staggered": dict(down="20mbit", up="20mbit", rtt="48ms", duration=30, idle=2),
     "hosts": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=2),
     "subscribers": dict(down="100mbit", up="20mbit", rtt="40ms", duration=20, idle=3),
-    "l4s": dict(down="40mbit", up="20mbit", rtt="20ms", duration=30, idle=2),
+    "l4s": dict(down="100mbit", up="20mbit", rtt="20ms", duration=30, idle=2),
 }
 SCALABLE = os.path.join(HERE, "scalable.py")
 SCALABLE_OPTS = os.environ.get("SCALABLE_OPTS", "").split()
@@ -285,7 +285,7 @@ def subscribers_file(args, tmp, disc):
     return path
 
 
-def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
+def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit, l4s_step=None):
     """One direction's config. d is 'upstream' or 'downstream'."""
     rate = "%dkbit" % round(rate_bps / 1000)
     l4s = disc.endswith("+l4s")
@@ -311,6 +311,8 @@ def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit):
             c["isolation"] = disc.split("/", 1)[1]
         if l4s:
             c["l4s"] = True
+            if l4s_step:
+                c["l4s_step"] = l4s_step
     else:
         raise SystemExit("unknown discipline %r (fifo, cake, cake/ISOLATION, fq_codel)" % disc)
     c["emulate"] = {"delay": "%dus" % round(rtt_s / 2 * 1e6)}
@@ -531,8 +533,12 @@ class ScalableFlow:
         q = sorted(v - base for t, v in r.get("rtt_ms", []) if a <= t < b) if base is not None else []
         bins = [x for x in r.get("bins", []) if x[0] >= a and x[1] <= b]
         pk, ce = sum(x[3] for x in bins), sum(x[4] for x in bins)
+        tr = [(w, al) for t, w, al in r.get("cwnd", []) if a <= t < b]
         return {"samples": len(q), "base_rtt_ms": base, "p50_ms": rnd(pct(q, 50)), "p99_ms": rnd(pct(q, 99)),
-                "ce_fraction": rnd(ce / pk, 4) if pk else None, "totals": r.get("totals")}
+                "ce_fraction": rnd(ce / pk, 4) if pk else None,
+                "mean_cwnd": rnd(sum(w for w, _ in tr) / len(tr), 1) if tr else None,
+                "mean_alpha": rnd(sum(al for _, al in tr) / len(tr), 4) if tr else None,
+                "totals": r.get("totals")}
 
 
 def bytes_in(ivs, a, b):
@@ -1333,6 +1339,7 @@ def main():
     ap.add_argument("--stagger", type=float, default=3.0, help="staggered: seconds between starts")
     ap.add_argument("--out", default=None, help="directory for SCENARIO.json and SCENARIO.png")
     ap.add_argument("--disciplines", default=None, help="default cake,fifo; l4s: cake+l4s,cake")
+    ap.add_argument("--l4s-step", default=None, help="l4s_step of the +l4s disciplines (default: shaperd's)")
     ap.add_argument("--flows", type=int, default=None)
     ap.add_argument("--fifo-limit", type=int, default=1000, help="packets in the bloated FIFO")
     ap.add_argument("--probe-interval", type=parse_time, default=None)
@@ -1400,9 +1407,10 @@ def main():
         bed.nice = args.nice
         bed.rt_priority = args.rt_priority
         bed.probe_rt = args.probe_rt
-        cfg = {"upstream": direction_cfg(disc, args.up_bps, "upstream", args.scenario, args.rtt_s, args.fifo_limit),
+        cfg = {"upstream": direction_cfg(disc, args.up_bps, "upstream", args.scenario, args.rtt_s, args.fifo_limit,
+                                         args.l4s_step),
                "downstream": direction_cfg(disc, args.down_bps, "downstream", args.scenario, args.rtt_s,
-                                           args.fifo_limit)}
+                                           args.fifo_limit, args.l4s_step)}
         if args.scenario == "subscribers" and disc.split("/")[0] == "cake":
             cfg["subscribers"] = {"file": subscribers_file(args, tmp, disc), "active": 8}
             bed.subscribers = True
