@@ -781,6 +781,7 @@ run_control(struct app *a)
 			a->ctl.dirs[d][i] = a->dir[d][i];
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
 		a->ctl.ports[r] = &a->port[r];
+	a->ctl.failopen = a->cfg.fail_open ? &a->failopen : NULL;
 	dp_control_backend(&a->ctl, &a->be);
 	dp_telemetry_register(&a->be);
 	if (a->cfg.metrics_enabled) {

@@ -211,6 +211,17 @@ struct ctl_config_file {
 	unsigned int n_programs;
 };
 
+/* The fail-open lease (docs/deployment.md, "Fail-open"), for stats. */
+struct ctl_fail_open_counters {
+	bool holding;         /* shaperd held the line at the lease thread's last look */
+	uint64_t renewals;    /* leases granted */
+	uint64_t takeovers;   /* grants after the bridge had the line (the first one too) */
+	uint64_t lapses;      /* grants that came after the lease had run out */
+	uint64_t lapsed_ns;   /* time the bridge forwarded because of them */
+	uint64_t withheld;    /* looks at which a worker had not turned */
+	uint64_t drain_waits; /* looks at which a worker still held frames the bridge sent */
+};
+
 struct ctl_backend {
 	void *opaque;
 	/* NULL: config.reload and config.save are refused (no file to read). */
@@ -221,6 +232,8 @@ struct ctl_backend {
 	int (*port_counters)(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc);
 	/* Bytes allocated from the DPDK heap now (leak checks); NULL if not known. */
 	int (*heap_bytes)(void *opaque, uint64_t *bytes);
+	/* What the fail-open lease thread did; NULL, or -ENOENT, without fail-open. */
+	int (*fail_open)(void *opaque, struct ctl_fail_open_counters *c);
 	/* Apply params to a direction between bursts; 0, or -errno with err. */
 	int (*apply)(void *opaque, enum shaper_dir d, const struct sched_params *p, char *err,
 		     size_t errlen);

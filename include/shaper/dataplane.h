@@ -45,7 +45,8 @@ struct dp_control {
 	uint32_t n_shards;
 	struct dp_dir *dirs[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* each direction's shards */
 	struct dp_port *ports[SHAPER_NUM_PORTS];
-	unsigned int timeout_ms; /* mailbox answer timeout; 0 = DP_CALL_TIMEOUT_MS */
+	unsigned int timeout_ms;      /* mailbox answer timeout; 0 = DP_CALL_TIMEOUT_MS */
+	struct dp_failopen *failopen; /* NULL without fail-open */
 };
 
 void dp_control_backend(struct dp_control *ctl, struct ctl_backend *be);

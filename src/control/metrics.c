@@ -530,6 +530,43 @@ ctl_metrics_print_subscribers(FILE *f, const json_t *subs)
 	return ferror(f) ? -EIO : 0;
 }
 
+/* The fail-open lease, when the daemon has one. */
+static void
+fail_open_families(FILE *f, const json_t *fo)
+{
+	static const struct {
+		const char *name, *type, *key, *help;
+	} fams[] = {
+		{ "shaper_fail_open_holding", "gauge", "holding",
+		  "1 while shaperd holds the line (fail-open's lease)" },
+		{ "shaper_fail_open_renewals_total", "counter", "renewals", "Leases granted" },
+		{ "shaper_fail_open_takeovers_total", "counter", "takeovers",
+		  "Times shaperd took the line from the bridge" },
+		{ "shaper_fail_open_lapses_total", "counter", "lapses",
+		  "Leases renewed after they had run out" },
+		{ "shaper_fail_open_withheld_total", "counter", "withheld",
+		  "Lease renewals withheld because a worker had not turned" },
+		{ "shaper_fail_open_drain_waits_total", "counter", "drain_waits",
+		  "Takeovers put off while a worker still held frames the bridge sent" },
+	};
+
+	if (!json_is_object(fo))
+		return;
+	for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++) {
+		const json_t *v = json_object_get(fo, fams[i].key);
+
+		header(f, fams[i].name, fams[i].type, fams[i].help);
+		fprintf(f, "%s %lld\n", fams[i].name,
+			json_is_boolean(v)   ? (long long)json_is_true(v)
+			: json_is_integer(v) ? json_integer_value(v)
+					     : 0);
+	}
+	header(f, "shaper_fail_open_lapsed_seconds_total", "counter",
+	       "Time the bridge carried the line because a lease ran out");
+	fprintf(f, "shaper_fail_open_lapsed_seconds_total %.6f\n",
+		(double)ctl_json_int(fo, "lapsed_us") / 1e6);
+}
+
 int
 ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const char *up_help)
 {
@@ -579,5 +616,6 @@ ctl_metrics_print(FILE *f, const json_t *version, const json_t *stats, const cha
 			fprintf(f, "} %lld\n", json_is_integer(v) ? json_integer_value(v) : 0);
 		}
 	}
+	fail_open_families(f, json_object_get(stats, "fail_open"));
 	return ferror(f) ? -EIO : 0;
 }

@@ -425,6 +425,21 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 			json_object_set_new(r->result, "memory",
 					    json_pack("{s:I}", "heap_bytes", (json_int_t)heap));
 	}
+	if (be->fail_open != NULL) {
+		struct ctl_fail_open_counters fo;
+
+		memset(&fo, 0, sizeof(fo));
+		if (be->fail_open(be->opaque, &fo) == 0)
+			json_object_set_new(r->result, "fail_open",
+					    json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
+						      "holding", fo.holding, "renewals",
+						      (json_int_t)fo.renewals, "takeovers",
+						      (json_int_t)fo.takeovers, "lapses",
+						      (json_int_t)fo.lapses, "lapsed_us",
+						      (json_int_t)(fo.lapsed_ns / 1000u),
+						      "withheld", (json_int_t)fo.withheld,
+						      "drain_waits", (json_int_t)fo.drain_waits));
+	}
 	return 0;
 err:
 	json_decref(ports);

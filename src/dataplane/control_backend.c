@@ -16,6 +16,7 @@
 #include <rte_malloc.h>
 
 #include "shaper/dataplane.h"
+#include "shaper/failopen.h"
 
 #define MBOX_WORD(gen, st) ((gen) << 8 | (uint64_t)(st))
 #define MBOX_GEN(w)        ((w) >> 8)
@@ -312,6 +313,25 @@ be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters
 	struct dp_control *ctl = opaque;
 
 	return dp_port_counters(ctl->ports[r], pc);
+}
+
+static int
+be_fail_open(void *opaque, struct ctl_fail_open_counters *c)
+{
+	struct dp_control *ctl = opaque;
+	struct dp_failopen_counters fc;
+
+	if (ctl->failopen == NULL)
+		return -ENOENT;
+	dp_failopen_counters(ctl->failopen, &fc);
+	c->holding = fc.holding;
+	c->renewals = fc.renewals;
+	c->takeovers = fc.takeovers;
+	c->lapses = fc.lapses;
+	c->lapsed_ns = fc.lapsed_ns;
+	c->withheld = fc.withheld;
+	c->drain_waits = fc.drain_waits;
+	return 0;
 }
 
 static int
@@ -680,6 +700,7 @@ dp_control_backend(struct dp_control *ctl, struct ctl_backend *be)
 	be->dir_snapshot = be_dir_snapshot;
 	be->port_counters = be_port_counters;
 	be->heap_bytes = be_heap_bytes;
+	be->fail_open = be_fail_open;
 	be->apply = be_apply;
 	be->reset_stats = be_reset;
 	be->flows = be_flows;

@@ -424,6 +424,20 @@ print_direction(const char *name, const json_t *d)
 	}
 }
 
+/* One line on the fail-open lease, when the daemon has one. */
+static void
+print_fail_open(const json_t *fo)
+{
+	if (!json_is_object(fo))
+		return;
+	printf("fail-open: %s; taken over %lld time(s), lapsed %lld (%.1f ms), withheld %lld, "
+	       "waited for drains %lld\n",
+	       json_is_true(json_object_get(fo, "holding")) ? "shaperd holds the line"
+							    : "the bridge carries the line",
+	       sc_int(fo, "takeovers"), sc_int(fo, "lapses"), sc_int(fo, "lapsed_us") / 1e3,
+	       sc_int(fo, "withheld"), sc_int(fo, "drain_waits"));
+}
+
 static int
 show_stats(const struct opts *o, const json_t *r)
 {
@@ -434,6 +448,7 @@ show_stats(const struct opts *o, const json_t *r)
 	if (o->json)
 		return sc_print_json(r);
 	print_ports(json_object_get(r, "ports"));
+	print_fail_open(json_object_get(r, "fail_open"));
 	json_object_foreach ((json_t *)dirs, k, d) {
 		printf("\n");
 		print_direction(k, d);
