@@ -287,6 +287,9 @@ def run_row(setup, event, binary, tmp, echo_pid):
             st = request(d.sock, "stats", timeout=5)
             row["stale"] = sum(x["drop_reasons"].get("stale", 0)
                                for x in st["directions"].values())
+            if "fail_open" in st:
+                row["holding"] = st["fail_open"]["holding"]
+                row["takeovers"] = st["fail_open"]["takeovers"]
             if event.startswith("reload"):
                 st = request(d.sock, "config.get", timeout=5)
                 row["rate_after"] = st["upstream"]["bandwidth"]
@@ -388,6 +391,14 @@ def main():
             # between a worker's last read without the line and the grant is
             # sent by both (0-2 an event measured; 52-104 on a resume before
             # the workers dropped what the bridge had sent).
+            if r.get("shaping") is not None:
+                # the lease says what the probe saw: held at the end, taken
+                # again after a pause (the start's takeover and the resume's)
+                want = 2 if e.startswith("pause") else 1
+                check(r.get("holding") is True and r.get("takeovers", 0) >= want,
+                      "%s, %s: stats' fail_open holds the line after %s takeover(s) "
+                      "(holding %s, takeovers %s)" % (s, e, want, r.get("holding"),
+                                                       r.get("takeovers")))
             bound = DUP_BOUND_AF_PACKET if s.endswith("af_packet") else 0
             check(r["dups"] <= bound, "%s, %s: %d probes answered twice (bound %d)" % (
                 s, e, r["dups"], bound))
