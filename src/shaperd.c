@@ -639,15 +639,6 @@ teardown(struct app *a)
 				dp_dir_drain(a->dir[d][i]);
 }
 
-static uint64_t
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * systemd's watchdog (WatchdogSec= in the unit) is fed only while every
  * worker still turns: a stuck worker gets the service restarted. The
@@ -664,7 +655,7 @@ feed_watchdog(struct app *a, struct dp_watchdog *wd, bool *reported)
 
 	for (unsigned int i = 0; i < wd->n; i++)
 		beats[i] = __atomic_load_n(&a->lc[i]->w.heartbeat, __ATOMIC_RELAXED);
-	switch (dp_watchdog_check(wd, beats, monotonic_ns(), &w, &since)) {
+	switch (dp_watchdog_check(wd, beats, shaper_monotonic_ns(), &w, &since)) {
 	case DP_WD_WAIT:
 		break;
 	case DP_WD_ALIVE:
@@ -744,7 +735,7 @@ reconnect_port(struct app *a, int r, uint64_t now_ms)
 static void
 watch_links(struct app *a, uint64_t *next_ms)
 {
-	uint64_t now_ms = monotonic_ns() / 1000000u;
+	uint64_t now_ms = shaper_monotonic_ns() / 1000000u;
 
 	if (now_ms < *next_ms)
 		return;
@@ -773,7 +764,7 @@ run_control(struct app *a)
 
 	/* Fed at half systemd's interval, as sd_watchdog_enabled(3) advises. */
 	if (wd_on)
-		dp_watchdog_init(&wd, a->cfg.n_workers, wd_usec * 1000u / 2, monotonic_ns());
+		dp_watchdog_init(&wd, a->cfg.n_workers, wd_usec * 1000u / 2, shaper_monotonic_ns());
 
 	a->ctl.n_shards = a->n_shards;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)

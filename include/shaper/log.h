@@ -122,4 +122,7 @@ int shaper_log_route_rte(void);
 void shaper_log_open(FILE *out, FILE *err);
 void shaper_log_set_clock(uint64_t (*now_ns)(void));
 
+/* CLOCK_MONOTONIC in nanoseconds: the control plane's clock (never the data plane's). */
+uint64_t shaper_monotonic_ns(void);
+
 #endif

@@ -60,15 +60,6 @@ struct ctl_metrics_http {
 	uint64_t cache_ns;
 };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* MHD's word on a connection opening or closing: its slot and its deadline. */
 static void
 on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -87,7 +78,8 @@ on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
 		if (h->conns[i].conn == NULL) {
 			h->conns[i] = (struct metrics_conn){
 				.conn = conn,
-				.deadline_ns = now_ns() + METRICS_REQUEST_TIMEOUT * 1000000000ull,
+				.deadline_ns = shaper_monotonic_ns() +
+					       METRICS_REQUEST_TIMEOUT * 1000000000ull,
 			};
 			*socket_context = &h->conns[i];
 			return;
@@ -108,14 +100,14 @@ on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	(void)con_cls;
 	(void)toe;
 	if (m != NULL && m->conn == conn)
-		m->deadline_ns = now_ns() + METRICS_REQUEST_TIMEOUT * 1000000000ull;
+		m->deadline_ns = shaper_monotonic_ns() + METRICS_REQUEST_TIMEOUT * 1000000000ull;
 }
 
 /* Shut down the sockets past their deadline; MHD sees the end and closes them. */
 static void
 cut_late(struct ctl_metrics_http *h)
 {
-	uint64_t now = now_ns();
+	uint64_t now = shaper_monotonic_ns();
 
 	for (unsigned int i = 0; i < METRICS_MAX_CONNS; i++) {
 		struct metrics_conn *m = &h->conns[i];
@@ -226,7 +218,8 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return respond_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
 				    "method not allowed: use GET\n", "GET, HEAD");
-	if (h->cache != NULL && now_ns() < h->cache_ns + METRICS_CACHE_MS * NS_PER_MS) {
+	if (h->cache != NULL &&
+	    shaper_monotonic_ns() < h->cache_ns + METRICS_CACHE_MS * NS_PER_MS) {
 		body = malloc(h->cache_len + 1);
 		if (body == NULL)
 			return MHD_NO;
@@ -263,7 +256,7 @@ answer(void *cls, struct MHD_Connection *conn, const char *url, const char *meth
 	if (h->cache != NULL) {
 		memcpy(h->cache, body, len);
 		h->cache_len = len;
-		h->cache_ns = now_ns();
+		h->cache_ns = shaper_monotonic_ns();
 	}
 	return respond(conn, MHD_HTTP_OK, body, len, CTL_METRICS_CONTENT_TYPE, NULL);
 }

@@ -77,15 +77,6 @@ struct ctl_server {
 	uint64_t walk_credit_ns, walk_at_ns;
 };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
-}
-
 /* A socket file nobody answers on is left over from a crash: safe to replace. */
 static int
 check_existing(const char *path, char *err, size_t errlen)
@@ -286,7 +277,7 @@ ctl_server_open(const struct ctl_server_params *p, const struct ctl_backend *be,
 	srv->slot_log = (struct shaper_log_limit)SHAPER_LOG_LIMIT_INIT(SHAPER_LOG_BURST,
 								       SHAPER_LOG_INTERVAL_S);
 	srv->walk_credit_ns = NS_PER_S; /* a full bucket: a second's worth */
-	srv->walk_at_ns = now_ns();
+	srv->walk_at_ns = shaper_monotonic_ns();
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	memset(&ev, 0, sizeof(ev));
@@ -464,7 +455,7 @@ struct budget {
 static bool
 budget_left(const struct budget *b)
 {
-	return b->requests > 0 && now_ns() < b->end_ns;
+	return b->requests > 0 && shaper_monotonic_ns() < b->end_ns;
 }
 
 /* The buffer is full and holds no newline: answer once, then skip to the newline. */
@@ -502,7 +493,7 @@ conn_answer(struct ctl_server *srv, struct ctl_conn *c, struct budget *b, unsign
 		}
 		end = (size_t)(nl - c->in);
 		c->head = c->scan = end + 1;
-		c->partial_ns = c->head < c->inlen ? now_ns() : 0;
+		c->partial_ns = c->head < c->inlen ? shaper_monotonic_ns() : 0;
 		if (c->discarding) {
 			c->discarding = false;
 			continue;
@@ -511,7 +502,8 @@ conn_answer(struct ctl_server *srv, struct ctl_conn *c, struct budget *b, unsign
 			continue; /* empty lines are ignored, and cost nothing */
 		(*served)++;
 		b->requests--;
-		if (conn_reply(srv, c, c->in + start, end - start, now_ns(), walked) != 0)
+		if (conn_reply(srv, c, c->in + start, end - start, shaper_monotonic_ns(), walked) !=
+		    0)
 			return -1;
 	}
 	c->pending = memchr(c->in + c->scan, '\n', c->inlen - c->scan) != NULL;
@@ -734,7 +726,7 @@ ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 		       srv->woken ? 0 : timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
-	now = now_ns();
+	now = shaper_monotonic_ns();
 	b.end_ns = now + CTL_POLL_MS * NS_PER_MS;
 	for (int i = 0; i < n; i++) {
 		struct ctl_conn *c = evs[i].data.ptr;
@@ -765,7 +757,7 @@ ctl_server_poll(struct ctl_server *srv, int timeout_ms)
 			c->dead = true;
 	}
 	srv->rr = k < n_conns ? start + k : start + 1;
-	now = now_ns();
+	now = shaper_monotonic_ns();
 	for (unsigned int i = srv->n_conns; i-- > 0;) {
 		struct ctl_conn *c = srv->conns[i];
 

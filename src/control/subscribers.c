@@ -17,6 +17,7 @@
 
 #include "shaper/config.h"
 #include "shaper/control.h"
+#include "shaper/log.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_config.h"
 #include "shaper/subscriber_diff.h"
@@ -222,15 +223,6 @@ sub_json(const struct ctl_backend *be, const struct sub_sched *ss, const struct 
 	return o;
 }
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static const struct sub_sched *
 subs_of(const struct ctl_backend *be, const struct sub_set **set, enum ctl_error *err, char *msg,
 	size_t len)
@@ -402,7 +394,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 	o = json_object();
 	/* Taken before the counters: rate = bytes difference / time difference of two calls. */
-	json_object_set_new(o, "time_ns", J_U64(now_ns()));
+	json_object_set_new(o, "time_ns", J_U64(shaper_monotonic_ns()));
 	for (uint32_t i = 0; i < n; i++) {
 		struct sub_counters c[SUB_DIRS];
 
@@ -715,7 +707,7 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 		}
 	}
 	o = sub_json(be, ss, set, sub, true);
-	json_object_set_new(o, "time_ns", J_U64(now_ns()));
+	json_object_set_new(o, "time_ns", J_U64(shaper_monotonic_ns()));
 	return o;
 }
 

@@ -447,15 +447,6 @@ find_lease_map(int ifindex)
 	return fd;
 }
 
-static uint64_t
-monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* bpf_ktime_get_ns() reads CLOCK_MONOTONIC: the lease is in its nanoseconds. */
 static void
 grant(struct dp_failopen *fo, uint64_t until_ns)
@@ -533,7 +524,7 @@ lease_thread(void *arg)
 			beats[i] = __atomic_load_n(fo->beats[i], __ATOMIC_RELAXED);
 			drained[i] = __atomic_load_n(fo->drained[i], __ATOMIC_ACQUIRE);
 		}
-		until = dp_failopen_decide(fo, beats, drained, monotonic_ns(), dp_now_ns());
+		until = dp_failopen_decide(fo, beats, drained, shaper_monotonic_ns(), dp_now_ns());
 		if (until != 0) {
 			/* The kernel's program first: until it has the lease, the bridge sends. */
 			grant(fo, until);

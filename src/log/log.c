@@ -28,8 +28,8 @@ static const char *const level_names[] = {
 	[SHAPER_LOG_DEBUG] = "debug",
 };
 
-static uint64_t
-monotonic_ns(void)
+uint64_t
+shaper_monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -134,7 +134,7 @@ shaper_log_level_name(enum shaper_log_level level)
 static uint64_t
 now_locked(void)
 {
-	return clock_fn != NULL ? clock_fn() : monotonic_ns();
+	return clock_fn != NULL ? clock_fn() : shaper_monotonic_ns();
 }
 
 /* One line out, whole; ours carry our name and (plain) the level's word. */
