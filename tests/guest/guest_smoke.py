@@ -27,7 +27,15 @@ guest has no IOMMU, and Debian's kernel has no vfio no-IOMMU mode) and
 It prints the time from a fresh overlay of the cached image (the OS, no
 shaper) to shaperd shaping under systemd, and the smoke's own time.
 
-usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE]
+With --workers 2 (the full run's check, not the suite's): both NICs are
+virtio-net with two queue pairs and QEMU's RSS, the guest has three vCPUs
+and shaperd two workers; after the same path up to shaping it checks the
+start-up line on steering, finds a second LAN host on the other shard, and
+judges the link up and down by the sum over the shards of each one's sent
+bytes over the time it owed its share (within 1 %), each shard carrying half
+(within 10 %).
+
+usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE] [--workers 2]
   (root; 77 otherwise. A bed that cannot start fails, saying what is missing.)
 """
 import json
@@ -61,6 +69,10 @@ SHAPERD_EAL_ARGS="-l 0,1 -a %s -a %s"
 SHAPER_PCI_DRIVER=uio_pci_generic
 SHAPER_HUGEPAGES=192
 """ % (vmbed.LAN_PCI, vmbed.WAN_PCI)
+
+
+class Done(Exception):
+    """The two-worker run's checks are over."""
 
 
 def stats(g, direction=None):
@@ -188,6 +200,87 @@ def link_check(g, role, pci, journal_from):
     return ok
 
 
+SHARDS_PY = r"""
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(json.dumps({"cmd": "stats", "args": {"direction": sys.argv[2], "shards": True}}).encode()
+          + b"\n")
+buf = b""
+while not buf.endswith(b"\n"):
+    buf += s.recv(65536)
+print(json.dumps(json.loads(buf)["result"]["directions"][sys.argv[2]]["shards"]))
+"""
+
+
+def shards(g, direction):
+    rc, out, err = g.run("python3 /mnt/bed/shards.py %s %s" % (SOCK, direction), check=True)
+    return json.loads(out)
+
+
+def host_shard(g, host):
+    """The upstream shard that carries the LAN host's frames (three pings
+    from it: the shard whose sent frames grew by at least three)."""
+    a = shards(g, "upstream")
+    g.in_ns("cli", ["ping", "-c", "3", "-i", "0.2", "-W", "2", "-I", host, vmbed.SRV_IP],
+            capture_output=True)
+    b = shards(g, "upstream")
+    grew = [y["tx_packets"] - x["tx_packets"] for x, y in zip(a, b)]
+    return grew.index(max(grew)) if max(grew) >= 3 else None
+
+
+def two_worker_check(g, direction, rate, hosts):
+    """Two LAN hosts on the two shards, each sending (or, downstream,
+    receiving) UDP at the whole rate for 10 s: the link's rate by
+    shaperd's counters is the sum of each shard's sent bytes over the time
+    that shard owed its share (backlogged less written off), within 1 %;
+    each shard carried half of it (within 10 %), as CAKE's host isolation
+    splits a link among its active hosts."""
+    servers, clients = [], []
+    for i, h in enumerate(hosts):
+        port = str(5201 + i)
+        servers.append(g.popen_ns("srv", ["iperf3", "-s", "-1", "-B", vmbed.SRV_IP, "-p", port],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    time.sleep(0.5)
+    for i, h in enumerate(hosts):
+        argv = ["iperf3", "-c", vmbed.SRV_IP, "-p", str(5201 + i), "-B", h, "-u", "-b",
+                "%dM" % (rate / 1e6), "-l", "1200", "-t", "10"]
+        clients.append(g.popen_ns("cli", argv + (["-R"] if direction == "downstream" else []),
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    time.sleep(3.0)
+    a = shards(g, direction)
+    time.sleep(3.0)
+    b = shards(g, direction)
+    for c in clients:
+        c.communicate(timeout=60)
+    for sv in servers:
+        sv.wait(timeout=30)
+    total, parts, ok = 0.0, [], True
+    for x, y in zip(a, b):
+        owed = (y["backlogged_us"] - x["backlogged_us"] - y["lag_skipped_us"] +
+                x["lag_skipped_us"]) / 1e6
+        sent = (y["tx_bytes"] - x["tx_bytes"]) * 8
+        r = sent / owed if owed > 0 else 0.0
+        total += r
+        parts.append((y["shard"], r, owed, sent, y.get("share_rate", 0) * 8))
+        ok &= check(owed >= 1.0, "%s shard %d owed its share for %.3f s of the window (at least "
+                    "1 s)" % (direction, y["shard"], owed))
+    err = total / rate - 1
+    ok &= check(abs(err) <= 0.01,
+                "two workers %s: the link at %.3f Mbit/s by shaperd's counters (%+.2f %% of "
+                "%g, bound 1 %%): %s" % (direction, total / 1e6, err * 100, rate / 1e6,
+                                          "; ".join("shard %d %.3f Mbit/s over %.3f s owed "
+                                                    "(share_rate %.3f)" %
+                                                    (i, r / 1e6, o, sr / 1e6)
+                                                    for i, r, o, _, sr in parts)))
+    bits = [p[3] for p in parts]
+    mean = sum(bits) / len(bits)
+    ok &= check(mean > 0 and all(abs(b_ / mean - 1) <= 0.10 for b_ in bits),
+                "two workers %s: the hosts' shards sent %s bits in the window (each within "
+                "10 %% of their mean)" % (direction, " and ".join("%d" % b_ for b_ in bits)))
+    return ok
+
+
 def main():
     if os.geteuid() != 0:
         print("SKIP: the guest bed needs root (taps, namespaces, the image build)")
@@ -197,6 +290,14 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("guest smoke: terminated"))
     src, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     deb = sys.argv[sys.argv.index("--deb") + 1] if "--deb" in sys.argv else None
+    # --workers 2: both NICs virtio-net with two queue pairs and QEMU's RSS,
+    # three vCPUs, two workers sharing the link (the full run's check).
+    workers = int(sys.argv[sys.argv.index("--workers") + 1]) if "--workers" in sys.argv else 1
+    pmds = ("net_virtio", "net_e1000_em") if workers == 1 else ("net_virtio",)
+    if workers == 2:
+        CONFIG["lcores"]["workers"] = [1, 2]
+        global ENV
+        ENV = ENV.replace("-l 0,1 ", "-l 0,1,2 ").replace("=192", "=256")
     t_smoke = time.monotonic()
     cache = os.path.join(build, "vmbed")
     os.makedirs(cache, exist_ok=True)
@@ -209,7 +310,11 @@ def main():
         print("FAIL: %s" % e)
         return 1
     run_dir = tempfile.mkdtemp(prefix="guest-", dir=cache)
-    g = vmbed.Guest(img, run_dir, pfx="vg%d" % (os.getpid() % 10000))
+    if workers == 1:
+        g = vmbed.Guest(img, run_dir, pfx="vg%d" % (os.getpid() % 10000))
+    else:
+        g = vmbed.Guest(img, run_dir, pfx="vg%d" % (os.getpid() % 10000), smp=3,
+                        wan_nic="virtio", rss=True)
     steps = []
 
     def step(cmd, timeout=120, name=None):
@@ -229,6 +334,8 @@ def main():
             json.dump(CONFIG, f, indent="\t")
         with open(os.path.join(g.share, "vm.env"), "w") as f:
             f.write(ENV)
+        with open(os.path.join(g.share, "shards.py"), "w") as f:
+            f.write(SHARDS_PY)
         debname = os.path.basename(deb)
         subprocess.run(["cp", deb, os.path.join(g.share, debname)], check=True)
         t_fresh = time.monotonic()
@@ -282,7 +389,7 @@ def main():
                             " done" % (vmbed.LAN_PCI, vmbed.WAN_PCI))
         check(names == [vmbed.LAN_PCI, vmbed.WAN_PCI] and bound.split() == ["uio_pci_generic"] * 2,
               "ports %s, bound to %s" % (" ".join(names), " ".join(bound.split())))
-        for pmd in ("net_virtio", "net_e1000_em"):
+        for pmd in pmds:
             check(pmd in journal, "EAL probed the port with %s" % pmd)
         # The agent answers before systemd has finished the boot: its figure
         # (kernel, initrd, userspace), or the jobs still pending, once shaping.
@@ -293,6 +400,24 @@ def main():
               "(boot %.1f s; the steps: %s)" %
               (t_shaping, boot, "; ".join("%.1f s %s" % s for s in steps[1:])))
 
+        if workers == 2:
+            steer = [ln for ln in journal.splitlines() if "workers, shards by" in ln]
+            check(len(steer) == 1, "the start-up line on steering: %s" % " | ".join(steer))
+            hosts = [vmbed.CLI_IP]
+            first = host_shard(g, vmbed.CLI_IP)
+            for i in range(3, 20):
+                h = "10.99.0.%d" % i
+                g.in_ns("cli", ["ip", "addr", "add", h + "/24", "dev", "eth0"], check=True)
+                sh = host_shard(g, h)
+                if sh is not None and sh != first:
+                    hosts.append(h)
+                    break
+            check(first is not None and len(hosts) == 2,
+                  "two LAN hosts on the two shards: %s" % " ".join(hosts))
+            if len(hosts) == 2:
+                two_worker_check(g, "upstream", UP_RATE, hosts)
+                two_worker_check(g, "downstream", DOWN_RATE, hosts)
+            raise Done()
         rate_check(g, "upstream", UP_RATE, "cake 8mbit upstream")
         rate_check(g, "downstream", DOWN_RATE, "cake 12mbit downstream")
 
@@ -306,6 +431,8 @@ def main():
             link_check(g, role, pci, int(now) - 1)
         time.sleep(1)
         check_accounting(stats(g), "final stats")
+    except Done:
+        pass
     except (vmbed.BedError, subprocess.SubprocessError, OSError, ValueError, KeyError) as e:
         check(False, "%s: %s" % (type(e).__name__, e))
         try:

@@ -285,9 +285,12 @@ class Guest:
     most 8 characters), its files in run_dir."""
 
     def __init__(self, img, run_dir, pfx="vmb", smp=2, mem_mb=2048, lan_queues=2,
-                 accel="tcg,thread=multi", cpu="max"):
+                 accel="tcg,thread=multi", cpu="max", wan_nic="e1000e", rss=False):
+        """wan_nic "e1000e" (one queue pair) or "virtio" (lan_queues pairs,
+        as the LAN port); rss gives the virtio NICs QEMU's RSS (rss=on)."""
         self.img, self.run_dir, self.pfx = img, run_dir, pfx[:8]
         self.smp, self.mem_mb, self.lan_queues = smp, mem_mb, lan_queues
+        self.wan_nic, self.rss = wan_nic, rss
         self.accel, self.cpu = accel, cpu
         self.cli, self.srv = self.pfx + "cli", self.pfx + "srv"
         self.tap_lan, self.tap_wan = self.pfx + "tl", self.pfx + "tw"
@@ -309,7 +312,8 @@ class Guest:
     def _taps(self):
         self._namespaces_down()
         _ip("tuntap", "add", "dev", self.tap_lan, "mode", "tap", "multi_queue")
-        _ip("tuntap", "add", "dev", self.tap_wan, "mode", "tap")
+        _ip("tuntap", "add", "dev", self.tap_wan, "mode", "tap",
+            *(["multi_queue"] if self.wan_nic == "virtio" else []))
         for ns in (self.cli, self.srv):
             _ip("netns", "add", ns)
 
@@ -354,6 +358,7 @@ class Guest:
                 os.unlink(p)
         self._taps()
         q = self.lan_queues
+        rss = ",rss=on" if self.rss else ""
         argv = [
             "nice", "-n", "19", "qemu-system-x86_64", "-name", "shaperbox",
             "-accel", self.accel, "-cpu", self.cpu, "-smp", str(self.smp),
@@ -371,10 +376,18 @@ class Guest:
             "-netdev", "tap,id=lan,ifname=%s,script=no,downscript=no,vhost=off,queues=%d" %
             (self.tap_lan, q),
             "-device", "virtio-net-pci,id=lan-nic,netdev=lan,mq=on,vectors=%d,addr=0x4,romfile=,"
-            "mac=52:54:00:5a:00:04" % (2 * q + 2),
-            "-netdev", "tap,id=wan,ifname=%s,script=no,downscript=no,vhost=off" % self.tap_wan,
-            "-device", "e1000e,id=wan-nic,netdev=wan,addr=0x5,romfile=,mac=52:54:00:5a:00:05",
+            "mac=52:54:00:5a:00:04%s" % (2 * q + 2, rss),
         ]
+        if self.wan_nic == "virtio":
+            argv += ["-netdev", "tap,id=wan,ifname=%s,script=no,downscript=no,vhost=off,"
+                     "queues=%d" % (self.tap_wan, q),
+                     "-device", "virtio-net-pci,id=wan-nic,netdev=wan,mq=on,vectors=%d,addr=0x5,"
+                     "romfile=,mac=52:54:00:5a:00:05%s" % (2 * q + 2, rss)]
+        else:
+            argv += ["-netdev", "tap,id=wan,ifname=%s,script=no,downscript=no,vhost=off" %
+                     self.tap_wan,
+                     "-device", "e1000e,id=wan-nic,netdev=wan,addr=0x5,romfile=,"
+                     "mac=52:54:00:5a:00:05"]
         self.qemu_log = open(os.path.join(self.run_dir, "qemu.log"), "w")
         self.proc = subprocess.Popen(argv, stdout=self.qemu_log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
