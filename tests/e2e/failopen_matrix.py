@@ -395,8 +395,8 @@ def main():
             # frame before tc decides, and DPDK 22.11's af_packet PMD gives no
             # kernel timestamp: a frame the kernel handed over in the moment
             # between a worker's last read without the line and the grant is
-            # sent by both (0-2 an event measured; 52-104 on a resume before
-            # the workers dropped what the bridge had sent).
+            # sent by both (0-2 an event on the bed). Replaying what waited in
+            # a resumed worker's queue repeats tens of probes.
             if r.get("shaping") is not None:
                 # the lease says what the probe saw: held at the end, taken
                 # again after a pause (the start's takeover and the resume's)
