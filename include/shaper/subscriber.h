@@ -47,6 +47,13 @@ enum sub_unknown {
 	SUB_UNKNOWN_PLAN,     /* each unknown address gets unknown_plan, under the root */
 };
 
+/*
+ * The options after a side's discipline in sqm ("cake diffserv4"): none, a
+ * diffserv keyword alone (1 + its enum sched_diffserv), or anything else.
+ */
+#define SUB_SQM_OPT_NONE  0u
+#define SUB_SQM_OPT_OTHER 0xffu
+
 struct sub_plan {
 	uint64_t min; /* bit/s kept while backlogged; 0 = none */
 	uint64_t max; /* bit/s ceiling; > 0 */
@@ -77,8 +84,9 @@ struct sub_subscriber {
 	char name[SUB_ID_LEN]; /* label (often a street address), cut to fit */
 	uint32_t node;         /* parent node index (SUB_ROOT = under the link) */
 	struct sub_plan plan[SUB_DIRS];
-	uint8_t sqm[SUB_DIRS]; /* enum sub_sqm */
-	uint32_t origin;       /* CSV line or index in "subscribers", for messages */
+	uint8_t sqm[SUB_DIRS];     /* enum sub_sqm */
+	uint8_t sqm_opt[SUB_DIRS]; /* SUB_SQM_OPT_* or 1 + a diffserv mode */
+	uint32_t origin;           /* CSV line or index in "subscribers", for messages */
 	uint32_t nprefixes;
 };
 
@@ -110,11 +118,10 @@ struct sub_set {
 	bool subs_csv;        /* origin is a CSV line (else an index in "subscribers") */
 	/*
 	 * What the loader read but does not apply, for the start-up log and
-	 * --check-config (columns it does not use, per-circuit sqm options);
-	 * "" if nothing.
+	 * --check-config (columns it does not use; per-circuit sqm shaperd
+	 * cannot honour, which sub_config_load adds); "" if nothing.
 	 */
-	char not_applied[320];
-	uint32_t sqm_noted; /* the CSV line whose sqm not_applied names (0: none yet) */
+	char not_applied[640];
 };
 
 void sub_set_init(struct sub_set *set);

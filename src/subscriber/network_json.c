@@ -1,14 +1,18 @@
 /*
  * LibreQoS's network.json: an object whose keys name nodes, each with
  * downloadBandwidthMbps, uploadBandwidthMbps, an optional type, an optional
- * id (what ShapedDevices.csv's Parent Node ID names) and an optional
- * children object of the same shape. Keys other than these are
- * left alone (integrations add their own, and LibreQoS ignores them too).
+ * id (what ShapedDevices.csv's Parent Node ID names), an optional
+ * "virtual" (2.x: a grouping that caps nothing) and an optional children
+ * object of the same shape. Keys other than these are left alone
+ * (integrations add their own, and LibreQoS ignores them too).
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -39,15 +43,95 @@ sub_net_mbps(const json_t *node, const char *key, const char *file, const char *
 	return 0;
 }
 
+/* A name's value in the table while loading: a node, or a virtual one. */
+#define SUB_NET_VIRTUAL 0x80000000u
+
+/* "virtual": true/false, or as integrations write it, 0/1 or "true"/"false". */
 static int
-sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const char *file,
-	      const char *path, struct sub_names *names, char *err, size_t errlen)
+sub_net_virtual(const json_t *node, const char *file, const char *path, bool *out, char *err,
+		size_t errlen)
+{
+	const json_t *v = json_object_get(node, "virtual");
+
+	*out = false;
+	if (v == NULL || json_is_null(v) || json_is_false(v))
+		return 0;
+	if (json_is_true(v) || (json_is_integer(v) && json_integer_value(v) == 1)) {
+		*out = true;
+		return 0;
+	}
+	if (json_is_integer(v) && json_integer_value(v) == 0)
+		return 0;
+	if (json_is_string(v) && (strcasecmp(json_string_value(v), "true") == 0 ||
+				  strcasecmp(json_string_value(v), "false") == 0)) {
+		*out = strcasecmp(json_string_value(v), "true") == 0;
+		return 0;
+	}
+	sub_errf(err, errlen, "%s: %s.virtual: must be true or false", file, path);
+	return -EINVAL;
+}
+
+/* A node's "id", a string or an integer, into out[SUB_ID_LEN] ("" if none). */
+static int
+sub_net_id(const json_t *node, const char *file, const char *path, char *out, char *err,
+	   size_t errlen)
+{
+	const json_t *v = json_object_get(node, "id");
+	char num[32];
+	const char *id = num;
+
+	out[0] = '\0';
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (json_is_string(v))
+		id = json_string_value(v);
+	else if (json_is_integer(v))
+		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+	else {
+		sub_errf(err, errlen, "%s: %s.id: must be a string or an integer", file, path);
+		return -EINVAL;
+	}
+	if (id[0] == '\0' || strlen(id) >= SUB_ID_LEN) {
+		sub_errf(err, errlen, "%s: %s.id: must have 1..%u characters", file, path,
+			 SUB_ID_LEN - 1);
+		return -EINVAL;
+	}
+	snprintf(out, SUB_ID_LEN, "%s", id);
+	return 0;
+}
+
+static int
+sub_net_add_virtual(struct sub_virtuals *virt, uint32_t *idx)
+{
+	if (virt->n == virt->cap) {
+		uint32_t cap = virt->cap != 0 ? virt->cap * 2 : 16;
+		struct sub_virtual *v = realloc(virt->v, (size_t)cap * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		virt->v = v;
+		virt->cap = cap;
+	}
+	*idx = virt->n++;
+	memset(&virt->v[*idx], 0, sizeof(virt->v[*idx]));
+	return 0;
+}
+
+/*
+ * One level of the tree under parent, the nearest non-virtual node above
+ * it; depth is that of the level's nodes (virtual ones count, as LibreQoS
+ * nests them).
+ */
+static int
+sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, uint32_t depth,
+	      const char *file, const char *path, struct sub_names *names,
+	      struct sub_virtuals *virt, char *err, size_t errlen)
 {
 	const char *key;
 	const json_t *node;
 	int rc;
 
-	if (set->nodes[parent].depth + 1 > SUB_MAX_DEPTH) {
+	if (depth > SUB_MAX_DEPTH) {
 		sub_errf(err, errlen, "%s: %s: nodes nested deeper than %u", file, path,
 			 SUB_MAX_DEPTH);
 		return -EINVAL;
@@ -57,6 +141,7 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 		const json_t *v;
 		uint32_t idx, other;
 		struct sub_node *n;
+		bool is_virtual;
 
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? ".children." : "", key);
 		if (!json_is_object(node)) {
@@ -72,12 +157,48 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 		if (other != SUB_NONE) {
 			char op[256];
 
-			sub_node_path(set, other, op, sizeof(op));
+			if (other & SUB_NET_VIRTUAL)
+				snprintf(op, sizeof(op), "virtual node %s",
+					 virt->v[other & ~SUB_NET_VIRTUAL].name);
+			else
+				sub_node_path(set, other, op, sizeof(op));
 			sub_errf(err, errlen,
 				 "%s: %s: duplicate node name \"%s\" (also at %s): circuits name "
 				 "their parent node, so names must be unique",
 				 file, sub, key, op);
 			return -EINVAL;
+		}
+		rc = sub_net_virtual(node, file, sub, &is_virtual, err, errlen);
+		if (rc != 0)
+			return rc;
+		if (is_virtual) {
+			/* No node: its name and id stand for parent, its children hang there. */
+			struct sub_virtual *vn;
+
+			if (sub_net_add_virtual(virt, &idx) != 0 ||
+			    sub_names_put(names, key, idx | SUB_NET_VIRTUAL) != 0) {
+				sub_errf(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			vn = &virt->v[idx];
+			snprintf(vn->name, sizeof(vn->name), "%s", key);
+			vn->node = parent;
+			rc = sub_net_id(node, file, sub, vn->id, err, errlen);
+			if (rc != 0)
+				return rc;
+			v = json_object_get(node, "children");
+			if (v != NULL && !json_is_object(v)) {
+				sub_errf(err, errlen, "%s: %s.children: must be an object of nodes",
+					 file, sub);
+				return -EINVAL;
+			}
+			if (v != NULL) {
+				rc = sub_net_level(set, v, parent, depth + 1, file, sub, names,
+						   virt, err, errlen);
+				if (rc != 0)
+					return rc;
+			}
+			continue;
 		}
 		rc = sub_set_add_node(set, &idx);
 		if (rc != 0) {
@@ -101,7 +222,7 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 		if (rc != 0)
 			return rc;
 		v = json_object_get(node, "type");
-		if (v != NULL) {
+		if (v != NULL && !json_is_null(v)) {
 			if (!json_is_string(v)) {
 				sub_errf(err, errlen, "%s: %s.type: must be a string", file, sub);
 				return -EINVAL;
@@ -110,28 +231,9 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 				 json_string_value(v));
 		}
 		/* An "id" (LibreQoS 2.x, from its integrations): what Parent Node ID names. */
-		v = json_object_get(node, "id");
-		if (v != NULL && !json_is_null(v)) {
-			char num[32];
-			const char *id = num;
-
-			if (json_is_string(v))
-				id = json_string_value(v);
-			else if (json_is_integer(v))
-				snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-					 json_integer_value(v));
-			else {
-				sub_errf(err, errlen, "%s: %s.id: must be a string or an integer",
-					 file, sub);
-				return -EINVAL;
-			}
-			if (id[0] == '\0' || strlen(id) >= SUB_ID_LEN) {
-				sub_errf(err, errlen, "%s: %s.id: must have 1..%u characters", file,
-					 sub, SUB_ID_LEN - 1);
-				return -EINVAL;
-			}
-			snprintf(set->nodes[idx].id, sizeof(set->nodes[idx].id), "%s", id);
-		}
+		rc = sub_net_id(node, file, sub, set->nodes[idx].id, err, errlen);
+		if (rc != 0)
+			return rc;
 		v = json_object_get(node, "children");
 		if (v != NULL) {
 			if (!json_is_object(v)) {
@@ -140,7 +242,8 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 				return -EINVAL;
 			}
 			/* set->nodes may move as it grows: pass indices, never pointers. */
-			rc = sub_net_level(set, v, idx, file, sub, names, err, errlen);
+			rc = sub_net_level(set, v, idx, depth + 1, file, sub, names, virt, err,
+					   errlen);
 			if (rc != 0)
 				return rc;
 		}
@@ -149,8 +252,8 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, const cha
 }
 
 int
-sub_load_network(struct sub_set *set, const char *path, struct sub_names *names, char *err,
-		 size_t errlen)
+sub_load_network(struct sub_set *set, const char *path, struct sub_names *names,
+		 struct sub_virtuals *virt, char *err, size_t errlen)
 {
 	json_error_t jerr;
 	json_t *root;
@@ -168,7 +271,7 @@ sub_load_network(struct sub_set *set, const char *path, struct sub_names *names,
 		json_decref(root);
 		return -EINVAL;
 	}
-	rc = sub_net_level(set, root, SUB_ROOT, path, "", names, err, errlen);
+	rc = sub_net_level(set, root, SUB_ROOT, 1, path, "", names, virt, err, errlen);
 	/*
 	 * The table's keys were the document's own strings: index the names
 	 * kept in set->nodes instead, which stay put now that no node is added.
@@ -180,6 +283,8 @@ sub_load_network(struct sub_set *set, const char *path, struct sub_names *names,
 		rc = sub_names_init(names, set->nnodes);
 		for (i = 1; rc == 0 && i < set->nnodes; i++)
 			rc = sub_names_put(names, set->nodes[i].name, i);
+		for (i = 0; rc == 0 && i < virt->n; i++)
+			rc = sub_names_put(names, virt->v[i].name, virt->v[i].node);
 		if (rc != 0)
 			sub_errf(err, errlen, "out of memory");
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "shaper/sched.h"
 #include "subscriber/sub_impl.h"
 
 /*
@@ -354,30 +355,55 @@ sub_csv_rates(char **f, const char *file, uint32_t line, struct sub_plan plan[SU
 /*
  * LibreQoS 2.x's sqm may carry options after each side's discipline
  * ("cake diffserv4/fq_codel"): cut from the cell, leaving what
- * sub_parse_sqm checks. Returns true if any were cut.
+ * sub_parse_sqm checks, and said per side in opt (SUB_SQM_OPT_*, or 1 + the
+ * diffserv mode when that keyword is all a side has). A cell without a
+ * slash is both sides.
  */
-static bool
-sub_csv_sqm_options(char *cell)
+static void
+sub_csv_sqm_options(char *cell, uint8_t opt[SUB_DIRS])
 {
+	static const char *const modes[] = {
+		[SCHED_DIFFSERV3] = "diffserv3",   [SCHED_DIFFSERV4] = "diffserv4",
+		[SCHED_DIFFSERV8] = "diffserv8",   [SCHED_BESTEFFORT] = "besteffort",
+		[SCHED_PRECEDENCE] = "precedence",
+	};
 	char *out = cell, *p = cell;
-	bool cut = false;
+	int side = 0;
 
-	while (*p != '\0') {
-		/* One side: its first word, then skip to the slash. */
+	opt[SUB_DOWN] = opt[SUB_UP] = SUB_SQM_OPT_NONE;
+	while (*p != '\0' && side < SUB_DIRS) {
+		/* One side: its first word, then its options up to the slash. */
 		while (*p == ' ' || *p == '\t')
 			p++;
 		while (*p != '\0' && *p != '/' && *p != ' ' && *p != '\t')
 			*out++ = *p++;
 		while (*p != '\0' && *p != '/') {
-			if (*p != ' ' && *p != '\t')
-				cut = true;
-			p++;
+			const char *w;
+			size_t n;
+			uint8_t o = SUB_SQM_OPT_OTHER;
+
+			while (*p == ' ' || *p == '\t')
+				p++;
+			w = p;
+			while (*p != '\0' && *p != '/' && *p != ' ' && *p != '\t')
+				p++;
+			n = (size_t)(p - w);
+			if (n == 0)
+				continue;
+			for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++)
+				if (strlen(modes[m]) == n && strncasecmp(w, modes[m], n) == 0)
+					o = (uint8_t)(1 + m);
+			/* One diffserv keyword is kept; a second word of any kind is "other". */
+			opt[side] = opt[side] == SUB_SQM_OPT_NONE ? o : SUB_SQM_OPT_OTHER;
 		}
-		if (*p == '/')
+		if (*p == '/') {
 			*out++ = *p++;
+			side++;
+		}
 	}
 	*out = '\0';
-	return cut;
+	if (side == 0)
+		opt[SUB_UP] = opt[SUB_DOWN];
 }
 
 static int
@@ -386,9 +412,7 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 	    const struct sub_names *ids, char *err, size_t errlen)
 {
 	struct sub_plan plan[SUB_DIRS];
-	uint8_t sqm[SUB_DIRS] = { SUB_SQM_DEFAULT, SUB_SQM_DEFAULT };
-	char sqm_text[64];
-	bool sqm_options;
+	uint8_t sqm[SUB_DIRS] = { SUB_SQM_DEFAULT, SUB_SQM_DEFAULT }, sqm_opt[SUB_DIRS];
 	uint32_t node = SUB_ROOT, s, other;
 	struct sub_subscriber *sub;
 	int rc;
@@ -445,30 +469,13 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 	rc = sub_csv_rates(f, file, line, plan, err, errlen);
 	if (rc != 0)
 		return rc;
-	/* What sqm said, before its options are cut, for the note below. */
-	snprintf(sqm_text, sizeof(sqm_text), "%s", f[COL_SQM]);
-	sqm_options = sub_csv_sqm_options(f[COL_SQM]);
+	/* Whether shaperd can honour it is sub_config_load's to say (it has the CAKE). */
+	sub_csv_sqm_options(f[COL_SQM], sqm_opt);
 	if (sub_parse_sqm(f[COL_SQM], sqm) != 0) {
 		sub_errf(err, errlen,
 			 "%s:%u: sqm: \"%s\" is not cake, fq_codel, none or a down/up pair of them",
 			 file, line, f[COL_SQM]);
 		return -EINVAL;
-	}
-	/*
-	 * Every subscriber's queue is a CAKE with the plan's settings: a
-	 * per-circuit sqm is checked and kept (subscribers.get shows it), not
-	 * applied. Said once, with the first row that asks for one.
-	 */
-	if ((sqm[SUB_DOWN] != SUB_SQM_DEFAULT || sqm[SUB_UP] != SUB_SQM_DEFAULT || sqm_options) &&
-	    set->sqm_noted == 0) {
-		char note[200];
-
-		snprintf(note, sizeof(note),
-			 "%s:%u: sqm \"%.40s\" (per-circuit sqm is not applied: every "
-			 "subscriber gets a CAKE with the plan's settings)",
-			 file, line, sqm_text);
-		sub_note(set, note);
-		set->sqm_noted = line;
 	}
 	s = sub_names_get(circuits, f[COL_CIRCUIT_ID]);
 	if (s == SUB_NONE) {
@@ -480,6 +487,7 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 		sub->node = node;
 		memcpy(sub->plan, plan, sizeof(plan));
 		memcpy(sub->sqm, sqm, sizeof(sqm));
+		memcpy(sub->sqm_opt, sqm_opt, sizeof(sqm_opt));
 		sub->origin = line;
 		/* Keys point into the file's buffer: set->subs moves as it grows. */
 		if (sub_names_put(circuits, f[COL_CIRCUIT_ID], s) != 0)
@@ -498,7 +506,8 @@ sub_csv_row(struct sub_set *set, char **f, const char *file, uint32_t line,
 			return -EINVAL;
 		}
 		if (memcmp(sub->plan, plan, sizeof(plan)) != 0 ||
-		    memcmp(sub->sqm, sqm, sizeof(sqm)) != 0) {
+		    memcmp(sub->sqm, sqm, sizeof(sqm)) != 0 ||
+		    memcmp(sub->sqm_opt, sqm_opt, sizeof(sqm_opt)) != 0) {
 			sub_errf(err, errlen,
 				 "%s:%u: circuit \"%s\" has other rates or sqm here than on line %u "
 				 "(every row of a circuit repeats them)",
@@ -548,6 +557,7 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 		  size_t errlen)
 {
 	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 }, ids = { 0 };
+	struct sub_virtuals virt = { 0 };
 	struct sub_csv_cols cols = { .n = 0 };
 	struct sub_csv c;
 	char *fields[SUB_CSV_MAX_FIELDS], *cell[COL_COUNT], *last = NULL;
@@ -569,7 +579,7 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 		goto out;
 	}
 	if (network_json != NULL) {
-		rc = sub_load_network(set, network_json, &nodes, err, errlen);
+		rc = sub_load_network(set, network_json, &nodes, &virt, err, errlen);
 		if (rc != 0)
 			goto out;
 	}
@@ -588,6 +598,26 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 			goto out;
 		}
 		if (sub_names_put(&ids, set->nodes[i].id, i) != 0) {
+			rc = -ENOMEM;
+			sub_errf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
+	/* A virtual node's id names the node it stands for (the link: SUB_ROOT). */
+	for (i = 0; i < virt.n; i++) {
+		uint32_t other;
+
+		if (virt.v[i].id[0] == '\0')
+			continue;
+		other = sub_names_get(&ids, virt.v[i].id);
+		if (other != SUB_NONE) {
+			sub_errf(err, errlen,
+				 "%s: virtual node \"%s\" has the id \"%s\" of another node",
+				 set->nodes_file, virt.v[i].name, virt.v[i].id);
+			rc = -EINVAL;
+			goto out;
+		}
+		if (sub_names_put(&ids, virt.v[i].id, virt.v[i].node) != 0) {
 			rc = -ENOMEM;
 			sub_errf(err, errlen, "out of memory");
 			goto out;
@@ -652,6 +682,7 @@ out:
 	sub_names_free(&circuits);
 	sub_names_free(&devices);
 	sub_names_free(&ids);
+	free(virt.v);
 	free(buf);
 	return rc;
 }

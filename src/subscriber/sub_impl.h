@@ -41,8 +41,28 @@ int sub_copy_name(char *dst, size_t len, const char *src);
  */
 int sub_parse_sqm(const char *s, uint8_t sqm[SUB_DIRS]);
 
-/* Load network.json's tree under the root; names indexes the nodes by name. */
-int sub_load_network(struct sub_set *set, const char *path, struct sub_names *names, char *err,
-		     size_t errlen);
+/*
+ * network.json's virtual nodes (LibreQoS 2.x, "virtual": true): named for
+ * grouping only, never a cap. Each stands for its nearest non-virtual
+ * ancestor (the link at the top): circuits naming it, by name or id, hang
+ * there, and so do its children.
+ */
+struct sub_virtual {
+	char name[SUB_ID_LEN];
+	char id[SUB_ID_LEN]; /* "" if none */
+	uint32_t node;       /* the node it stands for */
+};
+struct sub_virtuals {
+	struct sub_virtual *v;
+	uint32_t n, cap;
+};
+
+/*
+ * Load network.json's tree under the root; names indexes the nodes by
+ * name, the virtual ones' names included (to the node each stands for),
+ * whose records go to virt (freed by the caller).
+ */
+int sub_load_network(struct sub_set *set, const char *path, struct sub_names *names,
+		     struct sub_virtuals *virt, char *err, size_t errlen);
 
 #endif

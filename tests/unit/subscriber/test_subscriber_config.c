@@ -116,6 +116,71 @@ test_refusals(void **state)
 			 0);
 }
 
+#define LQOS ROOT "/tests/unit/subscriber/libreqos/"
+
+/* Load LibreQoS files under a config whose directions are down and up; not_applied into out. */
+static void
+sqm_report(const char *down, const char *up, const char *csv, const char *net, char *out,
+	   size_t len)
+{
+	char text[1024], err[SHAPER_ERR_LEN];
+	struct sub_set set;
+
+	snprintf(text, sizeof(text),
+		 "{" PORTS ", \"downstream\": {%s}, \"upstream\": {%s}, \"subscribers\": "
+		 "{\"devices\": \"%s\", \"network\": \"%s\", \"scale_mins\": true}}",
+		 down, up, csv, net);
+	if (load(text, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", text, err);
+	if (sub_config_load(&cfg, &set, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	snprintf(out, len, "%s", set.not_applied);
+	sub_set_free(&set);
+}
+
+/*
+ * A circuit's sqm: cake (bare, or with the diffserv mode of the subscribers'
+ * CAKEs) is what it gets; fq_codel, none and other CAKE options are named,
+ * the first circuit of each kind and side, with the count.
+ */
+static void
+test_sqm_report(void **state)
+{
+	char na[sizeof(((struct sub_set *)0)->not_applied)];
+
+	(void)state;
+	sqm_report("\"diffserv\": \"diffserv4\"", "\"diffserv\": \"diffserv4\"",
+		   LQOS "ShapedDevices-1.5.csv", LQOS "network.json", na, sizeof(na));
+	print_message("1.5: %s\n", na);
+	assert_non_null(strstr(na, "sqm of 3 circuits (each is shaped by a CAKE, diffserv4 down "
+				   "and diffserv4 up"));
+	assert_non_null(strstr(na, "ShapedDevices-1.5.csv:5 (circuit \"201\") fq_codel both ways"));
+	assert_non_null(strstr(na, "ShapedDevices-1.5.csv:7 (circuit \"203\") none up"));
+	assert_null(strstr(na, "\"204\"")); /* CAKE/: cake down, the default up */
+	/* 301 "cake diffserv4/fq_codel", 305 "cake besteffort", under diffserv4 down, diffserv3 up.
+	 */
+	sqm_report("\"diffserv\": \"diffserv4\"", "\"discipline\": \"cake\"",
+		   LQOS "ShapedDevices-2.x.csv", LQOS "network-2.x.json", na, sizeof(na));
+	print_message("2.x: %s\n", na);
+	assert_non_null(strstr(na, "sqm of 2 circuits (each is shaped by a CAKE, diffserv4 down "
+				   "and diffserv3 up"));
+	assert_non_null(strstr(na, "ShapedDevices-2.x.csv:4 (circuit \"301\") fq_codel up"));
+	assert_non_null(strstr(na, "ShapedDevices-2.x.csv:8 (circuit \"305\") cake options both "
+				   "ways"));
+	assert_null(strstr(na, "\"301\") cake options"));
+	/* besteffort both ways: 305's sqm is honoured, 301's diffserv4 down is not. */
+	sqm_report("\"diffserv\": \"besteffort\"", "\"diffserv\": \"besteffort\"",
+		   LQOS "ShapedDevices-2.x.csv", LQOS "network-2.x.json", na, sizeof(na));
+	assert_non_null(strstr(na, "sqm of 1 circuit ("));
+	assert_non_null(strstr(na, "(circuit \"301\") fq_codel up"));
+	assert_non_null(strstr(na, "(circuit \"301\") cake options down"));
+	assert_null(strstr(na, "\"305\""));
+	/* A 1.4 file has no sqm: nothing to say. */
+	sqm_report("\"diffserv\": \"diffserv4\"", "\"diffserv\": \"diffserv4\"",
+		   LQOS "ShapedDevices-1.4.csv", LQOS "network.json", na, sizeof(na));
+	assert_null(strstr(na, "sqm"));
+}
+
 /* The preset and its samples: paths resolved beside it, whatever the working directory. */
 static void
 test_preset(void **state)
@@ -225,9 +290,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_preset),
+		cmocka_unit_test(test_defaults),  cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_preset),    cmocka_unit_test(test_sqm_report),
 		cmocka_unit_test(test_json_form),
 	};
 

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "shaper/sched.h"
 #include "shaper/subscriber.h"
 
 #define SAMPLES SHAPER_SOURCE_ROOT "/config/subscribers/"
@@ -288,6 +289,8 @@ parent_of(const struct sub_set *set, const char *id)
 	return set->nodes[sub_by_id(set, id)->node].name;
 }
 
+static void expect_net_error(const char *net, const char *want);
+
 /* LibreQoS 1.4, 1.5 and 2.x files, each as its release writes it. */
 static void
 test_libreqos_versions(void **state)
@@ -328,27 +331,72 @@ test_libreqos_versions(void **state)
 	s = sub_by_id(&set, "204");
 	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_CAKE);
 	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_DEFAULT);
-	assert_non_null(strstr(set.not_applied, "ShapedDevices-1.5.csv:5: sqm \"fq_codel\""));
-	assert_int_equal(set.sqm_noted, 5);
+	assert_int_equal(s->sqm_opt[SUB_DOWN], SUB_SQM_OPT_NONE);
+	/* Whether shaperd honours a circuit's sqm is said by sub_config_load, not here. */
+	assert_string_equal(set.not_applied, "");
 	sub_set_free(&set);
 
-	/* 2.x: parents by Parent Node ID where network.json has ids; sqm options noted. */
+	/*
+	 * 2.x: parents by Parent Node ID where network.json has ids; sqm options
+	 * kept per side; virtual nodes (a grouping, no cap) stand for their
+	 * nearest real ancestor, by name and by id; the fields integrations add
+	 * (name, latitude, parent_site, uisp_device, an empty children, a null
+	 * type) and fractional capacities load.
+	 */
 	sub_set_init(&set);
 	if (sub_load_libreqos(&set, LQOS "ShapedDevices-2.x.csv", LQOS "network-2.x.json", err,
 			      sizeof(err)) != 0)
 		fail_msg("2.x: %s", err);
-	assert_int_equal(set.nsubs, 3);
+	assert_int_equal(set.nsubs, 5);
 	s = sub_by_id(&set, "301");
 	assert_int_equal(s->plan[SUB_DOWN].max, 150500000);
 	assert_int_equal(s->plan[SUB_UP].max, 30250000);
 	assert_int_equal(s->sqm[SUB_DOWN], SUB_SQM_CAKE);
 	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_FQ_CODEL);
+	assert_int_equal(s->sqm_opt[SUB_DOWN], 1 + SCHED_DIFFSERV4);
+	assert_int_equal(s->sqm_opt[SUB_UP], SUB_SQM_OPT_NONE);
+	s = sub_by_id(&set, "305"); /* "cake besteffort": one side for both */
+	assert_int_equal(s->sqm[SUB_UP], SUB_SQM_CAKE);
+	assert_int_equal(s->sqm_opt[SUB_DOWN], 1 + SCHED_BESTEFFORT);
+	assert_int_equal(s->sqm_opt[SUB_UP], 1 + SCHED_BESTEFFORT);
 	assert_string_equal(parent_of(&set, "301"), "AP_North");
 	assert_string_equal(parent_of(&set, "302"), "AP_South"); /* by its id alone */
 	assert_string_equal(parent_of(&set, "303"), "Site_1");
-	assert_non_null(strstr(set.not_applied,
-			       "ShapedDevices-2.x.csv:3: sqm \"cake diffserv4/fq_codel\""));
+	assert_string_equal(parent_of(&set, "304"), "Site_1");    /* North_Group is virtual */
+	assert_int_equal(sub_by_id(&set, "305")->node, SUB_ROOT); /* a top-level virtual id */
+	/* Site_1, AP_North, AP_South, Site_2: no node for the two virtual ones. */
+	assert_int_equal(set.nnodes, 5);
+	for (uint32_t i = 1; i < set.nnodes; i++) {
+		const struct sub_node *n = &set.nodes[i];
+
+		assert_string_not_equal(n->name, "North_Group");
+		assert_string_not_equal(n->name, "Region_East");
+		if (strcmp(n->name, "AP_North") == 0)
+			assert_string_equal(set.nodes[n->parent].name, "Site_1");
+		if (strcmp(n->name, "AP_South") == 0) {
+			assert_int_equal(n->capacity[SUB_DOWN], 300500000);
+			assert_int_equal(n->capacity[SUB_UP], 80250000);
+		}
+		if (strcmp(n->name, "Site_2") == 0) {
+			assert_int_equal(n->parent, SUB_ROOT);
+			assert_int_equal(n->capacity[SUB_DOWN], 128000);
+			assert_string_equal(n->id, "42");
+		}
+	}
+	assert_string_equal(set.not_applied, "");
 	sub_set_free(&set);
+	/* A virtual node's name is taken like any other; its "virtual" must be a truth value. */
+	expect_net_error(
+			"{\"A\": {\"virtual\": true, \"children\": {\"A\": {\"downloadBandwidthMbps\": 1, "
+			"\"uploadBandwidthMbps\": 1}}}}",
+			"duplicate node name \"A\" (also at virtual node A)");
+	expect_net_error("{\"A\": {\"virtual\": \"maybe\", \"downloadBandwidthMbps\": 1, "
+			 "\"uploadBandwidthMbps\": 1}}",
+			 "A.virtual: must be true or false");
+	expect_net_error(
+			"{\"A\": {\"id\": \"x\", \"downloadBandwidthMbps\": 1, \"uploadBandwidthMbps\": "
+			"1}, \"V\": {\"virtual\": true, \"id\": \"x\"}}",
+			"virtual node \"V\" has the id \"x\" of another node");
 }
 
 /* Load a whole CSV text (header included) with net as network.json. */
@@ -375,6 +423,15 @@ expect_text_error(const char *text, const char *net, const char *want)
 	if (rc == 0 || strstr(err, want) == NULL)
 		fail_msg("%s\nwanted an error with \"%s\", got rc %d: \"%s\"", text, want, rc, err);
 	sub_set_free(&set);
+}
+
+/* A one-circuit CSV under net as network.json: refused, with want in the message. */
+static void
+expect_net_error(const char *net, const char *want)
+{
+	expect_text_error("Circuit ID,Device ID,IPv4,IPv6,Download Min Mbps,Upload Min "
+			  "Mbps,Download Max Mbps,Upload Max Mbps\nc1,d1,10.0.0.1,,1,1,2,1\n",
+			  net, want);
 }
 
 /* Columns are found by name: any order, any case; unknown ones named, not fatal. */
