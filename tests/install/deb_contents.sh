@@ -28,8 +28,9 @@ bad() {
 }
 
 dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|' >"$tmp/list"
-want=(/usr/bin/shaperd /usr/bin/shapectl
+want=(/usr/bin/shaperd /usr/bin/shapectl /usr/bin/shaper-import-libreqos
 	/usr/share/man/man8/shaperd.8.gz /usr/share/man/man8/shapectl.8.gz
+	/usr/share/man/man1/shaper-import-libreqos.1.gz
 	/usr/share/man/man5/shaper.json.5.gz
 	/lib/systemd/system/shaperd@.service
 	/usr/lib/sysusers.d/shaper.conf /usr/lib/tmpfiles.d/shaper.conf
@@ -93,7 +94,7 @@ fi
 
 depends=$(dpkg-deb -f "$deb" Depends)
 for p in librte-mempool-ring23 librte-bus-vdev23 librte-bus-pci23 librte-net-af-xdp23 \
-	librte-net-af-packet23 libjansson4 libmicrohttpd12; do
+	librte-net-af-packet23 libjansson4 libmicrohttpd12 python3; do
 	echo "$depends" | grep -qE "(^|, )$p( |,|$)" || bad "Depends lacks $p: $depends"
 done
 for p in clang valgrind cmocka meson; do

@@ -4,7 +4,7 @@
 # --check-config, `systemd-analyze verify` accepts shaperd@.service without a
 # complaint (it only warns on unknown keys, so any message about the unit
 # fails), systemd-tmpfiles and systemd-sysusers apply their entries under a
-# scratch root, and each man page formats without a groff warning and has a
+# scratch root, the LibreQoS importer runs, and each man page formats without a groff warning and has a
 # NAME line whatis can read.
 # usage: install_test.sh MESON BUILD_ROOT SOURCE_ROOT PREFIX BINDIR DATADIR MANDIR UNITDIR TMPFILESDIR SYSUSERSDIR
 set -u
@@ -33,6 +33,13 @@ for b in shaperd shapectl; do
 		bad "$bindir/$b --version: $(cat "$tmp/v")"
 	fi
 done
+# The LibreQoS importer is a Python script: it runs with the system's python3.
+imp=$D$bindir/shaper-import-libreqos
+if [ -x "$imp" ] && "$imp" --help >"$tmp/v" 2>&1 && grep -q 'lqos_conf' "$tmp/v"; then
+	echo "ok   $bindir/shaper-import-libreqos --help"
+else
+	bad "$bindir/shaper-import-libreqos missing, not executable or not running: $(cat "$tmp/v")"
+fi
 
 presets=$D$datadir/shaper/presets
 for f in "$src"/config/*.json; do
@@ -109,7 +116,7 @@ else
 fi
 
 # man pages
-for page in man8/shaperd.8 man8/shapectl.8 man5/shaper.json.5; do
+for page in man8/shaperd.8 man8/shapectl.8 man5/shaper.json.5 man1/shaper-import-libreqos.1; do
 	f=$D$mandir/$page
 	if [ ! -f "$f" ]; then
 		bad "no $mandir/$page"
