@@ -182,7 +182,12 @@ struct sub_sched_stats {
 
 void sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sched_stats *st);
 
-/* The lookup_ctx it was made with (for its owner to free after sub_sched_free). */
+/*
+ * The lookup_ctx it was made with or a change brought (for its owner to
+ * free after sub_sched_free). Any thread: a change publishes it after the
+ * count and the records, so a context read here was made for a count the
+ * scheduler has at least (a set kept in it is indexed by its own count).
+ */
 const void *sub_sched_lookup_ctx(const struct sub_sched *ss);
 
 /* Bytes its per-subscriber state takes for nsubs subscribers (pools and lookup aside). */

@@ -260,8 +260,9 @@ check_known(const json_t *args, const char *const *known, enum ctl_error *err, c
 }
 
 struct ranked {
-	uint32_t sub;
-	uint32_t shard; /* an unknown address's (sub past the set's): its shard */
+	uint32_t sub;   /* a slot of the set, or an unknown address's slot k */
+	uint32_t shard; /* an unknown address's: its shard */
+	bool unknown;
 	uint64_t key;
 };
 
@@ -272,6 +273,8 @@ by_key_desc(const void *a, const void *b)
 
 	if (x->key != y->key)
 		return x->key < y->key ? 1 : -1;
+	if (x->unknown != y->unknown)
+		return x->unknown ? 1 : -1;
 	if (x->shard != y->shard)
 		return x->shard < y->shard ? -1 : 1;
 	return x->sub < y->sub ? -1 : x->sub > y->sub;
@@ -315,18 +318,20 @@ shards(const struct ctl_backend *be)
 }
 
 /*
- * The row of an unknown address with a plan of its own (slot sub of
+ * The row of an unknown address with a plan of its own (unknown slot k of
  * shard's scheduler o, which alone shapes it), or NULL if the slot has
- * let it go meanwhile.
+ * let it go meanwhile. Its index follows the scheduler's count now: a
+ * change that adds slots moves the unknown ones up.
  */
 static json_t *
-unknown_json(const struct sub_sched *o, uint32_t sub)
+unknown_json(const struct sub_sched *o, uint32_t k)
 {
+	uint32_t sub = sub_sched_nsubs(o) + 1 + k;
 	struct sub_counters c[SUB_DIRS];
 	struct sub_prefix key;
 	char buf[80];
 
-	if (!sub_sched_unknown_key(o, sub - sub_sched_nsubs(o) - 1, &key))
+	if (!sub_sched_unknown_key(o, k, &key))
 		return NULL;
 	sub_prefix_format(&key, buf, sizeof(buf));
 	sub_sched_counters(o, sub, SUB_DOWN, &c[SUB_DOWN]);
@@ -385,7 +390,12 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	ss = subs_of(be, &set, err, msg, len);
 	if (ss == NULL)
 		return NULL;
-	n = sub_sched_nsubs(ss);
+	/*
+	 * The set is indexed by its own count, the link's entry found at the
+	 * scheduler's: a change applied while this runs may have grown the
+	 * scheduler's slots before the set read here (shaper/subscriber_sched.h).
+	 */
+	n = set->nsubs;
 	nunk = sub_sched_unknown_slots(ss) * shards(be);
 	want = top != NULL && json_integer_value(top) < n + nunk ? (uint32_t)json_integer_value(top)
 								 : n + nunk;
@@ -416,14 +426,15 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
 			struct sub_counters c[SUB_DIRS];
 			struct sub_prefix key;
-			uint32_t sub = n + 1 + k;
+			uint32_t sub = sub_sched_nsubs(os) + 1 + k;
 
 			if (!sub_sched_unknown_key(os, k, &key))
 				continue;
 			sub_sched_counters(os, sub, SUB_DOWN, &c[SUB_DOWN]);
 			sub_sched_counters(os, sub, SUB_UP, &c[SUB_UP]);
-			r[used].sub = sub;
+			r[used].sub = k;
 			r[used].shard = sh;
+			r[used].unknown = true;
 			if (sort == BY_RTT)
 				rtt_of(NULL, os, sub, SUB_RTT_LAN, &lan);
 			r[used++].key = rank_key(sort, c, &lan);
@@ -442,8 +453,8 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		want = from + (uint32_t)json_integer_value(limit);
 	arr = json_array();
 	for (uint32_t i = from; i < want; i++) {
-		json_t *row = r[i].sub < n ? sub_json(be, ss, set, r[i].sub, false)
-					   : unknown_json(shard_of(be, ss, r[i].shard), r[i].sub);
+		json_t *row = !r[i].unknown ? sub_json(be, ss, set, r[i].sub, false)
+					    : unknown_json(shard_of(be, ss, r[i].shard), r[i].sub);
 
 		if (row != NULL)
 			json_array_append_new(arr, row);
@@ -453,7 +464,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	json_object_set_new(o, "unknown_count", J_U64(unknown_used));
 	json_object_set_new(o, "subscribers", arr);
 	/* Addresses no subscriber owns (and subscribers waiting for a CAKE): the link's own. */
-	json_object_set_new(o, "link", sub_json(be, ss, set, n, false));
+	json_object_set_new(o, "link", sub_json(be, ss, set, sub_sched_nsubs(ss), false));
 	return o;
 }
 
@@ -522,7 +533,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		json_object_set_new(o, "top", J_U64(0));
 		return o;
 	}
-	n = sub_sched_nsubs(ss);
+	n = set->nsubs; /* the set by its own count, as in subscribers.list */
 	node = calloc(set->nnodes, sizeof(*node));
 	node_rtt = calloc(set->nnodes, sizeof(*node_rtt));
 	r = calloc(n != 0 ? n : 1, sizeof(*r));
@@ -541,15 +552,17 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	/* Every slot, the link's own entry (index n) included: up its node's path to the link. */
 	for (uint32_t i = 0; i <= n; i++) {
 		struct sub_counters c[SUB_DIRS];
-		uint32_t at = SUB_ROOT;
+		uint32_t at = SUB_ROOT, slot = i;
 
 		if (i < n) {
 			if (!sub_slot_used(&set->subs[i]))
 				continue;
 			at = set->subs[i].node;
+		} else {
+			slot = sub_sched_nsubs(ss); /* the link's entry */
 		}
 		for (int d = 0; d < SUB_DIRS; d++) {
-			counters(be, ss, i, (enum sub_dir)d, &c[d]);
+			counters(be, ss, slot, (enum sub_dir)d, &c[d]);
 			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent)
 				sums_add(&node[k][d], &c[d]);
 		}
@@ -557,7 +570,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		for (int k = 0; k < SUB_RTT_SIDES; k++) {
 			uint32_t h[SUB_RTT_BUCKETS] = { 0 }, any = 0;
 
-			rtt_hist(be, ss, i, (enum sub_rtt_side)k, h);
+			rtt_hist(be, ss, slot, (enum sub_rtt_side)k, h);
 			for (int b = 0; b < SUB_RTT_BUCKETS; b++)
 				any |= h[b];
 			for (uint32_t at2 = at; any != 0 && at2 != SUB_NONE;
@@ -587,7 +600,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 
 		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
 			struct sub_prefix key;
-			uint32_t sub = n + 1 + k;
+			uint32_t sub = sub_sched_nsubs(os) + 1 + k;
 
 			if (!sub_sched_unknown_key(os, k, &key))
 				continue;

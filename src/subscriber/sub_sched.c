@@ -1123,7 +1123,7 @@ sub_sched_get_stats(const struct sub_sched *ss, enum sub_dir dir, struct sub_sch
 const void *
 sub_sched_lookup_ctx(const struct sub_sched *ss)
 {
-	return ss->lookup_ctx;
+	return __atomic_load_n(&ss->lookup_ctx, __ATOMIC_ACQUIRE);
 }
 
 const struct sub_idle *
@@ -1418,8 +1418,20 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 		memcpy(ss->unknown_plan, c->unknown_plan, sizeof(t));
 		memcpy(c->unknown_plan, t, sizeof(t));
 	}
-	if (c->lookup_ctx != NULL)
-		SWAP(ss->lookup_ctx, c->lookup_ctx);
+	/*
+	 * The context (and the set its owner keeps in it) after the count and
+	 * the records: a reader that loads the new context (acquire) finds the
+	 * count and the arrays it was made for. One that loads the old one
+	 * indexes the old set by its own count, which the new records cover.
+	 * A change applied after the control thread stopped waiting runs while
+	 * that thread reads.
+	 */
+	if (c->lookup_ctx != NULL) {
+		const void *old = ss->lookup_ctx;
+
+		__atomic_store_n(&ss->lookup_ctx, c->lookup_ctx, __ATOMIC_RELEASE);
+		c->lookup_ctx = old;
+	}
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		struct sub_sched_dir *d = &ss->d[dir];
 		uint64_t cap = c->root_cap[dir];

@@ -851,6 +851,75 @@ test_metrics(void **state)
 	W.off = false;
 }
 
+/*
+ * A change the worker applies after the control thread stopped waiting:
+ * the scheduler has its new count (and records) while the backend still
+ * hands out the old set, exactly as large as its own count. The readers
+ * index the set by that count and find the link's entry at the
+ * scheduler's: nothing is read past the old set (the _asan build checks),
+ * and the link's counters are the link's.
+ */
+static void
+test_late_change(void **state)
+{
+	struct sh_pkt_list dropped;
+	struct sub_sched_change *c;
+	struct classify_key key;
+	struct sh_pkt *out[4];
+	struct sub_set old, grown;
+	uint32_t added, got = 0;
+	char err[256];
+	json_t *r, *nodes, *link;
+
+	(void)state;
+	/* A frame no subscriber owns: the link's entry sends it. */
+	classify_key_init(&key, 7);
+	sh_pkt_list_init(&dropped);
+	frame(&W.pkt[15], W.buf[15], 40, &key);
+	assert_int_equal(sub_sched_classify(W.ss, SUB_DOWN, &W.pkt[15]), SUB_NONE);
+	sub_sched_enqueue(W.ss, SUB_DOWN, SUB_NONE, &W.pkt[15], 200000000, &dropped);
+	for (uint64_t t = 201000000; t < 300000000 && got == 0; t += 1000000)
+		got += sub_sched_dequeue_burst(W.ss, SUB_DOWN, out, 4, t, &dropped);
+	assert_int_equal(got, 1);
+
+	assert_int_equal(sub_set_copy(&old, &W.set), 0);
+	assert_int_equal(sub_set_copy(&grown, &W.set), 0);
+	assert_int_equal(sub_set_grow_slots(&grown, 4096, &added), 0);
+	c = sub_sched_change_build(W.ss, &grown, NULL, 0, NULL, NULL, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("%s", err);
+	sub_sched_change_apply(W.ss, c);
+	sub_sched_change_free(c);
+	sub_set_free(&grown);
+	assert_int_equal(sub_sched_nsubs(W.ss), old.nsubs + added);
+	sub_set_free(&W.set);
+	W.set = old; /* what the backend hands out: the set from before */
+
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.list\"}", true);
+	assert_int_equal(json_integer_value(json_object_get(r, "count")), NSUB);
+	link = json_object_get(json_object_get(r, "link"), "download");
+	assert_int_equal(json_integer_value(json_object_get(link, "bytes")), FRAME);
+	json_decref(r);
+
+	r = ask_metrics("{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":100}}", 0);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), NSUB);
+	nodes = json_object_get(r, "nodes");
+	assert_int_equal(json_array_size(nodes), 1);
+	/* The link's node: the three subscribers' 4200 bytes and the unknown frame. */
+	assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(json_array_get(nodes, 0), "download"),
+					 "bytes")),
+			 4200 + FRAME);
+	json_decref(r);
+
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c2\"}}",
+		true);
+	assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(r, "download"), "bytes")),
+			 sent_to[2] * FRAME);
+	json_decref(r);
+}
+
 int
 main(void)
 {
@@ -863,6 +932,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_change_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_change, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
