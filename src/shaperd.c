@@ -237,12 +237,13 @@ collect_counters(struct app *a)
 {
 	json_t *root = json_object(), *ports = json_object(), *dirs = json_object();
 
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++)
 		if (a->port_open[r]) {
 			struct ctl_port_counters pc;
 
 			dp_port_counters(&a->port[r], &pc);
-			json_object_set_new(ports, shaper_port_name[r], ctl_port_stats_json(&pc));
+			json_object_set_new(ports, shaper_port_label(&a->cfg, r),
+					    ctl_port_stats_json(&pc));
 		}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		if (a->dir[d][0] != NULL && a->dir[d][0]->sched != NULL) {
@@ -285,9 +286,16 @@ collect_counters(struct app *a)
 }
 
 static enum shaper_port_role
-dir_input_port(int d)
+dir_input_port(const struct app *a, int d)
 {
-	return d == SHAPER_UP ? SHAPER_PORT_LAN : SHAPER_PORT_WAN;
+	return shaper_dir_rx_slot(&a->cfg, (enum shaper_dir)d);
+}
+
+/* On a stick the upstream receives into the downstream's pool: the one port's. */
+static bool
+pool_shared(const struct app *a, int d)
+{
+	return a->cfg.single_port && d == SHAPER_UP;
 }
 
 /* A table on stdout, and JSON for scripts if asked. */
@@ -404,6 +412,27 @@ setup_shards(struct app *a, int d)
 	return 0;
 }
 
+/* One port on a stick: each worker sorts its rx queue into its two directions. */
+static int
+setup_sticks(struct app *a)
+{
+	if (!a->cfg.single_port)
+		return 0;
+	for (unsigned int i = 0; i < a->n_shards; i++) {
+		struct dp_dir *up = a->dir[SHAPER_UP][i], *down = a->dir[SHAPER_DOWN][i];
+
+		up->stick = down->stick =
+				dp_stick_create(up, down, a->cfg.vlan[SHAPER_PORT_WAN],
+						a->cfg.vlan[SHAPER_PORT_LAN], dp_dir_socket(up));
+		if (up->stick == NULL) {
+			shaper_log_error("ports.single: out of memory for worker %u's VLAN sorting",
+					 i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 setup_dirs(struct app *a)
 {
@@ -431,8 +460,9 @@ setup_dirs(struct app *a)
 			dp_mbuf_budget_dir(&a->sized, (enum shaper_dir)d, &a->cfg.dir[d],
 					   dd->truesize, &b);
 			dd->mbuf_fixed = b.fixed;
-			dd->rx_port = a->port[dir_input_port(d)].port_id;
-			dd->tx_port = a->port[shaper_dir_output(d)].port_id;
+			dd->rx_port = a->port[dir_input_port(a, d)].port_id;
+			dd->tx_port = a->port[shaper_dir_tx_slot(&a->cfg, (enum shaper_dir)d)]
+						      .port_id;
 			dd->key = shared_key;
 			dd->sched = sched_create_on(&a->cfg.dir[d], dp_dir_alloc(dd), err,
 						    sizeof(err));
@@ -451,6 +481,8 @@ setup_dirs(struct app *a)
 		if (setup_shards(a, d) != 0)
 			return -1;
 	}
+	if (setup_sticks(a) != 0)
+		return -1;
 	return setup_rtt(a);
 }
 
@@ -714,16 +746,16 @@ reconnect_port(struct app *a, int r, uint64_t now_ms)
 		shaper_log_ratelimited(SHAPER_LOG_WARNING,
 				       "%s port %s: a worker did not turn in 200 ms; "
 				       "reconnecting later",
-				       shaper_port_name[r], p->name);
+				       shaper_port_label(&a->cfg, r), p->name);
 	} else if ((rc = dp_port_reconnect(p)) == 0) {
 		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
 				       "%s port %s: restarted to reconnect to its memif server",
-				       shaper_port_name[r], p->name);
+				       shaper_port_label(&a->cfg, r), p->name);
 	} else {
 		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
 				       "%s port %s: no memif server answers (%s); trying again "
 				       "every %u ms",
-				       shaper_port_name[r], p->name, strerror(-rc),
+				       shaper_port_label(&a->cfg, r), p->name, strerror(-rc),
 				       DP_PORT_RECONNECT_MS);
 	}
 	/* Polled again if started (a failed stop leaves it so); a stopped port stays paused. */
@@ -740,8 +772,8 @@ watch_links(struct app *a, uint64_t *next_ms)
 	if (now_ms < *next_ms)
 		return;
 	*next_ms = now_ms + LINK_WATCH_MS;
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		dp_port_watch_link(&a->port[r], shaper_port_name[r]);
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++) {
+		dp_port_watch_link(&a->port[r], shaper_port_label(&a->cfg, r));
 		if (a->port[r].reconnects_when_down)
 			reconnect_port(a, r, now_ms);
 	}
@@ -770,8 +802,10 @@ run_control(struct app *a)
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
 		for (unsigned int i = 0; i < a->n_shards; i++)
 			a->ctl.dirs[d][i] = a->dir[d][i];
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++) {
 		a->ctl.ports[r] = &a->port[r];
+		a->ctl.port_label[r] = shaper_port_label(&a->cfg, r);
+	}
 	a->ctl.failopen = a->cfg.fail_open ? &a->failopen : NULL;
 	dp_control_backend(&a->ctl, &a->be);
 	dp_telemetry_register(&a->be);
@@ -1181,7 +1215,7 @@ main(int argc, char **argv)
 	 * their NUMA nodes decide each direction's pool, which goes on the node
 	 * of the port that receives into it.
 	 */
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+	for (int r = 0; r < shaper_n_ports(&a.cfg); r++) {
 		/* A bridge carries the same frames both ways: the larger mtu. */
 		uint32_t max_frame = a.cfg.dir[SHAPER_UP].mtu > a.cfg.dir[SHAPER_DOWN].mtu
 						     ? a.cfg.dir[SHAPER_UP].mtu
@@ -1194,22 +1228,31 @@ main(int argc, char **argv)
 
 		if (dp_port_configure(&a.port[r], &a.sized.port[r], max_frame, &q, err,
 				      sizeof(err)) != 0) {
-			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
+			shaper_log_error("ports.%s: %s", shaper_port_label(&a.cfg, r), err);
 			exit_code = 1;
 			goto out_ports;
 		}
 		a.port_open[r] = true;
+		/* One hash for both sides' frames cannot keep a host on its shard. */
+		if (a.cfg.single_port)
+			a.port[r].rss_sharded = false;
 		if (a.port[r].nb_rxd != a.cfg.port[r].rx_desc ||
 		    a.port[r].nb_txd != a.cfg.port[r].tx_desc)
 			shaper_log_info("ports.%s: the driver uses %u rx and %u tx descriptors "
 					"(asked %u and %u)",
-					shaper_port_name[r], a.port[r].nb_rxd, a.port[r].nb_txd,
-					a.cfg.port[r].rx_desc, a.cfg.port[r].tx_desc);
+					shaper_port_label(&a.cfg, r), a.port[r].nb_rxd,
+					a.port[r].nb_txd, a.cfg.port[r].rx_desc,
+					a.cfg.port[r].tx_desc);
 		a.sized.port[r].rx_desc = a.port[r].nb_rxd;
 		a.sized.port[r].tx_desc = a.port[r].nb_txd;
 	}
+	if (a.cfg.single_port) {
+		/* The one port is each direction's input and output. */
+		a.port[SHAPER_PORT_LAN] = a.port[SHAPER_PORT_WAN];
+		a.sized.port[SHAPER_PORT_LAN] = a.sized.port[SHAPER_PORT_WAN];
+	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		const struct dp_port *in = &a.port[dir_input_port(d)];
+		const struct dp_port *in = &a.port[dir_input_port(&a, d)];
 		char name[RTE_MEMPOOL_NAMESIZE];
 
 		/* Sized again with the descriptor counts the drivers settled on. */
@@ -1218,6 +1261,19 @@ main(int argc, char **argv)
 			shaper_log_error("%s: %s", config_path, err);
 			exit_code = 1;
 			goto out_ports;
+		}
+		if (pool_shared(&a, d))
+			continue; /* the downstream's, made with room for both */
+		if (a.cfg.single_port) {
+			uint32_t up;
+
+			if (dp_pool_size(&a.sized, SHAPER_UP, dp_mbuf_truesize_planned(), &up, err,
+					 sizeof(err)) != 0) {
+				shaper_log_error("%s: %s", config_path, err);
+				exit_code = 1;
+				goto out_ports;
+			}
+			a.pool_mbufs[d] += up;
 		}
 		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
 		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], in->socket);
@@ -1230,38 +1286,49 @@ main(int argc, char **argv)
 			goto out_ports;
 		}
 	}
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		/* A port receives the direction it is the input of. */
+	if (a.cfg.single_port) {
+		a.pool[SHAPER_UP] = a.pool[SHAPER_DOWN];
+		a.pool_mbufs[SHAPER_UP] = a.pool_mbufs[SHAPER_DOWN];
+	}
+	for (int r = 0; r < shaper_n_ports(&a.cfg); r++) {
+		/* A port receives the direction it is the input of (on a stick, both). */
 		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
 
 		if (dp_port_start(&a.port[r], a.pool[in_dir], err, sizeof(err)) != 0) {
-			shaper_log_error("ports.%s: %s", shaper_port_name[r], err);
+			shaper_log_error("ports.%s: %s", shaper_port_label(&a.cfg, r), err);
 			a.port_open[r] = false; /* closed by dp_port_start */
 			exit_code = 1;
 			goto out_ports;
 		}
-		shaper_log_info("%s port %u is %s", shaper_port_name[r], a.port[r].port_id,
+		shaper_log_info("%s port %u is %s", shaper_port_label(&a.cfg, r), a.port[r].port_id,
 				a.port[r].name);
+	}
+	if (a.cfg.single_port) {
+		a.port[SHAPER_PORT_LAN] = a.port[SHAPER_PORT_WAN];
+		shaper_log_info("single port: the WAN on VLAN %u, the LAN on VLAN %u",
+				a.cfg.vlan[SHAPER_PORT_WAN], a.cfg.vlan[SHAPER_PORT_LAN]);
 	}
 	if (choose_steering(&a) != 0) {
 		exit_code = 1;
 		goto out_ports;
 	}
-	if (dp_ports_wait_link(a.port, SHAPER_NUM_PORTS, LINK_WAIT_MS) != 0)
-		for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+	if (dp_ports_wait_link(a.port, (unsigned int)shaper_n_ports(&a.cfg), LINK_WAIT_MS) != 0)
+		for (int r = 0; r < shaper_n_ports(&a.cfg); r++)
 			if (!a.port[r].link_up)
 				shaper_log_ratelimited(
 						SHAPER_LOG_NOTICE,
 						"%s port %s: link down after %u ms; forwarding "
 						"starts when it comes up",
-						shaper_port_name[r], a.port[r].name, LINK_WAIT_MS);
+						shaper_port_label(&a.cfg, r), a.port[r].name,
+						LINK_WAIT_MS);
 	/*
 	 * net_af_xdp fills its fill ring from the rx pool at start and does not
 	 * give those mbufs back at close: note how many it took, before any
 	 * frame moved, so the exit count can tell them from a leak of ours.
 	 */
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a.pool[d] != NULL && dp_port_keeps_rx_mbufs(&a.port[dir_input_port(d)]))
+		if (a.pool[d] != NULL && !pool_shared(&a, d) &&
+		    dp_port_keeps_rx_mbufs(&a.port[dir_input_port(&a, d)]))
 			driver_held += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
 	dp_clock_init();
 	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || attach_subscribers(&a) != 0 ||
@@ -1295,12 +1362,12 @@ out_ports:
 	/* Telemetry answers until rte_eal_cleanup: stop it reaching what is freed below. */
 	dp_telemetry_shutdown();
 	counters = collect_counters(&a);
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++)
+	for (int r = 0; r < shaper_n_ports(&a.cfg); r++)
 		if (a.port_open[r])
 			dp_port_close(&a.port[r]);
 	/* Ports closed: every mbuf should be back in the pool now. */
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a.pool[d] != NULL)
+		if (a.pool[d] != NULL && !pool_shared(&a, d))
 			in_use += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
 	kept = in_use < driver_held ? in_use : driver_held;
 	report(&a, counters, in_use - kept, kept);
@@ -1325,6 +1392,8 @@ out_ports:
 	}
 	dp_rtt_group_free(a.ar_group);
 	for (unsigned int i = 0; i < a.n_shards; i++) {
+		if (a.dir[SHAPER_UP][i] != NULL)
+			dp_stick_free(a.dir[SHAPER_UP][i]->stick);
 		dp_rtt_free(a.rtt[i]);
 		dp_lcore_free(a.lc[i]);
 	}
@@ -1333,7 +1402,8 @@ out_pools:
 		dp_pdump_uninit();
 	ctl_server_close(a.srv);
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		rte_mempool_free(a.pool[d]);
+		if (!pool_shared(&a, d))
+			rte_mempool_free(a.pool[d]);
 
 	rte_eal_cleanup();
 	return exit_code;

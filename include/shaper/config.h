@@ -90,6 +90,8 @@ struct shaper_port_config {
 	uint16_t tx_desc;
 };
 
+#define SHAPER_VLAN_MAX 4094 /* 0 and 4095 are reserved ids */
+
 /* The optional WAN emulator after the scheduler (a netem stand-in). */
 struct shaper_emulate_config {
 	uint64_t delay_ns;
@@ -144,6 +146,13 @@ struct shaper_subscribers_config {
 
 struct shaper_config {
 	struct shaper_port_config port[SHAPER_NUM_PORTS];
+	/*
+	 * ports.single ("on a stick"): one device carries both sides, the WAN
+	 * on one VLAN and the LAN on another. Both port[] entries then hold
+	 * that device; vlan[r] is the id side r's frames carry (0: two ports).
+	 */
+	bool single_port;
+	uint16_t vlan[SHAPER_NUM_PORTS];
 	struct sched_params dir[SHAPER_NUM_DIRS];
 	struct shaper_emulate_config emulate[SHAPER_NUM_DIRS];
 	struct shaper_autorate_config autorate[SHAPER_NUM_DIRS];
@@ -206,6 +215,33 @@ shaper_subscribers_enabled(const struct shaper_config *c)
 
 extern const char *const shaper_dir_name[SHAPER_NUM_DIRS];
 extern const char *const shaper_port_name[SHAPER_NUM_PORTS];
+
+/* The devices shaperd opens: one on a stick (port[SHAPER_PORT_WAN]), else two. */
+static inline int
+shaper_n_ports(const struct shaper_config *c)
+{
+	return c->single_port ? 1 : SHAPER_NUM_PORTS;
+}
+
+/* How stats, logs and errors name port slot r: "single" on a stick. */
+static inline const char *
+shaper_port_label(const struct shaper_config *c, int r)
+{
+	return c->single_port ? "single" : shaper_port_name[r];
+}
+
+/* The slot of the device direction d receives on and sends on (one on a stick). */
+static inline enum shaper_port_role
+shaper_dir_rx_slot(const struct shaper_config *c, enum shaper_dir d)
+{
+	return c->single_port || d == SHAPER_DOWN ? SHAPER_PORT_WAN : SHAPER_PORT_LAN;
+}
+
+static inline enum shaper_port_role
+shaper_dir_tx_slot(const struct shaper_config *c, enum shaper_dir d)
+{
+	return c->single_port ? SHAPER_PORT_WAN : shaper_dir_output(d);
+}
 
 void shaper_config_default(struct shaper_config *c);
 

@@ -13,7 +13,8 @@
 
 struct shaper_config_key {
 	/*
-	 * Where the key lives: "top", "ports" (wan, lan), "port" (inside
+	 * Where the key lives: "top", "ports" (wan, lan), "ports.single"
+	 * (single, wan_vlan, lan_vlan: one port on a stick), "port" (inside
 	 * ports.wan/lan), "dir" (every discipline), "dir.cake", "dir.fq_codel",
 	 * "dir.fifo", "emulate", "autorate" (bandwidth's bounds), "control",
 	 * "control.sockets", "metrics", "lcores", "dataplane", "dataplane.mbufs".

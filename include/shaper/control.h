@@ -154,6 +154,7 @@ struct ctl_dir_counters {
 
 struct ctl_port_counters {
 	char name[64];
+	char role[16]; /* what stats lists it under ("wan", "lan", "single"); "" = by its slot */
 	uint64_t rx_packets, tx_packets, rx_bytes, tx_bytes;
 	uint64_t rx_missed, rx_errors, tx_errors, rx_nombuf;
 	bool link_up;

@@ -9,7 +9,8 @@
  *
  * One header per object, as DPDK's ip_pipeline example keeps them:
  * dp_port.h (ports, pools), dp_worker.h (shards, workers, the loop),
- * dp_steer.h (steering between shards), dp_mailbox.h (control to worker),
+ * dp_steer.h (steering between shards), dp_stick.h (one port on a stick),
+ * dp_mailbox.h (control to worker),
  * dp_budget.h (the mbuf budget); this one adds the control backend and
  * the clock, and includes them all.
  */
@@ -38,13 +39,15 @@
 #include "shaper/dp_mailbox.h"
 #include "shaper/dp_port.h"
 #include "shaper/dp_steer.h"
+#include "shaper/dp_stick.h"
 #include "shaper/dp_worker.h"
 
 /* What the control server needs to reach the data plane. */
 struct dp_control {
 	uint32_t n_shards;
 	struct dp_dir *dirs[SHAPER_NUM_DIRS][SHAPER_MAX_WORKERS]; /* each direction's shards */
-	struct dp_port *ports[SHAPER_NUM_PORTS];
+	struct dp_port *ports[SHAPER_NUM_PORTS];  /* NULL: no such port (one on a stick) */
+	const char *port_label[SHAPER_NUM_PORTS]; /* its name in stats; NULL: "wan", "lan" */
 	unsigned int timeout_ms;      /* mailbox answer timeout; 0 = DP_CALL_TIMEOUT_MS */
 	struct dp_failopen *failopen; /* NULL without fail-open */
 };

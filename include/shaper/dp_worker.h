@@ -143,6 +143,7 @@ struct dp_dir {
 	uint32_t shard;         /* its index among the direction's shards */
 	uint32_t n_shards;      /* the direction's shards (1: the whole direction) */
 	struct dp_steer *steer; /* software steering; NULL with one shard or RSS */
+	struct dp_stick *stick; /* one port on a stick: shared with the worker's other direction */
 	/* With several shards: its part of the link rate (share_tick). */
 	struct share_group *share_group; /* NULL with one shard */
 	struct share_shard share;

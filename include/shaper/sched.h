@@ -73,6 +73,7 @@ enum sched_ack_filter {
 	X(NO_BUFFER, "no_buffer", "no mbuf to copy a frame from another pool into")                \
 	X(STEER_FULL, "steer_full", "the ring to the worker of the frame's shard was full")        \
 	X(STALE, "stale", "received while the bridge carried the line (fail-open), so not sent")   \
+	X(OTHER_VLAN, "other_vlan", "on one port on a stick: untagged, or on neither side's VLAN") \
 	X(SHUTDOWN, "shutdown", "still queued when the daemon stopped")
 
 enum shaper_drop_reason {

@@ -148,6 +148,103 @@ parse_port(const json_t *v, const char *path, struct shaper_port_config *pc, cha
 	return 0;
 }
 
+/* A VLAN id of ports.single: 1..4094. */
+static int
+get_vlan(const json_t *x, const char *path, uint16_t *out, char *err, size_t errlen)
+{
+	long long n;
+
+	if (!json_is_integer(x)) {
+		errf(err, errlen, path, "expected a VLAN id 1..%d, got %s", SHAPER_VLAN_MAX,
+		     json_type_name(x));
+		return -1;
+	}
+	if (get_int(x, path, 1, SHAPER_VLAN_MAX, &n, err, errlen) != 0)
+		return -1;
+	*out = (uint16_t)n;
+	return 0;
+}
+
+/*
+ * ports: "wan" and "lan", two devices; or "single", one device on a stick,
+ * with the VLAN ids of its two sides ("wan_vlan", "lan_vlan"). What a stick
+ * cannot do beside other sections is checked after the whole file
+ * (check_single_port).
+ */
+static int
+parse_ports(const json_t *v, struct shaper_config *c, char *err, size_t errlen)
+{
+	struct shaper_port_config one = c->port[SHAPER_PORT_WAN]; /* the defaults */
+	bool given[SHAPER_NUM_PORTS] = { false, false }, single = false;
+	const char *pk;
+	json_t *pv;
+
+	if (expect_object(v, "ports", err, errlen) != 0)
+		return -1;
+	json_object_foreach ((json_t *)v, pk, pv) {
+		char sub[64];
+
+		join_path(sub, sizeof(sub), "ports", pk);
+		if (!shaper_config_key_known("ports", pk)) {
+			errf(err, errlen, sub,
+			     "unknown port (known: wan, lan, single, wan_vlan, lan_vlan)");
+			return -1;
+		}
+		if (strcmp(pk, "wan") == 0 || strcmp(pk, "lan") == 0) {
+			int r = pk[0] == 'w' ? SHAPER_PORT_WAN : SHAPER_PORT_LAN;
+
+			if (parse_port(pv, sub, &c->port[r], err, errlen) != 0)
+				return -1;
+			given[r] = true;
+		} else if (strcmp(pk, "single") == 0) {
+			if (parse_port(pv, sub, &one, err, errlen) != 0)
+				return -1;
+			single = true;
+		} else {
+			int r = pk[0] == 'w' ? SHAPER_PORT_WAN : SHAPER_PORT_LAN;
+
+			if (get_vlan(pv, sub, &c->vlan[r], err, errlen) != 0)
+				return -1;
+		}
+	}
+	if (single && (given[SHAPER_PORT_WAN] || given[SHAPER_PORT_LAN])) {
+		errf(err, errlen, "ports.single",
+		     "one port on a stick replaces ports.wan and ports.lan: give single (with "
+		     "wan_vlan and lan_vlan) or wan and lan, not both");
+		return -1;
+	}
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		char sub[32];
+
+		snprintf(sub, sizeof(sub), "ports.%s_vlan", shaper_port_name[r]);
+		if (!single && c->vlan[r] != 0) {
+			errf(err, errlen, sub,
+			     "only with ports.single (one port on a stick); two ports take every "
+			     "VLAN as it comes");
+			return -1;
+		}
+		if (single && c->vlan[r] == 0) {
+			errf(err, errlen, sub,
+			     "missing: with ports.single, the VLAN id (1..%d) the %s side's frames "
+			     "carry on the port (LibreQoS's %s)",
+			     SHAPER_VLAN_MAX, r == SHAPER_PORT_WAN ? "internet" : "subscribers'",
+			     r == SHAPER_PORT_WAN ? "internet_vlan" : "network_vlan");
+			return -1;
+		}
+	}
+	if (single && c->vlan[SHAPER_PORT_WAN] == c->vlan[SHAPER_PORT_LAN]) {
+		errf(err, errlen, "ports.lan_vlan",
+		     "%u is ports.wan_vlan too: the two sides must be on different VLANs",
+		     c->vlan[SHAPER_PORT_LAN]);
+		return -1;
+	}
+	if (single) {
+		c->single_port = true;
+		c->port[SHAPER_PORT_WAN] = c->port[SHAPER_PORT_LAN] = one;
+	}
+	return 0;
+}
+
 static const char *const level_names[SHAPER_NUM_LEVELS] = { "user", "operator", "admin" };
 
 const char *
@@ -648,6 +745,36 @@ parse_fail_open(const json_t *v, struct shaper_config *c, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * What one port on a stick cannot do: fail open (a Linux bridge sends a
+ * frame on out of other ports, never back out of the one it came in on
+ * with its VLAN changed), or have the NIC's RSS pick the shard (a host is
+ * the L3 source of the frames on one VLAN and the destination of those on
+ * the other, and one port has one hash).
+ */
+static int
+check_single_port(const struct shaper_config *c, char *err, size_t errlen)
+{
+	if (!c->single_port)
+		return 0;
+	if (c->fail_open) {
+		errf(err, errlen, "fail_open.enabled",
+		     "cannot be used with ports.single: a Linux bridge never sends a frame back "
+		     "out of the port it came in on, nor moves it from one VLAN to another, so "
+		     "nothing would carry the line while shaperd does not");
+		return -1;
+	}
+	if (c->n_workers > 1 && c->steering == SHAPER_STEER_RSS) {
+		errf(err, errlen, "dataplane.steering",
+		     "\"rss\" cannot be used with ports.single and %u workers: one port hashes "
+		     "both sides' frames alike, and a LAN host is the source on one VLAN and the "
+		     "destination on the other (use \"auto\" or \"software\")",
+		     c->n_workers);
+		return -1;
+	}
+	return 0;
+}
+
 /* Fail-open hands frames to a kernel bridge: only ports the kernel still sees can. */
 static int
 check_fail_open(const struct shaper_config *c, char *err, size_t errlen)
@@ -856,27 +983,8 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 	json_object_foreach ((json_t *)root, key, v) {
 		REFUSE_UNLISTED("top", key, key);
 		if (strcmp(key, "ports") == 0) {
-			const char *pk;
-			json_t *pv;
-
-			if (expect_object(v, "ports", err, errlen) != 0)
+			if (parse_ports(v, c, err, errlen) != 0)
 				return -1;
-			json_object_foreach (v, pk, pv) {
-				char sub[64];
-				int r;
-
-				join_path(sub, sizeof(sub), "ports", pk);
-				if (!shaper_config_key_known("ports", pk))
-					return unknown_key("ports", sub, "port", err, errlen);
-				if (strcmp(pk, "wan") == 0)
-					r = SHAPER_PORT_WAN;
-				else if (strcmp(pk, "lan") == 0)
-					r = SHAPER_PORT_LAN;
-				else
-					return unknown_key("ports", sub, "port", err, errlen);
-				if (parse_port(pv, sub, &c->port[r], err, errlen) != 0)
-					return -1;
-			}
 		} else if (strcmp(key, "upstream") == 0 || strcmp(key, "downstream") == 0) {
 			int d = key[0] == 'u' ? SHAPER_UP : SHAPER_DOWN;
 
@@ -919,11 +1027,13 @@ parse_root(const json_t *root, struct shaper_config *c, char *err, size_t errlen
 			     shaper_port_name[r]);
 			return -1;
 		}
-	if (strcmp(c->port[0].device, c->port[1].device) == 0) {
+	if (!c->single_port && strcmp(c->port[0].device, c->port[1].device) == 0) {
 		errf(err, errlen, "ports", "wan and lan name the same device \"%s\"",
 		     c->port[0].device);
 		return -1;
 	}
+	if (check_single_port(c, err, errlen) != 0)
+		return -1;
 	if (check_subscribers(c, err, errlen) != 0)
 		return -1;
 	return check_fail_open(c, err, errlen);

@@ -25,6 +25,10 @@ const struct shaper_config_key shaper_config_keys[] = {
 
 	{ "ports", "wan", "\"a\"", NULL, true },
 	{ "ports", "lan", "\"b\"", NULL, true },
+	/* One port on a stick instead of wan and lan. */
+	{ "ports.single", "single", "\"a\"", NULL, true },
+	{ "ports.single", "wan_vlan", "100", NULL, true },
+	{ "ports.single", "lan_vlan", "200", NULL, true },
 
 	{ "port", "device", "\"a\"", NULL, true },
 	{ "port", "rx_descriptors", "1024", "1024", true },
@@ -168,8 +172,9 @@ in_section(const char *entry, const char *section)
 {
 	if (strcmp(entry, section) == 0)
 		return true;
-	/* "dir" takes the keys of the disciplines' sections as well. */
-	return strcmp(section, "dir") == 0 && strncmp(entry, "dir.", 4) == 0;
+	/* "dir" takes the keys of the disciplines' sections as well, "ports" a stick's. */
+	return (strcmp(section, "dir") == 0 && strncmp(entry, "dir.", 4) == 0) ||
+	       (strcmp(section, "ports") == 0 && strcmp(entry, "ports.single") == 0);
 }
 
 bool

@@ -131,7 +131,11 @@ ctl_dir_port_errors(void *dirs, const void *ports)
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		json_t *dir = json_object_get(dirs, shaper_dir_name[d]);
 		json_t *port = json_object_get(ports, shaper_port_name[shaper_dir_output(d)]);
-		json_t *e = json_object_get(port, "tx_errors");
+		json_t *e;
+
+		if (port == NULL) /* one port on a stick sends both directions */
+			port = json_object_get(ports, "single");
+		e = json_object_get(port, "tx_errors");
 
 		if (dir != NULL && json_is_integer(e))
 			json_object_set(dir, "tx_port_errors", e);
@@ -390,7 +394,9 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 
 		memset(&pc, 0, sizeof(pc));
 		if (be->port_counters(be->opaque, (enum shaper_port_role)i, &pc) == 0)
-			json_object_set_new(ports, shaper_port_name[i], ctl_port_stats_json(&pc));
+			json_object_set_new(ports,
+					    pc.role[0] != '\0' ? pc.role : shaper_port_name[i],
+					    ctl_port_stats_json(&pc));
 	}
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct ctl_dir_counters c;

@@ -171,14 +171,21 @@ restart_keys(const struct shaper_config *s, const struct shaper_config *f,
 {
 	bool socks = s->n_control_sockets != f->n_control_sockets;
 
-	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
-		if (strcmp(s->port[r].device, f->port[r].device) != 0)
-			restart_key(pl, "ports.%s.device", shaper_port_name[r]);
+	for (int r = 0; r < shaper_n_ports(f); r++) {
+		const char *name = shaper_port_label(f, r);
+
+		if (s->single_port != f->single_port ||
+		    strcmp(s->port[r].device, f->port[r].device) != 0)
+			restart_key(pl, "ports.%s.device", name);
 		if (s->port[r].rx_desc != f->port[r].rx_desc)
-			restart_key(pl, "ports.%s.rx_descriptors", shaper_port_name[r]);
+			restart_key(pl, "ports.%s.rx_descriptors", name);
 		if (s->port[r].tx_desc != f->port[r].tx_desc)
-			restart_key(pl, "ports.%s.tx_descriptors", shaper_port_name[r]);
+			restart_key(pl, "ports.%s.tx_descriptors", name);
 	}
+	if (s->vlan[SHAPER_PORT_WAN] != f->vlan[SHAPER_PORT_WAN])
+		restart_key(pl, "ports.wan_vlan");
+	if (s->vlan[SHAPER_PORT_LAN] != f->vlan[SHAPER_PORT_LAN])
+		restart_key(pl, "ports.lan_vlan");
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		if (emulate_differs(&s->emulate[d], &f->emulate[d]))
 			restart_key(pl, "%s.emulate", shaper_dir_name[d]);

@@ -311,8 +311,14 @@ static int
 be_port_counters(void *opaque, enum shaper_port_role r, struct ctl_port_counters *pc)
 {
 	struct dp_control *ctl = opaque;
+	int rc;
 
-	return dp_port_counters(ctl->ports[r], pc);
+	if (ctl->ports[r] == NULL)
+		return -ENOENT;
+	rc = dp_port_counters(ctl->ports[r], pc);
+	if (rc == 0 && ctl->port_label[r] != NULL)
+		snprintf(pc->role, sizeof(pc->role), "%s", ctl->port_label[r]);
+	return rc;
 }
 
 static int

@@ -296,7 +296,10 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 	d->rx_drained = false;
 	if (unlikely(port_is_paused(d->rx_port)))
 		return n_in;
-	nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
+	if (d->stick != NULL)
+		nb_rx = dp_stick_rx(d->stick, d, rx, burst); /* this direction's VLAN */
+	else
+		nb_rx = rte_eth_rx_burst(d->rx_port, d->queue, rx, (uint16_t)burst);
 	/*
 	 * The clock after the read, not the turn's: a process stopped between
 	 * the two would send what waited in the queue while the bridge had it.
@@ -324,6 +327,9 @@ dir_rx(struct dp_dir *d, uint64_t now, uint32_t burst, struct sh_pkt **pkts,
 	d->stats.rx_packets += nb_rx;
 	d->stats.rx_bytes += rx_bytes;
 	classify_burst(pkts, n, &d->key);
+	if (d->stick != NULL && d->dir == SHAPER_UP)
+		dp_stick_retag_up(d->stick, pkts,
+				  n); /* classified on the LAN VLAN, sent on the WAN's */
 	if (d->steer != NULL && d->subs != NULL) {
 		/* Each frame to its subscriber's shard, looked up once. */
 		n = dp_subs_steer_burst(d, pkts, n, subs, drops);
@@ -755,6 +761,8 @@ dp_dir_drain(struct dp_dir *d)
 	struct dp_msg *m = d->ctl != NULL ? d->ctl->busy : NULL;
 
 	sh_pkt_list_init(&out);
+	if (d->stick != NULL)
+		dp_stick_flush(d->stick, d); /* read in the other direction's turn, not yet taken */
 	if (d->emu != NULL)
 		emu_flush(d->emu, &out);
 	if (d->subs != NULL)

@@ -93,6 +93,7 @@ MAN_SECTIONS = {
 # Sections documented inside their parent key's entry: (parent section, parent key).
 INLINE = {
     "ports": ("top", "ports"),
+    "ports.single": ("top", "ports"),
     "control.sockets": ("control", "sockets"),
     "dataplane.mbufs": ("dataplane", "mbufs"),
 }

@@ -26,6 +26,9 @@ static const struct {
 } probes[] = {
 	{ "top", "{" PORTS "}", { NULL } },
 	{ "ports", "{" PORTS "}", { "ports" } },
+	{ "ports.single",
+	  "{\"ports\": {\"single\": \"a\", \"wan_vlan\": 100, \"lan_vlan\": 200}}",
+	  { "ports" } },
 	{ "port",
 	  "{\"ports\": {\"wan\": {\"device\": \"a\"}, \"lan\": \"b\"}}",
 	  { "ports", "wan" } },

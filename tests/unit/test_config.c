@@ -943,12 +943,45 @@ static const struct err_case err_cases[] = {
 	  "ports: wan and lan name the same device \"eth0\"" },
 	{ "{'ports': {'wan': {'device': '0000:01:00.0'}, 'lan': '0000:01:00.0'}}",
 	  "ports: wan and lan name the same device \"0000:01:00.0\"" },
+	/* one port on a stick */
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': 100}}",
+	  "ports.lan_vlan: missing: with ports.single, the VLAN id (1..4094) the subscribers' "
+	  "side's frames carry on the port (LibreQoS's network_vlan)" },
+	{ "{'ports': {'single': 'eth0', 'lan_vlan': 200}}",
+	  "ports.wan_vlan: missing: with ports.single, the VLAN id (1..4094) the internet side's "
+	  "frames carry on the port (LibreQoS's internet_vlan)" },
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': 100, 'lan_vlan': 100}}",
+	  "ports.lan_vlan: 100 is ports.wan_vlan too: the two sides must be on different VLANs" },
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': 0, 'lan_vlan': 200}}",
+	  "ports.wan_vlan: 0 is out of range 1..4094" },
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': 100, 'lan_vlan': 4095}}",
+	  "ports.lan_vlan: 4095 is out of range 1..4094" },
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': '100', 'lan_vlan': 200}}",
+	  "ports.wan_vlan: expected a VLAN id 1..4094, got a string" },
+	{ "{'ports': {'single': 'eth0', 'lan': 'eth1', 'wan_vlan': 100, 'lan_vlan': 200}}",
+	  "ports.single: one port on a stick replaces ports.wan and ports.lan: give single (with "
+	  "wan_vlan and lan_vlan) or wan and lan, not both" },
+	{ "{'ports': {'wan': 'eth0', 'lan': 'eth1', 'wan_vlan': 100}}",
+	  "ports.wan_vlan: only with ports.single (one port on a stick); two ports take every "
+	  "VLAN as it comes" },
+	{ "{'ports': {'single': {'rx_descriptors': 512}, 'wan_vlan': 100, 'lan_vlan': 200}}",
+	  "ports.single: missing \"device\" (a PCI address, vdev string or port name)" },
+	{ "{'ports': {'single': 'net_af_packet0,iface=eth0', 'wan_vlan': 100, 'lan_vlan': 200}, "
+	  "'fail_open': {'enabled': true}}",
+	  "fail_open.enabled: cannot be used with ports.single: a Linux bridge never sends a "
+	  "frame back out of the port it came in on, nor moves it from one VLAN to another, so "
+	  "nothing would carry the line while shaperd does not" },
+	{ "{'ports': {'single': 'eth0', 'wan_vlan': 100, 'lan_vlan': 200}, "
+	  "'lcores': {'workers': [1, 2]}, 'dataplane': {'steering': 'rss'}}",
+	  "dataplane.steering: \"rss\" cannot be used with ports.single and 2 workers: one port "
+	  "hashes both sides' frames alike, and a LAN host is the source on one VLAN and the "
+	  "destination on the other (use \"auto\" or \"software\")" },
 	{ "{'ports': ['eth0', 'eth1']}", "ports: expected an object, got an array" },
 	{ "{'ports': 'eth0'}", "ports: expected an object, got a string" },
 	{ "{'ports': {'wan': 'eth0', 'lan': 'eth1', 'dmz': 'eth2'}}",
-	  "ports.dmz: unknown port (known: wan, lan)" },
+	  "ports.dmz: unknown port (known: wan, lan, single, wan_vlan, lan_vlan)" },
 	{ "{'ports': {'WAN': 'eth0', 'lan': 'eth1'}}",
-	  "ports.WAN: unknown port (known: wan, lan)" },
+	  "ports.WAN: unknown port (known: wan, lan, single, wan_vlan, lan_vlan)" },
 	{ "{'ports': {'wan': 5, 'lan': 'eth1'}}",
 	  "ports.wan: expected a device string or an object, got an integer" },
 	{ "{'ports': {'wan': null, 'lan': 'eth1'}}",
@@ -1410,6 +1443,42 @@ test_fail_open(void **state)
 	assert_true(c.fail_open);
 	assert_int_equal(c.fail_open_lease_ns, 250000000ull);
 	assert_string_equal(c.fail_open_program, "/opt/f.o");
+}
+
+/* ports.single: one device for both sides, each side's VLAN. */
+static void
+test_single_port(void **state)
+{
+	struct shaper_config c;
+
+	(void)state;
+	load_ok(TOP("'lcores': {}"), &c);
+	assert_false(c.single_port);
+	assert_int_equal(shaper_n_ports(&c), 2);
+	assert_int_equal(c.vlan[SHAPER_PORT_WAN], 0);
+	load_ok("{'ports': {'wan_vlan': 100, 'single': {'device': 'net_af_packet0,iface=eth0', "
+		"'rx_descriptors': 2048}, 'lan_vlan': 4094}}",
+		&c);
+	assert_true(c.single_port);
+	assert_int_equal(shaper_n_ports(&c), 1);
+	assert_int_equal(c.vlan[SHAPER_PORT_WAN], 100);
+	assert_int_equal(c.vlan[SHAPER_PORT_LAN], 4094);
+	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
+		assert_string_equal(c.port[r].device, "net_af_packet0,iface=eth0");
+		assert_int_equal(c.port[r].rx_desc, 2048);
+		assert_int_equal(c.port[r].tx_desc, 1024);
+		assert_string_equal(shaper_port_label(&c, r), "single");
+	}
+	/* Both directions receive and send on the one port. */
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		assert_int_equal(shaper_dir_rx_slot(&c, (enum shaper_dir)d), SHAPER_PORT_WAN);
+		assert_int_equal(shaper_dir_tx_slot(&c, (enum shaper_dir)d), SHAPER_PORT_WAN);
+	}
+	/* Several workers steer in software ("auto" picks it; RSS cannot, see err_cases). */
+	load_ok("{'ports': {'single': 'eth0', 'wan_vlan': 100, 'lan_vlan': 200}, "
+		"'lcores': {'workers': [1, 2]}}",
+		&c);
+	assert_int_equal(c.n_workers, 2);
 }
 
 /* "bandwidth" as bounds turns autorate on for that direction alone, starting at max. */
@@ -2309,6 +2378,7 @@ main(void)
 		cmocka_unit_test(test_bug_utf8_path_cut),
 		cmocka_unit_test(test_autorate_bounds),
 		cmocka_unit_test(test_fail_open),
+		cmocka_unit_test(test_single_port),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);
