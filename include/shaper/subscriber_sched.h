@@ -350,4 +350,14 @@ void sub_sched_note_time(struct sub_sched *ss, uint64_t now);
 void sub_sched_rtt(const struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
 		   uint32_t h[SUB_RTT_BUCKETS]);
 
+struct sub_qoe_acc;
+
+/*
+ * Add subscriber sub's recent busy minutes (shaper/subscriber_qoe.h: their
+ * RTT samples, how many, and the bytes of its last whole minute) to acc, as
+ * of the worker's minute now. Any thread; with several shards, add every
+ * shard's.
+ */
+void sub_sched_qoe(const struct sub_sched *ss, uint32_t sub, struct sub_qoe_acc *acc);
+
 #endif

@@ -13,6 +13,7 @@
 #include "shaper/heapsort.h"
 #include "shaper/subscriber_alloc.h"
 #include "shaper/subscriber_lookup.h"
+#include "shaper/subscriber_qoe.h"
 #include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 #include "shaper/subscriber_unknown.h"
@@ -72,6 +73,7 @@ struct sub_sched_dir {
 	 */
 	uint32_t *act, *act_tmp, *fresh;
 	uint32_t nact, nfresh;
+	uint32_t qoe_swept; /* the minute whose start the active ones have seen */
 	struct sub_sched_stats st;
 };
 
@@ -100,6 +102,9 @@ struct sub_sched {
 	/* Each subscriber's and the link's RTT samples by side (shaper/subscriber_rtt.h). */
 	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
 	uint32_t rtt_win; /* the worker's window now, for readers (sub_sched_note_time) */
+	/* Each one's busy minutes (shaper/subscriber_qoe.h), and the worker's minute now. */
+	struct sub_qoe *qoe;
+	uint32_t qoe_min;
 };
 
 /* ------------------------------------------------------------------ heap */
@@ -227,6 +232,7 @@ sub_sched_bytes_for(uint32_t nsubs)
 	 * and place in it, demand, rate, plan and bytes at the last tick, and its places in
 	 * the active lists. */
 	size_t per = sizeof(struct sub_idle) + SUB_RTT_SIDES * sizeof(struct sub_rtt) +
+		     sizeof(struct sub_qoe) +
 		     SUB_DIRS * (sizeof(struct sub_heap_ent) + 4 * sizeof(uint32_t) +
 				 4 * sizeof(uint64_t));
 
@@ -257,6 +263,7 @@ sub_sched_free(struct sub_sched *ss)
 	sub_unknown_free(ss->unknown);
 	free(ss->subs);
 	free(ss->rtt);
+	free(ss->qoe);
 	free(ss);
 }
 
@@ -329,9 +336,11 @@ sub_sched_create(const struct sub_sched_config *cfg, char *err, size_t errlen)
 	ss->lookup_ctx = cfg->lookup_ctx;
 	ss->subs = records_alloc(n);
 	ss->rtt = calloc(n, sizeof(*ss->rtt));
+	ss->qoe = calloc(n, sizeof(*ss->qoe));
 	ss->lookup = sub_lookup_create(set);
 	ss->alloc = alloc_with_link(set, nunk, NULL);
-	if (ss->subs == NULL || ss->rtt == NULL || ss->lookup == NULL || ss->alloc == NULL)
+	if (ss->subs == NULL || ss->rtt == NULL || ss->qoe == NULL || ss->lookup == NULL ||
+	    ss->alloc == NULL)
 		goto nomem;
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		struct sub_sched_dir *d = &ss->d[dir];
@@ -480,6 +489,7 @@ unknown_claim(struct sub_sched *ss, enum sub_dir dir, const struct sh_pkt *pkt)
 	for (int d = 0; d < SUB_DIRS; d++)
 		ss->d[d].tick_bytes[sub] = 0;
 	memset(ss->rtt[sub], 0, sizeof(ss->rtt[sub]));
+	memset(&ss->qoe[sub], 0, sizeof(ss->qoe[sub]));
 	return sub;
 }
 
@@ -539,6 +549,48 @@ sub_sched_unknown_hash(const struct sub_sched *ss, enum sub_dir dir, const struc
 		return false;
 	*hash = sub_unknown_hash_of(ss->unknown, &k);
 	return true;
+}
+
+/* ------------------------------------------------------ loaded latency */
+
+/* Subscriber i's minute, if the worker's moved on since its last (shaper/subscriber_qoe.h). */
+static void
+qoe_turn(struct sub_sched *ss, uint32_t i)
+{
+	struct sub_qoe *q = &ss->qoe[i];
+	const struct sub_idle *s;
+	uint64_t bytes[SUB_DIRS], plan[SUB_DIRS];
+
+	if (q->min == ss->qoe_min)
+		return;
+	s = &ss->subs[i];
+	for (int d = 0; d < SUB_DIRS; d++) {
+		bytes[d] = s->dir[d].bytes;
+		plan[d] = ss->plan_max[d][i];
+	}
+	sub_qoe_turn(q, ss->qoe_min, bytes, plan);
+}
+
+/*
+ * A new minute: every subscriber holding a CAKE this way starts it, so what
+ * arrives from now on is the new minute's. One that holds none starts it
+ * when it takes one (or with its next RTT sample): until then nothing
+ * arrives for it. Once a minute, over the active ones only.
+ */
+static void
+qoe_minute(struct sub_sched *ss, struct sub_sched_dir *d, uint64_t now)
+{
+	uint32_t m = sub_qoe_minute(now);
+
+	if (m == d->qoe_swept)
+		return;
+	if (m != ss->qoe_min)
+		__atomic_store_n(&ss->qoe_min, m, __ATOMIC_RELAXED);
+	for (uint32_t j = 0; j < d->nact; j++)
+		qoe_turn(ss, d->act[j]);
+	for (uint32_t j = 0; j < d->nfresh; j++)
+		qoe_turn(ss, d->fresh[j]);
+	d->qoe_swept = m;
 }
 
 /* ------------------------------------------------------------ allocation */
@@ -647,6 +699,7 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 	uint32_t i, j, w;
 	bool same;
 
+	qoe_minute(ss, d, now);
 	merge_fresh(d);
 	for (j = w = 0; j < d->nact; j++) {
 		struct sub_idle *s;
@@ -844,6 +897,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 
 			CTR_SET(s->dir[dir].cake, c);
 			s->dir[dir].lag_seen = sched_lag_skipped_ns(c);
+			qoe_turn(ss, sub); /* what arrives from now on is this minute's */
 			d->st.taken++;
 			d->fresh[d->nfresh++] = sub;
 			/* Its plan until the allocation says more; the link pacer bounds the sum.
@@ -1214,6 +1268,7 @@ struct sub_sched_change {
 	uint32_t nsubs;
 	struct sub_idle *subs;
 	struct sub_rtt (*rtt)[SUB_RTT_SIDES];
+	struct sub_qoe *qoe;
 	struct sub_heap_ent *heap[SUB_DIRS];
 	uint32_t *pos[SUB_DIRS], *act[SUB_DIRS], *act_tmp[SUB_DIRS], *fresh[SUB_DIRS];
 	uint64_t *demand[SUB_DIRS], *rate[SUB_DIRS], *tick_bytes[SUB_DIRS];
@@ -1238,6 +1293,7 @@ sub_sched_change_free(struct sub_sched_change *c)
 	}
 	free(c->subs);
 	free(c->rtt);
+	free(c->qoe);
 	sub_lookup_free(c->lookup);
 	if (c->lookup_ctx != NULL && c->ctx_free != NULL)
 		c->ctx_free(c->lookup_ctx);
@@ -1251,7 +1307,8 @@ grow_build(struct sub_sched_change *c, uint32_t n)
 {
 	c->subs = records_alloc(n);
 	c->rtt = calloc(n, sizeof(*c->rtt));
-	if (c->subs == NULL || c->rtt == NULL)
+	c->qoe = calloc(n, sizeof(*c->qoe));
+	if (c->subs == NULL || c->rtt == NULL || c->qoe == NULL)
 		return -ENOMEM;
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		c->heap[dir] = calloc(n, sizeof(*c->heap[dir]));
@@ -1359,6 +1416,8 @@ grow_apply(struct sub_sched *ss, struct sub_sched_change *c)
 	memcpy(c->subs + nw, ss->subs + old, (size_t)tail * sizeof(*c->subs));
 	memcpy(c->rtt, ss->rtt, (size_t)old * sizeof(*c->rtt));
 	memcpy(c->rtt + nw, ss->rtt + old, (size_t)tail * sizeof(*c->rtt));
+	memcpy(c->qoe, ss->qoe, (size_t)old * sizeof(*c->qoe));
+	memcpy(c->qoe + nw, ss->qoe + old, (size_t)tail * sizeof(*c->qoe));
 	for (int dir = 0; dir < SUB_DIRS; dir++) {
 		struct sub_sched_dir *d = &ss->d[dir];
 
@@ -1391,11 +1450,14 @@ grow_apply(struct sub_sched *ss, struct sub_sched_change *c)
 	{
 		struct sub_idle *subs = c->subs;
 		struct sub_rtt(*rtt)[SUB_RTT_SIDES] = c->rtt;
+		struct sub_qoe *qoe = c->qoe;
 
 		c->subs = ss->subs;
 		c->rtt = ss->rtt;
+		c->qoe = ss->qoe;
 		__atomic_store_n(&ss->subs, subs, __ATOMIC_RELEASE);
 		__atomic_store_n(&ss->rtt, rtt, __ATOMIC_RELEASE);
+		__atomic_store_n(&ss->qoe, qoe, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&ss->nsubs, nw, __ATOMIC_RELEASE);
 }
@@ -1455,6 +1517,7 @@ sub_sched_change_apply(struct sub_sched *ss, struct sub_sched_change *c)
 			continue;
 		memset(s, 0, sizeof(*s)); /* idle: out of both heaps already */
 		memset(ss->rtt[c->reset[i]], 0, sizeof(ss->rtt[0])); /* not the old one's RTT */
+		memset(&ss->qoe[c->reset[i]], 0, sizeof(ss->qoe[0]));
 	}
 	ss->changes++;
 	c->applied = true;
@@ -1499,10 +1562,12 @@ sub_sched_demand(const struct sub_sched *ss, enum sub_dir dir, uint32_t sub)
 void
 sub_sched_note_time(struct sub_sched *ss, uint64_t now)
 {
-	uint32_t w = sub_rtt_window(now);
+	uint32_t w = sub_rtt_window(now), m = sub_qoe_minute(now);
 
 	if (w != ss->rtt_win)
 		__atomic_store_n(&ss->rtt_win, w, __ATOMIC_RELAXED);
+	if (m != ss->qoe_min)
+		__atomic_store_n(&ss->qoe_min, m, __ATOMIC_RELAXED);
 }
 
 void
@@ -1513,6 +1578,8 @@ sub_sched_rtt_sample(struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
 		sub = ss->nsubs; /* an address no subscriber owns: the link's entry */
 	sub_sched_note_time(ss, now);
 	sub_rtt_add(&ss->rtt[sub][side], ss->rtt_win, rtt_ns);
+	qoe_turn(ss, sub);
+	sub_qoe_sample(&ss->qoe[sub], side, sub_rtt_bucket(rtt_ns));
 }
 
 void
@@ -1525,4 +1592,18 @@ sub_sched_rtt(const struct sub_sched *ss, uint32_t sub, enum sub_rtt_side side,
 		return;
 	sub_rtt_merge(&__atomic_load_n(&ss->rtt, __ATOMIC_ACQUIRE)[sub][side],
 		      __atomic_load_n(&ss->rtt_win, __ATOMIC_RELAXED), h);
+}
+
+void
+sub_sched_qoe(const struct sub_sched *ss, uint32_t sub, struct sub_qoe_acc *acc)
+{
+	const struct sub_idle *s = record_of(ss, sub);
+	uint64_t bytes[SUB_DIRS];
+
+	if (s == NULL)
+		return;
+	for (int d = 0; d < SUB_DIRS; d++)
+		bytes[d] = CTR_GET(s->dir[d].bytes);
+	sub_qoe_merge(&__atomic_load_n(&ss->qoe, __ATOMIC_ACQUIRE)[sub],
+		      __atomic_load_n(&ss->qoe_min, __ATOMIC_RELAXED), bytes, acc);
 }
