@@ -40,6 +40,9 @@ enum shaper_steering {
 #define SHAPER_METRICS_ADDR_LEN     46  /* INET6_ADDRSTRLEN */
 #define SHAPER_METRICS_SUBS_TOP_MAX 100 /* metrics.subscribers_top: a bound on series */
 
+/* metrics.subscribers_worst: the subscribers with the worst busy RTT that get series */
+#define SHAPER_METRICS_SUBS_WORST_DEFAULT 10
+
 #define SHAPER_MAX_CONTROL_SOCKETS 4 /* control.socket plus up to 3 in control.sockets */
 #define SHAPER_GROUP_LEN           64
 
@@ -171,9 +174,11 @@ struct shaper_config {
 	bool metrics_enabled;
 	char metrics_addr[SHAPER_METRICS_ADDR_LEN]; /* numeric IPv4 or IPv6, no brackets */
 	uint16_t metrics_port;
-	/* Subscribers given series of their own on /metrics: the top N by bytes sent
-	 * since the previous scrape; 0 = none (per-node series only). */
+	/* Subscribers given series of their own on /metrics: the top N by bytes in
+	 * the last whole minute, and the worst N by their LAN-side p95 RTT over
+	 * busy minutes; 0 = none (per-node series only). */
 	uint32_t metrics_subscribers_top;
+	uint32_t metrics_subscribers_worst;
 	/*
 	 * lcores: each worker serves both directions of its shard (its rx and
 	 * tx queue of each port); one link rate is shared among the shards.

@@ -288,11 +288,14 @@ void *ctl_subscribers_get(const struct ctl_backend *be, const void *args, enum c
 			  char *msg, size_t len);
 /*
  * subscribers.metrics, what /metrics shows of subscribers: every node's
- * bytes sent, drops and allocated rate per direction (the sums over the
- * subscribers below it; the link's also counts addresses no subscriber
- * owns), and the top args.top subscribers (default metrics.subscribers_top
- * of the started configuration, at most SHAPER_METRICS_SUBS_TOP_MAX) by
- * bytes sent since the previous call, by id and node only. Empty lists
+ * bytes sent, drops by reason, ECN marks and allocated rate per direction
+ * and its RTT (the sums over the subscribers below it; the link's also
+ * counts addresses no subscriber owns), and the top args.top subscribers
+ * (default metrics.subscribers_top of the started configuration) by bytes
+ * in the last whole minute with the worst args.worst (default
+ * metrics.subscribers_worst) by LAN-side p95 RTT over busy minutes, each
+ * at most SHAPER_METRICS_SUBS_TOP_MAX, by id and node only. Decided from
+ * the data plane's figures alone: no state between calls. Empty lists
  * when subscribers are not shaped.
  */
 void *ctl_subscribers_metrics(const struct ctl_backend *be, const void *args, enum ctl_error *err,

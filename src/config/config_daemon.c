@@ -41,6 +41,7 @@ shaper_config_default(struct shaper_config *c)
 	c->control_default_level = SHAPER_LEVEL_USER;
 	snprintf(c->metrics_addr, sizeof(c->metrics_addr), "%s", SHAPER_METRICS_ADDR_DEFAULT);
 	c->metrics_port = SHAPER_METRICS_PORT_DEFAULT;
+	c->metrics_subscribers_worst = SHAPER_METRICS_SUBS_WORST_DEFAULT;
 	c->n_workers = 1;
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		c->mbufs[d] = 0; /* auto: each direction's pool sized to its worst case */
@@ -548,6 +549,12 @@ parse_metrics(const json_t *v, struct shaper_config *c, char *err, size_t errlen
 			if (get_int(x, sub, 0, SHAPER_METRICS_SUBS_TOP_MAX, &n, err, errlen) != 0)
 				return -1;
 			c->metrics_subscribers_top = (uint32_t)n;
+		} else if (strcmp(key, "subscribers_worst") == 0) {
+			long long n;
+
+			if (get_int(x, sub, 0, SHAPER_METRICS_SUBS_TOP_MAX, &n, err, errlen) != 0)
+				return -1;
+			c->metrics_subscribers_worst = (uint32_t)n;
 		} else {
 			return unknown_key("metrics", sub, "key", err, errlen);
 		}

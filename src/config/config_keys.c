@@ -132,6 +132,7 @@ const struct shaper_config_key shaper_config_keys[] = {
 	/* Giving "listen" turns the endpoint on, so it is not "same". */
 	{ "metrics", "listen", "\"127.0.0.1:9464\"", "127.0.0.1:9464", false },
 	{ "metrics", "subscribers_top", "0", "0", true },
+	{ "metrics", "subscribers_worst", "10", "10", true },
 
 	{ "log", "level", "\"info\"", "info", true },
 

@@ -468,7 +468,101 @@ sub_rtt_families(FILE *f, const json_t *list, bool sub, const char *seconds, con
 }
 
 /*
- * Per-node and top-N subscriber families from a subscribers.metrics
+ * The busy RTT of each node or listed subscriber (the "busy_rtt" of a
+ * subscribers.metrics entry): the 80th and 95th percentile per part of the
+ * path over the busy minutes of the last 15 to 30 minutes (seconds), the
+ * samples they come from, and for a subscriber its busy minutes. A side
+ * without samples has no quantile series.
+ */
+static void
+sub_busy_families(FILE *f, const json_t *list, bool sub, const char *seconds, const char *samples)
+{
+	static const char *const side[] = { "lan", "wan" };
+	static const struct {
+		const char *q, *key;
+	} quant[] = { { "0.8", "p80_us" }, { "0.95", "p95_us" } };
+	json_t *o;
+	size_t i;
+
+	header(f, seconds, "gauge",
+	       sub ? "Round-trip time of the subscriber's TCP flows over its busy minutes (its "
+		     "own traffic at 10 % of its plan or more) of the last 15 to 30 minutes, by "
+		     "part of the path, quantile"
+		   : "Round-trip time of the TCP flows of the subscribers under the node over "
+		     "their busy minutes of the last 15 to 30 minutes, by part of the path, "
+		     "quantile");
+	json_array_foreach (list, i, o) {
+		const json_t *rtt = json_object_get(o, "busy_rtt");
+
+		for (int k = 0; k < 2; k++) {
+			const json_t *r = json_object_get(rtt, side[k]);
+
+			if (ctl_json_int(r, "samples") == 0)
+				continue;
+			for (int q = 0; q < 2; q++) {
+				fprintf(f, "%s{", seconds);
+				sub_labels(f, o, sub);
+				put_label(f, "side", side[k], false);
+				put_label(f, "quantile", quant[q].q, false);
+				fputc('}', f);
+				put_value(f, r, quant[q].key, V_US_TO_S);
+			}
+		}
+	}
+	header(f, samples, "gauge",
+	       "RTT samples of busy minutes the busy quantiles come from, by part of the path");
+	json_array_foreach (list, i, o) {
+		for (int k = 0; k < 2; k++) {
+			fprintf(f, "%s{", samples);
+			sub_labels(f, o, sub);
+			put_label(f, "side", side[k], false);
+			fputc('}', f);
+			put_value(f, json_object_get(json_object_get(o, "busy_rtt"), side[k]),
+				  "samples", V_INT);
+		}
+	}
+	if (!sub)
+		return;
+	header(f, "shaper_subscriber_busy_minutes", "gauge",
+	       "Minutes of the last 15 to 30 in which the subscriber's traffic came to 10 % of "
+	       "its plan or more, either way");
+	json_array_foreach (list, i, o) {
+		fprintf(f, "shaper_subscriber_busy_minutes{");
+		sub_labels(f, o, true);
+		fputc('}', f);
+		put_value(f, json_object_get(o, "busy_rtt"), "minutes", V_INT);
+	}
+}
+
+/* Drops of each node or listed subscriber of list by direction and reason. */
+static void
+sub_drop_family(FILE *f, const json_t *list, bool sub, const char *name, const char *help)
+{
+	static const char *const dir_key[] = { "download", "upload" };
+	static const char *const dir_label[] = { "downstream", "upstream" };
+	json_t *o, *v;
+	const char *r;
+	size_t i;
+
+	header(f, name, "counter", help);
+	json_array_foreach (list, i, o) {
+		for (int d = 0; d < 2; d++) {
+			json_object_foreach (json_object_get(json_object_get(o, dir_key[d]),
+							     "drop_reasons"),
+					     r, v) {
+				fprintf(f, "%s{", name);
+				sub_labels(f, o, sub);
+				put_label(f, "direction", dir_label[d], false);
+				put_label(f, "reason", r, false);
+				fprintf(f, "} %lld\n",
+					json_is_integer(v) ? json_integer_value(v) : 0);
+			}
+		}
+	}
+}
+
+/*
+ * Per-node and listed subscriber families from a subscribers.metrics
  * result. Directions are named as the rest of the output names them: a
  * subscriber's download is the downstream direction, its upload upstream.
  * Family names are written out whole, so the dashboard's check finds them.
@@ -483,9 +577,10 @@ ctl_metrics_print_subscribers(FILE *f, const json_t *subs)
 		  "Bytes the subscribers under the node sent (the link: also addresses no "
 		  "subscriber owns); falls when a subscriber leaves it",
 		  "Bytes the subscriber sent" },
-		{ "shaper_node_drops_total", "shaper_subscriber_drops_total", "counter", "drops",
-		  "Packets of the subscribers under the node dropped, any reason",
-		  "Packets of the subscriber dropped, any reason" },
+		{ "shaper_node_ecn_marks_total", "shaper_subscriber_ecn_marks_total", "counter",
+		  "ecn_mark",
+		  "Packets of the subscribers under the node their CAKEs marked CE (ECN)",
+		  "Packets of the subscriber its CAKE marked CE (ECN)" },
 		{ "shaper_node_rate_bytes_per_second", "shaper_subscriber_rate_bytes_per_second",
 		  "gauge", "rate", "Rate allocated to the subscribers under the node now",
 		  "Rate allocated to the subscriber now (0 while idle)" },
@@ -509,6 +604,9 @@ ctl_metrics_print_subscribers(FILE *f, const json_t *subs)
 			}
 		}
 	}
+	if (json_array_size(nodes) > 0)
+		sub_drop_family(f, nodes, false, "shaper_node_drops_total",
+				"Packets of the subscribers under the node dropped, by reason");
 	for (size_t m = 0; m < sizeof(g) / sizeof(g[0]) && json_array_size(list) > 0; m++) {
 		header(f, g[m].sub, g[m].type, g[m].help_sub);
 		json_array_foreach (list, i, o) {
@@ -521,12 +619,21 @@ ctl_metrics_print_subscribers(FILE *f, const json_t *subs)
 			}
 		}
 	}
-	if (json_array_size(nodes) > 0)
+	if (json_array_size(list) > 0)
+		sub_drop_family(f, list, true, "shaper_subscriber_drops_total",
+				"Packets of the subscriber dropped, by reason");
+	if (json_array_size(nodes) > 0) {
 		sub_rtt_families(f, nodes, false, "shaper_node_rtt_seconds",
 				 "shaper_node_rtt_samples");
-	if (json_array_size(list) > 0)
+		sub_busy_families(f, nodes, false, "shaper_node_busy_rtt_seconds",
+				  "shaper_node_busy_rtt_samples");
+	}
+	if (json_array_size(list) > 0) {
 		sub_rtt_families(f, list, true, "shaper_subscriber_rtt_seconds",
 				 "shaper_subscriber_rtt_samples");
+		sub_busy_families(f, list, true, "shaper_subscriber_busy_rtt_seconds",
+				  "shaper_subscriber_busy_rtt_samples");
+	}
 	return ferror(f) ? -EIO : 0;
 }
 

@@ -221,6 +221,8 @@ restart_keys(const struct shaper_config *s, const struct shaper_config *f,
 		restart_key(pl, "metrics.listen");
 	if (s->metrics_subscribers_top != f->metrics_subscribers_top)
 		restart_key(pl, "metrics.subscribers_top");
+	if (s->metrics_subscribers_worst != f->metrics_subscribers_worst)
+		restart_key(pl, "metrics.subscribers_worst");
 	if (s->n_workers != f->n_workers ||
 	    memcmp(s->worker_lcore, f->worker_lcore, sizeof(s->worker_lcore)) != 0)
 		restart_key(pl, "lcores.workers");

@@ -21,6 +21,7 @@
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_config.h"
 #include "shaper/subscriber_diff.h"
+#include "shaper/subscriber_qoe.h"
 #include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 #include "shaper/units.h"
@@ -38,7 +39,8 @@ enum sort_by {
 	BY_BYTES,
 	BY_DROPS,
 	BY_RATE,
-	BY_RTT
+	BY_RTT,
+	BY_BUSY_RTT
 };
 
 static const char *const rtt_side_name[SUB_RTT_SIDES] = {
@@ -141,6 +143,56 @@ rtt_of(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
 	sub_rtt_summarize(h, out);
 }
 
+/*
+ * Subscriber sub's recent busy minutes (shaper/subscriber_qoe.h), added to
+ * acc over every shard as rtt_hist adds histograms; be NULL: ss's alone.
+ */
+static void
+qoe_of(const struct ctl_backend *be, const struct sub_sched *ss, uint32_t sub,
+       struct sub_qoe_acc *acc)
+{
+	sub_sched_qoe(ss, sub, acc);
+	for (unsigned int i = 1; be != NULL && be->subs_shard != NULL && i < be->n_shards; i++) {
+		const struct sub_sched *o = be->subs_shard(be->opaque, i);
+
+		if (o != NULL)
+			sub_sched_qoe(o, sub, acc);
+	}
+}
+
+/* {"samples", "p80_us", "p95_us"} of one side over busy minutes. */
+static json_t *
+busy_side_json(const struct sub_qoe_acc *acc, enum sub_rtt_side side)
+{
+	struct sub_qoe_summary q;
+
+	sub_qoe_summarize(acc, side, &q);
+	return json_pack("{s:o, s:o, s:o}", "samples", J_U64(q.samples), "p80_us",
+			 J_U64(q.p80_ns / 1000), "p95_us", J_U64(q.p95_ns / 1000));
+}
+
+/* {"minutes", "lan": {...}, "wan": {...}}; minutes: the busy ones (a node: none). */
+static json_t *
+busy_json(const struct sub_qoe_acc *acc, bool minutes)
+{
+	json_t *o = json_object();
+
+	if (minutes)
+		json_object_set_new(o, "minutes", J_U64(acc->busy_minutes));
+	for (int k = SUB_RTT_SIDES; k-- > 0;)
+		json_object_set_new(o, rtt_side_name[k], busy_side_json(acc, (enum sub_rtt_side)k));
+	return o;
+}
+
+static uint64_t
+busy_p95_lan(const struct sub_qoe_acc *acc)
+{
+	struct sub_qoe_summary q;
+
+	sub_qoe_summarize(acc, SUB_RTT_LAN, &q);
+	return q.p95_ns;
+}
+
 static json_t *
 rtt_side_json(const struct sub_rtt_summary *r)
 {
@@ -184,12 +236,15 @@ sub_json(const struct ctl_backend *be, const struct sub_sched *ss, const struct 
 	 uint32_t sub, bool detail)
 {
 	struct sub_counters c[SUB_DIRS];
+	struct sub_qoe_acc q = { 0 };
 	json_t *o;
 
 	counters(be, ss, sub, SUB_DOWN, &c[SUB_DOWN]);
 	counters(be, ss, sub, SUB_UP, &c[SUB_UP]);
-	o = json_pack("{s:o, s:o, s:o}", "download", dir_json(&c[SUB_DOWN]), "upload",
-		      dir_json(&c[SUB_UP]), "rtt", rtt_json(be, ss, sub));
+	qoe_of(be, ss, sub, &q);
+	o = json_pack("{s:o, s:o, s:o, s:o}", "download", dir_json(&c[SUB_DOWN]), "upload",
+		      dir_json(&c[SUB_UP]), "rtt", rtt_json(be, ss, sub), "busy_rtt",
+		      busy_json(&q, true));
 	if (sub >= set->nsubs)
 		return o;
 	{
@@ -281,17 +336,20 @@ by_key_desc(const void *a, const void *b)
 }
 
 /*
- * What a row is ranked by: bytes sent, drops, arrival rate both ways, or
- * the access side's median RTT (lan, read only for BY_RTT): the part of the
- * path the ISP runs.
+ * What a row is ranked by: bytes sent, drops, arrival rate both ways, the
+ * access side's median RTT (lan, read only for BY_RTT): the part of the
+ * path the ISP runs, or its 95th percentile over busy minutes (busy_p95,
+ * read only for BY_BUSY_RTT).
  */
 static uint64_t
 rank_key(enum sort_by sort, const struct sub_counters c[SUB_DIRS],
-	 const struct sub_rtt_summary *lan)
+	 const struct sub_rtt_summary *lan, uint64_t busy_p95)
 {
 	switch (sort) {
 	case BY_RTT:
 		return lan->median_ns;
+	case BY_BUSY_RTT:
+		return busy_p95;
 	case BY_BYTES:
 		return c[0].sent_bytes + c[1].sent_bytes;
 	case BY_DROPS:
@@ -328,6 +386,7 @@ unknown_json(const struct sub_sched *o, uint32_t k)
 {
 	uint32_t sub = sub_sched_nsubs(o) + 1 + k;
 	struct sub_counters c[SUB_DIRS];
+	struct sub_qoe_acc q = { 0 };
 	struct sub_prefix key;
 	char buf[80];
 
@@ -336,9 +395,11 @@ unknown_json(const struct sub_sched *o, uint32_t k)
 	sub_prefix_format(&key, buf, sizeof(buf));
 	sub_sched_counters(o, sub, SUB_DOWN, &c[SUB_DOWN]);
 	sub_sched_counters(o, sub, SUB_UP, &c[SUB_UP]);
-	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o}", "id", buf, "node", "link", "unknown", 1,
-			 "download", dir_json(&c[SUB_DOWN]), "upload", dir_json(&c[SUB_UP]), "rtt",
-			 rtt_json(NULL, o, sub));
+	qoe_of(NULL, o, sub, &q);
+	return json_pack("{s:s, s:s, s:b, s:o, s:o, s:o, s:o}", "id", buf, "node", "link",
+			 "unknown", 1, "download", dir_json(&c[SUB_DOWN]), "upload",
+			 dir_json(&c[SUB_UP]), "rtt", rtt_json(NULL, o, sub), "busy_rtt",
+			 busy_json(&q, true));
 }
 
 void *
@@ -356,6 +417,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	struct ranked *r;
 	uint32_t n, nunk, want, from, used = 0, unknown_used = 0;
 	struct sub_rtt_summary lan = { 0 };
+	uint64_t busy = 0;
 	json_t *arr, *o;
 
 	if (check_known(args, known, err, msg, len) != 0)
@@ -383,9 +445,12 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			sort = BY_RATE;
 		else if (s != NULL && strcmp(s, "rtt") == 0)
 			sort = BY_RTT;
+		else if (s != NULL && strcmp(s, "busy_rtt") == 0)
+			sort = BY_BUSY_RTT;
 		else
 			return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
-				    "args.by: expected \"bytes\", \"drops\", \"rate\" or \"rtt\"");
+				    "args.by: expected \"bytes\", \"drops\", \"rate\", \"rtt\" or "
+				    "\"busy_rtt\"");
 	}
 	ss = subs_of(be, &set, err, msg, len);
 	if (ss == NULL)
@@ -417,7 +482,13 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 		r[used].sub = i;
 		if (sort == BY_RTT)
 			rtt_of(be, ss, i, SUB_RTT_LAN, &lan);
-		r[used++].key = rank_key(sort, c, &lan);
+		if (sort == BY_BUSY_RTT) {
+			struct sub_qoe_acc q = { 0 };
+
+			qoe_of(be, ss, i, &q);
+			busy = busy_p95_lan(&q);
+		}
+		r[used++].key = rank_key(sort, c, &lan, busy);
 	}
 	/* Unknown addresses with a plan each: rows of their own, named by address. */
 	for (unsigned int sh = 0; nunk != 0 && sh < shards(be); sh++) {
@@ -437,7 +508,13 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 			r[used].unknown = true;
 			if (sort == BY_RTT)
 				rtt_of(NULL, os, sub, SUB_RTT_LAN, &lan);
-			r[used++].key = rank_key(sort, c, &lan);
+			if (sort == BY_BUSY_RTT) {
+				struct sub_qoe_acc q = { 0 };
+
+				qoe_of(NULL, os, sub, &q);
+				busy = busy_p95_lan(&q);
+			}
+			r[used++].key = rank_key(sort, c, &lan, busy);
 			unknown_used++;
 		}
 	}
@@ -468,9 +545,13 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	return o;
 }
 
-/* A direction's figures for /metrics: bytes sent, packets dropped, rate allocated (bytes/s). */
+/*
+ * A direction's figures for /metrics: bytes sent, packets dropped (in all
+ * and by reason), ECN marks, rate allocated (bytes/s).
+ */
 struct metric_sums {
-	uint64_t bytes, drops, rate;
+	uint64_t bytes, drops, marks, rate;
+	uint64_t dropped[SUB_DROP_KINDS];
 };
 
 /* A slot's counters c added to m. */
@@ -479,79 +560,128 @@ sums_add(struct metric_sums *m, const struct sub_counters *c)
 {
 	m->bytes += c->sent_bytes;
 	m->drops += drops_of(c);
+	m->marks += c->marks;
 	m->rate += c->rate;
+	for (int k = 0; k < SUB_DROP_KINDS; k++)
+		m->dropped[k] += c->dropped[k];
 }
 
 static json_t *
 sums_json(const struct metric_sums *m)
 {
-	return json_pack("{s:o, s:o, s:o}", "bytes", J_U64(m->bytes), "drops", J_U64(m->drops),
+	json_t *reasons = json_object();
+
+	for (int k = 0; k < SUB_DROP_KINDS; k++)
+		json_object_set_new(reasons, drop_kind_name[k], J_U64(m->dropped[k]));
+	return json_pack("{s:o, s:o, s:o, s:o, s:o}", "bytes", J_U64(m->bytes), "drops",
+			 J_U64(m->drops), "drop_reasons", reasons, "ecn_mark", J_U64(m->marks),
 			 "rate", J_U64(m->rate));
 }
 
 /*
- * Bytes each slot had sent at the previous subscribers.metrics (both
- * directions): the top-N ranks by what was sent in between. Only the
- * control thread calls it, so one copy for the daemon.
+ * A subscriber ranks among the worst by its busy minutes' LAN p95 only with
+ * this many samples behind it: a handful of samples has no 95th percentile.
  */
-static struct {
-	uint64_t *sent;
-	uint32_t n;
-} last_scrape;
+#define CTL_BUSY_RANK_SAMPLES 20u
 
+/* args[key] (0..SHAPER_METRICS_SUBS_TOP_MAX), else dflt; -1 with the error. */
+static int
+arg_count(const json_t *args, const char *key, uint32_t dflt, uint32_t *out, enum ctl_error *err,
+	  char *msg, size_t len)
+{
+	const json_t *v = args != NULL ? json_object_get(args, key) : NULL;
+
+	*out = dflt;
+	if (v == NULL)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > SHAPER_METRICS_SUBS_TOP_MAX) {
+		*err = CTL_ERR_INVALID_ARGUMENT;
+		snprintf(msg, len, "args.%s: expected an integer 0..%d", key,
+			 SHAPER_METRICS_SUBS_TOP_MAX);
+		return -1;
+	}
+	*out = (uint32_t)json_integer_value(v);
+	return 0;
+}
+
+/* acc's samples added to every node from at up to the link. */
+static void
+busy_up(const struct sub_set *set, struct sub_qoe_acc *node_busy, uint32_t at,
+	const struct sub_qoe_acc *acc)
+{
+	uint32_t any = 0;
+
+	for (int s = 0; s < SUB_RTT_SIDES; s++)
+		for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+			any |= acc->h[s][b];
+	for (uint32_t k = at; any != 0 && k != SUB_NONE; k = set->nodes[k].parent)
+		for (int s = 0; s < SUB_RTT_SIDES; s++)
+			for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+				node_busy[k].h[s][b] += acc->h[s][b];
+}
+
+/*
+ * Which subscribers get series of their own is decided from the data
+ * plane's figures alone, the same for every caller at the same moment: the
+ * top N by bytes in the last whole minute of the worker's clock, and the
+ * worst N by their busy minutes' LAN p95. No state is kept between calls,
+ * so a second Prometheus (an HA pair), a curl or `shapectl metrics` changes
+ * nothing for the others; the values are counters and gauges, which
+ * Prometheus rate()s itself.
+ */
 void *
 ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ctl_error *err,
 			char *msg, size_t len)
 {
-	static const char *const known[] = { "top", NULL };
-	const json_t *args = argsv, *top = args != NULL ? json_object_get(args, "top") : NULL;
+	static const char *const known[] = { "top", "worst", NULL };
+	const json_t *args = argsv;
+	const struct shaper_config *started =
+			be->config_file != NULL ? be->config_file->started : NULL;
 	const struct sub_set *set = NULL;
 	const struct sub_sched *ss;
 	struct metric_sums(*node)[SUB_DIRS] = NULL;
 	uint32_t(*node_rtt)[SUB_RTT_SIDES][SUB_RTT_BUCKETS] = NULL;
-	struct ranked *r = NULL;
-	uint32_t want = 0, n, used = 0;
+	struct sub_qoe_acc *node_busy = NULL;
+	struct ranked *rb = NULL, *rw = NULL;
+	bool *listed = NULL;
+	uint32_t want = 0, worst = 0, n, used = 0, nworst = 0;
 	json_t *o, *nodes, *subs;
 	char path[512];
 
 	if (check_known(args, known, err, msg, len) != 0)
 		return NULL;
-	if (top != NULL) {
-		if (!json_is_integer(top) || json_integer_value(top) < 0 ||
-		    json_integer_value(top) > SHAPER_METRICS_SUBS_TOP_MAX)
-			return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
-				    "args.top: expected an integer 0..100");
-		want = (uint32_t)json_integer_value(top);
-	} else if (be->config_file != NULL && be->config_file->started != NULL) {
-		want = be->config_file->started->metrics_subscribers_top;
-	}
+	if (arg_count(args, "top", started != NULL ? started->metrics_subscribers_top : 0, &want,
+		      err, msg, len) != 0 ||
+	    arg_count(args, "worst", started != NULL ? started->metrics_subscribers_worst : 0,
+		      &worst, err, msg, len) != 0)
+		return NULL;
 	nodes = json_array();
 	subs = json_array();
 	o = json_pack("{s:o, s:o}", "nodes", nodes, "subscribers", subs);
 	ss = be->subs != NULL ? be->subs(be->opaque, &set) : NULL;
 	if (ss == NULL) {
 		json_object_set_new(o, "top", J_U64(0));
+		json_object_set_new(o, "worst", J_U64(0));
 		return o;
 	}
 	n = set->nsubs; /* the set by its own count, as in subscribers.list */
 	node = calloc(set->nnodes, sizeof(*node));
 	node_rtt = calloc(set->nnodes, sizeof(*node_rtt));
-	r = calloc(n != 0 ? n : 1, sizeof(*r));
-	if (last_scrape.n != n) {
-		free(last_scrape.sent);
-		last_scrape.sent = calloc(n != 0 ? n : 1, sizeof(*last_scrape.sent));
-		last_scrape.n = last_scrape.sent != NULL ? n : 0;
-	}
-	if (node == NULL || node_rtt == NULL || r == NULL || last_scrape.sent == NULL) {
-		free(node);
-		free(node_rtt);
-		free(r);
+	node_busy = calloc(set->nnodes, sizeof(*node_busy));
+	rb = calloc(n != 0 ? n : 1, sizeof(*rb));
+	rw = calloc(n != 0 ? n : 1, sizeof(*rw));
+	listed = calloc(n != 0 ? n : 1, sizeof(*listed));
+	if (node == NULL || node_rtt == NULL || node_busy == NULL || rb == NULL || rw == NULL ||
+	    listed == NULL) {
 		json_decref(o);
-		return fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+		o = fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
+		goto out;
 	}
-	/* Every slot, the link's own entry (index n) included: up its node's path to the link. */
+	/* Every slot, the link's own entry included: up its node's path to the link. */
 	for (uint32_t i = 0; i <= n; i++) {
 		struct sub_counters c[SUB_DIRS];
+		struct sub_qoe_acc q = { 0 };
 		uint32_t at = SUB_ROOT, slot = i;
 
 		if (i < n) {
@@ -578,16 +708,20 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 				for (int b = 0; b < SUB_RTT_BUCKETS; b++)
 					node_rtt[at2][k][b] += h[b];
 		}
+		qoe_of(be, ss, slot, &q);
+		busy_up(set, node_busy, at, &q);
 		if (i == n)
 			break;
+		rb[used].sub = i;
+		rb[used++].key = q.last_bytes;
 		{
-			uint64_t sent = c[SUB_DOWN].sent_bytes + c[SUB_UP].sent_bytes;
-			uint64_t before = last_scrape.sent[i];
+			struct sub_qoe_summary lan;
 
-			/* Fewer than before: the slot took a new subscriber, counting from 0. */
-			r[used].sub = i;
-			r[used++].key = sent >= before ? sent - before : sent;
-			last_scrape.sent[i] = sent;
+			sub_qoe_summarize(&q, SUB_RTT_LAN, &lan);
+			if (lan.samples >= CTL_BUSY_RANK_SAMPLES) {
+				rw[nworst].sub = i;
+				rw[nworst++].key = lan.p95_ns;
+			}
 		}
 	}
 	/*
@@ -599,6 +733,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		const struct sub_sched *os = shard_of(be, ss, sh);
 
 		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
+			struct sub_qoe_acc q = { 0 };
 			struct sub_prefix key;
 			uint32_t sub = sub_sched_nsubs(os) + 1 + k;
 
@@ -613,6 +748,8 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 			for (int side = 0; side < SUB_RTT_SIDES; side++)
 				sub_sched_rtt(os, sub, (enum sub_rtt_side)side,
 					      node_rtt[SUB_ROOT][side]);
+			sub_sched_qoe(os, sub, &q);
+			busy_up(set, node_busy, SUB_ROOT, &q);
 		}
 	}
 	for (uint32_t k = 0; k < set->nnodes; k++) {
@@ -626,35 +763,51 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 		}
 		sub_node_path(set, k, path, sizeof(path));
 		json_array_append_new(nodes,
-				      json_pack("{s:s, s:o, s:o, s:o}", "node", path, "download",
-						sums_json(&node[k][SUB_DOWN]), "upload",
-						sums_json(&node[k][SUB_UP]), "rtt", rtt));
+				      json_pack("{s:s, s:o, s:o, s:o, s:o}", "node", path,
+						"download", sums_json(&node[k][SUB_DOWN]), "upload",
+						sums_json(&node[k][SUB_UP]), "rtt", rtt, "busy_rtt",
+						busy_json(&node_busy[k], false)));
 	}
 	if (want > used)
 		want = used;
-	qsort(r, used, sizeof(*r), by_key_desc);
-	for (uint32_t j = 0; j < want; j++) {
-		const struct sub_subscriber *s = &set->subs[r[j].sub];
+	if (worst > nworst)
+		worst = nworst;
+	qsort(rb, used, sizeof(*rb), by_key_desc);
+	qsort(rw, nworst, sizeof(*rw), by_key_desc);
+	/* The busiest first, then the worst not among them: each subscriber's series once. */
+	for (uint32_t j = 0; j < want + worst; j++) {
+		uint32_t sub = j < want ? rb[j].sub : rw[j - want].sub;
+		const struct sub_subscriber *s = &set->subs[sub];
 		struct metric_sums m[SUB_DIRS] = { { 0 } };
+		struct sub_qoe_acc q = { 0 };
 
+		if (listed[sub])
+			continue;
+		listed[sub] = true;
 		for (int d = 0; d < SUB_DIRS; d++) {
 			struct sub_counters c;
 
-			counters(be, ss, r[j].sub, (enum sub_dir)d, &c);
+			counters(be, ss, sub, (enum sub_dir)d, &c);
 			sums_add(&m[d], &c);
 		}
+		qoe_of(be, ss, sub, &q);
 		sub_node_path(set, s->node, path, sizeof(path));
 		json_array_append_new(subs,
-				      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "id", s->id,
-						"node", path, "interval_bytes", J_U64(r[j].key),
+				      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", s->id,
+						"node", path, "minute_bytes", J_U64(q.last_bytes),
 						"download", sums_json(&m[SUB_DOWN]), "upload",
-						sums_json(&m[SUB_UP]), "rtt",
-						rtt_json(be, ss, r[j].sub)));
+						sums_json(&m[SUB_UP]), "rtt", rtt_json(be, ss, sub),
+						"busy_rtt", busy_json(&q, true)));
 	}
 	json_object_set_new(o, "top", J_U64(want));
+	json_object_set_new(o, "worst", J_U64(worst));
+out:
 	free(node);
 	free(node_rtt);
-	free(r);
+	free(node_busy);
+	free(rb);
+	free(rw);
+	free(listed);
 	return o;
 }
 

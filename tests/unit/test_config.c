@@ -1286,9 +1286,11 @@ static const struct err_case err_cases[] = {
 	/* metrics */
 	{ TOP("'metrics': 9464"), "metrics: expected an object, got an integer" },
 	{ TOP("'metrics': {'port': 9464}"),
-	  "metrics.port: unknown key (known: enabled, listen, subscribers_top)" },
+	  "metrics.port: unknown key (known: enabled, listen, subscribers_top, subscribers_worst)" },
 	{ TOP("'metrics': {'subscribers_top': 101}"),
 	  "metrics.subscribers_top: 101 is out of range 0..100" },
+	{ TOP("'metrics': {'subscribers_worst': 101}"),
+	  "metrics.subscribers_worst: 101 is out of range 0..100" },
 	{ TOP("'metrics': {'enabled': 1}"),
 	  "metrics.enabled: expected true or false, got an integer" },
 	{ TOP("'metrics': {'listen': 9464}"), "metrics.listen: expected a string, got an integer" },

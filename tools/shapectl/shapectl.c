@@ -36,7 +36,7 @@ struct opts {
 	int timeout_ms;
 	/* per command */
 	long top;          /* flows, subscribers */
-	const char *by;    /* subscribers: bytes, drops, rate or rtt */
+	const char *by;    /* subscribers: bytes, drops, rate, rtt or busy_rtt */
 	double interval_s; /* watch */
 	long count;        /* watch: 0 = until interrupted */
 	bool save;         /* set: write the running settings to the file afterwards */
@@ -73,10 +73,11 @@ usage(FILE *f)
 		"                                   until interrupted, or N times; with each\n"
 		"                                   port's link and the link changes seen\n"
 		"  metrics                          statistics in the Prometheus text format\n"
-		"  subscribers [--top N] [--by bytes|drops|rate|rtt]\n"
+		"  subscribers [--top N] [--by bytes|drops|rate|rtt|busy_rtt]\n"
 		"                                   per-subscriber counters and RTT (all, or the\n"
-		"                                   N largest by bytes sent, drops, arrival rate\n"
-		"                                   or LAN-side median RTT)\n"
+		"                                   N largest by bytes sent, drops, arrival rate,\n"
+		"                                   LAN-side median RTT or LAN-side p95 RTT over\n"
+		"                                   busy minutes)\n"
 		"  subscriber ID|ADDRESS            one subscriber: plan, addresses, counters, RTT\n"
 		"  subscriber set ID [download MAX[/MIN]] [upload MAX[/MIN]] [node NAME]\n"
 		"                 [name TEXT] [addresses A,B,...]\n"
@@ -1148,10 +1149,11 @@ parse_command_opts(enum cmd_id id, const char *name, int *argc, char ***argv, st
 			if (id != C_SUBS)
 				return usage_error("%s: --by applies to subscribers only", name);
 			if (strcmp(optarg, "bytes") != 0 && strcmp(optarg, "drops") != 0 &&
-			    strcmp(optarg, "rate") != 0 && strcmp(optarg, "rtt") != 0)
+			    strcmp(optarg, "rate") != 0 && strcmp(optarg, "rtt") != 0 &&
+			    strcmp(optarg, "busy_rtt") != 0)
 				return usage_error(
 						"subscribers: --by \"%s\": expected bytes, drops, "
-						"rate or rtt",
+						"rate, rtt or busy_rtt",
 						optarg);
 			o->by = optarg;
 			break;

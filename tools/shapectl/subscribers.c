@@ -76,6 +76,19 @@ fmt_rtt(const json_t *side, char *buf, size_t len)
 			 (double)sc_int(side, "p95_us") / 1000.0);
 }
 
+/* "12.0/20.1 ms" (p80/p95) of the LAN side over busy minutes, or "-" without samples. */
+static void
+fmt_busy(const json_t *busy, char *buf, size_t len)
+{
+	const json_t *lan = json_object_get(busy, "lan");
+
+	if (sc_int(lan, "samples") == 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.1f/%.1f ms", (double)sc_int(lan, "p80_us") / 1000.0,
+			 (double)sc_int(lan, "p95_us") / 1000.0);
+}
+
 static void
 row(struct sc_table *t, const char *id, const char *node, const json_t *s)
 {
@@ -98,6 +111,8 @@ row(struct sc_table *t, const char *id, const char *node, const json_t *s)
 	sc_table_cell(t, "%s", b);
 	fmt_rtt(json_object_get(rtt, "wan"), b, sizeof(b));
 	sc_table_cell(t, "%s", b);
+	fmt_busy(json_object_get(s, "busy_rtt"), b, sizeof(b));
+	sc_table_cell(t, "%s", b);
 }
 
 int
@@ -111,10 +126,13 @@ sc_show_subscribers(const json_t *r, bool json, const char *by)
 		return sc_print_json(r);
 	if (by != NULL)
 		printf("%zu of %lld subscribers, most %s first\n", json_array_size(arr),
-		       sc_int(r, "count"), strcmp(by, "rtt") == 0 ? "lan rtt (median)" : by);
+		       sc_int(r, "count"),
+		       strcmp(by, "rtt") == 0        ? "lan rtt (median)"
+		       : strcmp(by, "busy_rtt") == 0 ? "lan rtt over busy minutes (p95)"
+						     : by);
 	else
 		printf("%lld subscribers\n", sc_int(r, "count"));
-	sc_table_init(&t, 14);
+	sc_table_init(&t, 15);
 	t.left[0] = t.left[1] = true;
 	sc_table_cell(&t, "id");
 	sc_table_cell(&t, "node");
@@ -128,6 +146,8 @@ sc_show_subscribers(const json_t *r, bool json, const char *by)
 	/* Median/p95 of the recent samples (docs/subscribers.md: "Passive RTT"). */
 	sc_table_cell(&t, "lan rtt");
 	sc_table_cell(&t, "wan rtt");
+	/* p80/p95 of the LAN side over busy minutes (docs/subscribers.md: "Loaded latency"). */
+	sc_table_cell(&t, "busy lan");
 	json_array_foreach (arr, i, s)
 		row(&t, sc_str(s, "id"), sc_str(s, "node"), s);
 	/* Addresses no subscriber owns share the link's own scheduler. */
@@ -192,6 +212,26 @@ sc_show_subscriber(const json_t *r, bool json)
 			       "last 10-20 s\n",
 			       what, (double)sc_int(x, "median_us") / 1000.0,
 			       (double)sc_int(x, "p95_us") / 1000.0, sc_int(x, "samples"));
+	}
+	/* Loaded latency: the same samples, of the minutes its own traffic was busy. */
+	{
+		const json_t *busy = json_object_get(r, "busy_rtt");
+
+		printf("  busy minutes (10 %% of its plan or more, either way): %lld in the last "
+		       "15-30 min\n",
+		       sc_int(busy, "minutes"));
+		for (int k = 0; k < 2; k++) {
+			const json_t *x = json_object_get(busy, k == 0 ? "lan" : "wan");
+
+			if (sc_int(x, "samples") == 0)
+				printf("  rtt over busy minutes (%s): no samples\n",
+				       k == 0 ? "lan" : "wan");
+			else
+				printf("  rtt over busy minutes (%s): p80 %.1f ms, p95 %.1f ms of "
+				       "%lld samples\n",
+				       k == 0 ? "lan" : "wan", (double)sc_int(x, "p80_us") / 1000.0,
+				       (double)sc_int(x, "p95_us") / 1000.0, sc_int(x, "samples"));
+		}
 	}
 	return SC_EXIT_OK;
 }

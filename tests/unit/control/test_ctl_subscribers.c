@@ -27,6 +27,7 @@
 #include "shaper/sched.h"
 #include "shaper/subscriber.h"
 #include "shaper/subscriber_pool.h"
+#include "shaper/subscriber_qoe.h"
 #include "shaper/subscriber_rtt.h"
 #include "shaper/subscriber_sched.h"
 
@@ -739,7 +740,8 @@ lines_starting(const char *text, const char *prefix)
 
 /*
  * Per-node series for every node, per-subscriber ones only for the top N
- * by bytes sent since the previous call, label values escaped.
+ * by bytes in the worker's last whole minute, label values escaped; a
+ * second caller right after sees the same top N (no state between calls).
  */
 static void
 test_metrics(void **state)
@@ -757,12 +759,20 @@ test_metrics(void **state)
 	W.set.subs[2].node = tower;
 	snprintf(W.set.subs[2].id, SUB_ID_LEN, "c\"2\\");
 
+	/* The frames arrived in the worker's first minute; it is in its second now. */
+	sub_sched_note_time(W.ss, SUB_QOE_MINUTE_NS + 1000000);
 	r = ask_metrics(req, 2);
 	assert_int_equal(json_integer_value(json_object_get(r, "top")), 2);
+	assert_int_equal(json_integer_value(json_object_get(
+					 json_array_get(json_object_get(r, "subscribers"), 0),
+					 "minute_bytes")),
+			 5 * FRAME);
 	text = exposition(r);
-	/* Every node, both directions; the top two of three, both directions. */
+	/* Every node, both directions (drops by four reasons); the top two of three. */
 	assert_int_equal(lines_starting(text, "shaper_node_bytes_total{"), 4);
-	assert_int_equal(lines_starting(text, "shaper_node_drops_total{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_node_drops_total{"), 16);
+	assert_int_equal(lines_starting(text, "shaper_node_ecn_marks_total{"), 4);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_drops_total{"), 16);
 	assert_int_equal(lines_starting(text, "shaper_node_rate_bytes_per_second{"), 4);
 	assert_int_equal(lines_starting(text, "shaper_subscriber_bytes_total{"), 4);
 	assert_int_equal(lines_starting(text, "shaper_subscriber_rate_bytes_per_second{"), 4);
@@ -782,9 +792,25 @@ test_metrics(void **state)
 	free(text);
 	json_decref(r);
 
-	/* Nothing sent since: all tie at 0, slot order, so c0 now ranks first. */
+	/*
+	 * Another scraper (or shapectl metrics) right after: the same top one.
+	 * Ranked by what was sent since the previous call, this was c0 (all
+	 * tied at 0, in slot order).
+	 */
+	for (int k = 0; k < 2; k++) {
+		r = ask_metrics(req, 1);
+		assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
+		assert_string_equal(
+				json_string_value(json_object_get(
+						json_array_get(json_object_get(r, "subscribers"),
+							       0),
+						"id")),
+				"c\"2\\");
+		json_decref(r);
+	}
+	/* A minute later with nothing more sent: all tie at 0, in slot order. */
+	sub_sched_note_time(W.ss, 2 * SUB_QOE_MINUTE_NS + 1000000);
 	r = ask_metrics(req, 1);
-	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
 	assert_string_equal(json_string_value(json_object_get(
 					    json_array_get(json_object_get(r, "subscribers"), 0),
 					    "id")),
@@ -920,6 +946,103 @@ test_late_change(void **state)
 	json_decref(r);
 }
 
+/*
+ * Loaded latency: c1 on a 4 kbit/s plan gets 3,000 bytes in a minute (a
+ * tenth of its plan over the minute: busy) with 60 ms samples on the LAN
+ * side; c0, with 5 ms samples, sends nothing that minute. Only c1 has a
+ * busy RTT, in subscribers.get and the list's order by busy_rtt, and the
+ * worst-N list and its series name c1 alone; the link's node has c1's
+ * busy samples.
+ */
+static void
+test_busy(void **state)
+{
+	const uint64_t t0 = 10 * SUB_QOE_MINUTE_NS + 1000000;
+	struct sh_pkt_list dropped;
+	struct classify_key key;
+	struct sh_pkt *out[16];
+	const json_t *busy;
+	json_t *r;
+	char *text;
+
+	(void)state;
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.set\",\"args\":{\"id\":\"c1\",\"download\":\"4kbit\","
+		"\"upload\":\"4kbit\"}}",
+		true);
+	json_decref(r);
+	classify_key_init(&key, 7);
+	sh_pkt_list_init(&dropped);
+	/* The worker's minute 11 begins: its tick starts it for the active ones. */
+	sub_sched_note_time(W.ss, t0);
+	sub_sched_dequeue_burst(W.ss, SUB_DOWN, out, 16, t0, &dropped);
+	for (uint32_t k = 8; k < 13; k++) {
+		frame(&W.pkt[k], W.buf[k], 1, &key);
+		sub_sched_enqueue(W.ss, SUB_DOWN, 1, &W.pkt[k], t0, &dropped);
+	}
+	for (int k = 0; k < 30; k++) {
+		sub_sched_rtt_sample(W.ss, 1, SUB_RTT_LAN, 60000000, t0);
+		sub_sched_rtt_sample(W.ss, 0, SUB_RTT_LAN, 5000000, t0);
+	}
+
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c1\"}}",
+		true);
+	busy = json_object_get(r, "busy_rtt");
+	assert_int_equal(json_integer_value(json_object_get(busy, "minutes")), 1);
+	assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(busy, "lan"), "samples")),
+			 30);
+	assert_int_equal(sub_rtt_bucket((uint64_t)json_integer_value(json_object_get(
+							json_object_get(busy, "lan"), "p95_us")) *
+					1000),
+			 sub_rtt_bucket(60000000));
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR, "{\"cmd\":\"subscribers.get\",\"args\":{\"id\":\"c0\"}}",
+		true);
+	busy = json_object_get(r, "busy_rtt");
+	assert_int_equal(json_integer_value(json_object_get(busy, "minutes")), 0);
+	assert_int_equal(json_integer_value(
+					 json_object_get(json_object_get(busy, "lan"), "samples")),
+			 0);
+	/* Its plain RTT has the samples: only the busy figure leaves them out. */
+	assert_int_equal(json_integer_value(json_object_get(
+					 json_object_get(json_object_get(r, "rtt"), "lan"),
+					 "samples")),
+			 30);
+	json_decref(r);
+	r = ask(SHAPER_LEVEL_OPERATOR,
+		"{\"cmd\":\"subscribers.list\",\"args\":{\"by\":\"busy_rtt\",\"top\":1}}", true);
+	assert_string_equal(listed_id(r, 0), "c1");
+	json_decref(r);
+
+	r = ask_metrics("{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":0,\"worst\":5}}", 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "worst")), 1);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), 1);
+	text = exposition(r);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_busy_rtt_seconds{"), 2);
+	assert_non_null(strstr(text, "shaper_subscriber_busy_minutes{subscriber=\"c1\","
+				     "node=\"link\"} 1\n"));
+	assert_non_null(strstr(text, "shaper_subscriber_busy_rtt_samples{subscriber=\"c1\","
+				     "node=\"link\",side=\"lan\"} 30\n"));
+	assert_non_null(strstr(text, "shaper_node_busy_rtt_samples{node=\"link\",side=\"lan\"} "
+				     "30\n"));
+	assert_non_null(strstr(text, "shaper_node_busy_rtt_seconds{node=\"link\",side=\"lan\","
+				     "quantile=\"0.8\"} "));
+	assert_null(strstr(text, "subscriber=\"c0\""));
+	free(text);
+	json_decref(r);
+	/* Both lists at once: each subscriber's series once. */
+	r = ask_metrics("{\"cmd\":\"subscribers.metrics\",\"args\":{\"top\":3,\"worst\":5}}", 0);
+	assert_int_equal(json_array_size(json_object_get(r, "subscribers")), NSUB);
+	text = exposition(r);
+	assert_int_equal(lines_starting(text, "shaper_subscriber_busy_minutes{subscriber=\"c1\""),
+			 1);
+	free(text);
+	json_decref(r);
+	refused(SHAPER_LEVEL_USER, "{\"cmd\":\"subscribers.metrics\",\"args\":{\"worst\":101}}",
+		"invalid_argument");
+}
+
 int
 main(void)
 {
@@ -933,6 +1056,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_nodes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_busy, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
