@@ -671,7 +671,7 @@ MUTANTS = [
          repl="if (0) {",
          note="two workers on one lcore are accepted"),
     dict(name="cfg_same_device", kind="review", file="src/config/config_daemon.c",
-         orig="if (strcmp(c->port[0].device, c->port[1].device) == 0) {",
+         orig="if (!c->single_port && strcmp(c->port[0].device, c->port[1].device) == 0) {",
          repl="if (0) {",
          note="wan and lan on the same device are accepted"),
     dict(name="cfg_rx_desc_default", kind="review", file="src/config/config_daemon.c",
