@@ -5,9 +5,10 @@ config it writes carries the interfaces, bandwidths, default_sqm and files;
 stderr names every key of lqos.conf once, as carried or not, and never a
 value it did not carry (the secrets); `shaperd --check-config` accepts the
 result and loads the circuits, naming the per-circuit sqm it cannot honour.
-The port flags (--af-packet, --pci from a sysfs tree, --wan/--lan) and the
-refusals (no two ports, bad TOML, an sqm that is neither cake nor fq_codel)
-are checked too.
+On a stick, [single_interface] becomes ports.single with its two VLAN ids.
+The port flags (--af-packet, --pci from a sysfs tree, --wan/--lan, --single)
+and the refusals (no ports, both port sections, bad VLAN ids, bad TOML, an
+sqm that is neither cake nor fq_codel) are checked too.
 
 usage: import_libreqos_test.py IMPORTER SHAPERD SOURCE_ROOT
 """
@@ -194,24 +195,61 @@ with tempfile.TemporaryDirectory() as tmp:
           not os.path.exists(out), f"--pci without sysfs entries: refused, nothing written "
           f"{p.stderr.strip()[-200:]!r}")
 
-    # On a stick: one interface; shaperd needs two ports.
+    # On a stick: one interface, the internet and the network on two VLANs.
     conf, d = lqos_dir(tmp, "lqos-stick.conf", "ShapedDevices-1.4.csv", "network.json")
     p = run_import(conf, out)
-    check(p.returncode == 1 and "single_interface" in p.stderr and not os.path.exists(out),
-          f"stick: refused without --wan/--lan: {p.stderr.strip()!r}")
-    p = run_import(conf, out, "--wan", "net_af_packet0,iface=wan0", "--lan",
-                   "net_af_packet1,iface=lan0")
-    check(p.returncode == 0, "stick: imported with --wan/--lan", p.stderr)
+    check(p.returncode == 0, f"stick: imported (rc {p.returncode})", p.stderr)
     cfg = json.load(open(out))
-    check(cfg["downstream"]["discipline"] == "fq_codel" and
-          cfg["ports"]["wan"] == "net_af_packet0,iface=wan0",
-          "stick: default_sqm fq_codel, the ports --wan and --lan give")
+    check(cfg["ports"] == {"single": "net_af_xdp0,iface=eth0", "wan_vlan": 2, "lan_vlan": 3},
+          f"stick: interface -> ports.single, internet_vlan -> wan_vlan, network_vlan -> "
+          f"lan_vlan: {cfg['ports']}")
+    check("fail_open" not in cfg and cfg["downstream"]["discipline"] == "fq_codel",
+          "stick: no fail_open (refused on a stick), default_sqm fq_codel")
     carried, dropped = every_key_reported(conf, p, "stick")
-    check("single_interface.internet_vlan" in dropped, "stick: the VLANs named as not carried")
+    check({"single_interface.interface", "single_interface.internet_vlan",
+           "single_interface.network_vlan"} <= set(carried),
+          "stick: the interface and both VLANs reported as carried")
+    check("rxvlan off" in p.stderr, "stick over AF_XDP: the rx VLAN offload note")
     c = check_config(out)
     check(c.returncode == 0 and "subscribers: 3 under 3 nodes" in c.stdout,
           "stick: shaperd --check-config accepts it, 3 circuits under 3 nodes",
           c.stdout + c.stderr)
+    p = run_import(conf, out, "--af-packet")
+    cfg = json.load(open(out))
+    check(p.returncode == 0 and cfg["ports"]["single"] == "net_af_packet0,iface=eth0" and
+          "rxvlan" not in p.stderr, f"stick --af-packet: {cfg['ports']}")
+    p = run_import(conf, out, "--single", "0000:05:00.0")
+    cfg = json.load(open(out))
+    check(p.returncode == 0 and cfg["ports"]["single"] == "0000:05:00.0" and
+          'not used: ports.single "0000:05:00.0" from --single' in p.stderr,
+          f"stick --single: a device of one's own: {cfg['ports']}")
+    c = check_config(out)
+    check(c.returncode == 0, "stick --single: shaperd --check-config accepts it", c.stderr)
+    os.unlink(out)
+    p = run_import(conf, out, "--wan", "net_af_packet0,iface=wan0", "--lan",
+                   "net_af_packet1,iface=lan0")
+    check(p.returncode == 1 and "--single" in p.stderr and not os.path.exists(out),
+          f"stick with --wan/--lan: refused, nothing written {p.stderr.strip()[-160:]!r}")
+    with open(conf) as f:
+        stick_text = f.read()
+    for what, text, want in (
+            ("the same VLAN both sides", stick_text.replace("network_vlan = 3",
+                                                            "network_vlan = 2"),
+             "need two VLANs"),
+            ("VLAN 4095", stick_text.replace("internet_vlan = 2", "internet_vlan = 4095"),
+             "single_interface.internet_vlan: 4095 is not a VLAN id"),
+            ("no network_vlan", stick_text.replace("network_vlan = 3\n", ""),
+             "single_interface.network_vlan is missing"),
+            ("a [bridge] too", stick_text + '\n[bridge]\nto_internet = "a"\nto_network = "b"\n',
+             "both [bridge] and [single_interface]")):
+        bad = os.path.join(tmp, "stick-bad.conf")
+        with open(bad, "w") as f:
+            f.write(text)
+        p = run_import(bad, out)
+        check(p.returncode == 1 and want in p.stderr and not os.path.exists(out),
+              f"stick, {what}: refused {p.stderr.strip()[-160:]!r}")
+    p = run_import(os.path.join(fixtures, "lqos-1.5.conf"), out, "--single", "x")
+    check(p.returncode == 1 and "not --single" in p.stderr, "two ports with --single: refused")
 
     # Refusals, and a key it does not know.
     bad = os.path.join(tmp, "bad.conf")
