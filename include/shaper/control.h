@@ -76,6 +76,15 @@ enum ctl_error {
 
 const char *ctl_error_name(enum ctl_error e);
 
+/*
+ * A command's first check of its arguments: 0 when every key of args (a
+ * jansson object, NULL for none) is one of known (NULL-terminated), else -1
+ * with *err CTL_ERR_INVALID_ARGUMENT and msg "args.KEY: unknown argument"
+ * (a key too long for msg cut at a character boundary, so msg stays UTF-8).
+ */
+int ctl_check_args(const void *args, const char *const *known, enum ctl_error *err, char *msg,
+		   size_t len);
+
 struct sub_sched;
 struct sub_set;
 

@@ -308,21 +308,7 @@ arg_directions(const json_t *args, unsigned int *mask, bool required, struct rep
 static int
 check_args(const json_t *args, const char *const *known, struct reply *r)
 {
-	const char *key;
-	json_t *v;
-
-	if (args == NULL)
-		return 0;
-	json_object_foreach ((json_t *)args, key, v) {
-		const char *const *k;
-
-		for (k = known; *k != NULL; k++)
-			if (strcmp(*k, key) == 0)
-				break;
-		if (*k == NULL)
-			return fail(r, CTL_ERR_INVALID_ARGUMENT, "args.%s: unknown argument", key);
-	}
-	return 0;
+	return ctl_check_args(args, known, &r->err, r->msg, sizeof(r->msg));
 }
 
 static int

@@ -290,30 +290,6 @@ subs_of(const struct ctl_backend *be, const struct sub_set **set, enum ctl_error
 	return ss;
 }
 
-static int
-check_known(const json_t *args, const char *const *known, enum ctl_error *err, char *msg,
-	    size_t len)
-{
-	const char *key;
-	json_t *v;
-
-	if (args == NULL)
-		return 0;
-	json_object_foreach ((json_t *)args, key, v) {
-		const char *const *k;
-
-		for (k = known; *k != NULL; k++)
-			if (strcmp(*k, key) == 0)
-				break;
-		if (*k == NULL) {
-			*err = CTL_ERR_INVALID_ARGUMENT;
-			snprintf(msg, len, "args.%s: unknown argument", key);
-			return -1;
-		}
-	}
-	return 0;
-}
-
 struct ranked {
 	uint32_t sub;   /* a slot of the set, or an unknown address's slot k */
 	uint32_t shard; /* an unknown address's: its shard */
@@ -420,7 +396,7 @@ ctl_subscribers_list(const struct ctl_backend *be, const void *argsv, enum ctl_e
 	uint64_t busy = 0;
 	json_t *arr, *o;
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	if (top != NULL && (!json_is_integer(top) || json_integer_value(top) < 1 ||
 			    json_integer_value(top) > SUB_MAX_SUBS))
@@ -649,7 +625,7 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	json_t *o, *nodes, *subs;
 	char path[512];
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	if (arg_count(args, "top", started != NULL ? started->metrics_subscribers_top : 0, &want,
 		      err, msg, len) != 0 ||
@@ -825,7 +801,7 @@ ctl_subscribers_get(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	uint32_t sub;
 	json_t *o;
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	if ((id == NULL) == (addr == NULL))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
@@ -1121,7 +1097,7 @@ ctl_subscribers_set(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	const char *field = "args";
 	bool added;
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	*err = CTL_ERR_INVALID_ARGUMENT;
 	if (!json_is_string(id) || json_string_length(id) == 0 ||
@@ -1227,7 +1203,7 @@ ctl_subscribers_del(const struct ctl_backend *be, const void *argsv, enum ctl_er
 	struct sub_set nw;
 	uint32_t sub;
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	if (!json_is_string(id) || json_string_length(id) == 0)
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,
@@ -1281,7 +1257,7 @@ ctl_nodes_set(const struct ctl_backend *be, const void *argsv, enum ctl_error *e
 	char why[400];
 	bool added;
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	*err = CTL_ERR_INVALID_ARGUMENT;
 	if (!json_is_string(name))
@@ -1337,7 +1313,7 @@ ctl_nodes_del(const struct ctl_backend *be, const void *argsv, enum ctl_error *e
 	struct sub_set nw;
 	char why[400];
 
-	if (check_known(args, known, err, msg, len) != 0)
+	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
 	if (!json_is_string(name))
 		return fail(err, msg, len, CTL_ERR_INVALID_ARGUMENT,

@@ -1322,7 +1322,8 @@ static void
 test_bug_utf8_cut_in_message(void **state)
 {
 	/* "€" is 3 bytes, so one of three prefix lengths always splits it. */
-	static const char *const codes[] = { "unknown_command", "bad_request", "invalid_argument",
+	static const char *const codes[] = { "unknown_command",  "bad_request",
+					     "invalid_argument", "invalid_argument",
 					     "invalid_argument", "invalid_argument" };
 	static const char *const templates[] = {
 		"{\"id\":1,\"cmd\":\"%s\"}",                          /* unknown_command */
@@ -1331,6 +1332,8 @@ test_bug_utf8_cut_in_message(void **state)
 		"{\"id\":1,\"cmd\":\"stats\",\"args\":{\"direction\":\"%s\"}}",
 		("{\"id\":1,\"cmd\":\"config.set\",\"args\":{\"direction\":\"upstream\","
 		 "\"settings\":{\"%s\":1}}}"), /* config.c's 160-byte path */
+		/* the subscriber commands' unknown argument */
+		"{\"id\":1,\"cmd\":\"subscribers.list\",\"args\":{\"%s\":1}}",
 	};
 	char name[1024], req[2048];
 	unsigned int failures = 0;
@@ -1367,6 +1370,9 @@ test_bug_utf8_cut_in_message(void **state)
 			json_decref(j);
 		}
 	assert_int_equal(failures, 0);
+	/* An unknown argument too long to quote whole is cut at a character, not its tail. */
+	snprintf(req, sizeof(req), templates[5], name);
+	err_raw(req, strlen(req), "invalid_argument", ": unknown argument");
 	/* The key is named: the message starts with as much of the path as fits. */
 	memset(name, 'k', 149);
 	memcpy(name + 149, "\xc3\xa9tail", 7); /* "é" straddles byte 159 of the path */
