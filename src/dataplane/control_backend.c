@@ -9,7 +9,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <rte_ethdev.h>
@@ -17,6 +16,7 @@
 
 #include "shaper/dataplane.h"
 #include "shaper/failopen.h"
+#include "shaper/log.h"
 
 #define MBOX_WORD(gen, st) ((gen) << 8 | (uint64_t)(st))
 #define MBOX_GEN(w)        ((w) >> 8)
@@ -156,20 +156,11 @@ dp_mailbox_answer(struct dp_dir *d, struct dp_msg *m)
 		__atomic_store_n(&mb->state, MBOX_WORD(m->gen, DP_MBOX_ORPHANED), __ATOMIC_RELEASE);
 }
 
-static uint64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int
 dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 {
 	struct dp_mailbox *mb = &d->ctl->mbox;
-	uint64_t deadline = mono_us() + (uint64_t)timeout_ms * 1000u;
+	uint64_t deadline = shaper_monotonic_ns() + (uint64_t)timeout_ms * 1000000u;
 	uint64_t w, gen;
 
 	/* An earlier answer that came after its caller gave up is freed here. */
@@ -190,7 +181,7 @@ dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 					 __ATOMIC_RELEASE);
 			return 0;
 		}
-		if (mono_us() >= deadline)
+		if (shaper_monotonic_ns() >= deadline)
 			break;
 		usleep(50);
 	}

@@ -38,11 +38,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "shaper/classify.h"
 #include "shaper/config.h"
 #include "shaper/limits.h"
+#include "shaper/log.h"
 #include "shaper/pkt.h"
 #include "shaper/rtt.h"
 #include "shaper/sched.h"
@@ -401,15 +401,6 @@ sb_set_rates(struct sched *s, uint64_t n, uint64_t now)
 		(void)sched_set_rate(s, (i & 1) ? rate : rate / 10 * 9, now + i * 100000);
 }
 
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static void
 usage(FILE *f)
 {
@@ -562,9 +553,9 @@ main(int argc, char **argv)
 	}
 	if (b.rtt != NULL)
 		rc0 = b.rtt->c;
-	t0 = mono_ns();
+	t0 = shaper_monotonic_ns();
 	sb_measure(&b, packets);
-	t1 = mono_ns();
+	t1 = shaper_monotonic_ns();
 	if (set_rates != 0) {
 		if (sched_get_params(b.dir[SHAPER_UP].s)->rate == 0) {
 			fprintf(stderr, "sched_bench: --set-rate needs a shaped rate\n");
