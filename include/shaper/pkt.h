@@ -103,6 +103,18 @@ sh_pkt_list_pop(struct sh_pkt_list *l)
 	return p;
 }
 
+/*
+ * The first packet l gained since its tail was old_tail (NULL: l was empty
+ * then, so its head); NULL when it gained none. A caller that noted the
+ * tail before handing l on walks what was appended from here: every drop
+ * list is read this way.
+ */
+static inline struct sh_pkt *
+sh_pkt_list_after(const struct sh_pkt_list *l, const struct sh_pkt *old_tail)
+{
+	return old_tail != NULL ? old_tail->next : l->head;
+}
+
 /* Take p out of the middle of l; prev is the packet before it, NULL if p is the head. */
 static inline void
 sh_pkt_list_unlink(struct sh_pkt_list *l, struct sh_pkt *prev, struct sh_pkt *p)

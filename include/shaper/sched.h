@@ -86,6 +86,24 @@ enum shaper_drop_reason {
 /* Name ("aqm") of a drop reason. */
 const char *shaper_drop_name(enum shaper_drop_reason r);
 
+/*
+ * Count the drops appended to dropped since its tail was old_tail (NULL: it
+ * was empty) into by_reason, a reason out of range as aqm; how many there
+ * were. The one walk of new drops that the scheduler's counters and each
+ * subscriber's go through.
+ */
+static inline uint32_t
+sched_count_new_drops(const struct sh_pkt_list *dropped, const struct sh_pkt *old_tail,
+		      uint64_t by_reason[SHAPER_DROP_MAX])
+{
+	uint32_t n = 0;
+
+	for (const struct sh_pkt *d = sh_pkt_list_after(dropped, old_tail); d != NULL;
+	     d = d->next, n++)
+		by_reason[d->drop_reason < SHAPER_DROP_MAX ? d->drop_reason : SHAPER_DROP_AQM]++;
+	return n;
+}
+
 /* Everything that configures one direction. Units: bytes, bytes/s, µs. */
 struct sched_params {
 	enum sched_discipline discipline;

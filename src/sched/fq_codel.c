@@ -511,8 +511,7 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	if (over_mem)
 		q->drop_overmemory += ndrop;
 	/* Was the new packet itself among the victims? */
-	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : dropped->head; d != NULL;
-	     d = d->next)
+	for (struct sh_pkt *d = sh_pkt_list_after(dropped, old_tail); d != NULL; d = d->next)
 		if (d == pkt)
 			return 1;
 	return 0;

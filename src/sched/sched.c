@@ -114,16 +114,6 @@ sched_free(struct sched *s)
 	sched_mfree(s->alloc, s);
 }
 
-/* Count the drops appended to the list since old_tail. */
-static inline void
-count_new_drops(struct sched *s, const struct sh_pkt_list *dropped, struct sh_pkt *old_tail)
-{
-	struct sh_pkt *d = old_tail != NULL ? old_tail->next : dropped->head;
-
-	for (; d != NULL; d = d->next)
-		s->dropped[d->drop_reason < SHAPER_DROP_MAX ? d->drop_reason : SHAPER_DROP_AQM]++;
-}
-
 /* stamped: keep each packet's enq_ns (a move) instead of stamping now. */
 static inline unsigned int
 enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint64_t now,
@@ -152,7 +142,7 @@ enqueue_burst(struct sched *s, struct sh_pkt *const *pkts, unsigned int n, uint6
 	s->enqueued_pkts += n;
 	s->enqueued_bytes += bytes;
 	if (dropped->tail != old_tail)
-		count_new_drops(s, dropped, old_tail);
+		(void)sched_count_new_drops(dropped, old_tail, s->dropped);
 	return self;
 }
 
@@ -191,7 +181,7 @@ sched_dequeue_burst(struct sched *s, struct sh_pkt **out, unsigned int max, uint
 	s->dequeued_pkts += n;
 	s->dequeued_bytes += bytes;
 	if (dropped->tail != old_tail)
-		count_new_drops(s, dropped, old_tail);
+		(void)sched_count_new_drops(dropped, old_tail, s->dropped);
 	return n;
 }
 
@@ -335,7 +325,7 @@ sched_flush(struct sched *s, struct sh_pkt_list *out)
 
 	s->ops->flush(s->impl, out);
 	/* Flushed packets leave the scheduler; the caller decides their fate. */
-	for (d = old_tail != NULL ? old_tail->next : out->head; d != NULL; d = d->next) {
+	for (d = sh_pkt_list_after(out, old_tail); d != NULL; d = d->next) {
 		s->dequeued_pkts++;
 		s->dequeued_bytes += d->len;
 	}
@@ -569,8 +559,7 @@ sched_flush_some(struct sched *s, struct sh_pkt_list *out, unsigned int max)
 	unsigned int n = s->ops->flush_some(s->impl, out, max);
 
 	/* As sched_flush: taken packets count as dequeued. */
-	for (struct sh_pkt *d = old_tail != NULL ? old_tail->next : out->head; d != NULL;
-	     d = d->next) {
+	for (struct sh_pkt *d = sh_pkt_list_after(out, old_tail); d != NULL; d = d->next) {
 		s->dequeued_pkts++;
 		s->dequeued_bytes += d->len;
 	}

@@ -787,24 +787,22 @@ sub_sched_tick(struct sub_sched *ss, enum sub_dir dir, uint64_t now)
 
 /* --------------------------------------------------------------- enqueue */
 
-static inline enum sub_drop_kind
-drop_kind(const struct sh_pkt *p)
-{
-	if (p->drop_reason == SHAPER_DROP_AQM)
-		return SUB_DROP_AQM;
-	return p->drop_reason == SHAPER_DROP_ACK_FILTER ? SUB_DROP_ACK_FILTER : SUB_DROP_OVERFLOW;
-}
-
 /* Count the drops appended after old_tail (NULL: the whole list) on s; how many there were. */
 static inline uint32_t
 count_drops(struct sub_idle *s, enum sub_dir dir, const struct sh_pkt_list *dropped,
 	    const struct sh_pkt *old_tail)
 {
-	uint32_t n = 0;
+	uint64_t r[SHAPER_DROP_MAX] = { 0 };
+	uint32_t n = sched_count_new_drops(dropped, old_tail, r);
+	uint64_t other = n - r[SHAPER_DROP_AQM] - r[SHAPER_DROP_ACK_FILTER];
 
-	for (const struct sh_pkt *p = old_tail != NULL ? old_tail->next : dropped->head; p != NULL;
-	     p = p->next, n++)
-		CTR_ADD(s->dropped[dir][drop_kind(p)], 1);
+	/* A CAKE drops by AQM, ACK filter or overflow: anything else is its overflow. */
+	if (r[SHAPER_DROP_AQM] != 0)
+		CTR_ADD(s->dropped[dir][SUB_DROP_AQM], r[SHAPER_DROP_AQM]);
+	if (r[SHAPER_DROP_ACK_FILTER] != 0)
+		CTR_ADD(s->dropped[dir][SUB_DROP_ACK_FILTER], r[SHAPER_DROP_ACK_FILTER]);
+	if (other != 0)
+		CTR_ADD(s->dropped[dir][SUB_DROP_OVERFLOW], other);
 	return n;
 }
 
@@ -852,7 +850,7 @@ budget_drop(struct sub_sched *ss, enum sub_dir dir, uint32_t arriving, uint64_t 
 		n = sched_flush_some(v->dir[dir].cake, dropped, 1);
 	if (n == 0)
 		return;
-	p = old_tail != NULL ? old_tail->next : dropped->head;
+	p = sh_pkt_list_after(dropped, old_tail);
 	p->drop_reason = SHAPER_DROP_OVERFLOW;
 	CTR_ADD(v->dropped[dir][SUB_DROP_BUDGET], 1);
 	CTR_SET(v->dir[dir].qlen, v->dir[dir].qlen - 1);
@@ -910,7 +908,7 @@ sub_sched_enqueue(struct sub_sched *ss, enum sub_dir dir, uint32_t sub, struct s
 	CTR_ADD(s->dir[dir].bytes, pkt->len);
 	CTR_ADD(s->dir[dir].packets, 1);
 	s->dir[dir].last_pkt_ns = now;
-	nd = dropped->count == 0 ? 0 : count_drops(s, dir, dropped, old_tail);
+	nd = dropped->tail == old_tail ? 0 : count_drops(s, dir, dropped, old_tail);
 	CTR_SET(s->dir[dir].qlen, s->dir[dir].qlen + 1 - nd);
 	/* No credit for idle time: an idle direction's pacer starts again at now. */
 	if (d->queued == 0 && d->link_next < now)
