@@ -17,7 +17,6 @@
 #include <cmocka.h>
 
 #include <rte_eal.h>
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -33,21 +32,6 @@ static struct rte_mempool *own, *foreign;
 static struct rte_ring *in_ring, *out_ring;
 static uint16_t in_port, out_port;
 
-static uint16_t
-ring_port(const char *name, struct rte_ring *r, struct rte_mempool *mp)
-{
-	struct rte_eth_conf conf;
-	int port = rte_eth_from_rings(name, &r, 1, &r, 1, (unsigned int)rte_socket_id());
-
-	assert_true(port >= 0);
-	memset(&conf, 0, sizeof(conf));
-	assert_int_equal(rte_eth_dev_configure((uint16_t)port, 1, 1, &conf), 0);
-	assert_int_equal(rte_eth_rx_queue_setup((uint16_t)port, 0, 64, 0, NULL, mp), 0);
-	assert_int_equal(rte_eth_tx_queue_setup((uint16_t)port, 0, 64, 0, NULL), 0);
-	assert_int_equal(rte_eth_dev_start((uint16_t)port), 0);
-	return (uint16_t)port;
-}
-
 static int
 setup(void **state)
 {
@@ -62,8 +46,8 @@ setup(void **state)
 	assert_non_null(foreign);
 	assert_non_null(in_ring);
 	assert_non_null(out_ring);
-	in_port = ring_port("in", in_ring, own);
-	out_port = ring_port("out", out_ring, own);
+	in_port = eal_test_ring_port("in", in_ring, in_ring, own, 64);
+	out_port = eal_test_ring_port("out", out_ring, out_ring, own, 64);
 	return 0;
 }
 

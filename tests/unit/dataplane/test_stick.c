@@ -19,7 +19,6 @@
 #include <cmocka.h>
 
 #include <rte_eal.h>
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -41,9 +40,6 @@ static uint16_t port;
 static int
 setup(void **state)
 {
-	struct rte_eth_conf conf;
-	int p;
-
 	(void)state;
 	pool = dp_pool_create("stick", 1023, (int)rte_socket_id());
 	wire_in = rte_ring_create("wire_in", 256, (int)rte_socket_id(), 0);
@@ -51,14 +47,7 @@ setup(void **state)
 	assert_non_null(pool);
 	assert_non_null(wire_in);
 	assert_non_null(wire_out);
-	p = rte_eth_from_rings("stick", &wire_in, 1, &wire_out, 1, (unsigned int)rte_socket_id());
-	assert_true(p >= 0);
-	port = (uint16_t)p;
-	memset(&conf, 0, sizeof(conf));
-	assert_int_equal(rte_eth_dev_configure(port, 1, 1, &conf), 0);
-	assert_int_equal(rte_eth_rx_queue_setup(port, 0, 128, 0, NULL, pool), 0);
-	assert_int_equal(rte_eth_tx_queue_setup(port, 0, 128, 0, NULL), 0);
-	assert_int_equal(rte_eth_dev_start(port), 0);
+	port = eal_test_ring_port("stick", wire_in, wire_out, pool, 128);
 	return 0;
 }
 

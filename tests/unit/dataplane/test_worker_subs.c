@@ -33,7 +33,6 @@
 #include <cmocka.h>
 
 #include <rte_eal.h>
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -86,21 +85,6 @@ static const char subs_json[] =
 		"   \"addresses\": [{\"prefix\": \"10.0.0.1\", \"vlan\": 200}]}"
 		" ]}";
 
-static uint16_t
-ring_port(const char *name, struct rte_ring *r)
-{
-	struct rte_eth_conf conf;
-	int port = rte_eth_from_rings(name, &r, 1, &r, 1, (unsigned int)rte_socket_id());
-
-	assert_true(port >= 0);
-	memset(&conf, 0, sizeof(conf));
-	assert_int_equal(rte_eth_dev_configure((uint16_t)port, 1, 1, &conf), 0);
-	assert_int_equal(rte_eth_rx_queue_setup((uint16_t)port, 0, 64, 0, NULL, pool), 0);
-	assert_int_equal(rte_eth_tx_queue_setup((uint16_t)port, 0, 64, 0, NULL), 0);
-	assert_int_equal(rte_eth_dev_start((uint16_t)port), 0);
-	return (uint16_t)port;
-}
-
 static int
 setup(void **state)
 {
@@ -113,14 +97,14 @@ setup(void **state)
 	assert_non_null(pool);
 	assert_non_null(in_ring);
 	assert_non_null(out_ring);
-	in_port = ring_port("in", in_ring);
-	out_port = ring_port("out", out_ring);
+	in_port = eal_test_ring_port("in", in_ring, in_ring, pool, 64);
+	out_port = eal_test_ring_port("out", out_ring, out_ring, pool, 64);
 	up_in_ring = rte_ring_create("upin", 1024, (int)rte_socket_id(), 0);
 	up_out_ring = rte_ring_create("upout", 1024, (int)rte_socket_id(), 0);
 	assert_non_null(up_in_ring);
 	assert_non_null(up_out_ring);
-	up_in_port = ring_port("upin", up_in_ring);
-	up_out_port = ring_port("upout", up_out_ring);
+	up_in_port = eal_test_ring_port("upin", up_in_ring, up_in_ring, pool, 64);
+	up_out_port = eal_test_ring_port("upout", up_out_ring, up_out_ring, pool, 64);
 	snprintf(subs_path, sizeof(subs_path), "/tmp/test_worker_subs_%d.json", (int)getpid());
 	f = fopen(subs_path, "w");
 	assert_non_null(f);

@@ -39,7 +39,6 @@
 #include <cmocka.h>
 
 #include <rte_eal.h>
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
@@ -95,21 +94,6 @@ static const char subs_json[] =
 		"   \"addresses\": [\"100.64.6.1\", \"100.65.6.1\"]}"
 		" ]}";
 
-static uint16_t
-ring_port(const char *name, struct rte_ring *rx, struct rte_ring *tx)
-{
-	struct rte_eth_conf conf;
-	int port = rte_eth_from_rings(name, &rx, 1, &tx, 1, (unsigned int)rte_socket_id());
-
-	assert_true(port >= 0);
-	memset(&conf, 0, sizeof(conf));
-	assert_int_equal(rte_eth_dev_configure((uint16_t)port, 1, 1, &conf), 0);
-	assert_int_equal(rte_eth_rx_queue_setup((uint16_t)port, 0, 64, 0, NULL, pool), 0);
-	assert_int_equal(rte_eth_tx_queue_setup((uint16_t)port, 0, 64, 0, NULL), 0);
-	assert_int_equal(rte_eth_dev_start((uint16_t)port), 0);
-	return (uint16_t)port;
-}
-
 static int
 setup(void **state)
 {
@@ -118,14 +102,14 @@ setup(void **state)
 	assert_non_null(pool);
 	out_ring = rte_ring_create("out", 4096, (int)rte_socket_id(), 0);
 	assert_non_null(out_ring);
-	out_port = ring_port("out", out_ring, out_ring);
+	out_port = eal_test_ring_port("out", out_ring, out_ring, pool, 64);
 	for (uint32_t i = 0; i < NSHARDS; i++) {
 		char name[32];
 
 		snprintf(name, sizeof(name), "in%u", i);
 		in_ring[i] = rte_ring_create(name, 1024, (int)rte_socket_id(), 0);
 		assert_non_null(in_ring[i]);
-		in_port[i] = ring_port(name, in_ring[i], out_ring);
+		in_port[i] = eal_test_ring_port(name, in_ring[i], out_ring, pool, 64);
 	}
 	snprintf(subs_path, sizeof(subs_path), "/tmp/test_worker_subs_shards_%d.json",
 		 (int)getpid());
