@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from shaperlib import Control as Client, check, check_accounting, failures, start_shaperd  # noqa: E402
-from shaperlib import ip_checksum, numbered_frame, read_pcap, write_pcap  # noqa: E402
+from shaperlib import ip_checksum, numbered_frame, read_pcap, units, write_pcap  # noqa: E402
 
 SHAPERD = sys.argv[1]
 N_PKTS = 10000
@@ -133,7 +133,7 @@ def run(tmp, name, direction_cfg, tos, rate1, rate2):
     before = [p for p in pkts[200:] if p[0] < t_set]
     after = [p for p in pkts if p[0] > t_set + 0.1]
     r1, r2 = rate(before), rate(after)
-    want1, want2 = float(rate1.rstrip("mbit")), float(rate2.rstrip("mbit"))
+    want1, want2 = (units.parse_rate(r) * 8 / 1e6 for r in (rate1, rate2))
     check(abs(r1 - want1) / want1 < 0.05, "%s: rate before the change %.2f Mbit/s (set %s)" % (name, r1, rate1))
     check(abs(r2 - want2) / want2 < 0.05, "%s: rate after the change %.2f Mbit/s (set %s)" % (name, r2, rate2))
 

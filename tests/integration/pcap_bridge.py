@@ -17,12 +17,13 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import check, check_accounting, failures, shaperd_argv, write_config  # noqa: E402
+from shaperlib import (check, check_accounting, failures, read_pcap, shaperd_argv,  # noqa: E402
+                       write_config, write_pcap)
 
 try:
     from scapy.all import (ARP, Dot1Q, Dot1AD, Ether, ICMP, ICMPv6ND_NS, IP, IPv6,
                            IPv6ExtHdrFragment, IPv6ExtHdrHopByHop, IPv6ExtHdrRouting,
-                           PPPoE, PPP, Raw, TCP, UDP, rdpcap, wrpcap)
+                           PPPoE, PPP, Raw, TCP, UDP)
 except ImportError:
     print("SKIP: python3-scapy is not installed")
     sys.exit(77)
@@ -112,8 +113,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="shaper_pcap_")
     lan_frames, wan_frames = mixed_frames(0), mixed_frames(1)
     lan_in, wan_in = os.path.join(tmp, "lan_in.pcap"), os.path.join(tmp, "wan_in.pcap")
-    wrpcap(lan_in, lan_frames)
-    wrpcap(wan_in, wan_frames)
+    write_pcap(lan_in, [bytes(f) for f in lan_frames])
+    write_pcap(wan_in, [bytes(f) for f in wan_frames])
     sizes = [len(bytes(f)) for f in lan_frames + wan_frames]
     print("%d frames, sizes %d..%d" % (len(sizes), min(sizes), max(sizes)))
 
@@ -121,7 +122,7 @@ def main():
     st = run_daemon(tmp, "fifo", {"discipline": "fifo"}, (lan_in, wan_in))
     for direction, src, out in (("upstream", lan_frames, "fifo_wan_out.pcap"),
                                 ("downstream", wan_frames, "fifo_lan_out.pcap")):
-        got = [bytes(p) for p in rdpcap(os.path.join(tmp, out))]
+        got = [fr for _, fr in read_pcap(os.path.join(tmp, out))]
         want = [bytes(p) for p in src]
         check(got == want, "fifo %s: %d frames out of %d, byte for byte and in order" % (direction, len(got), len(want)))
         d = st["directions"][direction]
@@ -139,7 +140,7 @@ def main():
         if not os.path.exists(os.path.join(tmp, out)):
             check(False, "cake %s: no output (is the cake discipline built?)" % direction)
             continue
-        got = sorted(bytes(p) for p in rdpcap(os.path.join(tmp, out)))
+        got = sorted(fr for _, fr in read_pcap(os.path.join(tmp, out)))
         want = sorted(bytes(p) for p in src)
         check(got == want, "cake %s: same %d frames out, byte for byte" % (direction, len(want)))
     check(st["mbufs_in_use"] == 0, "cake: all mbufs back in the pool")

@@ -24,7 +24,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from shaperlib import Proc, check, failures, make_veth, shaperd_argv, write_config  # noqa: E402
+from shaperlib import (Proc, check, failures, make_veth, read_pcap, shaperd_argv,  # noqa: E402
+                       write_config, write_pcap)
 
 SHAPERD, SHAPECTL = sys.argv[1], sys.argv[2]
 WAN_RTT, LAN_RTT, ROUNDS, PERIOD = 0.090, 0.040, 12, 0.25
@@ -72,27 +73,13 @@ def make_trace():
     return out
 
 
-def write_pcap(path, trace):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for t, _, fr in trace:
-            f.write(struct.pack("<IIII", int(t), int(round((t % 1) * 1e6)), len(fr), len(fr)))
-            f.write(fr)
+def write_trace(path, trace):
+    write_pcap(path, [fr for _, _, fr in trace], [round(t * 1e6) for t, _, _ in trace])
 
 
-def read_pcap(path, lan_src):
+def read_trace(path, lan_src):
     """The frames back with their times; the direction from the source address."""
-    out = []
-    with open(path, "rb") as f:
-        f.read(24)
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            sec, usec, n, _ = struct.unpack("<IIII", h)
-            fr = f.read(n)
-            out.append((sec + usec / 1e6, fr[26:30] == socket.inet_aton(lan_src), fr))
-    return out
+    return [(t, fr[26:30] == socket.inet_aton(lan_src), fr) for t, fr in read_pcap(path)]
 
 
 def shapectl(sock, *args):
@@ -140,8 +127,8 @@ def main():
         return 77
     tmp = tempfile.mkdtemp(prefix="shaper_rtt_")
     pcap = os.path.join(tmp, "flow.pcap")
-    write_pcap(pcap, make_trace())
-    trace = read_pcap(pcap, L_IP)
+    write_trace(pcap, make_trace())
+    trace = read_trace(pcap, L_IP)
     lan0, lan1, wan0, wan1 = PFX + "l0", PFX + "l1", PFX + "w0", PFX + "w1"
     daemon = None
     try:

@@ -87,13 +87,6 @@ def udp_frame(dst, sport, ecn, size):
     return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp + payload
 
 
-def write_pcap(path, frames):
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for fr in frames:
-            f.write(struct.pack("<IIII", 0, 0, len(fr), len(fr)) + fr)
-
-
 def sent_mbit(dn0, dn1, dt):
     """Mbit/s one direction of a subscriber sent between two readings dt s apart, over the
     part of dt its CAKE did not write off (the worker away), and that time written off in s."""
@@ -319,7 +312,7 @@ def main():
         json.dump(subs, f)
     cfg = {
         # One file per rx queue, the frames alternating: every subscriber on every queue.
-        "ports": pcap_ports_with(tmp, frames, WORKERS, write_pcap),
+        "ports": pcap_ports_with(tmp, frames, WORKERS),
         # memlimit: room for the whole backlog in the subscribers' CAKEs (their joint
         # limit is the link's), so nothing overflows and each stays backlogged.
         # rtt oceanic (300 ms interval): COBALT's drop rate on c1's not-ECT flows grows with

@@ -38,9 +38,13 @@ usage: gen_pcap.py -o FILE [--flows N] [--hosts M] [--servers S]
                    [--ipv6-share F] [--udp-share F] [--ts-share F] [--pps R]
 """
 import argparse
+import os
 import random
 import struct
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from shaperlib.pcap import write_pcap  # noqa: E402
 
 # DSCP values and weights. Tins under diffserv4 (tc-cake): 0 Best Effort,
 # CS1/LE Bulk, AF1x-AF4x/CS2/CS3 Video, CS4/CS5/EF/CS6/CS7 Voice.
@@ -208,8 +212,8 @@ def generate_rtt(path, flows=10000, hosts=None, servers=256, packets=None, seed=
     for i in range(flows):
         seq.extend([i] * (per + (1 if i < extra else 0)))
     rng.shuffle(seq)
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-    total = n_ts = n_up = 0
+    frames, times = [], []
+    n_ts = n_up = 0
     for j, fi in enumerate(seq):
         f, s = fl[fi], st[fi]
         end = rng.randrange(2)  # 0: the LAN host sends (upstream)
@@ -230,12 +234,10 @@ def generate_rtt(path, flows=10000, hosts=None, servers=256, packets=None, seed=
             if end == 1:
                 fr = f.smac + ROUTER_MAC + fr[12:]
         n_up += end == 0
-        total += len(fr)
-        us = int(t_us)
-        out.append(struct.pack("<IIII", us // 1000000, us % 1000000, len(fr), len(fr)))
-        out.append(fr)
-    with open(path, "wb") as fh:
-        fh.write(b"".join(out))
+        frames.append(fr)
+        times.append(int(t_us))
+    write_pcap(path, frames, times)
+    total = sum(map(len, frames))
     return {
         "path": path, "flows": flows, "hosts": hosts, "servers": servers, "size": "rtt",
         "packets": packets, "bytes": total, "mean_len": total / packets, "seed": seed,
@@ -276,8 +278,7 @@ def generate(path, flows=10000, hosts=None, servers=256, size="64", packets=None
         pattern.extend([l] * w)
     rng.shuffle(pattern)
     cache = {}
-    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
-    total = 0
+    frames = []
     for j, fi in enumerate(seq):
         l = pattern[j % len(pattern)]
         key = (fi, l)
@@ -285,11 +286,9 @@ def generate(path, flows=10000, hosts=None, servers=256, size="64", packets=None
         if fr is None:
             fr = build_frame(fl[fi], l)
             cache[key] = fr
-        total += len(fr)
-        out.append(struct.pack("<IIII", j // 1000000, j % 1000000, len(fr), len(fr)))
-        out.append(fr)
-    with open(path, "wb") as fh:
-        fh.write(b"".join(out))
+        frames.append(fr)
+    write_pcap(path, frames)  # frame j at j µs
+    total = sum(map(len, frames))
     return {
         "path": path, "flows": flows, "hosts": hosts, "servers": servers, "size": size,
         "packets": packets, "bytes": total, "mean_len": total / packets, "seed": seed,

@@ -55,9 +55,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from shaperlib import (favour_session, request, shape_per_subscriber, shaperd_argv,  # noqa: E402
-                       start_logged, stop_process, write_config)
+                       start_logged, stop_process, units, write_config, write_pcap)
 
-UNITS = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bit": 1.0}
 # pktgen's sizes count the 4-byte FCS; memif and shaperd do not.
 FCS = 4
 LUA_PORT = 22022
@@ -65,11 +64,8 @@ SUBS_PAGE = 2000  # subscribers per subscribers.list page (about 480 bytes each)
 
 
 def parse_rate(text):
-    t = text.strip().lower()
-    for suffix in ("kbit", "mbit", "gbit", "bit"):
-        if t.endswith(suffix):
-            return float(t[:-len(suffix)]) * UNITS[suffix]
-    raise ValueError("rate %r: use tc units such as 100mbit or 1gbit" % text)
+    """A rate as the config writes it -> bit/s (whole bytes/s, as shaperd keeps it)."""
+    return units.parse_rate(text) * 8
 
 
 def log(msg):
@@ -296,7 +292,7 @@ def write_mix_pcap(path, flows):
     """IMIX 7:4:1 (64/594/1518 B with FCS) over the four diffserv4 tins; each
     of `flows` UDP flows keeps one size and one DSCP. Returns the number of
     frames per diffserv4 tin name in one pass of the file."""
-    from scapy.all import Ether, IP, UDP, Raw, wrpcap  # python3-scapy
+    from scapy.all import Ether, IP, UDP, Raw  # python3-scapy
     sizes = [64] * 7 + [594] * 4 + [1518]
     # DS bytes: BE, CS1 (Bulk), AF41 (Video), EF (Voice); uneven shares (4:1:2:3
     # flows) so that a tin swapped with another shows
@@ -310,11 +306,11 @@ def write_mix_pcap(path, flows):
                  IP(src="10.0.%d.%d" % (i // 250, i % 250 + 1), dst="198.18.0.1", tos=tos) /
                  UDP(sport=10000 + i, dport=443))
             pad = size - FCS - len(p)
-            frames.append(p / Raw(b"\0" * max(pad, 0)))
+            frames.append(bytes(p / Raw(b"\0" * max(pad, 0))))
             per_tin[tin] = per_tin.get(tin, 0) + 1
     # interleave the flows so a pass is not 4 frames of one flow at a time
     order = [frames[f * 4 + k] for k in range(4) for f in range(flows)]
-    wrpcap(path, order)
+    write_pcap(path, order)
     return per_tin
 
 

@@ -8,6 +8,8 @@ import subprocess
 import threading
 import time
 
+from .pcap import write_pcap
+
 # Run a command as nobody (uid/gid 65534, no supplementary groups); util-linux's setpriv.
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
@@ -49,17 +51,15 @@ def pcap_ports(tmp, wan_inputs, lan_inputs):
             "wan": "net_pcap1," + side("wan", wan_inputs)}
 
 
-def pcap_ports_with(tmp, frames, workers, write=None):
+def pcap_ports_with(tmp, frames, workers):
     """config's ports on net_pcap vdevs, the WAN side receiving frames dealt
     round one pcap per worker's queue (every flow on every queue), the LAN
-    side nothing; write(path, frames) writes a pcap (frames.write_pcap)."""
-    if write is None:
-        from .frames import write_pcap as write
+    side nothing."""
     wan_in = [os.path.join(tmp, "wan_in%d.pcap" % i) for i in range(workers)]
     for i, path in enumerate(wan_in):
-        write(path, frames[i::workers])
+        write_pcap(path, frames[i::workers])
     empty = os.path.join(tmp, "empty.pcap")
-    write(empty, [])
+    write_pcap(empty, [])
     return pcap_ports(tmp, wan_in, [empty] * workers)
 
 

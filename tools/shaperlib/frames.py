@@ -1,4 +1,4 @@
-"""Ethernet/IP test frames and pcap files."""
+"""Ethernet/IP test frames (pcap.py writes them to files)."""
 import socket
 import struct
 
@@ -46,27 +46,3 @@ def numbered_frame(seq, size, tos=0):
                      bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
     ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
     return bytes.fromhex("020000000002" "020000000001" "0800") + ip + udp
-
-
-def read_pcap(path):
-    """[(time in s, frame bytes)] of a pcap (µs or ns timestamps)."""
-    out = []
-    with open(path, "rb") as f:
-        magic, = struct.unpack("<I", f.read(24)[:4])
-        div = 1e9 if magic == 0xA1B23C4D else 1e6
-        while True:
-            h = f.read(16)
-            if len(h) < 16:
-                break
-            sec, frac, caplen, _ = struct.unpack("<IIII", h)
-            out.append((sec + frac / div, f.read(caplen)))
-    return out
-
-
-def write_pcap(path, frames):
-    """A µs pcap of frames, 1 µs apart."""
-    with open(path, "wb") as f:
-        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
-        for i, fr in enumerate(frames):
-            f.write(struct.pack("<IIII", 1, i, len(fr), len(fr)))
-            f.write(fr)

@@ -69,7 +69,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BED = os.path.join(HERE, "bed.sh")
 sys.path.insert(0, os.path.dirname(HERE))
 from shaperlib import (ControlError, favour_session, request, shaperd_argv, start_logged,  # noqa: E402
-                       stop_process, write_config)
+                       stop_process, units, write_config)
 CLI_ADDR, SRV_ADDR = "10.99.0.1", "10.99.0.2"
 HOST_A, HOST_B = "10.99.0.11", "10.99.0.12"
 SRV_B = "10.99.0.22"  # hosts: host B's server, unless --shared-server
@@ -101,19 +101,19 @@ def log(*a):
 # ---------------------------------------------------------------- units
 
 def parse_rate(s):
-    """tc-style rate -> bit/s (decimal prefixes)."""
-    m = re.fullmatch(r"([\d.]+)\s*([kmgt]?)bit", s.strip().lower())
-    if not m:
-        raise argparse.ArgumentTypeError("%r is not a rate like 100mbit" % s)
-    return float(m.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[m.group(2)]
+    """A rate as the config writes it (shaperlib.units) -> bit/s."""
+    try:
+        return units.parse_rate(s) * 8
+    except units.UnitError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def parse_time(s):
-    """'40ms' / '0.04s' / '40000us' -> seconds."""
-    m = re.fullmatch(r"([\d.]+)\s*(s|ms|us)", s.strip().lower())
-    if not m:
-        raise argparse.ArgumentTypeError("%r is not a time like 40ms" % s)
-    return float(m.group(1)) * {"s": 1, "ms": 1e-3, "us": 1e-6}[m.group(2)]
+    """A time as the config writes it (shaperlib.units) -> seconds."""
+    try:
+        return units.parse_time(s) / 1e9
+    except units.UnitError as e:
+        raise argparse.ArgumentTypeError(str(e))
 
 
 def pct(sorted_vals, q):
