@@ -301,6 +301,12 @@ def run_row(setup, event, binary, tmp, echo_pid):
             st = request(d.sock, "stats", timeout=5)
             row["stale"] = sum(x["drop_reasons"].get("stale", 0)
                                for x in st["directions"].values())
+            # every drop by reason, both directions: what a lost probe met
+            row["drops"] = {}
+            for x in st["directions"].values():
+                for reason, n in x["drop_reasons"].items():
+                    if n:
+                        row["drops"][reason] = row["drops"].get(reason, 0) + n
             if "fail_open" in st:
                 row["holding"] = st["fail_open"]["holding"]
                 row["takeovers"] = st["fail_open"]["takeovers"]
@@ -428,7 +434,8 @@ def main():
                      "reload", "reload storm", "upgrade"):
                 check(r["shaping"] is True, "%s, %s: shaperd forwards again" % (s, e))
             if e.startswith("reload"):
-                check(r["lost"] == 0, "%s, %s: %d probes lost" % (s, e, r["lost"]))
+                check(r["lost"] == 0, "%s, %s: %d probes lost (seq %s; shaperd's drops %s)"
+                      % (s, e, r["lost"], r["lost_seqs"], r.get("drops")))
                 check(str(r.get("rate_after")).lower() == "30mbit",
                       "%s, %s: the new rate applies (%s)" % (s, e, r.get("rate_after")))
             if e == "broken config":
