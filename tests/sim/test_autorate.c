@@ -327,7 +327,7 @@ trace_decisions(const struct scen *s)
 {
 	const char *want = getenv("AR_DECISIONS");
 
-	return want != NULL && strcmp(want, s->name) == 0;
+	return want != NULL && (strcmp(want, s->name) == 0 || strcmp(want, "all") == 0);
 }
 
 static void
@@ -605,7 +605,7 @@ simulate(const struct scen *s, struct run *r)
 #ifndef AR_OLD
 		for (int d = 0; d < 2; d++) {
 			r->path[d][t] = r->a[d].path_ns / 1e6;
-			/* AR_DECISIONS=name: every decision of the scenario on stderr. */
+			/* AR_DECISIONS=name (or all): every decision of the scenario on stderr. */
 			if (trace_decisions(s) && s->autorate[d] && r->a[d].tick_start == now &&
 			    t > 0)
 				fprintf(stderr,
