@@ -145,49 +145,56 @@ const char *autorate_reason_text(unsigned int why);
 
 #define AR_OWD_RECENT_MAX 16 /* owd_recent's largest */
 
-struct autorate {
-	struct autorate_params p;
-	uint64_t rate; /* bytes/s the shaper should run at */
-
-	/* This interval. */
-	uint64_t tick_start, tick_bytes, tick_arrived;
-	uint64_t delay_min; /* lowest RTT above baseline among this interval's samples */
+/* The interval under way: its start and what its samples showed so far. */
+struct autorate_interval {
+	uint64_t start;     /* when it began (0 before the first tick: see started) */
+	uint64_t sent;      /* the running count of bytes sent then */
+	uint64_t arrived;   /* ... and of bytes arrived */
+	uint64_t delay_min; /* lowest RTT above baseline among its samples */
 	uint32_t nsamples;
-	uint32_t nbelow;  /* ... of them below path_ns */
-	uint64_t owd_min; /* lowest downstream one-way rise among this interval's packets */
+	uint32_t nbelow;  /* ... of them below path.ns */
+	uint64_t owd_min; /* lowest downstream one-way rise among its packets */
 	uint64_t owd_now; /* the latest of them */
 	uint32_t owd_n;
 	bool started;
+};
 
+/* Where a rise is: the part known to be the path's, and the one-way figures. */
+struct autorate_path {
+	uint64_t ns;            /* the part of every rise known to be the path's */
+	uint64_t own_ns;        /* ... and of the one-way rise (downstream) */
+	uint64_t raw_prev;      /* the last interval's lowest rise, path.ns on, if it read below
+				   path.ns (UINT64_MAX: it did not, or no samples) */
+	uint64_t settle_min_ns; /* after a path decision: the lowest rise of the standing run
+				   that may be the rest of the step (UINT64_MAX: not settling) */
 	/*
 	 * Whose queue a rise is in: the downstream one-way rise of the last
 	 * interval that had any (UINT64_MAX: none seen, or stale); for the
 	 * upstream, the downstream controller's, copied by autorate_attribute.
 	 */
 	uint64_t owd_last_ns, owd_last_at;
-	uint32_t load_pct;        /* sent or arrived over the last interval, percent of the rate */
-	uint32_t other_load_pct;  /* the other direction's (autorate_attribute) */
-	uint64_t load_rate;       /* bytes/s sent or arrived over the last interval, the larger */
-	uint64_t other_load_rate; /* the other direction's (autorate_attribute) */
-	uint64_t other_line_rate; /* the other direction's bloat_rate (autorate_attribute) */
-	bool other_at_min;        /* the other direction's rate is at its min (the same) */
-	uint64_t other_down_ns;   /* the other direction's last_down_ns (the same) */
-	uint64_t other_cut_ns;    /* the other direction's last_cut_ns (the same) */
-	uint64_t other_rate;      /* the other direction's rate (the same) */
-	uint64_t bloat_since;     /* the first of the intervals in a row at bloat (0: none) */
 	uint64_t owd_recent[AR_OWD_RECENT_MAX]; /* the last intervals' one-way rises (downstream) */
 	uint32_t owd_recent_i;
+};
 
-	/* Memory of the cuts. */
-	uint64_t last_down_ns;  /* the last cut, or a hold that restarted the refractory period */
-	uint64_t last_cut_ns;   /* the last cut itself */
-	uint64_t bloat_rate;    /* what was getting through then: the line's rate, about */
-	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
-	uint64_t series_rate;   /* the rate before the first cut of this series (0: none) */
-	uint64_t series_line;   /* bloat_rate before the first cut of this series (0: none) */
-	uint64_t series_prev, series_end_ns; /* the last series': its series_rate, when it ended */
-	uint64_t cut_delay_ns;               /* the rise the last bloat cut answered */
-	uint64_t jitter_from_ns;             /* ... before the last check's jitter (0: none) */
+/* Memory of the cuts: the last one, the series it began or belongs to, the checks since. */
+struct autorate_series {
+	uint64_t last_down_ns; /* the last cut, or a hold that restarted the refractory period */
+	uint64_t last_cut_ns;  /* the last cut itself */
+	uint64_t bloat_rate;   /* what was getting through then: the line's rate, about */
+	uint64_t start_rate;   /* the rate before the first cut of this series (0: none) */
+	uint64_t start_line;   /* bloat_rate before the first cut of this series (0: none) */
+	uint64_t prev_start, end_ns; /* the last series': its start_rate, when it ended */
+	uint64_t cut_delay_ns;       /* the rise the last bloat cut answered */
+	uint64_t jitter_from_ns;     /* ... before the last check's jitter (0: none) */
+	/*
+	 * Since then, the lowest of each interval's rise taken with the last
+	 * interval's, the higher of the two: one interval read low (an echo not
+	 * held for the flow's next segment, rtt_sample.gap_us) is not a fall.
+	 */
+	uint64_t flat_min_ns;   /* ... of the own share */
+	uint64_t flat_delay_ns; /* ... of the rise */
+	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
 	/*
 	 * Upstream, for one interval after a cut whose reading was doubted:
 	 * that reading, and the rate it asked for (0: none).
@@ -200,30 +207,43 @@ struct autorate {
 	 */
 	uint64_t regain_to;
 	uint32_t regain_n;
-	bool acks_only; /* this interval: carries only the other's ACKs */
-	/*
-	 * Since then, the lowest of each interval's rise taken with the last
-	 * interval's, the higher of the two: one interval read low (an echo not
-	 * held for the flow's next segment, rtt_sample.gap_us) is not a fall.
-	 */
-	uint64_t flat_min_ns;   /* ... of the own share */
-	uint64_t flat_delay_ns; /* ... of the rise */
-	uint32_t flat_checks;   /* refractory periods in a row the rise stayed flat */
-	uint64_t path_ns;       /* the part of every rise known to be the path's */
-	uint64_t raw_prev;      /* the last interval's lowest rise, path_ns on, if it read below
-				   path_ns (UINT64_MAX: it did not, or no samples) */
+	uint32_t mid_intervals; /* loaded intervals in a row between clear and bloat */
+	uint64_t bloat_since;   /* the first of the intervals in a row at bloat (0: none) */
 	uint64_t delay_prev;    /* the last interval's rise (UINT64_MAX: none) */
 	uint64_t own_prev;      /* ... and own share */
 	bool below_prev;        /* the last interval with samples was below bloat */
-	uint64_t settle_min_ns; /* after a path decision: the lowest rise of the standing run
-				   that may be the rest of the step (UINT64_MAX: not settling) */
-	uint64_t path_own_ns;   /* ... and of the one-way rise (downstream) */
+};
+
+/* The other direction, as autorate_attribute last saw it (all zero: none). */
+struct autorate_other {
+	uint32_t load_pct;  /* its load_pct */
+	uint64_t load_rate; /* its load_rate */
+	uint64_t line_rate; /* its series.bloat_rate */
+	bool at_min;        /* its rate is at its min */
+	uint64_t down_ns;   /* its series.last_down_ns */
+	uint64_t cut_ns;    /* its series.last_cut_ns */
+	uint64_t rate;      /* its rate */
+};
+
+struct autorate {
+	struct autorate_params p;
+	uint64_t rate; /* bytes/s the shaper should run at */
+
+	struct autorate_interval in;
+	struct autorate_path path;
+	struct autorate_series series;
+	struct autorate_other other;
+
+	/* The last interval, as it was closed and judged. */
+	uint32_t load_pct;  /* sent or arrived over it, percent of the rate */
+	uint64_t load_rate; /* bytes/s sent or arrived over it, the larger */
+	bool acks_only;     /* it carried only the other's ACKs */
 
 	/* For stats. */
 	uint64_t delivered_rate; /* bytes/s sent over the last interval */
 	uint64_t arrived_rate;   /* bytes/s that arrived to be shaped over the last interval */
 	uint64_t through_rate;  /* what the line carried, as the last interval's decision took it */
-	uint64_t last_delay_ns; /* delay_min of the last interval with samples, path_ns off */
+	uint64_t last_delay_ns; /* delay_min of the last interval with samples, path.ns off */
 	uint64_t last_own_ns;   /* this direction's share of it (own_share) */
 	uint32_t last_samples;  /* samples in the last interval */
 	uint64_t ups, downs;
@@ -241,10 +261,10 @@ void autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns);
 static inline void
 autorate_owd_sample(struct autorate *a, uint64_t rise_ns)
 {
-	if (rise_ns < a->owd_min)
-		a->owd_min = rise_ns;
-	a->owd_now = rise_ns;
-	a->owd_n++;
+	if (rise_ns < a->in.owd_min)
+		a->in.owd_min = rise_ns;
+	a->in.owd_now = rise_ns;
+	a->in.owd_n++;
 }
 
 /*

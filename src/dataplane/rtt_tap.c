@@ -243,7 +243,7 @@ log_push(struct dp_ar_log *l, const struct autorate *a, uint64_t from, uint64_t 
 				   .delay_ns = a->last_delay_ns,
 				   .own_ns = a->last_own_ns,
 				   .line = a->through_rate,
-				   .path_ns = a->path_ns,
+				   .path_ns = a->path.ns,
 				   .why = a->last_why };
 	__atomic_store_n(&l->head, head + 1, __ATOMIC_RELEASE);
 }
@@ -340,7 +340,7 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 		}
 		moved = autorate_tick(a, now, sent, arrived);
 		/* At debug level every decision (an interval ended), for a trace of a run. */
-		if (a->tick_start == now && shaper_log_enabled(SHAPER_LOG_DEBUG))
+		if (a->in.start == now && shaper_log_enabled(SHAPER_LOG_DEBUG))
 			log_push(&r->log[d->dir], a, from, now);
 		else if (moved &&
 			 (a->last_why == AR_WHY_CUT_BLOAT || a->last_why == AR_WHY_CUT_STANDING ||
@@ -456,7 +456,7 @@ dp_rtt_publish(struct dp_dir *d, struct ctl_rtt *out, uint64_t now)
 		out->ar_base = a->p.base_rate;
 		out->ar_arrived = a->arrived_rate;
 		out->ar_through = a->through_rate;
-		out->ar_path_ns = a->path_ns;
+		out->ar_path_ns = a->path.ns;
 		/* What fed this controller: WAN-side samples with a baseline, one-way rises. */
 		memcpy(out->ar_inputs, r->table->c.judged, sizeof(r->table->c.judged));
 		out->ar_one_way = d->dir == SHAPER_DOWN && r->owd != NULL ? r->owd->c.rises : 0;

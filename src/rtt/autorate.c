@@ -148,14 +148,14 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 		a->p.owd_recent = a->p.owd_recent == 0 ? 1 : AR_OWD_RECENT_MAX;
 	a->rate = clamp_rate(a, p->start_rate != 0 ? p->start_rate : a->p.max_rate);
 	a->p.base_rate = clamp_rate(a, p->base_rate != 0 ? p->base_rate : a->rate);
-	a->delay_min = UINT64_MAX;
-	a->owd_min = UINT64_MAX;
-	a->owd_last_ns = UINT64_MAX;
-	a->raw_prev = UINT64_MAX;
-	a->delay_prev = a->own_prev = UINT64_MAX;
-	a->settle_min_ns = UINT64_MAX;
+	a->in.delay_min = UINT64_MAX;
+	a->in.owd_min = UINT64_MAX;
+	a->path.owd_last_ns = UINT64_MAX;
+	a->path.raw_prev = UINT64_MAX;
+	a->series.delay_prev = a->series.own_prev = UINT64_MAX;
+	a->path.settle_min_ns = UINT64_MAX;
 	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
-		a->owd_recent[i] = UINT64_MAX;
+		a->path.owd_recent[i] = UINT64_MAX;
 	a->last_why = AR_WHY_NO_SAMPLES;
 }
 
@@ -163,13 +163,13 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 static void
 see_other(struct autorate *a, const struct autorate *o)
 {
-	a->other_load_pct = o != NULL ? o->load_pct : 0;
-	a->other_load_rate = o != NULL ? o->load_rate : 0;
-	a->other_line_rate = o != NULL ? o->bloat_rate : 0;
-	a->other_at_min = o != NULL && o->rate <= o->p.min_rate;
-	a->other_down_ns = o != NULL ? o->last_down_ns : 0;
-	a->other_cut_ns = o != NULL ? o->last_cut_ns : 0;
-	a->other_rate = o != NULL ? o->rate : 0;
+	a->other.load_pct = o != NULL ? o->load_pct : 0;
+	a->other.load_rate = o != NULL ? o->load_rate : 0;
+	a->other.line_rate = o != NULL ? o->series.bloat_rate : 0;
+	a->other.at_min = o != NULL && o->rate <= o->p.min_rate;
+	a->other.down_ns = o != NULL ? o->series.last_down_ns : 0;
+	a->other.cut_ns = o != NULL ? o->series.last_cut_ns : 0;
+	a->other.rate = o != NULL ? o->rate : 0;
 }
 
 void
@@ -195,14 +195,14 @@ autorate_attribute(struct autorate *up, struct autorate *down)
 	 * wait in that queue), when the queue was long, and its lowest was
 	 * early, when it was short.
 	 */
-	if (down != NULL && (down->owd_last_ns != UINT64_MAX || down->owd_n != 0)) {
-		m = down->owd_n != 0 ? down->owd_now : 0;
+	if (down != NULL && (down->path.owd_last_ns != UINT64_MAX || down->in.owd_n != 0)) {
+		m = down->in.owd_n != 0 ? down->in.owd_now : 0;
 		for (unsigned int i = 0; i < down->p.owd_recent; i++)
-			if (down->owd_recent[i] != UINT64_MAX && down->owd_recent[i] > m)
-				m = down->owd_recent[i];
-		m = m > down->path_own_ns ? m - down->path_own_ns : 0;
+			if (down->path.owd_recent[i] != UINT64_MAX && down->path.owd_recent[i] > m)
+				m = down->path.owd_recent[i];
+		m = m > down->path.own_ns ? m - down->path.own_ns : 0;
 	}
-	up->owd_last_ns = m;
+	up->path.owd_last_ns = m;
 }
 
 uint64_t
@@ -219,14 +219,14 @@ autorate_threshold(const struct autorate *a, uint64_t t)
 static uint64_t
 own_share(struct autorate *a, uint64_t delay)
 {
-	if (a->owd_last_ns == UINT64_MAX)
+	if (a->path.owd_last_ns == UINT64_MAX)
 		return delay;
 	if (a->p.after_modem) {
-		if (a->owd_last_ns < a->path_own_ns)
-			a->path_own_ns = a->owd_last_ns;
-		return a->owd_last_ns - a->path_own_ns;
+		if (a->path.owd_last_ns < a->path.own_ns)
+			a->path.own_ns = a->path.owd_last_ns;
+		return a->path.owd_last_ns - a->path.own_ns;
 	}
-	return delay > a->owd_last_ns ? delay - a->owd_last_ns : 0;
+	return delay > a->path.owd_last_ns ? delay - a->path.owd_last_ns : 0;
 }
 
 void
@@ -234,11 +234,11 @@ autorate_sample(struct autorate *a, uint64_t rtt_ns, uint64_t base_ns)
 {
 	uint64_t d = rtt_ns > base_ns ? rtt_ns - base_ns : 0;
 
-	if (d < a->delay_min)
-		a->delay_min = d;
-	if (d < a->path_ns)
-		a->nbelow++;
-	a->nsamples++;
+	if (d < a->in.delay_min)
+		a->in.delay_min = d;
+	if (d < a->path.ns)
+		a->in.nbelow++;
+	a->in.nsamples++;
 }
 
 /* The higher of v and *prev (UINT64_MAX: none), which becomes v. */
@@ -331,23 +331,23 @@ cut_as(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_
 	 * decision in the next one would otherwise restore only the rate the
 	 * first had already cut to.
 	 */
-	if (a->series_rate == 0) {
-		a->series_line = a->bloat_rate;
-		a->series_rate = a->rate;
-		if (a->series_prev > a->rate && now - a->series_end_ns < SERIES_CARRY_NS)
-			a->series_rate = a->series_prev;
-		if (a->series_rate > a->regain_to)
-			a->regain_to = a->series_rate;
+	if (a->series.start_rate == 0) {
+		a->series.start_line = a->series.bloat_rate;
+		a->series.start_rate = a->rate;
+		if (a->series.prev_start > a->rate && now - a->series.end_ns < SERIES_CARRY_NS)
+			a->series.start_rate = a->series.prev_start;
+		if (a->series.start_rate > a->series.regain_to)
+			a->series.regain_to = a->series.start_rate;
 	}
-	a->regain_n = 0;
-	a->bloat_rate = through;
+	a->series.regain_n = 0;
+	a->series.bloat_rate = through;
 	a->rate = acks_floor(a, clamp_rate(a, (uint64_t)((double)through * (1.0 - cut))));
-	a->last_down_ns = a->last_cut_ns = now;
-	a->cut_delay_ns = own;
-	a->jitter_from_ns = 0;
-	a->flat_min_ns = own;
-	a->flat_delay_ns = UINT64_MAX;
-	a->flat_checks = 0;
+	a->series.last_down_ns = a->series.last_cut_ns = now;
+	a->series.cut_delay_ns = own;
+	a->series.jitter_from_ns = 0;
+	a->series.flat_min_ns = own;
+	a->series.flat_delay_ns = UINT64_MAX;
+	a->series.flat_checks = 0;
 	decide(a, AUTORATE_DOWN, why);
 }
 
@@ -372,15 +372,16 @@ cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint
 static bool
 cut_growing(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
 {
-	uint64_t dt = now - a->last_down_ns;
+	uint64_t dt = now - a->series.last_down_ns;
 	double g;
 
-	if (a->p.after_modem || a->owd_last_ns == UINT64_MAX || a->p.growth_pct == 0 ||
-	    a->series_rate == 0 || a->last_cut_ns == 0 || now - a->last_cut_ns < a->p.interval_ns ||
-	    own <= a->cut_delay_ns + a->p.path_flat_ns ||
-	    (own - a->cut_delay_ns) * 100 < dt * a->p.growth_pct)
+	if (a->p.after_modem || a->path.owd_last_ns == UINT64_MAX || a->p.growth_pct == 0 ||
+	    a->series.start_rate == 0 || a->series.last_cut_ns == 0 ||
+	    now - a->series.last_cut_ns < a->p.interval_ns ||
+	    own <= a->series.cut_delay_ns + a->p.path_flat_ns ||
+	    (own - a->series.cut_delay_ns) * 100 < dt * a->p.growth_pct)
 		return false;
-	g = (double)(own - a->cut_delay_ns) / (double)dt;
+	g = (double)(own - a->series.cut_delay_ns) / (double)dt;
 	cut_as(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat, AR_WHY_CUT_GROWING);
 	return true;
 }
@@ -394,9 +395,9 @@ cut_doubted(struct autorate *a, uint64_t now, uint64_t rate)
 {
 	if (rate < a->rate)
 		a->rate = acks_floor(a, rate);
-	a->regain_n = 0;
-	a->bloat_rate = a->doubt_line;
-	a->last_down_ns = a->last_cut_ns = now;
+	a->series.regain_n = 0;
+	a->series.bloat_rate = a->series.doubt_line;
+	a->series.last_down_ns = a->series.last_cut_ns = now;
 	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
 }
 
@@ -420,15 +421,16 @@ static void
 bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t own_pair,
 	    uint64_t bloat)
 {
-	uint64_t flat = a->p.path_flat_ns, ref = a->cut_delay_ns, alt = a->jitter_from_ns;
+	uint64_t flat = a->p.path_flat_ns, ref = a->series.cut_delay_ns,
+		 alt = a->series.jitter_from_ns;
 	uint64_t hi = alt > ref ? alt : ref, lo = alt != 0 && alt < ref ? alt : ref;
 	bool rising = own > hi + flat;
 	bool falling = own_pair + flat < lo;
 	bool jitter = alt == 0 &&
 		      (rising ? own <= ref + 2 * flat : falling && own_pair + 2 * flat >= ref);
 
-	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->last_down_ns &&
-	    (own - hi) * 100 >= (now - a->last_down_ns) * a->p.growth_pct) {
+	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->series.last_down_ns &&
+	    (own - hi) * 100 >= (now - a->series.last_down_ns) * a->p.growth_pct) {
 		/*
 		 * Upstream, rising fast since the last cut (a line that fell
 		 * far): what we send fills the modem faster than it drains. Its
@@ -438,7 +440,7 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		 * modem's rate). Slower growth (a probe over the line) is cut as
 		 * every bloat is.
 		 */
-		double g = (double)(own - hi) / (double)(now - a->last_down_ns);
+		double g = (double)(own - hi) / (double)(now - a->series.last_down_ns);
 
 		/* "near" from that line too: what was sent was over it. */
 		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
@@ -450,8 +452,8 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	 * the upload cut from what it sent then, below its line, and took that
 	 * as the line: its raises went on at full step past the real one.
 	 */
-	if ((rising && !jitter) || a->series_rate == 0 || (own > a->p.path_max_ns && !falling) ||
-	    a->p.path_checks == 0) {
+	if ((rising && !jitter) || a->series.start_rate == 0 ||
+	    (own > a->p.path_max_ns && !falling) || a->p.path_checks == 0) {
 		/*
 		 * Downstream without one-way figures, what arrives after the
 		 * series' first cut (sized from the modem's rate) far under our
@@ -466,30 +468,30 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 		 * line so low that the download, refilling, looks like the one
 		 * probing at the upload's next probe (not_bottleneck).
 		 */
-		if (a->p.after_modem && a->owd_last_ns == UINT64_MAX &&
+		if (a->p.after_modem && a->path.owd_last_ns == UINT64_MAX &&
 		    through * 100 < a->rate * a->p.near_lo_pct) {
-			uint64_t line = a->bloat_rate;
+			uint64_t line = a->series.bloat_rate;
 
 			cut_bloat(a, now, a->rate, own, bloat);
-			a->bloat_rate = line;
+			a->series.bloat_rate = line;
 			return;
 		}
 		cut_bloat(a, now, through, own, bloat);
 		return;
 	}
-	a->last_down_ns = now; /* the next check one refractory period on */
-	a->jitter_from_ns = jitter ? ref : 0;
+	a->series.last_down_ns = now; /* the next check one refractory period on */
+	a->series.jitter_from_ns = jitter ? ref : 0;
 	if (jitter || falling) {
-		a->cut_delay_ns = rising ? own : own_pair;
+		a->series.cut_delay_ns = rising ? own : own_pair;
 		if (!jitter)
-			a->flat_checks = 0;
+			a->series.flat_checks = 0;
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
 		return;
 	}
 	/* Flat after jitter: at whichever of the two levels it is nearer. */
 	if (alt != 0 && (own > alt ? own - alt : alt - own) < (own > ref ? own - ref : ref - own))
-		a->cut_delay_ns = alt;
-	if (++a->flat_checks < a->p.path_checks) {
+		a->series.cut_delay_ns = alt;
+	if (++a->series.flat_checks < a->p.path_checks) {
 		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
 		return;
 	}
@@ -500,22 +502,22 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	 * into us at its rate (short flows' slow-start bursts keep one standing
 	 * whatever we send): a queue, not the path. Cut again, from our rate.
 	 */
-	if (a->p.after_modem && a->arrived_rate * 100 >= a->bloat_rate * a->p.near_lo_pct) {
+	if (a->p.after_modem && a->arrived_rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct) {
 		cut_bloat(a, now, a->rate, own, bloat);
 		return;
 	}
-	a->path_ns += a->flat_delay_ns;
-	if (a->p.after_modem && a->owd_last_ns != UINT64_MAX)
-		a->path_own_ns += a->flat_min_ns;
-	a->rate = clamp_rate(a, a->series_rate);
-	a->series_rate = 0;
-	a->flat_checks = 0;
+	a->path.ns += a->series.flat_delay_ns;
+	if (a->p.after_modem && a->path.owd_last_ns != UINT64_MAX)
+		a->path.own_ns += a->series.flat_min_ns;
+	a->rate = clamp_rate(a, a->series.start_rate);
+	a->series.start_rate = 0;
+	a->series.flat_checks = 0;
 	/*
 	 * The standing run after this may be the rest of the step, if the rise
 	 * is judged on RTT samples (downstream with one-way figures it is not).
 	 */
-	if (!a->p.after_modem || a->owd_last_ns == UINT64_MAX)
-		a->settle_min_ns = 0;
+	if (!a->p.after_modem || a->path.owd_last_ns == UINT64_MAX)
+		a->path.settle_min_ns = 0;
 	decide(a, AUTORATE_UP, AR_WHY_PATH);
 }
 
@@ -559,39 +561,40 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 	double mine, other;
 	bool other_at_line;
 
-	if (a->owd_last_ns != UINT64_MAX || lp == 0 || a->bloat_rate == 0)
+	if (a->path.owd_last_ns != UINT64_MAX || lp == 0 || a->series.bloat_rate == 0)
 		return false;
-	other_at_line = a->other_line_rate != 0 && !a->other_at_min &&
-			a->other_load_pct >= a->p.loaded_pct &&
-			a->other_load_rate * 100 >= lp * a->other_line_rate;
-	if (a->load_rate * 100 < lp * a->bloat_rate)
+	other_at_line = a->other.line_rate != 0 && !a->other.at_min &&
+			a->other.load_pct >= a->p.loaded_pct &&
+			a->other.load_rate * 100 >= lp * a->other.line_rate;
+	if (a->load_rate * 100 < lp * a->series.bloat_rate)
 		return other_at_line;
-	if (a->other_down_ns != 0 && now - a->other_down_ns < refr &&
-	    a->last_down_ns < a->other_down_ns)
+	if (a->other.down_ns != 0 && now - a->other.down_ns < refr &&
+	    a->series.last_down_ns < a->other.down_ns)
 		return true;
-	if (!other_at_line || a->bloat_since == 0 || now - a->bloat_since >= refr)
+	if (!other_at_line || a->series.bloat_since == 0 || now - a->series.bloat_since >= refr)
 		return false;
 	/* Which carries further over its line; alike, the one carrying fewer bytes. */
-	mine = over_line(a->load_rate, a->rate, a->bloat_rate);
-	other = a->other_rate != 0
-				? over_line(a->other_load_rate, a->other_rate, a->other_line_rate)
+	mine = over_line(a->load_rate, a->rate, a->series.bloat_rate);
+	other = a->other.rate != 0
+				? over_line(a->other.load_rate, a->other.rate, a->other.line_rate)
 				: 0;
-	return mine < other || (mine == other && a->load_rate > a->other_load_rate);
+	return mine < other || (mine == other && a->load_rate > a->other.load_rate);
 }
 
 bool
 autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
 {
 	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
-		     own_pair, last_sent = a->delivered_rate, low = a->doubt_rate, doubted = 0;
-	uint32_t n = a->nsamples, below = a->nbelow, mid, regain_n = a->regain_n;
+		     own_pair, last_sent = a->delivered_rate, low = a->series.doubt_rate,
+		     doubted = 0;
+	uint32_t n = a->in.nsamples, below = a->in.nbelow, mid, regain_n = a->series.regain_n;
 	bool loaded, idle, theirs, acks_only, under, confirmed;
 
-	if (!a->started) {
-		a->started = true;
-		a->tick_start = now;
-		a->tick_bytes = sent_bytes;
-		a->tick_arrived = arrived_bytes;
+	if (!a->in.started) {
+		a->in.started = true;
+		a->in.start = now;
+		a->in.sent = sent_bytes;
+		a->in.arrived = arrived_bytes;
 		return false;
 	}
 	/*
@@ -599,38 +602,39 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * of it on, all show bloat: a queue growing at TCP's additive increase
 	 * gains 25 ms in 100 ms on a 10 Mbit/s line.
 	 */
-	if (now - a->tick_start < a->p.interval_ns &&
-	    (a->p.early_samples == 0 || a->nsamples < a->p.early_samples ||
-	     now - a->tick_start < a->p.interval_ns / 2 ||
-	     less(a->delay_min, a->path_ns) < autorate_threshold(a, a->p.bloat_ns)))
+	if (now - a->in.start < a->p.interval_ns &&
+	    (a->p.early_samples == 0 || a->in.nsamples < a->p.early_samples ||
+	     now - a->in.start < a->p.interval_ns / 2 ||
+	     less(a->in.delay_min, a->path.ns) < autorate_threshold(a, a->p.bloat_ns)))
 		return false;
-	dt = now - a->tick_start;
-	got = sent_bytes - a->tick_bytes;
+	dt = now - a->in.start;
+	got = sent_bytes - a->in.sent;
 	a->delivered_rate = (uint64_t)((double)got * 1e9 / (double)dt);
-	a->arrived_rate = (uint64_t)((double)(arrived_bytes - a->tick_arrived) * 1e9 / (double)dt);
-	a->tick_start = now;
-	a->tick_bytes = sent_bytes;
-	a->tick_arrived = arrived_bytes;
-	raw = a->delay_min;
-	a->delay_min = UINT64_MAX;
-	a->nsamples = a->nbelow = 0;
+	a->arrived_rate = (uint64_t)((double)(arrived_bytes - a->in.arrived) * 1e9 / (double)dt);
+	a->in.start = now;
+	a->in.sent = sent_bytes;
+	a->in.arrived = arrived_bytes;
+	raw = a->in.delay_min;
+	a->in.delay_min = UINT64_MAX;
+	a->in.nsamples = a->in.nbelow = 0;
 	a->last_samples = n;
 	if (a->p.after_modem) {
-		if (a->owd_n != 0) {
-			a->owd_last_ns = a->owd_min;
-			a->owd_last_at = now;
-			a->owd_recent[a->owd_recent_i++ % a->p.owd_recent] = a->owd_min;
-		} else if (a->owd_last_ns != UINT64_MAX &&
-			   now - a->owd_last_at > a->p.owd_stale_ns) {
-			a->owd_last_ns = UINT64_MAX; /* stale: decide on the RTT alone */
+		if (a->in.owd_n != 0) {
+			a->path.owd_last_ns = a->in.owd_min;
+			a->path.owd_last_at = now;
+			a->path.owd_recent[a->path.owd_recent_i++ % a->p.owd_recent] =
+					a->in.owd_min;
+		} else if (a->path.owd_last_ns != UINT64_MAX &&
+			   now - a->path.owd_last_at > a->p.owd_stale_ns) {
+			a->path.owd_last_ns = UINT64_MAX; /* stale: decide on the RTT alone */
 			for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
-				a->owd_recent[i] = UINT64_MAX;
+				a->path.owd_recent[i] = UINT64_MAX;
 		}
 	}
-	a->owd_min = UINT64_MAX;
-	a->owd_n = 0;
-	a->doubt_rate = 0;
-	a->regain_n = 0; /* a clear raise past the band counts on (regain) */
+	a->in.owd_min = UINT64_MAX;
+	a->in.owd_n = 0;
+	a->series.doubt_rate = 0;
+	a->series.regain_n = 0; /* a clear raise past the band counts on (regain) */
 	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
 	a->load_rate = a->delivered_rate > a->arrived_rate ? a->delivered_rate : a->arrived_rate;
 	a->load_pct = (uint32_t)(a->load_rate * 100 / (a->rate != 0 ? a->rate : 1));
@@ -638,7 +642,7 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
 	if (n == 0) {
 		/* No TCP to listen to: nothing is known. */
-		a->raw_prev = a->delay_prev = a->own_prev = UINT64_MAX;
+		a->path.raw_prev = a->series.delay_prev = a->series.own_prev = UINT64_MAX;
 		if (a->p.decay_without_samples)
 			decay(a);
 		else
@@ -658,10 +662,10 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * remainder looking like a queue.
 	 */
 	under = below * 2 > n;
-	if (under && a->raw_prev < a->path_ns)
-		a->path_ns = raw > a->raw_prev ? raw : a->raw_prev;
-	a->raw_prev = under ? raw : UINT64_MAX;
-	delay = raw > a->path_ns ? raw - a->path_ns : 0;
+	if (under && a->path.raw_prev < a->path.ns)
+		a->path.ns = raw > a->path.raw_prev ? raw : a->path.raw_prev;
+	a->path.raw_prev = under ? raw : UINT64_MAX;
+	delay = raw > a->path.ns ? raw - a->path.ns : 0;
 	own = own_share(a, delay);
 	a->last_delay_ns = delay;
 	a->last_own_ns = own;
@@ -671,25 +675,25 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * interval read low (an echo not held for the flow's next segment)
 	 * is not taken for any of them.
 	 */
-	delay_pair = with_last(&a->delay_prev, delay);
-	own_pair = with_last(&a->own_prev, own);
+	delay_pair = with_last(&a->series.delay_prev, delay);
+	own_pair = with_last(&a->series.own_prev, own);
 	bloat = autorate_threshold(a, a->p.bloat_ns);
 	clear = autorate_threshold(a, a->p.clear_ns);
-	if (a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other_rate != 0) {
+	if (a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other.rate != 0) {
 		/*
 		 * Without one-way figures both directions judge the same rise:
 		 * against the same bloat threshold, the slower line's frame time
 		 * in it, so that neither is cut first for being the faster.
 		 */
-		uint64_t ft = (uint64_t)a->p.frame_bytes * 1000000000ull / a->other_rate;
+		uint64_t ft = (uint64_t)a->p.frame_bytes * 1000000000ull / a->other.rate;
 
 		if (a->p.bloat_ns + ft > bloat)
 			bloat = a->p.bloat_ns + ft;
 	}
 	if (delay < bloat)
-		a->bloat_since = 0;
-	else if (a->bloat_since == 0)
-		a->bloat_since = now;
+		a->series.bloat_since = 0;
+	else if (a->series.bloat_since == 0)
+		a->series.bloat_since = now;
 	/* Not this one's queue: not cut for it (at bloat, or standing). */
 	theirs = not_bottleneck(a, now);
 	/*
@@ -716,29 +720,29 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * or not. Downstream what arrives from behind the modem's queue is its
 	 * rate over any part of an interval.
 	 */
-	confirmed = low != 0 && delay >= bloat && own > a->cut_delay_ns + a->p.path_flat_ns &&
-		    through < a->rate;
+	confirmed = low != 0 && delay >= bloat &&
+		    own > a->series.cut_delay_ns + a->p.path_flat_ns && through < a->rate;
 	if (!a->p.after_modem && !confirmed && dt * 4 < a->p.interval_ns * 3 &&
 	    through * 100 < last_sent * a->p.loaded_pct) {
 		doubted = through;
 		through = last_sent < a->rate ? last_sent : a->rate;
 	}
 	a->through_rate = through;
-	mid = a->mid_intervals;
-	a->mid_intervals = 0;
-	if (own_pair < a->flat_min_ns)
-		a->flat_min_ns = own_pair;
-	if (delay_pair < a->flat_delay_ns)
-		a->flat_delay_ns = delay_pair;
+	mid = a->series.mid_intervals;
+	a->series.mid_intervals = 0;
+	if (own_pair < a->series.flat_min_ns)
+		a->series.flat_min_ns = own_pair;
+	if (delay_pair < a->series.flat_delay_ns)
+		a->series.flat_delay_ns = delay_pair;
 	/*
 	 * Settling after a path decision ends at the next bloat (cut or not) or
 	 * two clear loaded intervals in a row (the step was all taken); a
 	 * standing run that breaks starts again.
 	 */
 	if (delay >= bloat || (own_pair <= clear && loaded))
-		a->settle_min_ns = UINT64_MAX;
-	else if (own <= clear && a->settle_min_ns != UINT64_MAX)
-		a->settle_min_ns = 0;
+		a->path.settle_min_ns = UINT64_MAX;
+	else if (own <= clear && a->path.settle_min_ns != UINT64_MAX)
+		a->path.settle_min_ns = 0;
 	/*
 	 * Far fewer bytes than the other direction carries (lesser_ratio
 	 * squared, 16 by default: TCP's ACKs are about a fortieth of the data
@@ -748,8 +752,8 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * (short downloads, which give no one-way figures: to an eighth of its
 	 * modem on the bed).
 	 */
-	acks_only = a->p.lesser_ratio != 0 && a->other_load_rate != 0 &&
-		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other_load_rate;
+	acks_only = a->p.lesser_ratio != 0 && a->other.load_rate != 0 &&
+		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other.load_rate;
 	a->acks_only = acks_only;
 	/*
 	 * Downstream without one-way figures, cut first as the one probing
@@ -770,20 +774,20 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * than that (not_bottleneck), so that the other's next rise cuts it
 	 * again.
 	 */
-	if (a->p.after_modem && a->owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
-	    a->series_rate != 0 && a->last_cut_ns != 0 &&
-	    a->other_cut_ns >= a->last_cut_ns + a->p.refractory_ns &&
+	if (a->p.after_modem && a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
+	    a->series.start_rate != 0 && a->series.last_cut_ns != 0 &&
+	    a->other.cut_ns >= a->series.last_cut_ns + a->p.refractory_ns &&
 	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
-		a->rate = clamp_rate(a, a->series_rate);
-		if (a->series_line > a->bloat_rate)
-			a->bloat_rate = a->series_line;
-		a->series_rate = 0;
-		a->flat_checks = 0;
+		a->rate = clamp_rate(a, a->series.start_rate);
+		if (a->series.start_line > a->series.bloat_rate)
+			a->series.bloat_rate = a->series.start_line;
+		a->series.start_rate = 0;
+		a->series.flat_checks = 0;
 		decide(a, AUTORATE_UP, AR_WHY_OTHER_DIR);
 		return a->rate != old;
 	}
 	if (delay >= bloat) {
-		a->below_prev = false;
+		a->series.below_prev = false;
 		/*
 		 * The other direction's queue (autorate_attribute). A direction
 		 * that carries only the other's ACKs (next to nothing, or far
@@ -795,27 +799,30 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 		 * (with nothing known of the other direction, the share alone).
 		 */
 		bool few = a->p.lesser_ratio != 0 &&
-			   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other_load_pct;
-		bool fewer_bytes = a->p.lesser_ratio == 0 || a->other_load_rate == 0 ||
-				   a->load_rate * a->p.lesser_ratio < a->other_load_rate;
+			   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other.load_pct;
+		bool fewer_bytes = a->p.lesser_ratio == 0 || a->other.load_rate == 0 ||
+				   a->load_rate * a->p.lesser_ratio < a->other.load_rate;
 		bool lesser = ((idle || few) && fewer_bytes) || acks_only;
 
 		if (theirs || own < bloat / 2 ||
-		    (lesser && (a->owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
+		    (lesser &&
+		     (a->path.owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
 			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 		else if (confirmed)
 			cut_doubted(a, now, low);
-		else if (a->last_down_ns != 0 && now - a->last_down_ns < a->p.refractory_ns) {
+		else if (a->series.last_down_ns != 0 &&
+			 now - a->series.last_down_ns < a->p.refractory_ns) {
 			if (!cut_growing(a, now, through, own, bloat))
 				decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
-		} else if (a->series_rate != 0)
+		} else if (a->series.start_rate != 0)
 			bloat_again(a, now, through, own, own_pair, bloat);
 		else
 			cut_bloat(a, now, through, own, bloat);
-		if (doubted != 0 && through != 0 && a->last_cut_ns == now &&
+		if (doubted != 0 && through != 0 && a->series.last_cut_ns == now &&
 		    a->last_action == AUTORATE_DOWN) {
-			a->doubt_line = doubted;
-			a->doubt_rate = clamp_rate(a, (uint64_t)((double)a->rate * (double)doubted /
+			a->series.doubt_line = doubted;
+			a->series.doubt_rate =
+					clamp_rate(a, (uint64_t)((double)a->rate * (double)doubted /
 								 (double)through));
 		}
 		return a->rate != old;
@@ -827,23 +834,24 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * path decision would then restore only that. Its starting rate is
 	 * kept for a series that begins soon after (cut_bloat).
 	 */
-	if (a->below_prev && a->series_rate != 0) {
-		a->series_prev = a->series_rate;
-		a->series_end_ns = now;
-		a->series_rate = 0;
-		a->flat_checks = 0;
+	if (a->series.below_prev && a->series.start_rate != 0) {
+		a->series.prev_start = a->series.start_rate;
+		a->series.end_ns = now;
+		a->series.start_rate = 0;
+		a->series.flat_checks = 0;
 	}
-	a->below_prev = true;
+	a->series.below_prev = true;
 	if (own <= clear && loaded) {
-		bool near = a->bloat_rate != 0 &&
-			    a->rate * 100 >= a->bloat_rate * a->p.near_lo_pct &&
-			    a->rate * 100 < a->bloat_rate * a->p.near_hi_pct;
-		bool past = a->bloat_rate != 0 && a->rate * 100 >= a->bloat_rate * a->p.near_hi_pct;
+		bool near = a->series.bloat_rate != 0 &&
+			    a->rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct &&
+			    a->rate * 100 < a->series.bloat_rate * a->p.near_hi_pct;
+		bool past = a->series.bloat_rate != 0 &&
+			    a->rate * 100 >= a->series.bloat_rate * a->p.near_hi_pct;
 		uint64_t step = a->rate * (near ? a->p.up_slow_pct : a->p.up_fast_pct) / 100;
 
-		if (a->regain_to <= a->rate)
-			a->regain_to = 0;
-		if (past && a->regain_to != 0 && a->p.regain_pct != 0) {
+		if (a->series.regain_to <= a->rate)
+			a->series.regain_to = 0;
+		if (past && a->series.regain_to != 0 && a->p.regain_pct != 0) {
 			/*
 			 * Rule regain: past the near band of the last bloat,
 			 * clear: the line has grown since. Two steps at
@@ -855,35 +863,37 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			 */
 			uint64_t pct = a->p.up_fast_pct, up;
 
-			a->regain_n = regain_n + 1;
-			for (uint32_t i = 2; i < a->regain_n && pct < a->p.regain_pct; i++)
+			a->series.regain_n = regain_n + 1;
+			for (uint32_t i = 2; i < a->series.regain_n && pct < a->p.regain_pct; i++)
 				pct *= 2;
 			if (pct > a->p.regain_pct)
 				pct = a->p.regain_pct;
 			if (pct < a->p.up_fast_pct)
 				pct = a->p.up_fast_pct;
 			up = a->rate + a->rate * pct / 100;
-			a->rate = clamp_rate(a, up < a->regain_to ? up : a->regain_to);
+			a->rate = clamp_rate(a,
+					     up < a->series.regain_to ? up : a->series.regain_to);
 			decide(a, AUTORATE_UP, AR_WHY_REGAIN);
 			return a->rate != old;
 		}
 		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
 		decide(a, AUTORATE_UP, AR_WHY_RAISE);
 	} else if (own > clear && !idle &&
-		   (theirs || (acks_only && a->owd_last_ns == UINT64_MAX))) {
+		   (theirs || (acks_only && a->path.owd_last_ns == UINT64_MAX))) {
 		decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
 	} else if (own > clear && !idle) {
-		a->mid_intervals = mid + 1;
-		if (a->settle_min_ns != UINT64_MAX &&
-		    (a->settle_min_ns == 0 || delay < a->settle_min_ns))
-			a->settle_min_ns = delay;
+		a->series.mid_intervals = mid + 1;
+		if (a->path.settle_min_ns != UINT64_MAX &&
+		    (a->path.settle_min_ns == 0 || delay < a->path.settle_min_ns))
+			a->path.settle_min_ns = delay;
 		/*
 		 * Loaded: only a rate that is being used tells the line's. A
 		 * direction refilling its rate (TCP after a cut) sends less than
 		 * it, and cutting to that would cut for TCP's pace.
 		 */
-		if (a->p.standing_intervals != 0 && a->mid_intervals >= a->p.standing_intervals &&
-		    loaded && a->settle_min_ns != UINT64_MAX) {
+		if (a->p.standing_intervals != 0 &&
+		    a->series.mid_intervals >= a->p.standing_intervals && loaded &&
+		    a->path.settle_min_ns != UINT64_MAX) {
 			/*
 			 * The first standing run after a path decision, at the
 			 * rate restored: the rest of the step. The flat rise
@@ -892,19 +902,20 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 			 * held for the next one reads that much lower
 			 * (rtt_sample.gap_us). Below bloat, so bounded.
 			 */
-			a->mid_intervals = 0;
-			a->path_ns += a->settle_min_ns;
-			a->settle_min_ns = UINT64_MAX;
+			a->series.mid_intervals = 0;
+			a->path.ns += a->path.settle_min_ns;
+			a->path.settle_min_ns = UINT64_MAX;
 			decide(a, AUTORATE_HOLD, AR_WHY_PATH);
 		} else if (a->p.standing_intervals != 0 &&
-			   a->mid_intervals >= a->p.standing_intervals && loaded &&
-			   (a->last_down_ns == 0 || now - a->last_down_ns >= a->p.refractory_ns)) {
-			a->mid_intervals = 0;
-			a->bloat_rate = through;
+			   a->series.mid_intervals >= a->p.standing_intervals && loaded &&
+			   (a->series.last_down_ns == 0 ||
+			    now - a->series.last_down_ns >= a->p.refractory_ns)) {
+			a->series.mid_intervals = 0;
+			a->series.bloat_rate = through;
 			a->rate = acks_floor(a,
 					     clamp_rate(a, through * (100 - a->p.standing_cut_pct) /
 									   100));
-			a->last_down_ns = a->last_cut_ns = now;
+			a->series.last_down_ns = a->series.last_cut_ns = now;
 			decide(a, AUTORATE_DOWN, AR_WHY_CUT_STANDING);
 		} else {
 			decide(a, AUTORATE_HOLD, AR_WHY_HOLD);

@@ -308,7 +308,7 @@ jsonl_line(FILE *f, const struct run *r, uint64_t now, const double *m, const do
 			", \"line\": %llu, \"path_us\": %llu, \"decisions\": {\"cut_bloat\": %llu, "
 			"\"cut_standing\": %llu, \"path\": %llu}",
 			(unsigned long long)a->through_rate,
-			(unsigned long long)(a->path_ns / 1000),
+			(unsigned long long)(a->path.ns / 1000),
 			(unsigned long long)a->why[AR_WHY_CUT_BLOAT],
 			(unsigned long long)a->why[AR_WHY_CUT_STANDING],
 			(unsigned long long)a->why[AR_WHY_PATH]);
@@ -578,7 +578,7 @@ simulate(const struct scen *s, struct run *r)
 					"%u %s rate %.1f why %d delay %.1f path %.2f samples %u\n",
 					t, d ? "down" : "up", r->a[d].rate / 125000.0,
 					r->a[d].last_why, r->a[d].last_delay_ns / 1e6,
-					r->a[d].path_ns / 1e6, r->a[d].last_samples);
+					r->a[d].path.ns / 1e6, r->a[d].last_samples);
 #endif
 		if (jsonl != NULL && t % 100 == 0)
 			jsonl_line(jsonl, r, now, m, dq);
@@ -595,8 +595,9 @@ simulate(const struct scen *s, struct run *r)
 		if (s->autorate[DOWN])
 			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN]);
 #ifndef AR_OLD
-		r->owd[t] = r->a[DOWN].owd_last_ns != UINT64_MAX ? r->a[DOWN].owd_last_ns / 1e6
-								 : -1;
+		r->owd[t] = r->a[DOWN].path.owd_last_ns != UINT64_MAX
+					    ? r->a[DOWN].path.owd_last_ns / 1e6
+					    : -1;
 #endif
 		if (!up_first && s->autorate[UP]) {
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
@@ -604,9 +605,9 @@ simulate(const struct scen *s, struct run *r)
 		}
 #ifndef AR_OLD
 		for (int d = 0; d < 2; d++) {
-			r->path[d][t] = r->a[d].path_ns / 1e6;
+			r->path[d][t] = r->a[d].path.ns / 1e6;
 			/* AR_DECISIONS=name (or all): every decision of the scenario on stderr. */
-			if (trace_decisions(s) && s->autorate[d] && r->a[d].tick_start == now &&
+			if (trace_decisions(s) && s->autorate[d] && r->a[d].in.start == now &&
 			    t > 0)
 				fprintf(stderr,
 					"%6u %s %-15s %6.2f -> %6.2f Mbit/s modem %6.2f "

@@ -305,7 +305,7 @@ test_attribute(void **state)
 	assert_int_equal(down.a.last_action, AUTORATE_DOWN);
 	assert_int_equal(up.a.last_action, AUTORATE_DOWN);
 	autorate_attribute(&up.a, NULL);
-	assert_true(up.a.owd_last_ns == UINT64_MAX);
+	assert_true(up.a.path.owd_last_ns == UINT64_MAX);
 }
 
 /* A line that fell far below the rate: the direction delivers 10 % of it, and is cut to that. */
@@ -366,7 +366,7 @@ cut_then_flat(struct drive *d, int64_t flat_ms)
 		interval(d, 100, flat_ms);
 	assert_int_equal(d->a.last_why, AR_WHY_PATH);
 	assert_int_equal(d->a.rate, MBIT(80));
-	assert_int_equal(d->a.path_ns, MS(flat_ms));
+	assert_int_equal(d->a.path.ns, MS(flat_ms));
 	return i;
 }
 
@@ -392,12 +392,12 @@ test_path_step(void **state)
 	 * intervals in a row, not after one (an echo read low by its gap).
 	 */
 	interval(&d, 100, 0);
-	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.path.ns, MS(25));
 	interval(&d, 100, 25);
 	interval(&d, 100, 0);
-	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.path.ns, MS(25));
 	interval(&d, 100, 0);
-	assert_int_equal(d.a.path_ns, 0);
+	assert_int_equal(d.a.path.ns, 0);
 }
 
 /*
@@ -413,11 +413,11 @@ test_path_settles(void **state)
 
 	(void)state;
 	cut_then_flat(&d, 20); /* read short at the cut rate */
-	for (i = 0; i < 10 && d.a.path_ns == MS(20); i++)
+	for (i = 0; i < 10 && d.a.path.ns == MS(20); i++)
 		assert_false(interval(&d, 100, 25)); /* 5 ms: between clear and bloat */
 	assert_int_equal(d.a.last_why, AR_WHY_PATH);
 	assert_int_equal(i, 5); /* after the standing run, standing_intervals long */
-	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.path.ns, MS(25));
 	assert_int_equal(d.a.rate, MBIT(80));
 	assert_true(interval(&d, 100, 25)); /* clear now: it rises */
 	assert_int_equal(d.a.last_why, AR_WHY_RAISE);
@@ -425,7 +425,7 @@ test_path_settles(void **state)
 	for (i = 0; i < 10 && d.a.last_why != AR_WHY_CUT_STANDING; i++)
 		interval(&d, 100, 30);
 	assert_int_equal(d.a.last_why, AR_WHY_CUT_STANDING);
-	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.path.ns, MS(25));
 }
 
 /*
@@ -453,7 +453,7 @@ test_path_step_read_low(void **state)
 		interval(&d, 100, rise[i]);
 	assert_int_equal(d.a.last_why, AR_WHY_PATH);
 	assert_int_equal(d.a.downs, 1);
-	assert_int_equal(d.a.path_ns, MS(25));
+	assert_int_equal(d.a.path.ns, MS(25));
 	assert_int_equal(d.a.rate, MBIT(20));
 	/* Now 25 ms reads as none: the rate rises. */
 	interval(&d, 100, 25);
@@ -532,7 +532,7 @@ test_flat_modem_queue(void **state)
 		assert_true(d.a.last_why != AR_WHY_PATH);
 	}
 	assert_true(d.a.rate < MBIT(30));
-	assert_int_equal(d.a.path_ns, 0);
+	assert_int_equal(d.a.path.ns, 0);
 	/* The same rise with the arrivals following our rate: the path's, the rate restored. */
 	start_dir(&d, true);
 	interval_arrived(&d, 100, MBIT(50), 13);
@@ -641,7 +641,7 @@ test_lesser_direction(void **state)
 	start_dir(&down, true);
 	interval(&down, 100, 20);
 	autorate_attribute(&up.a, &down.a);
-	assert_int_equal(up.a.other_load_pct, 100);
+	assert_int_equal(up.a.other.load_pct, 100);
 	assert_false(interval(&up, 20, 20));
 	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
@@ -688,8 +688,8 @@ test_lesser_by_bytes(void **state)
 	up.a.rate = MBIT(5);
 	interval(&up, 100, 25);
 	autorate_attribute(&up.a, &down.a);
-	assert_in_range(down.a.other_load_rate, MBIT(5) - 10, MBIT(5) + 10);
-	assert_int_equal(down.a.other_load_pct, 100);
+	assert_in_range(down.a.other.load_rate, MBIT(5) - 10, MBIT(5) + 10);
+	assert_int_equal(down.a.other.load_pct, 100);
 	autorate_owd_sample(&down.a, MS(20));
 	assert_true(interval(&down, 10, 25));
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
@@ -796,8 +796,8 @@ lines(struct drive *up, struct drive *down, uint32_t line_pct)
 	start_dir(up, false);
 	start_dir(down, true);
 	up->a.p.line_pct = down->a.p.line_pct = line_pct;
-	up->a.rate = up->a.bloat_rate = MBIT(10);
-	down->a.rate = down->a.bloat_rate = MBIT(50);
+	up->a.rate = up->a.series.bloat_rate = MBIT(10);
+	down->a.rate = down->a.series.bloat_rate = MBIT(50);
 	interval(up, 100, -1); /* what the upload carries, for autorate_attribute */
 	autorate_attribute(&up->a, &down->a);
 }
@@ -926,7 +926,7 @@ test_owd_recent(void **state)
 		interval(&down, 100, 30);
 	}
 	autorate_attribute(&up.a, &down.a);
-	assert_int_equal(up.a.owd_last_ns, MS(30));
+	assert_int_equal(up.a.path.owd_last_ns, MS(30));
 	assert_false(interval(&up, 100,
 			      30)); /* the RTT still shows the queue: not the upstream's */
 	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
@@ -953,7 +953,7 @@ test_owd_under_way(void **state)
 	autorate_owd_sample(&down.a, MS(20));
 	autorate_owd_sample(&down.a, MS(40));
 	autorate_attribute(&up.a, &down.a);
-	assert_int_equal(up.a.owd_last_ns, MS(40)); /* the latest: the queue grew */
+	assert_int_equal(up.a.path.owd_last_ns, MS(40)); /* the latest: the queue grew */
 	assert_false(interval(&up, 100, 40));
 	assert_int_equal(up.a.last_why, AR_WHY_OTHER_DIR);
 	assert_true(interval(&down, 100, 40));
@@ -988,10 +988,10 @@ cut_then_other(uint64_t arrived_after, uint64_t other_after_ms, bool other_cut)
 	assert_true(down.a.rate < MBIT(25));
 	for (int i = 0; i < 4; i++) {
 		if (i == 3) { /* the upstream's cut (or hold), as autorate_attribute copies it */
-			down.a.other_down_ns = down.a.last_cut_ns + MS(other_after_ms);
-			down.a.other_cut_ns = other_cut ? down.a.other_down_ns
-							: down.a.last_cut_ns - MS(50);
-			down.a.other_rate = MBIT(10);
+			down.a.other.down_ns = down.a.series.last_cut_ns + MS(other_after_ms);
+			down.a.other.cut_ns = other_cut ? down.a.other.down_ns
+							: down.a.series.last_cut_ns - MS(50);
+			down.a.other.rate = MBIT(10);
 		}
 		interval_arrived(&down, 100, arrived_after == 0 ? down.a.rate : arrived_after, 20);
 	}
@@ -1034,14 +1034,14 @@ cut_then_other_held(bool other_cut)
 	rate_when_cut = down.a.rate;
 	interval_arrived(&down, 100, MBIT(25), 20);
 	assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
-	cut_at = down.a.last_cut_ns;
+	cut_at = down.a.series.last_cut_ns;
 	interval_arrived(&down, 100, down.a.rate, 20); /* refractory */
 	interval_arrived(&down, 100, down.a.rate, 20);
 	interval_arrived(&down, 100, down.a.rate, 2); /* drained */
-	assert_int_equal(down.a.last_down_ns, cut_at);
-	down.a.other_down_ns = cut_at + MS(350);
-	down.a.other_cut_ns = other_cut ? down.a.other_down_ns : cut_at - MS(50);
-	down.a.other_rate = MBIT(10);
+	assert_int_equal(down.a.series.last_down_ns, cut_at);
+	down.a.other.down_ns = cut_at + MS(350);
+	down.a.other.cut_ns = other_cut ? down.a.other.down_ns : cut_at - MS(50);
+	down.a.other.rate = MBIT(10);
 	interval_arrived(&down, 100, down.a.rate, 20);
 	return down.a.rate;
 }
@@ -1077,23 +1077,24 @@ test_undo_restores_line(void **state)
 
 		start_dir(&down, true);
 		down.a.rate = MBIT(40);
-		down.a.bloat_rate = before[k];
+		down.a.series.bloat_rate = before[k];
 		interval_arrived(&down, 100, MBIT(25), 0);
 		rate_when_cut = down.a.rate;
 		interval_arrived(&down, 100, MBIT(25), 20);
 		assert_int_equal(down.a.last_why, AR_WHY_CUT_BLOAT);
-		assert_int_equal(down.a.bloat_rate, MBIT(25));
+		assert_int_equal(down.a.series.bloat_rate, MBIT(25));
 		for (int i = 0; i < 4; i++) {
 			if (i == 3) {
-				down.a.other_down_ns = down.a.other_cut_ns =
-						down.a.last_cut_ns + MS(350);
-				down.a.other_rate = MBIT(10);
+				down.a.other.down_ns = down.a.other.cut_ns =
+						down.a.series.last_cut_ns + MS(350);
+				down.a.other.rate = MBIT(10);
 			}
 			interval_arrived(&down, 100, down.a.rate, 20);
 		}
 		assert_int_equal(down.a.last_why, AR_WHY_OTHER_DIR);
 		assert_int_equal(down.a.rate, rate_when_cut);
-		assert_int_equal(down.a.bloat_rate, before[k] > MBIT(25) ? before[k] : MBIT(25));
+		assert_int_equal(down.a.series.bloat_rate,
+				 before[k] > MBIT(25) ? before[k] : MBIT(25));
 	}
 }
 
@@ -1112,7 +1113,7 @@ down_second_cut(uint64_t arrived_share_pct, uint64_t *rate_before, struct drive 
 	start_dir(down, true);
 	interval_arrived(down, 100, MBIT(50), 20);
 	assert_int_equal(down->a.last_why, AR_WHY_CUT_BLOAT);
-	assert_int_equal(down->a.bloat_rate, MBIT(50));
+	assert_int_equal(down->a.series.bloat_rate, MBIT(50));
 	for (int i = 0; i < 2; i++) /* refractory */
 		interval_arrived(down, 100, down->a.rate, 20);
 	*rate_before = down->a.rate;
@@ -1129,12 +1130,12 @@ test_second_cut_from_rate(void **state)
 	(void)state;
 	down_second_cut(50, &before, &down);
 	assert_in_range(down.a.rate, before * 69 / 100, before * 71 / 100); /* 30 % of our rate */
-	assert_int_equal(down.a.bloat_rate, MBIT(50));
+	assert_int_equal(down.a.series.bloat_rate, MBIT(50));
 	down_second_cut(100, &before, &down);
-	assert_in_range(down.a.bloat_rate, before * 99 / 100, before * 101 / 100);
+	assert_in_range(down.a.series.bloat_rate, before * 99 / 100, before * 101 / 100);
 	assert_in_range(down.a.rate, before * 69 / 100, before * 71 / 100);
 	down_second_cut(120, &before, &down); /* more than our rate arrives: the modem's queue */
-	assert_in_range(down.a.bloat_rate, before * 119 / 100, before * 121 / 100);
+	assert_in_range(down.a.series.bloat_rate, before * 119 / 100, before * 121 / 100);
 }
 
 /* A one-way figure without news for owd_stale_ns is forgotten: the RTT alone decides. */
@@ -1148,14 +1149,14 @@ test_owd_stale(void **state)
 	start_dir(&down, true);
 	autorate_owd_sample(&down.a, MS(1));
 	interval(&down, 100, 1);
-	assert_int_equal(down.a.owd_last_ns, MS(1));
+	assert_int_equal(down.a.path.owd_last_ns, MS(1));
 	for (int i = 0; i < 10; i++)
 		interval(&down, 100, 1);
-	assert_int_equal(down.a.owd_last_ns, MS(1)); /* 1 s: not yet */
+	assert_int_equal(down.a.path.owd_last_ns, MS(1)); /* 1 s: not yet */
 	interval(&down, 100, 1);
-	assert_true(down.a.owd_last_ns == UINT64_MAX);
+	assert_true(down.a.path.owd_last_ns == UINT64_MAX);
 	autorate_attribute(&up.a, &down.a);
-	assert_true(up.a.owd_last_ns == UINT64_MAX);
+	assert_true(up.a.path.owd_last_ns == UINT64_MAX);
 }
 
 int
