@@ -140,8 +140,15 @@ enum autorate_reason {
 /* "no_samples", "cut_bloat", ... (the names stats and metrics use). */
 const char *autorate_reason_name(unsigned int why);
 
-/* What the rule of that name saw and did, in words (for the decision log). */
-const char *autorate_reason_text(unsigned int why);
+/*
+ * An interval is judged by an ordered list of rules, each counted under
+ * one reason: the first that applies decides. The rule that took the last
+ * decision (autorate.last_rule): its name ("cut_bloat", "jitter",
+ * "undo_cut", ...: the decision log's) and what it saw and did, in a line.
+ */
+const char *autorate_rule_name(unsigned int rule);
+const char *autorate_rule_text(unsigned int rule);
+unsigned int autorate_rule_count(void); /* the rules are 0 .. this - 1 */
 
 #define AR_OWD_RECENT_MAX 16 /* owd_recent's largest */
 
@@ -250,6 +257,7 @@ struct autorate {
 	uint64_t why[AR_WHY_N]; /* decisions by reason */
 	uint8_t last_action;    /* enum autorate_action */
 	uint8_t last_why;       /* enum autorate_reason */
+	uint8_t last_rule;      /* the rule that decided (autorate_rule_name) */
 };
 
 void autorate_init(struct autorate *a, const struct autorate_params *p);

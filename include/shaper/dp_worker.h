@@ -47,7 +47,8 @@
 struct dp_ar_event {
 	uint64_t time_ns, from, to; /* the rate before and after, bytes/s */
 	uint64_t delay_ns, own_ns, line, path_ns;
-	uint8_t why; /* enum autorate_reason */
+	uint8_t why;  /* enum autorate_reason */
+	uint8_t rule; /* autorate_rule_name */
 };
 struct dp_ar_log {
 	uint32_t head; /* the worker's: events written */

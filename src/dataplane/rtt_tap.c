@@ -244,7 +244,8 @@ log_push(struct dp_ar_log *l, const struct autorate *a, uint64_t from, uint64_t 
 				   .own_ns = a->last_own_ns,
 				   .line = a->through_rate,
 				   .path_ns = a->path.ns,
-				   .why = a->last_why };
+				   .why = a->last_why,
+				   .rule = a->last_rule };
 	__atomic_store_n(&l->head, head + 1, __ATOMIC_RELEASE);
 }
 
@@ -270,10 +271,10 @@ dp_rtt_log_decisions(struct dp_rtt *r)
 						"autorate %s: %.3f s %s %.3f -> %.3f Mbit/s, rise %.2f "
 						"ms (own %.2f), line %.3f Mbit/s, path %.2f ms: %s",
 						shaper_dir_name[d], e->time_ns / 1e9,
-						autorate_reason_name(e->why), e->from / 125000.0,
+						autorate_rule_name(e->rule), e->from / 125000.0,
 						e->to / 125000.0, e->delay_ns / 1e6,
 						e->own_ns / 1e6, e->line / 125000.0,
-						e->path_ns / 1e6, autorate_reason_text(e->why));
+						e->path_ns / 1e6, autorate_rule_text(e->rule));
 			else if (e->why == AR_WHY_PATH)
 				shaper_log_limited(
 						&limit[d], SHAPER_LOG_INFO,

@@ -15,9 +15,42 @@
 
 /*
  * A series of cuts that begins this soon after the last one ended takes
- * that one's starting rate: see cut_bloat.
+ * that one's starting rate: see cut_as.
  */
 #define SERIES_CARRY_NS 1000000000ull
+
+/*
+ * The rules, in the order they judge an interval: the first that applies
+ * in the interval's band and whose condition holds decides (see judge).
+ */
+enum rule_id {
+	R_NO_SAMPLES_DECAY,
+	R_NO_SAMPLES,
+	R_UNDO_CUT,
+	R_OTHER_QUEUE,
+	R_OTHER_SHARE,
+	R_OTHER_ACKS,
+	R_CUT_CONFIRMED,
+	R_CUT_GROWING,
+	R_REFRACTORY,
+	R_CUT_RISING_FAST,
+	R_CUT_FROM_RATE,
+	R_CUT_AGAIN,
+	R_JITTER,
+	R_DRAINING,
+	R_FLAT,
+	R_MODEM_DRAINING,
+	R_PATH,
+	R_CUT_BLOAT,
+	R_REGAIN,
+	R_RAISE,
+	R_OTHER_STANDING,
+	R_PATH_REST,
+	R_CUT_STANDING,
+	R_HOLD,
+	R_DECAY,
+	R_N,
+};
 
 void
 autorate_params_default(struct autorate_params *p, uint64_t min_rate, uint64_t max_rate)
@@ -100,27 +133,6 @@ autorate_reason_name(unsigned int why)
 	return why < AR_WHY_N ? reason_names[why] : "hold";
 }
 
-static const char *const reason_texts[AR_WHY_N] = {
-	[AR_WHY_NO_SAMPLES] = "no TCP sample this interval: held (or decayed, as configured)",
-	[AR_WHY_CUT_BLOAT] = "the rise reached bloat: cut below what the line carried",
-	[AR_WHY_CUT_STANDING] = "a rise stood between clear and bloat: a small cut to drain it",
-	[AR_WHY_RAISE] = "clear and loaded: raised (slowly near the last bloat's rate)",
-	[AR_WHY_DECAY] = "clear but not loaded, or idle: towards base",
-	[AR_WHY_PATH] = "a rise stayed flat after cuts: the path's, the rate restored",
-	[AR_WHY_REFRACTORY] = "bloat within the refractory period of the last cut: held",
-	[AR_WHY_DRAINING] = "bloat, but falling (or flat) since the last cut: held while it drains",
-	[AR_WHY_OTHER_DIR] = "the rise is the other direction's queue: held, or that cut undone",
-	[AR_WHY_HOLD] = "a rise between clear and bloat: held",
-	[AR_WHY_REGAIN] = "clear past the last bloat's rate: the line came back, raised faster",
-	[AR_WHY_CUT_GROWING] = "the rise still grew fast after the last cut: cut again at once",
-};
-
-const char *
-autorate_reason_text(unsigned int why)
-{
-	return why < AR_WHY_N ? reason_texts[why] : reason_texts[AR_WHY_HOLD];
-}
-
 static uint64_t
 clamp_rate(const struct autorate *a, uint64_t r)
 {
@@ -157,6 +169,7 @@ autorate_init(struct autorate *a, const struct autorate_params *p)
 	for (unsigned int i = 0; i < AR_OWD_RECENT_MAX; i++)
 		a->path.owd_recent[i] = UINT64_MAX;
 	a->last_why = AR_WHY_NO_SAMPLES;
+	a->last_rule = R_NO_SAMPLES;
 }
 
 /* What a sees of the other direction o (NULL: none, all zero). */
@@ -257,6 +270,44 @@ less(uint64_t v, uint64_t by)
 	return v > by ? v - by : 0;
 }
 
+/* What an interval is, by its rise: each rule applies in some of these. */
+enum band {
+	B_NONE = 1u << 0,  /* no samples */
+	B_BLOAT = 1u << 1, /* the rise at bloat */
+	B_CLEAR = 1u << 2, /* this direction's share clear, and loaded */
+	B_MID = 1u << 3,   /* its share between clear and bloat, not idle */
+	B_QUIET = 1u << 4, /* clear but not loaded, or idle */
+};
+#define B_SAMPLES (B_BLOAT | B_CLEAR | B_MID | B_QUIET)
+
+/*
+ * One interval, closed (close_interval) and attributed (attribute): what
+ * the rules judge. The rules' conditions read it and change nothing; only
+ * the action of the rule that decides changes the controller's state.
+ */
+struct ar_iv {
+	uint64_t now, dt;
+	uint64_t old;       /* the rate before the decision */
+	uint32_t n, below;  /* its samples, and of them those below path.ns */
+	uint32_t mid;       /* series.mid_intervals before it */
+	uint32_t regain_n;  /* series.regain_n before it */
+	uint64_t low;       /* series.doubt_rate before it: the rate a doubted reading asked for */
+	uint64_t last_sent; /* delivered_rate over the interval before */
+	bool loaded, idle;
+	unsigned int band;             /* enum band */
+	uint64_t raw;                  /* its lowest rise, path.ns on */
+	uint64_t delay, own;           /* the rise, path.ns off, and this direction's share */
+	uint64_t delay_pair, own_pair; /* ... each the higher of it and the last interval's */
+	uint64_t bloat, clear;         /* the thresholds at the rate */
+	uint64_t through;              /* what the line carried, as a cut is sized from */
+	uint64_t doubted; /* upstream: what part of an interval read, doubted (0: none) */
+	bool theirs;      /* not the bottleneck (not_bottleneck) */
+	bool confirmed;   /* the cut a doubted reading asked for, confirmed */
+	/* Against the rise the last cut answered (see since_cut). */
+	uint64_t hi;
+	bool rising, falling, jitter;
+};
+
 static void
 decide(struct autorate *a, enum autorate_action act, enum autorate_reason why)
 {
@@ -270,29 +321,27 @@ decide(struct autorate *a, enum autorate_action act, enum autorate_reason why)
 }
 
 /* Idle: a step of decay_pct towards the base rate. */
-static void
+static enum autorate_action
 decay(struct autorate *a)
 {
 	uint64_t b = a->p.base_rate, step = a->rate * a->p.decay_pct / 100;
 
 	if (step == 0)
 		step = 1;
-	if (a->rate == b) {
-		decide(a, AUTORATE_HOLD, AR_WHY_DECAY);
-		return;
-	}
+	if (a->rate == b)
+		return AUTORATE_HOLD;
 	if (a->rate > b)
 		a->rate = a->rate - b > step ? a->rate - step : b;
 	else
 		a->rate = b - a->rate > step ? a->rate + step : b;
-	decide(a, a->rate > b ? AUTORATE_DOWN : AUTORATE_UP, AR_WHY_DECAY);
+	return a->rate > b ? AUTORATE_DOWN : AUTORATE_UP;
 }
 
 /*
- * Rule acks_floor: a direction that carries only the other's ACKs is not
- * cut below acks_floor_pct of what it carries. Its rate is all the room
- * those ACKs have; cut to a quarter of its modem under churn, it queued
- * them in the shaper and slowed the downloads they clock.
+ * A floor under every cut: a direction that carries only the other's ACKs
+ * is not cut below acks_floor_pct of what it carries. Its rate is all the
+ * room those ACKs have; cut to a quarter of its modem under churn, it
+ * queued them in the shaper and slowed the downloads they clock.
  */
 static uint64_t
 acks_floor(const struct autorate *a, uint64_t rate)
@@ -309,11 +358,10 @@ acks_floor(const struct autorate *a, uint64_t rate)
  * it, or more if the queue would take longer than drain_ns to drain at the
  * line's rate; between cut_min_pct and cut_max_pct, from through.
  */
-static void
-cut_as(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat,
-       enum autorate_reason why)
+static enum autorate_action
+cut_as(struct autorate *a, const struct ar_iv *iv, uint64_t through)
 {
-	uint64_t over = less(own, bloat);
+	uint64_t now = iv->now, own = iv->own, bloat = iv->bloat, over = less(own, bloat);
 	double lo = a->p.cut_min_pct / 100.0, hi = a->p.cut_max_pct / 100.0;
 	double cut = lo + 0.20 * (over >= 2 * bloat ? 1.0 : (double)over / (double)(2 * bloat));
 	double drain = (double)own / (double)a->p.drain_ns;
@@ -348,164 +396,361 @@ cut_as(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_
 	a->series.flat_min_ns = own;
 	a->series.flat_delay_ns = UINT64_MAX;
 	a->series.flat_checks = 0;
-	decide(a, AUTORATE_DOWN, why);
+	/* Sized from a doubted reading: the cut it asked for waits on the next interval. */
+	if (iv->doubted != 0 && iv->through != 0) {
+		a->series.doubt_line = iv->doubted;
+		a->series.doubt_rate =
+				clamp_rate(a, (uint64_t)((double)a->rate * (double)iv->doubted /
+							 (double)iv->through));
+	}
+	return AUTORATE_DOWN;
 }
 
-/* Rule cut_bloat: the rise at the bloat threshold, outside a refractory period. */
-static void
-cut_bloat(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+static bool
+in_refractory(const struct autorate *a, const struct ar_iv *iv)
 {
-	cut_as(a, now, through, own, bloat, AR_WHY_CUT_BLOAT);
+	return a->series.last_down_ns != 0 && iv->now - a->series.last_down_ns < a->p.refractory_ns;
+}
+
+static bool
+in_series(const struct autorate *a)
+{
+	return a->series.start_rate != 0;
+}
+
+static enum autorate_action
+act_hold(struct autorate *a, const struct ar_iv *iv)
+{
+	(void)a;
+	(void)iv;
+	return AUTORATE_HOLD;
+}
+
+static enum autorate_action
+act_decay(struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	return decay(a);
+}
+
+static enum autorate_action
+act_cut_bloat(struct autorate *a, const struct ar_iv *iv)
+{
+	return cut_as(a, iv, iv->through);
+}
+
+static bool
+when_decay_without_samples(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	return a->p.decay_without_samples;
 }
 
 /*
- * Rule cut_growing: upstream, within a refractory period but an interval
- * or more after a cut, a rise still growing at growth_pct or faster: the
- * cut, sized from what was sent, left the rate far over a line that fell
- * far (a tenth: the modem's queue grew 300 ms while the period ran out).
- * Cut again at once, sized from the line the growth implies. Only with
- * one-way figures, which put the rise in this direction: without them it
- * may be the download's queue, growing as that line fell (the upload cut
- * to a quarter of its modem in the simulator). Downstream cuts are sized
- * from what arrives, the modem's own rate: not needed.
+ * Downstream without one-way figures, cut first as the one probing
+ * (not_bottleneck): the rise outlasted the cut, so that the other was cut
+ * a refractory period or more after it (a cut: its hold while its own
+ * queue drains says nothing of ours), and what arrives followed our rate
+ * down. No queue in the modem drains into us at its rate, so the rise was
+ * never this direction's: the cut is undone, back to the rate the series
+ * started from. Not to what got through when it was made: that was TCP
+ * held back by the other's queue, and a download put back there after each
+ * of the upload's probes held 0.6 of a halved modem on the bed. A modem's
+ * own queue would keep arrivals at its rate, above ours, until it drained;
+ * "followed" allows near_hi_pct of it. Its line goes back too, to the one
+ * before the series if that was higher: what got through at a cut that was
+ * not ours is what TCP carried then, not the line, and a line left that
+ * low makes this direction look at its line, and probing, when it carries
+ * no more than that (not_bottleneck), so that the other's next rise cuts
+ * it again.
  */
 static bool
-cut_growing(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t bloat)
+when_undo_cut(const struct autorate *a, const struct ar_iv *iv)
 {
-	uint64_t dt = now - a->series.last_down_ns;
-	double g;
+	(void)iv;
+	return a->p.after_modem && a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
+	       a->series.start_rate != 0 && a->series.last_cut_ns != 0 &&
+	       a->other.cut_ns >= a->series.last_cut_ns + a->p.refractory_ns &&
+	       a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct;
+}
 
-	if (a->p.after_modem || a->path.owd_last_ns == UINT64_MAX || a->p.growth_pct == 0 ||
-	    a->series.start_rate == 0 || a->series.last_cut_ns == 0 ||
-	    now - a->series.last_cut_ns < a->p.interval_ns ||
-	    own <= a->series.cut_delay_ns + a->p.path_flat_ns ||
-	    (own - a->series.cut_delay_ns) * 100 < dt * a->p.growth_pct)
-		return false;
-	g = (double)(own - a->series.cut_delay_ns) / (double)dt;
-	cut_as(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat, AR_WHY_CUT_GROWING);
-	return true;
+static enum autorate_action
+act_undo_cut(struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	a->rate = clamp_rate(a, a->series.start_rate);
+	if (a->series.start_line > a->series.bloat_rate)
+		a->series.bloat_rate = a->series.start_line;
+	a->series.start_rate = 0;
+	a->series.flat_checks = 0;
+	return AUTORATE_UP;
+}
+
+static bool
+when_other_queue(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)a;
+	return iv->theirs;
+}
+
+static bool
+when_other_share(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)a;
+	return iv->own < iv->bloat / 2;
 }
 
 /*
- * The cut a reading doubted asked for (rate), confirmed by the next
- * interval: see autorate_tick.
+ * A direction that carries only the other's ACKs (next to nothing, or far
+ * less of its rate than the other of its own, and far fewer bytes) is cut
+ * only on a one-way figure that puts a large rise in it: the split of a
+ * small one is too uncertain to starve the ACKs. The bytes matter: a line
+ * that fell far below the rate carries a small share of it, and is no less
+ * the bottleneck (with nothing known of the other direction, the share
+ * alone).
  */
-static void
-cut_doubted(struct autorate *a, uint64_t now, uint64_t rate)
+static bool
+when_other_acks(const struct autorate *a, const struct ar_iv *iv)
 {
-	if (rate < a->rate)
-		a->rate = acks_floor(a, rate);
+	bool few = a->p.lesser_ratio != 0 &&
+		   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other.load_pct;
+	bool fewer_bytes = a->p.lesser_ratio == 0 || a->other.load_rate == 0 ||
+			   a->load_rate * a->p.lesser_ratio < a->other.load_rate;
+	bool lesser = ((iv->idle || few) && fewer_bytes) || a->acks_only;
+
+	return lesser &&
+	       (a->path.owd_last_ns == UINT64_MAX || iv->own < a->p.lesser_ratio * iv->bloat);
+}
+
+static bool
+when_cut_confirmed(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)a;
+	return iv->confirmed;
+}
+
+/* The cut a doubted reading asked for, confirmed by this interval: see line_carried. */
+static enum autorate_action
+act_cut_confirmed(struct autorate *a, const struct ar_iv *iv)
+{
+	if (iv->low < a->rate)
+		a->rate = acks_floor(a, iv->low);
 	a->series.regain_n = 0;
 	a->series.bloat_rate = a->series.doubt_line;
-	a->series.last_down_ns = a->series.last_cut_ns = now;
-	decide(a, AUTORATE_DOWN, AR_WHY_CUT_BLOAT);
+	a->series.last_down_ns = a->series.last_cut_ns = iv->now;
+	return AUTORATE_DOWN;
 }
 
 /*
- * Bloat after a cut and its refractory period. Rising: cut again. Falling
- * (this interval and the last, own_pair the higher of the two): the queue
- * drains, wait. Flat for path_checks periods and not too large: the path's,
- * not a queue: take it into the baseline, undo the cuts.
- *
- * Jitter: a move of at most twice path_flat_ns at one check, either way,
- * the check before none. A longer path's rise dips or bumps by a few ms and
- * comes back; a queue left to drain after a cut falls further in a
- * refractory period, and goes on falling, and one that grows goes on
- * growing. Taken as a drain, a dip makes the level it comes back to read
- * as a rise, and a step that dips every few checks is cut again and again,
- * never taken as the path's. So jitter is waited on: the flat checks so
- * far are kept (it is not one), and the next check is judged against both
- * levels.
+ * Upstream, within a refractory period but an interval or more after a
+ * cut, a rise still growing at growth_pct or faster: the cut, sized from
+ * what was sent, left the rate far over a line that fell far (a tenth: the
+ * modem's queue grew 300 ms while the period ran out). Cut again at once,
+ * sized from the line the growth implies. Only with one-way figures, which
+ * put the rise in this direction: without them it may be the download's
+ * queue, growing as that line fell (the upload cut to a quarter of its
+ * modem in the simulator). Downstream cuts are sized from what arrives,
+ * the modem's own rate: not needed.
  */
-static void
-bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, uint64_t own_pair,
-	    uint64_t bloat)
+static bool
+when_cut_growing(const struct autorate *a, const struct ar_iv *iv)
 {
-	uint64_t flat = a->p.path_flat_ns, ref = a->series.cut_delay_ns,
-		 alt = a->series.jitter_from_ns;
-	uint64_t hi = alt > ref ? alt : ref, lo = alt != 0 && alt < ref ? alt : ref;
-	bool rising = own > hi + flat;
-	bool falling = own_pair + flat < lo;
-	bool jitter = alt == 0 &&
-		      (rising ? own <= ref + 2 * flat : falling && own_pair + 2 * flat >= ref);
+	uint64_t now = iv->now, own = iv->own, dt = now - a->series.last_down_ns;
 
-	if (rising && !a->p.after_modem && a->p.growth_pct != 0 && now > a->series.last_down_ns &&
-	    (own - hi) * 100 >= (now - a->series.last_down_ns) * a->p.growth_pct) {
-		/*
-		 * Upstream, rising fast since the last cut (a line that fell
-		 * far): what we send fills the modem faster than it drains. Its
-		 * queue's delay grows by (sent - line) / line a second, so the
-		 * line is sent / (1 + growth): below what we send, which is all
-		 * a cut is otherwise sized from (downstream, what arrives is the
-		 * modem's rate). Slower growth (a probe over the line) is cut as
-		 * every bloat is.
-		 */
-		double g = (double)(own - hi) / (double)(now - a->series.last_down_ns);
+	return in_refractory(a, iv) &&
+	       !(a->p.after_modem || a->path.owd_last_ns == UINT64_MAX || a->p.growth_pct == 0 ||
+		 a->series.start_rate == 0 || a->series.last_cut_ns == 0 ||
+		 now - a->series.last_cut_ns < a->p.interval_ns ||
+		 own <= a->series.cut_delay_ns + a->p.path_flat_ns ||
+		 (own - a->series.cut_delay_ns) * 100 < dt * a->p.growth_pct);
+}
 
-		/* "near" from that line too: what was sent was over it. */
-		cut_bloat(a, now, (uint64_t)((double)through / (1.0 + g)), own, bloat);
-		return;
-	}
-	/*
-	 * Rule draining: a rise falling since the last check is a queue
-	 * draining, however large. Cut again (it is too large for a path's),
-	 * the upload cut from what it sent then, below its line, and took that
-	 * as the line: its raises went on at full step past the real one.
-	 */
-	if ((rising && !jitter) || a->series.start_rate == 0 ||
-	    (own > a->p.path_max_ns && !falling) || a->p.path_checks == 0) {
-		/*
-		 * Downstream without one-way figures, what arrives after the
-		 * series' first cut (sized from the modem's rate) far under our
-		 * rate: the modem has no queue draining into us, unless its line
-		 * fell again. More often the flows are paced by their ACKs,
-		 * waiting in the upload's queue, which the rise may be all of
-		 * (both lines halved: arrivals at 0.4 of the new line on the
-		 * bed). Cut from our rate and keep the line the first cut
-		 * measured: a second fall is followed within another refractory
-		 * period, and a cut that was not ours costs a tenth to a third
-		 * of the rate instead of TCP's whole shortfall, and leaves no
-		 * line so low that the download, refilling, looks like the one
-		 * probing at the upload's next probe (not_bottleneck).
-		 */
-		if (a->p.after_modem && a->path.owd_last_ns == UINT64_MAX &&
-		    through * 100 < a->rate * a->p.near_lo_pct) {
-			uint64_t line = a->series.bloat_rate;
+static enum autorate_action
+act_cut_growing(struct autorate *a, const struct ar_iv *iv)
+{
+	uint64_t dt = iv->now - a->series.last_down_ns;
+	double g = (double)(iv->own - a->series.cut_delay_ns) / (double)dt;
 
-			cut_bloat(a, now, a->rate, own, bloat);
-			a->series.bloat_rate = line;
-			return;
-		}
-		cut_bloat(a, now, through, own, bloat);
-		return;
-	}
-	a->series.last_down_ns = now; /* the next check one refractory period on */
-	a->series.jitter_from_ns = jitter ? ref : 0;
-	if (jitter || falling) {
-		a->series.cut_delay_ns = rising ? own : own_pair;
-		if (!jitter)
-			a->series.flat_checks = 0;
-		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
-		return;
-	}
-	/* Flat after jitter: at whichever of the two levels it is nearer. */
+	return cut_as(a, iv, (uint64_t)((double)iv->through / (1.0 + g)));
+}
+
+static bool
+when_refractory(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_refractory(a, iv);
+}
+
+/*
+ * Bloat after a cut and its refractory period, in a series of cuts, is
+ * judged against the rise the last cut answered (since_cut). Rising: cut
+ * again. Falling (this interval and the last, own_pair the higher of the
+ * two): the queue drains, wait. Flat for path_checks periods and not too
+ * large: the path's, not a queue: take it into the baseline, undo the cuts.
+ *
+ * Upstream, rising fast since the last cut (a line that fell far): what we
+ * send fills the modem faster than it drains. Its queue's delay grows by
+ * (sent - line) / line a second, so the line is sent / (1 + growth): below
+ * what we send, which is all a cut is otherwise sized from (downstream,
+ * what arrives is the modem's rate). Slower growth (a probe over the line)
+ * is cut as every bloat is.
+ */
+static bool
+when_cut_rising_fast(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_series(a) && iv->rising && !a->p.after_modem && a->p.growth_pct != 0 &&
+	       iv->now > a->series.last_down_ns &&
+	       (iv->own - iv->hi) * 100 >= (iv->now - a->series.last_down_ns) * a->p.growth_pct;
+}
+
+static enum autorate_action
+act_cut_rising_fast(struct autorate *a, const struct ar_iv *iv)
+{
+	double g = (double)(iv->own - iv->hi) / (double)(iv->now - a->series.last_down_ns);
+
+	/* "near" from that line too: what was sent was over it. */
+	return cut_as(a, iv, (uint64_t)((double)iv->through / (1.0 + g)));
+}
+
+/*
+ * Rising (not jitter), or too large for a path's and not falling: cut
+ * again. A rise falling since the last check is a queue draining, however
+ * large: cut again (it is too large for a path's), the upload cut from
+ * what it sent then, below its line, and took that as the line: its raises
+ * went on at full step past the real one.
+ */
+static bool
+again(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_series(a) &&
+	       ((iv->rising && !iv->jitter) || (iv->own > a->p.path_max_ns && !iv->falling) ||
+		a->p.path_checks == 0);
+}
+
+/*
+ * Downstream without one-way figures, what arrives after the series' first
+ * cut (sized from the modem's rate) far under our rate: the modem has no
+ * queue draining into us, unless its line fell again. More often the flows
+ * are paced by their ACKs, waiting in the upload's queue, which the rise
+ * may be all of (both lines halved: arrivals at 0.4 of the new line on the
+ * bed). Cut from our rate and keep the line the first cut measured: a
+ * second fall is followed within another refractory period, and a cut that
+ * was not ours costs a tenth to a third of the rate instead of TCP's whole
+ * shortfall, and leaves no line so low that the download, refilling, looks
+ * like the one probing at the upload's next probe (not_bottleneck).
+ */
+static bool
+when_cut_from_rate(const struct autorate *a, const struct ar_iv *iv)
+{
+	return again(a, iv) && a->p.after_modem && a->path.owd_last_ns == UINT64_MAX &&
+	       iv->through * 100 < a->rate * a->p.near_lo_pct;
+}
+
+static enum autorate_action
+act_cut_from_rate(struct autorate *a, const struct ar_iv *iv)
+{
+	uint64_t line = a->series.bloat_rate;
+
+	cut_as(a, iv, a->rate);
+	a->series.bloat_rate = line;
+	return AUTORATE_DOWN;
+}
+
+static bool
+when_jitter(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_series(a) && iv->jitter;
+}
+
+static bool
+when_draining(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_series(a) && iv->falling;
+}
+
+/* Jitter or a drain: wait a refractory period, the flat checks kept only for jitter. */
+static enum autorate_action
+wait_drain(struct autorate *a, const struct ar_iv *iv, bool jitter)
+{
+	a->series.last_down_ns = iv->now; /* the next check one refractory period on */
+	a->series.jitter_from_ns = jitter ? a->series.cut_delay_ns : 0;
+	a->series.cut_delay_ns = iv->rising ? iv->own : iv->own_pair;
+	if (!jitter)
+		a->series.flat_checks = 0;
+	return AUTORATE_HOLD;
+}
+
+static enum autorate_action
+act_jitter(struct autorate *a, const struct ar_iv *iv)
+{
+	return wait_drain(a, iv, true);
+}
+
+static enum autorate_action
+act_draining(struct autorate *a, const struct ar_iv *iv)
+{
+	return wait_drain(a, iv, false);
+}
+
+/* A flat check: one more, at whichever of the two levels it is nearer after jitter. */
+static void
+flat_check(struct autorate *a, const struct ar_iv *iv)
+{
+	uint64_t own = iv->own, ref = a->series.cut_delay_ns, alt = a->series.jitter_from_ns;
+
+	a->series.last_down_ns = iv->now;
+	a->series.jitter_from_ns = 0;
 	if (alt != 0 && (own > alt ? own - alt : alt - own) < (own > ref ? own - ref : ref - own))
 		a->series.cut_delay_ns = alt;
-	if (++a->series.flat_checks < a->p.path_checks) {
-		decide(a, AUTORATE_HOLD, AR_WHY_DRAINING);
-		return;
-	}
-	/*
-	 * Downstream, a longer path leaves us the bottleneck after the cut: what
-	 * arrives follows our rate down. A line still carrying near the rate at
-	 * which it bloated (near_low of it) is the modem draining its own queue
-	 * into us at its rate (short flows' slow-start bursts keep one standing
-	 * whatever we send): a queue, not the path. Cut again, from our rate.
-	 */
-	if (a->p.after_modem && a->arrived_rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct) {
-		cut_bloat(a, now, a->rate, own, bloat);
-		return;
-	}
+	a->series.flat_checks++;
+}
+
+static bool
+when_flat(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	return in_series(a) && a->series.flat_checks + 1 < a->p.path_checks;
+}
+
+static enum autorate_action
+act_flat(struct autorate *a, const struct ar_iv *iv)
+{
+	flat_check(a, iv);
+	return AUTORATE_HOLD;
+}
+
+/*
+ * Downstream, a longer path leaves us the bottleneck after the cut: what
+ * arrives follows our rate down. A line still carrying near the rate at
+ * which it bloated (near_low of it) is the modem draining its own queue
+ * into us at its rate (short flows' slow-start bursts keep one standing
+ * whatever we send): a queue, not the path. Cut again, from our rate.
+ */
+static bool
+when_modem_draining(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	return in_series(a) && a->p.after_modem &&
+	       a->arrived_rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct;
+}
+
+static enum autorate_action
+act_modem_draining(struct autorate *a, const struct ar_iv *iv)
+{
+	flat_check(a, iv);
+	return cut_as(a, iv, a->rate);
+}
+
+static bool
+when_path(const struct autorate *a, const struct ar_iv *iv)
+{
+	(void)iv;
+	return in_series(a);
+}
+
+static enum autorate_action
+act_path(struct autorate *a, const struct ar_iv *iv)
+{
+	flat_check(a, iv);
 	a->path.ns += a->series.flat_delay_ns;
 	if (a->p.after_modem && a->path.owd_last_ns != UINT64_MAX)
 		a->path.own_ns += a->series.flat_min_ns;
@@ -518,7 +763,270 @@ bloat_again(struct autorate *a, uint64_t now, uint64_t through, uint64_t own, ui
 	 */
 	if (!a->p.after_modem || a->path.owd_last_ns == UINT64_MAX)
 		a->path.settle_min_ns = 0;
-	decide(a, AUTORATE_UP, AR_WHY_PATH);
+	return AUTORATE_UP;
+}
+
+/*
+ * Regain: past the near band of the last bloat, clear: the line has grown
+ * since. Two steps at up_fast_pct (a probe over a line that did not move
+ * bloats within them), then each clear interval doubles the step up to
+ * regain_pct, no higher than the rate the fall's cuts started from. At 5 %
+ * an interval a download took 5 s back from a tenth.
+ */
+static bool
+when_regain(const struct autorate *a, const struct ar_iv *iv)
+{
+	bool past = a->series.bloat_rate != 0 &&
+		    a->rate * 100 >= a->series.bloat_rate * a->p.near_hi_pct;
+
+	(void)iv;
+	return past && a->series.regain_to > a->rate && a->p.regain_pct != 0;
+}
+
+static enum autorate_action
+act_regain(struct autorate *a, const struct ar_iv *iv)
+{
+	uint64_t pct = a->p.up_fast_pct, up;
+
+	a->series.regain_n = iv->regain_n + 1;
+	for (uint32_t i = 2; i < a->series.regain_n && pct < a->p.regain_pct; i++)
+		pct *= 2;
+	if (pct > a->p.regain_pct)
+		pct = a->p.regain_pct;
+	if (pct < a->p.up_fast_pct)
+		pct = a->p.up_fast_pct;
+	up = a->rate + a->rate * pct / 100;
+	a->rate = clamp_rate(a, up < a->series.regain_to ? up : a->series.regain_to);
+	return AUTORATE_UP;
+}
+
+static enum autorate_action
+act_raise(struct autorate *a, const struct ar_iv *iv)
+{
+	bool near = a->series.bloat_rate != 0 &&
+		    a->rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct &&
+		    a->rate * 100 < a->series.bloat_rate * a->p.near_hi_pct;
+	uint64_t step = a->rate * (near ? a->p.up_slow_pct : a->p.up_fast_pct) / 100;
+
+	(void)iv;
+	a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
+	return AUTORATE_UP;
+}
+
+static bool
+when_other_standing(const struct autorate *a, const struct ar_iv *iv)
+{
+	return iv->theirs || (a->acks_only && a->path.owd_last_ns == UINT64_MAX);
+}
+
+/* One more interval of a standing run, and its lowest rise while settling. */
+static void
+count_mid(struct autorate *a, const struct ar_iv *iv)
+{
+	a->series.mid_intervals = iv->mid + 1;
+	if (a->path.settle_min_ns != UINT64_MAX &&
+	    (a->path.settle_min_ns == 0 || iv->delay < a->path.settle_min_ns))
+		a->path.settle_min_ns = iv->delay;
+}
+
+/*
+ * A standing run long enough, and loaded: only a rate that is being used
+ * tells the line's. A direction refilling its rate (TCP after a cut) sends
+ * less than it, and cutting to that would cut for TCP's pace.
+ */
+static bool
+standing(const struct autorate *a, const struct ar_iv *iv)
+{
+	return a->p.standing_intervals != 0 && iv->mid + 1 >= a->p.standing_intervals && iv->loaded;
+}
+
+/*
+ * The first standing run after a path decision, at the rate restored: the
+ * rest of the step. The flat rise the decision took was read at the cut
+ * rate, where a flow's segments are spaced wider, and an echo not held for
+ * the next one reads that much lower (rtt_sample.gap_us). Below bloat, so
+ * bounded.
+ */
+static bool
+when_path_rest(const struct autorate *a, const struct ar_iv *iv)
+{
+	return standing(a, iv) && a->path.settle_min_ns != UINT64_MAX;
+}
+
+static enum autorate_action
+act_path_rest(struct autorate *a, const struct ar_iv *iv)
+{
+	count_mid(a, iv);
+	a->series.mid_intervals = 0;
+	a->path.ns += a->path.settle_min_ns;
+	a->path.settle_min_ns = UINT64_MAX;
+	return AUTORATE_HOLD;
+}
+
+static bool
+when_cut_standing(const struct autorate *a, const struct ar_iv *iv)
+{
+	return standing(a, iv) && (a->series.last_down_ns == 0 ||
+				   iv->now - a->series.last_down_ns >= a->p.refractory_ns);
+}
+
+static enum autorate_action
+act_cut_standing(struct autorate *a, const struct ar_iv *iv)
+{
+	count_mid(a, iv);
+	a->series.mid_intervals = 0;
+	a->series.bloat_rate = iv->through;
+	a->rate = acks_floor(a, clamp_rate(a, iv->through * (100 - a->p.standing_cut_pct) / 100));
+	a->series.last_down_ns = a->series.last_cut_ns = iv->now;
+	return AUTORATE_DOWN;
+}
+
+static enum autorate_action
+act_hold_mid(struct autorate *a, const struct ar_iv *iv)
+{
+	count_mid(a, iv);
+	return AUTORATE_HOLD;
+}
+
+struct ar_rule {
+	const char *name;   /* as the decision log prints it */
+	const char *reason; /* what it saw and did, in a line (the decision log's) */
+	unsigned int bands; /* enum band: the intervals it judges */
+	bool early; /* judged before the band's bookkeeping (enter_band), which ends a series */
+	enum autorate_reason why; /* counted under, in stats */
+	bool (*when)(const struct autorate *a, const struct ar_iv *iv); /* NULL: always */
+	enum autorate_action (*act)(struct autorate *a, const struct ar_iv *iv);
+};
+
+#define RULE(id, nm, b, w, cond, action, text)                                                     \
+	[id] = { .name = nm, .reason = text, .bands = b, .why = w, .when = cond, .act = action }
+#define RULE_EARLY(id, nm, b, w, cond, action, text)                                               \
+	[id] = { .name = nm,                                                                       \
+		 .reason = text,                                                                   \
+		 .bands = b,                                                                       \
+		 .early = true,                                                                    \
+		 .why = w,                                                                         \
+		 .when = cond,                                                                     \
+		 .act = action }
+
+/* The policy. Each band's last rule has no condition: every interval is judged. */
+static const struct ar_rule rules[R_N] = {
+	RULE(R_NO_SAMPLES_DECAY, "no_samples_decay", B_NONE, AR_WHY_DECAY,
+	     when_decay_without_samples, act_decay,
+	     "no TCP sample this interval: towards base, as configured"),
+	RULE(R_NO_SAMPLES, "no_samples", B_NONE, AR_WHY_NO_SAMPLES, NULL, act_hold,
+	     "no TCP sample this interval: held"),
+	RULE_EARLY(R_UNDO_CUT, "undo_cut", B_SAMPLES, AR_WHY_OTHER_DIR, when_undo_cut, act_undo_cut,
+		   "the other cut a refractory period after ours, what arrives followed our rate: "
+		   "the rise was its queue, our cut undone"),
+	RULE(R_OTHER_QUEUE, "other_queue", B_BLOAT, AR_WHY_OTHER_DIR, when_other_queue, act_hold,
+	     "bloat, but this direction is evidently not the bottleneck: the other's queue, held"),
+	RULE(R_OTHER_SHARE, "other_share", B_BLOAT, AR_WHY_OTHER_DIR, when_other_share, act_hold,
+	     "bloat, but this direction's share of the rise is under half of it: held"),
+	RULE(R_OTHER_ACKS, "other_acks", B_BLOAT, AR_WHY_OTHER_DIR, when_other_acks, act_hold,
+	     "bloat, but this direction carries only the other's ACKs: held"),
+	RULE(R_CUT_CONFIRMED, "cut_confirmed", B_BLOAT, AR_WHY_CUT_BLOAT, when_cut_confirmed,
+	     act_cut_confirmed,
+	     "the rise still grew after a cut read from part of an interval: the cut it asked for"),
+	RULE(R_CUT_GROWING, "cut_growing", B_BLOAT, AR_WHY_CUT_GROWING, when_cut_growing,
+	     act_cut_growing, "the rise still grew fast after the last cut: cut again at once"),
+	RULE(R_REFRACTORY, "refractory", B_BLOAT, AR_WHY_REFRACTORY, when_refractory, act_hold,
+	     "bloat within the refractory period of the last cut: held"),
+	RULE(R_CUT_RISING_FAST, "cut_rising_fast", B_BLOAT, AR_WHY_CUT_BLOAT, when_cut_rising_fast,
+	     act_cut_rising_fast,
+	     "the rise grew fast since the last cut: cut from the line the growth implies"),
+	RULE(R_CUT_FROM_RATE, "cut_from_rate", B_BLOAT, AR_WHY_CUT_BLOAT, when_cut_from_rate,
+	     act_cut_from_rate,
+	     "bloat again, what arrives far under our rate: cut from our rate, the line kept"),
+	RULE(R_CUT_AGAIN, "cut_again", B_BLOAT, AR_WHY_CUT_BLOAT, again, act_cut_bloat,
+	     "the rise grew since the last cut, or is too large for a path's: cut again"),
+	RULE(R_JITTER, "jitter", B_BLOAT, AR_WHY_DRAINING, when_jitter, act_jitter,
+	     "the rise moved a few ms since the last cut: held, the next check against both"),
+	RULE(R_DRAINING, "draining", B_BLOAT, AR_WHY_DRAINING, when_draining, act_draining,
+	     "the rise fell since the last cut: held while the queue drains"),
+	RULE(R_FLAT, "flat", B_BLOAT, AR_WHY_DRAINING, when_flat, act_flat,
+	     "the rise stayed flat since the last cut: held for another check"),
+	RULE(R_MODEM_DRAINING, "modem_draining", B_BLOAT, AR_WHY_CUT_BLOAT, when_modem_draining,
+	     act_modem_draining,
+	     "flat, but what arrives is near the line: the modem's queue, cut from our rate"),
+	RULE(R_PATH, "path", B_BLOAT, AR_WHY_PATH, when_path, act_path,
+	     "a rise stayed flat after cuts: the path's, the rate restored"),
+	RULE(R_CUT_BLOAT, "cut_bloat", B_BLOAT, AR_WHY_CUT_BLOAT, NULL, act_cut_bloat,
+	     "the rise reached bloat: cut below what the line carried"),
+	RULE(R_REGAIN, "regain", B_CLEAR, AR_WHY_REGAIN, when_regain, act_regain,
+	     "clear past the last bloat's rate: the line came back, raised faster"),
+	RULE(R_RAISE, "raise", B_CLEAR, AR_WHY_RAISE, NULL, act_raise,
+	     "clear and loaded: raised (slowly near the last bloat's rate)"),
+	RULE(R_OTHER_STANDING, "other_standing", B_MID, AR_WHY_OTHER_DIR, when_other_standing,
+	     act_hold, "a rise between clear and bloat in the other's queue: held"),
+	RULE(R_PATH_REST, "path_rest", B_MID, AR_WHY_PATH, when_path_rest, act_path_rest,
+	     "a rise stood after a path decision: the rest of the step, taken as the path's"),
+	RULE(R_CUT_STANDING, "cut_standing", B_MID, AR_WHY_CUT_STANDING, when_cut_standing,
+	     act_cut_standing, "a rise stood between clear and bloat: a small cut to drain it"),
+	RULE(R_HOLD, "hold", B_MID, AR_WHY_HOLD, NULL, act_hold_mid,
+	     "a rise between clear and bloat: held"),
+	RULE(R_DECAY, "decay", B_QUIET, AR_WHY_DECAY, NULL, act_decay,
+	     "clear but not loaded, or idle: towards base"),
+};
+
+const char *
+autorate_rule_name(unsigned int rule)
+{
+	return rules[rule < R_N ? rule : R_HOLD].name;
+}
+
+const char *
+autorate_rule_text(unsigned int rule)
+{
+	return rules[rule < R_N ? rule : R_HOLD].reason;
+}
+
+unsigned int
+autorate_rule_count(void)
+{
+	return R_N;
+}
+
+/* The band's bookkeeping, before its rules act. */
+static void
+enter_band(struct autorate *a, const struct ar_iv *iv)
+{
+	if (iv->band == B_BLOAT) {
+		a->series.below_prev = false;
+		return;
+	}
+	if (iv->band == B_NONE)
+		return;
+	/*
+	 * Below the threshold twice in a row: the series of cuts, if any, is
+	 * over. Once is not enough: one interval read low in the middle of a
+	 * flat rise would start a new series from the rate already cut, and a
+	 * path decision would then restore only that. Its starting rate is
+	 * kept for a series that begins soon after (cut_as).
+	 */
+	if (a->series.below_prev && a->series.start_rate != 0) {
+		a->series.prev_start = a->series.start_rate;
+		a->series.end_ns = iv->now;
+		a->series.start_rate = 0;
+		a->series.flat_checks = 0;
+	}
+	a->series.below_prev = true;
+	if (iv->band == B_CLEAR && a->series.regain_to <= a->rate)
+		a->series.regain_to = 0;
+}
+
+/* The first rule of the interval's band whose condition holds decides. */
+static void
+judge(struct autorate *a, const struct ar_iv *iv)
+{
+	const struct ar_rule *r = rules;
+
+	while (!(r->bands & iv->band) || (r->when != NULL && !r->when(a, iv)))
+		r++;
+	if (!r->early)
+		enter_band(a, iv);
+	decide(a, r->act(a, iv), r->why);
+	a->last_rule = (uint8_t)(r - rules);
 }
 
 /*
@@ -581,15 +1089,11 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 	return mine < other || (mine == other && a->load_rate > a->other.load_rate);
 }
 
-bool
-autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
+/* Close the interval at now, if it is over, into iv (false: it runs on). */
+static bool
+close_interval(struct autorate *a, struct ar_iv *iv, uint64_t now, uint64_t sent_bytes,
+	       uint64_t arrived_bytes)
 {
-	uint64_t dt, old = a->rate, delay, raw, got, own, through, bloat, clear, delay_pair,
-		     own_pair, last_sent = a->delivered_rate, low = a->series.doubt_rate,
-		     doubted = 0;
-	uint32_t n = a->in.nsamples, below = a->in.nbelow, mid, regain_n = a->series.regain_n;
-	bool loaded, idle, theirs, acks_only, under, confirmed;
-
 	if (!a->in.started) {
 		a->in.started = true;
 		a->in.start = now;
@@ -607,17 +1111,24 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	     now - a->in.start < a->p.interval_ns / 2 ||
 	     less(a->in.delay_min, a->path.ns) < autorate_threshold(a, a->p.bloat_ns)))
 		return false;
-	dt = now - a->in.start;
-	got = sent_bytes - a->in.sent;
-	a->delivered_rate = (uint64_t)((double)got * 1e9 / (double)dt);
-	a->arrived_rate = (uint64_t)((double)(arrived_bytes - a->in.arrived) * 1e9 / (double)dt);
+	*iv = (struct ar_iv){ .now = now,
+			      .dt = now - a->in.start,
+			      .old = a->rate,
+			      .n = a->in.nsamples,
+			      .below = a->in.nbelow,
+			      .regain_n = a->series.regain_n,
+			      .low = a->series.doubt_rate,
+			      .last_sent = a->delivered_rate,
+			      .raw = a->in.delay_min };
+	a->delivered_rate = (uint64_t)((double)(sent_bytes - a->in.sent) * 1e9 / (double)iv->dt);
+	a->arrived_rate =
+			(uint64_t)((double)(arrived_bytes - a->in.arrived) * 1e9 / (double)iv->dt);
 	a->in.start = now;
 	a->in.sent = sent_bytes;
 	a->in.arrived = arrived_bytes;
-	raw = a->in.delay_min;
 	a->in.delay_min = UINT64_MAX;
 	a->in.nsamples = a->in.nbelow = 0;
-	a->last_samples = n;
+	a->last_samples = iv->n;
 	if (a->p.after_modem) {
 		if (a->in.owd_n != 0) {
 			a->path.owd_last_ns = a->in.owd_min;
@@ -635,19 +1146,110 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	a->in.owd_n = 0;
 	a->series.doubt_rate = 0;
 	a->series.regain_n = 0; /* a clear raise past the band counts on (regain) */
-	loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
+	iv->loaded = a->delivered_rate * 100 >= (uint64_t)a->p.loaded_pct * a->rate;
 	a->load_rate = a->delivered_rate > a->arrived_rate ? a->delivered_rate : a->arrived_rate;
 	a->load_pct = (uint32_t)(a->load_rate * 100 / (a->rate != 0 ? a->rate : 1));
-	idle = a->delivered_rate * 100 < (uint64_t)a->p.idle_pct * a->rate &&
-	       a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
-	if (n == 0) {
+	iv->idle = a->delivered_rate * 100 < (uint64_t)a->p.idle_pct * a->rate &&
+		   a->arrived_rate * 100 < (uint64_t)a->p.idle_pct * a->rate;
+	return true;
+}
+
+/* The bloat and clear thresholds the interval is judged by, and the run at bloat. */
+static void
+thresholds(struct autorate *a, struct ar_iv *iv)
+{
+	iv->bloat = autorate_threshold(a, a->p.bloat_ns);
+	iv->clear = autorate_threshold(a, a->p.clear_ns);
+	if (a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other.rate != 0) {
+		/*
+		 * Without one-way figures both directions judge the same rise:
+		 * against the same bloat threshold, the slower line's frame time
+		 * in it, so that neither is cut first for being the faster.
+		 */
+		uint64_t ft = (uint64_t)a->p.frame_bytes * 1000000000ull / a->other.rate;
+
+		if (a->p.bloat_ns + ft > iv->bloat)
+			iv->bloat = a->p.bloat_ns + ft;
+	}
+	if (iv->delay < iv->bloat)
+		a->series.bloat_since = 0;
+	else if (a->series.bloat_since == 0)
+		a->series.bloat_since = iv->now;
+}
+
+/*
+ * What the line carries: downstream the modem sits before us, and with a
+ * queue in it what arrives is its rate; upstream TCP is clocked by the
+ * modem, and what we sent is at most our rate.
+ *
+ * Upstream, an interval ended early reads what was sent in part of one,
+ * which may be TCP's pace, not the line's: flows that just backed off (a
+ * loss in the modem's queue) send a fifth of the line for a round trip or
+ * two, while the RTT still holds the queue they sent before. A line does
+ * not fall to a fifth in 50 ms while the RTT rises 15 ms, and a cut to that
+ * is undone only at the raises' pace. So a cut from such a reading (under
+ * three quarters of an interval, and under loaded_pct of the last
+ * interval's) is sized from the last one's, and the cut the low one asked
+ * for is made only when the next interval confirms it (the rise still
+ * growing, what was sent still under the rate: a line that fell): then at
+ * once, refractory period or not. Downstream what arrives from behind the
+ * modem's queue is its rate over any part of an interval.
+ */
+static void
+line_carried(struct autorate *a, struct ar_iv *iv)
+{
+	if (a->p.after_modem)
+		iv->through = a->arrived_rate;
+	else
+		iv->through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
+	iv->confirmed = iv->low != 0 && iv->delay >= iv->bloat &&
+			iv->own > a->series.cut_delay_ns + a->p.path_flat_ns &&
+			iv->through < a->rate;
+	if (!a->p.after_modem && !iv->confirmed && iv->dt * 4 < a->p.interval_ns * 3 &&
+	    iv->through * 100 < iv->last_sent * a->p.loaded_pct) {
+		iv->doubted = iv->through;
+		iv->through = iv->last_sent < a->rate ? iv->last_sent : a->rate;
+	}
+	a->through_rate = iv->through;
+}
+
+/*
+ * The rise against the one the last cut answered (cut_delay_ns), for the
+ * series rules. Jitter: a move of at most twice path_flat_ns at one check,
+ * either way, the check before none. A longer path's rise dips or bumps by
+ * a few ms and comes back; a queue left to drain after a cut falls further
+ * in a refractory period, and goes on falling, and one that grows goes on
+ * growing. Taken as a drain, a dip makes the level it comes back to read as
+ * a rise, and a step that dips every few checks is cut again and again,
+ * never taken as the path's. So jitter is waited on: the flat checks so far
+ * are kept (it is not one), and the next check is judged against both
+ * levels.
+ */
+static void
+since_cut(const struct autorate *a, struct ar_iv *iv)
+{
+	uint64_t flat = a->p.path_flat_ns, ref = a->series.cut_delay_ns,
+		 alt = a->series.jitter_from_ns;
+	uint64_t lo = alt != 0 && alt < ref ? alt : ref;
+
+	iv->hi = alt > ref ? alt : ref;
+	iv->rising = iv->own > iv->hi + flat;
+	iv->falling = iv->own_pair + flat < lo;
+	iv->jitter = alt == 0 && (iv->rising ? iv->own <= ref + 2 * flat
+					     : iv->falling && iv->own_pair + 2 * flat >= ref);
+}
+
+/* Whose rise, and how much of it: the interval's figures the rules judge. */
+static void
+attribute(struct autorate *a, struct ar_iv *iv)
+{
+	bool under;
+
+	if (iv->n == 0) {
 		/* No TCP to listen to: nothing is known. */
 		a->path.raw_prev = a->series.delay_prev = a->series.own_prev = UINT64_MAX;
-		if (a->p.decay_without_samples)
-			decay(a);
-		else
-			decide(a, AUTORATE_HOLD, AR_WHY_NO_SAMPLES);
-		return a->rate != old;
+		iv->band = B_NONE;
+		return;
 	}
 	/*
 	 * The path's part goes as soon as the baselines of the flows carrying
@@ -661,87 +1263,40 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * (rtt_sample.gap_us), and one such interval would leave a step's whole
 	 * remainder looking like a queue.
 	 */
-	under = below * 2 > n;
+	under = iv->below * 2 > iv->n;
 	if (under && a->path.raw_prev < a->path.ns)
-		a->path.ns = raw > a->path.raw_prev ? raw : a->path.raw_prev;
-	a->path.raw_prev = under ? raw : UINT64_MAX;
-	delay = raw > a->path.ns ? raw - a->path.ns : 0;
-	own = own_share(a, delay);
-	a->last_delay_ns = delay;
-	a->last_own_ns = own;
+		a->path.ns = iv->raw > a->path.raw_prev ? iv->raw : a->path.raw_prev;
+	a->path.raw_prev = under ? iv->raw : UINT64_MAX;
+	iv->delay = iv->raw > a->path.ns ? iv->raw - a->path.ns : 0;
+	iv->own = own_share(a, iv->delay);
+	a->last_delay_ns = iv->delay;
+	a->last_own_ns = iv->own;
 	/*
 	 * With the last interval's, the higher: what a fall, a flat rise's
 	 * level and the end of a standing run are judged on, so that one
 	 * interval read low (an echo not held for the flow's next segment)
 	 * is not taken for any of them.
 	 */
-	delay_pair = with_last(&a->series.delay_prev, delay);
-	own_pair = with_last(&a->series.own_prev, own);
-	bloat = autorate_threshold(a, a->p.bloat_ns);
-	clear = autorate_threshold(a, a->p.clear_ns);
-	if (a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 && a->other.rate != 0) {
-		/*
-		 * Without one-way figures both directions judge the same rise:
-		 * against the same bloat threshold, the slower line's frame time
-		 * in it, so that neither is cut first for being the faster.
-		 */
-		uint64_t ft = (uint64_t)a->p.frame_bytes * 1000000000ull / a->other.rate;
-
-		if (a->p.bloat_ns + ft > bloat)
-			bloat = a->p.bloat_ns + ft;
-	}
-	if (delay < bloat)
-		a->series.bloat_since = 0;
-	else if (a->series.bloat_since == 0)
-		a->series.bloat_since = now;
+	iv->delay_pair = with_last(&a->series.delay_prev, iv->delay);
+	iv->own_pair = with_last(&a->series.own_prev, iv->own);
+	thresholds(a, iv);
 	/* Not this one's queue: not cut for it (at bloat, or standing). */
-	theirs = not_bottleneck(a, now);
-	/*
-	 * What the line carries: downstream the modem sits before us, and with a
-	 * queue in it what arrives is its rate; upstream TCP is clocked by the
-	 * modem, and what we sent is at most our rate.
-	 */
-	if (a->p.after_modem)
-		through = a->arrived_rate;
-	else
-		through = a->delivered_rate < a->rate ? a->delivered_rate : a->rate;
-	/*
-	 * Upstream, an interval ended early reads what was sent in part of
-	 * one, which may be TCP's pace, not the line's: flows that just backed
-	 * off (a loss in the modem's queue) send a fifth of the line for a
-	 * round trip or two, while the RTT still holds the queue they sent
-	 * before. A line does not fall to a fifth in 50 ms while the RTT
-	 * rises 15 ms, and a cut to that is undone only at the raises' pace.
-	 * So a cut from such a reading (under three quarters of an interval,
-	 * and under loaded_pct of the last interval's) is sized from the last
-	 * one's, and the cut the low one asked for is made only when the next
-	 * interval confirms it (the rise still growing, what was sent still
-	 * under the rate: a line that fell): then at once, refractory period
-	 * or not. Downstream what arrives from behind the modem's queue is its
-	 * rate over any part of an interval.
-	 */
-	confirmed = low != 0 && delay >= bloat &&
-		    own > a->series.cut_delay_ns + a->p.path_flat_ns && through < a->rate;
-	if (!a->p.after_modem && !confirmed && dt * 4 < a->p.interval_ns * 3 &&
-	    through * 100 < last_sent * a->p.loaded_pct) {
-		doubted = through;
-		through = last_sent < a->rate ? last_sent : a->rate;
-	}
-	a->through_rate = through;
-	mid = a->series.mid_intervals;
+	iv->theirs = not_bottleneck(a, iv->now);
+	line_carried(a, iv);
+	iv->mid = a->series.mid_intervals;
 	a->series.mid_intervals = 0;
-	if (own_pair < a->series.flat_min_ns)
-		a->series.flat_min_ns = own_pair;
-	if (delay_pair < a->series.flat_delay_ns)
-		a->series.flat_delay_ns = delay_pair;
+	if (iv->own_pair < a->series.flat_min_ns)
+		a->series.flat_min_ns = iv->own_pair;
+	if (iv->delay_pair < a->series.flat_delay_ns)
+		a->series.flat_delay_ns = iv->delay_pair;
 	/*
 	 * Settling after a path decision ends at the next bloat (cut or not) or
 	 * two clear loaded intervals in a row (the step was all taken); a
 	 * standing run that breaks starts again.
 	 */
-	if (delay >= bloat || (own_pair <= clear && loaded))
+	if (iv->delay >= iv->bloat || (iv->own_pair <= iv->clear && iv->loaded))
 		a->path.settle_min_ns = UINT64_MAX;
-	else if (own <= clear && a->path.settle_min_ns != UINT64_MAX)
+	else if (iv->own <= iv->clear && a->path.settle_min_ns != UINT64_MAX)
 		a->path.settle_min_ns = 0;
 	/*
 	 * Far fewer bytes than the other direction carries (lesser_ratio
@@ -752,181 +1307,28 @@ autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t ar
 	 * (short downloads, which give no one-way figures: to an eighth of its
 	 * modem on the bed).
 	 */
-	acks_only = a->p.lesser_ratio != 0 && a->other.load_rate != 0 &&
-		    a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other.load_rate;
-	a->acks_only = acks_only;
-	/*
-	 * Downstream without one-way figures, cut first as the one probing
-	 * (not_bottleneck): the rise outlasted the cut, so that the other was
-	 * cut a refractory period or more after it (a cut: its hold while its
-	 * own queue drains says nothing of ours), and what arrives followed
-	 * our rate down. No queue in the modem drains into us at its rate, so
-	 * the rise was never this direction's: the cut is undone, back to the
-	 * rate the series started from. Not to what got through when it was
-	 * made: that was TCP held back by the other's queue, and a download
-	 * put back there after each of the upload's probes held 0.6 of a
-	 * halved modem on the bed. A modem's own queue would keep arrivals at its rate,
-	 * above ours, until it drained; "followed" allows near_hi_pct of it.
-	 * Its line goes back too, to the one before the series if that was
-	 * higher: what got through at a cut that was not ours is what TCP
-	 * carried then, not the line, and a line left that low makes this
-	 * direction look at its line, and probing, when it carries no more
-	 * than that (not_bottleneck), so that the other's next rise cuts it
-	 * again.
-	 */
-	if (a->p.after_modem && a->path.owd_last_ns == UINT64_MAX && a->p.line_pct != 0 &&
-	    a->series.start_rate != 0 && a->series.last_cut_ns != 0 &&
-	    a->other.cut_ns >= a->series.last_cut_ns + a->p.refractory_ns &&
-	    a->arrived_rate * 100 <= a->rate * a->p.near_hi_pct) {
-		a->rate = clamp_rate(a, a->series.start_rate);
-		if (a->series.start_line > a->series.bloat_rate)
-			a->series.bloat_rate = a->series.start_line;
-		a->series.start_rate = 0;
-		a->series.flat_checks = 0;
-		decide(a, AUTORATE_UP, AR_WHY_OTHER_DIR);
-		return a->rate != old;
-	}
-	if (delay >= bloat) {
-		a->series.below_prev = false;
-		/*
-		 * The other direction's queue (autorate_attribute). A direction
-		 * that carries only the other's ACKs (next to nothing, or far
-		 * less of its rate than the other of its own, and far fewer
-		 * bytes) is cut only on a one-way figure that puts a large rise
-		 * in it: the split of a small one is too uncertain to starve the
-		 * ACKs. The bytes matter: a line that fell far below the rate
-		 * carries a small share of it, and is no less the bottleneck
-		 * (with nothing known of the other direction, the share alone).
-		 */
-		bool few = a->p.lesser_ratio != 0 &&
-			   (uint64_t)a->load_pct * a->p.lesser_ratio < a->other.load_pct;
-		bool fewer_bytes = a->p.lesser_ratio == 0 || a->other.load_rate == 0 ||
-				   a->load_rate * a->p.lesser_ratio < a->other.load_rate;
-		bool lesser = ((idle || few) && fewer_bytes) || acks_only;
+	a->acks_only = a->p.lesser_ratio != 0 && a->other.load_rate != 0 &&
+		       a->load_rate * a->p.lesser_ratio * a->p.lesser_ratio < a->other.load_rate;
+	since_cut(a, iv);
+	if (iv->delay >= iv->bloat)
+		iv->band = B_BLOAT;
+	else if (iv->own <= iv->clear && iv->loaded)
+		iv->band = B_CLEAR;
+	else if (iv->own > iv->clear && !iv->idle)
+		iv->band = B_MID;
+	else
+		iv->band = B_QUIET;
+}
 
-		if (theirs || own < bloat / 2 ||
-		    (lesser &&
-		     (a->path.owd_last_ns == UINT64_MAX || own < a->p.lesser_ratio * bloat)))
-			decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
-		else if (confirmed)
-			cut_doubted(a, now, low);
-		else if (a->series.last_down_ns != 0 &&
-			 now - a->series.last_down_ns < a->p.refractory_ns) {
-			if (!cut_growing(a, now, through, own, bloat))
-				decide(a, AUTORATE_HOLD, AR_WHY_REFRACTORY);
-		} else if (a->series.start_rate != 0)
-			bloat_again(a, now, through, own, own_pair, bloat);
-		else
-			cut_bloat(a, now, through, own, bloat);
-		if (doubted != 0 && through != 0 && a->series.last_cut_ns == now &&
-		    a->last_action == AUTORATE_DOWN) {
-			a->series.doubt_line = doubted;
-			a->series.doubt_rate =
-					clamp_rate(a, (uint64_t)((double)a->rate * (double)doubted /
-								 (double)through));
-		}
-		return a->rate != old;
-	}
-	/*
-	 * Below the threshold twice in a row: the series of cuts, if any, is
-	 * over. Once is not enough: one interval read low in the middle of a
-	 * flat rise would start a new series from the rate already cut, and a
-	 * path decision would then restore only that. Its starting rate is
-	 * kept for a series that begins soon after (cut_bloat).
-	 */
-	if (a->series.below_prev && a->series.start_rate != 0) {
-		a->series.prev_start = a->series.start_rate;
-		a->series.end_ns = now;
-		a->series.start_rate = 0;
-		a->series.flat_checks = 0;
-	}
-	a->series.below_prev = true;
-	if (own <= clear && loaded) {
-		bool near = a->series.bloat_rate != 0 &&
-			    a->rate * 100 >= a->series.bloat_rate * a->p.near_lo_pct &&
-			    a->rate * 100 < a->series.bloat_rate * a->p.near_hi_pct;
-		bool past = a->series.bloat_rate != 0 &&
-			    a->rate * 100 >= a->series.bloat_rate * a->p.near_hi_pct;
-		uint64_t step = a->rate * (near ? a->p.up_slow_pct : a->p.up_fast_pct) / 100;
+/* An interval is closed, attributed, then judged by the rules. */
+bool
+autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
+{
+	struct ar_iv iv;
 
-		if (a->series.regain_to <= a->rate)
-			a->series.regain_to = 0;
-		if (past && a->series.regain_to != 0 && a->p.regain_pct != 0) {
-			/*
-			 * Rule regain: past the near band of the last bloat,
-			 * clear: the line has grown since. Two steps at
-			 * up_fast_pct (a probe over a line that did not move
-			 * bloats within them), then each clear interval
-			 * doubles the step up to regain_pct, no higher than
-			 * the rate the fall's cuts started from. At 5 % an
-			 * interval a download took 5 s back from a tenth.
-			 */
-			uint64_t pct = a->p.up_fast_pct, up;
-
-			a->series.regain_n = regain_n + 1;
-			for (uint32_t i = 2; i < a->series.regain_n && pct < a->p.regain_pct; i++)
-				pct *= 2;
-			if (pct > a->p.regain_pct)
-				pct = a->p.regain_pct;
-			if (pct < a->p.up_fast_pct)
-				pct = a->p.up_fast_pct;
-			up = a->rate + a->rate * pct / 100;
-			a->rate = clamp_rate(a,
-					     up < a->series.regain_to ? up : a->series.regain_to);
-			decide(a, AUTORATE_UP, AR_WHY_REGAIN);
-			return a->rate != old;
-		}
-		a->rate = clamp_rate(a, a->rate + (step != 0 ? step : 1));
-		decide(a, AUTORATE_UP, AR_WHY_RAISE);
-	} else if (own > clear && !idle &&
-		   (theirs || (acks_only && a->path.owd_last_ns == UINT64_MAX))) {
-		decide(a, AUTORATE_HOLD, AR_WHY_OTHER_DIR);
-	} else if (own > clear && !idle) {
-		a->series.mid_intervals = mid + 1;
-		if (a->path.settle_min_ns != UINT64_MAX &&
-		    (a->path.settle_min_ns == 0 || delay < a->path.settle_min_ns))
-			a->path.settle_min_ns = delay;
-		/*
-		 * Loaded: only a rate that is being used tells the line's. A
-		 * direction refilling its rate (TCP after a cut) sends less than
-		 * it, and cutting to that would cut for TCP's pace.
-		 */
-		if (a->p.standing_intervals != 0 &&
-		    a->series.mid_intervals >= a->p.standing_intervals && loaded &&
-		    a->path.settle_min_ns != UINT64_MAX) {
-			/*
-			 * The first standing run after a path decision, at the
-			 * rate restored: the rest of the step. The flat rise
-			 * the decision took was read at the cut rate, where
-			 * a flow's segments are spaced wider, and an echo not
-			 * held for the next one reads that much lower
-			 * (rtt_sample.gap_us). Below bloat, so bounded.
-			 */
-			a->series.mid_intervals = 0;
-			a->path.ns += a->path.settle_min_ns;
-			a->path.settle_min_ns = UINT64_MAX;
-			decide(a, AUTORATE_HOLD, AR_WHY_PATH);
-		} else if (a->p.standing_intervals != 0 &&
-			   a->series.mid_intervals >= a->p.standing_intervals && loaded &&
-			   (a->series.last_down_ns == 0 ||
-			    now - a->series.last_down_ns >= a->p.refractory_ns)) {
-			a->series.mid_intervals = 0;
-			a->series.bloat_rate = through;
-			a->rate = acks_floor(a,
-					     clamp_rate(a, through * (100 - a->p.standing_cut_pct) /
-									   100));
-			a->series.last_down_ns = a->series.last_cut_ns = now;
-			decide(a, AUTORATE_DOWN, AR_WHY_CUT_STANDING);
-		} else {
-			decide(a, AUTORATE_HOLD, AR_WHY_HOLD);
-		}
-	} else {
-		/*
-		 * Clear but not loaded, or idle: nothing says where the line is;
-		 * drift towards base (a direction that carries only the other's
-		 * ACKs, cut once, finds its way back).
-		 */
-		decay(a);
-	}
-	return a->rate != old;
+	if (!close_interval(a, &iv, now, sent_bytes, arrived_bytes))
+		return false;
+	attribute(a, &iv);
+	judge(a, &iv);
+	return a->rate != iv.old;
 }

@@ -771,18 +771,30 @@ test_acks_floor(void **state)
 	assert_true(acks_cut(0) <= MBIT(5) * 70 / 100 + 1000);
 }
 
-/* Every rule has a name and words for the decision log, the names apart. */
+/*
+ * Every reason has a name, every rule a name and words for the decision
+ * log, the names apart.
+ */
 static void
 test_reason_texts(void **state)
 {
+	unsigned int n = autorate_rule_count();
+
 	(void)state;
 	for (unsigned int i = 0; i < AR_WHY_N; i++) {
 		assert_non_null(autorate_reason_name(i));
-		assert_true(strlen(autorate_reason_text(i)) > 10);
 		for (unsigned int j = 0; j < i; j++)
 			assert_string_not_equal(autorate_reason_name(i), autorate_reason_name(j));
 	}
 	assert_string_equal(autorate_reason_name(AR_WHY_REGAIN), "regain");
+	assert_true(n >= AR_WHY_N);
+	for (unsigned int i = 0; i < n; i++) {
+		assert_non_null(autorate_rule_name(i));
+		assert_true(strlen(autorate_rule_text(i)) > 10);
+		for (unsigned int j = 0; j < i; j++)
+			assert_string_not_equal(autorate_rule_name(i), autorate_rule_name(j));
+	}
+	assert_string_equal(autorate_rule_name(n), "hold");
 }
 
 /*
