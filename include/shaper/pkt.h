@@ -22,7 +22,7 @@ enum sh_pkt_flag {
 	SH_PKT_ARP = 1u << 4,
 	SH_PKT_TCP_ACK = 1u << 5, /* TCP with ACK set and SYN clear */
 	SH_PKT_FRAG = 1u << 6,    /* IP fragment: no L4 ports */
-	SH_PKT_L4S = 1u << 7,     /* set by CAKE with l4s on: queued as an L4S packet */
+	SH_PKT_L4S = 1u << 7,     /* set by cake and fq_codel with l4s on: queued as L4S */
 };
 
 /*

@@ -140,10 +140,11 @@ struct sched_params {
 	bool nat;     /* tc's "nat": accepted, no effect (a bridge has no conntrack) */
 	bool ecn;     /* CE-mark ECT packets instead of dropping */
 	/*
-	 * L4S (RFC 9331): CE-mark ECT(1) packets (and CE ones, unless their
-	 * flow last sent ECT(0) or Not-ECT) that waited longer than
-	 * l4s_step_us, whatever COBALT says; classic packets see COBALT alone.
-	 * Off: sch_cake's behaviour exactly.
+	 * L4S (RFC 9331), cake and fq_codel: CE-mark ECT(1) packets (and CE
+	 * ones, unless their flow last sent ECT(0) or Not-ECT) that waited
+	 * longer than l4s_step_us, whatever COBALT or CoDel says; classic
+	 * packets see COBALT or CoDel alone. Off: sch_cake's and Linux's
+	 * fq_codel's behaviour exactly.
 	 */
 	bool l4s;
 	bool nqb; /* DSCP 45 (NQB) to the low-latency tin, not best effort */

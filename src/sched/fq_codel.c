@@ -10,6 +10,11 @@
  * with the same time-based, no-burst-after-idle shaper as fifo, so "shaped
  * fq_codel" can be compared with CAKE on one testbed.
  *
+ * With params.l4s it also gives L4S packets (RFC 9331) CAKE's shallow step:
+ * ECT(1) packets, and CE ones of flows not last seen classic, are CE-marked
+ * at dequeue once they waited past l4s_step, whatever CoDel's state. Off
+ * (the default) nothing of it runs and fq_codel is Linux's.
+ *
  * Time is plain nanoseconds in 64 bits. The drop schedule is Linux's:
  * 1/sqrt(count) is kept in 16 bits and moved by one Newton step whenever
  * count changes (so the second drop of an episode comes after interval/2,
@@ -30,6 +35,13 @@
 #define FQC_MIN_QUANTUM           256
 /* Bounds the CoDel drop loop of one dequeue, like recent Linux. */
 #define FQC_MAX_DROPS_PER_DEQUEUE 256
+
+/* Flow flags. */
+#define FQC_FLOW_CLASSIC 1u /* l4s: its latest packet not CE was ECT(0) or Not-ECT */
+
+/* The ECN field (RFC 3168; ECT(1) is L4S's, RFC 9331). */
+#define FQC_ECT1 1u
+#define FQC_CE   3u
 
 enum fqc_list {
 	FQC_LIST_NONE = 0,
@@ -52,7 +64,9 @@ struct fqc_flow {
 	struct fqc_flow *next;   /* link in new_flows or old_flows */
 	uint64_t backlog;        /* bytes */
 	int32_t deficit;
-	uint8_t list; /* enum fqc_list */
+	uint8_t list;     /* enum fqc_list */
+	uint8_t flags;    /* FQC_FLOW_* */
+	uint32_t classic; /* l4s: queued packets not L4S (the queue is mixed if both) */
 	struct fqc_codel cv;
 };
 
@@ -66,12 +80,14 @@ struct fqc_cfg {
 	uint64_t target_ns;
 	uint64_t interval_ns;
 	uint64_t ce_threshold_ns; /* 0 = off */
+	uint64_t l4s_step_ns;     /* with l4s: the step, at least 1.5 MTU times at the rate */
 	uint64_t memory_limit;
 	uint32_t limit;
 	uint32_t quantum;
 	uint32_t drop_batch;
 	uint32_t mtu;
 	bool ecn;
+	bool l4s;
 };
 
 struct fq_codel {
@@ -94,8 +110,10 @@ struct fq_codel {
 	uint64_t drop_overlimit;  /* overflow drops, all causes */
 	uint64_t drop_overmemory; /* overflow drops while over memory_limit */
 	uint64_t aqm_drops;
-	uint64_t ecn_mark; /* CoDel marks */
-	uint64_t ce_mark;  /* ce_threshold marks */
+	uint64_t ecn_mark;     /* CoDel marks */
+	uint64_t ce_mark;      /* ce_threshold marks */
+	uint64_t ect1_packets; /* arrived ECT(1), counted with l4s on */
+	uint64_t step_marks;   /* L4S packets marked at the step (in neither of the above) */
 	uint64_t new_flow_count;
 	uint64_t accepted_pkts, accepted_bytes;
 	uint32_t maxpacket;
@@ -141,7 +159,26 @@ fqc_check(const struct sched_params *p, char *err, size_t errlen)
 		SCHED_ERR(err, errlen, "fq_codel drop_batch must be at least 1");
 		return -EINVAL;
 	}
+	if (p->l4s && (p->l4s_step_us == 0 || p->l4s_step_us > 1000000)) {
+		SCHED_ERR(err, errlen, "l4s step %u us out of range 1..1000000", p->l4s_step_us);
+		return -EINVAL;
+	}
 	return 0;
+}
+
+/*
+ * The step at the pacer's rate: l4s_step, but never below 1.5 MTU times
+ * (CAKE's floor), so that on a slow link a packet behind one full-size
+ * packet is not marked for that alone. Unshaped, the step as given.
+ */
+static void
+fqc_set_step(struct fq_codel *q)
+{
+	uint64_t floor = sched_rate_ns(&q->pacer.rate, q->c.mtu) * 3 / 2;
+
+	q->c.l4s_step_ns = (uint64_t)q->p.l4s_step_us * 1000;
+	if (q->c.l4s_step_ns < floor)
+		q->c.l4s_step_ns = floor;
 }
 
 static void
@@ -157,7 +194,9 @@ fqc_apply(struct fq_codel *q, const struct sched_params *p)
 	q->c.drop_batch = p->fqc_drop_batch;
 	q->c.mtu = p->mtu;
 	q->c.ecn = p->ecn;
+	q->c.l4s = p->l4s;
 	sched_pacer_set(&q->pacer, p);
+	fqc_set_step(q);
 }
 
 static void *
@@ -238,7 +277,35 @@ fqc_flow_pop(struct fq_codel *q, struct fqc_flow *f)
 	q->backlog -= pkt->len;
 	q->mem -= pkt->mem;
 	q->qlen--;
+	if (q->c.l4s && !(pkt->flags & SH_PKT_L4S))
+		f->classic--;
 	return pkt;
+}
+
+/*
+ * l4s: is pkt an L4S packet (RFC 9331 section 5.3)? ECT(1) is, ECT(0) and
+ * Not-ECT are not, and CE is unless the flow's latest packet not CE was
+ * classic (a CE packet was ECT before a bottleneck upstream marked it; the
+ * flow says which ECT). The verdict rides in the packet, so the queue's
+ * count of classic packets stays exact however the flow's history moves on.
+ */
+static inline void
+fqc_l4s_classify(struct fq_codel *q, struct fqc_flow *f, struct sh_pkt *pkt)
+{
+	uint8_t ecn = pkt->ecn & 3u;
+
+	if (ecn == FQC_ECT1) {
+		f->flags &= (uint8_t)~FQC_FLOW_CLASSIC;
+		q->ect1_packets++;
+	} else if (ecn != FQC_CE) {
+		f->flags |= FQC_FLOW_CLASSIC;
+	}
+	if (!(f->flags & FQC_FLOW_CLASSIC)) {
+		pkt->flags |= SH_PKT_L4S;
+	} else {
+		pkt->flags &= (uint8_t)~SH_PKT_L4S;
+		f->classic++;
+	}
 }
 
 static inline void
@@ -350,6 +417,32 @@ fqc_mark(struct fq_codel *q, struct sh_pkt *pkt)
 	return q->c.ecn && classify_set_ce(pkt) == 1;
 }
 
+/*
+ * l4s: CE-mark an L4S packet that waited past the step (RFC 9331's
+ * immediate, shallow signal), whatever CoDel's state; CoDel still judged it
+ * first (marked: CoDel marked it just now), so an ECT(1) flow that ignores
+ * its marks builds a queue and meets CoDel like any unresponsive flow.
+ * True if it marked (the step's mark is the packet's only one counted).
+ *
+ * A queue holding classic packets too (a tunnel whose outer header carries
+ * its inner flows' ECN fields, RFC 6040, or two flows in one hash slot) is
+ * one FIFO whose delay its classic traffic sets at CoDel's target: a step
+ * would mark every L4S packet in it and starve the L4S flow. As CAKE does
+ * (RFC 9331 section 5.4.2), while a queue holds any classic packet its L4S
+ * packets get CoDel's marks only, and the step applies again once none is
+ * queued.
+ */
+static inline bool
+fqc_l4s_step(struct fq_codel *q, const struct fqc_flow *f, struct sh_pkt *pkt, uint64_t now,
+	     bool marked)
+{
+	if (f->classic != 0 || marked || now <= pkt->enq_ns ||
+	    now - pkt->enq_ns <= q->c.l4s_step_ns || classify_set_ce(pkt) != 1)
+		return false;
+	q->step_marks++;
+	return true;
+}
+
 /* Dequeue through CoDel: head packet of f to deliver, or NULL if f ran dry. */
 static struct sh_pkt *
 fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct sh_pkt_list *dropped)
@@ -357,7 +450,7 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct s
 	struct fqc_codel *cv = &f->cv;
 	struct sh_pkt *pkt = fqc_flow_pop(q, f);
 	unsigned int drops = 0;
-	bool drop;
+	bool drop, marked = false;
 
 	if (pkt == NULL) {
 		cv->dropping = false;
@@ -375,6 +468,7 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct s
 				fqc_newton_step(cv);
 				if (fqc_mark(q, pkt)) {
 					q->ecn_mark++;
+					marked = true;
 					cv->drop_next = fqc_control_law(q, cv, cv->drop_next);
 					break;
 				}
@@ -394,6 +488,7 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct s
 
 		if (fqc_mark(q, pkt)) {
 			q->ecn_mark++;
+			marked = true;
 		} else {
 			fqc_drop(pkt, SHAPER_DROP_AQM, dropped);
 			q->aqm_drops++;
@@ -417,6 +512,9 @@ fqc_codel_dequeue(struct fq_codel *q, struct fqc_flow *f, uint64_t now, struct s
 		cv->lastcount = cv->count;
 		cv->drop_next = fqc_control_law(q, cv, now);
 	}
+	if (pkt != NULL && q->c.l4s && (pkt->flags & SH_PKT_L4S) &&
+	    fqc_l4s_step(q, f, pkt, now, marked))
+		return pkt;
 	if (pkt != NULL && q->c.ce_threshold_ns != 0 && now > pkt->enq_ns &&
 	    now - pkt->enq_ns > q->c.ce_threshold_ns && classify_set_ce(pkt) == 1)
 		q->ce_mark++;
@@ -486,6 +584,8 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->queue = (uint16_t)idx;
 	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&q->p, pkt->len, pkt->net_off, NULL);
+	if (q->c.l4s)
+		fqc_l4s_classify(q, f, pkt);
 	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
 	q->backlog += pkt->len;
@@ -568,6 +668,8 @@ fqc_dequeue(void *impl, uint64_t now, struct sh_pkt_list *dropped)
 		/* An emptied new flow waits in old_flows so it cannot starve them. */
 		if (l == &q->new_flows && q->old_flows.head != NULL)
 			fqc_list_append(&q->old_flows, f, FQC_LIST_OLD);
+		else
+			f->flags = 0; /* gone: the next flow here has no history */
 	}
 	f->deficit -= (int32_t)pkt->len;
 	sched_pacer_charge(&q->pacer, pkt->adj_len);
@@ -593,6 +695,25 @@ fqc_set_rate(void *impl, uint64_t rate, uint64_t now)
 	struct fq_codel *q = impl;
 
 	sched_pacer_set_rate(&q->pacer, &q->p, rate, now);
+	fqc_set_step(q);
+}
+
+/*
+ * l4s switched: each queue's count of classic packets from the verdicts its
+ * packets carry (0 with l4s off, where nothing keeps it), as a pop will
+ * uncount them: packets queued while it was off count as classic.
+ */
+static void
+fqc_l4s_recount(struct fq_codel *q, bool on)
+{
+	for (uint32_t i = 0; i < q->nflows; i++) {
+		struct fqc_flow *f = &q->flows[i];
+
+		f->classic = 0;
+		for (const struct sh_pkt *p = f->pkts.head; on && p != NULL; p = p->next)
+			if (!(p->flags & SH_PKT_L4S))
+				f->classic++;
+	}
 }
 
 static int
@@ -621,6 +742,8 @@ fqc_update(void *impl, const struct sched_params *p, char *err, size_t errlen)
 		q->nflows = p->fqc_flows;
 		memset(&q->new_flows, 0, sizeof(q->new_flows));
 		memset(&q->old_flows, 0, sizeof(q->old_flows));
+	} else if (p->l4s != q->p.l4s) {
+		fqc_l4s_recount(q, p->l4s);
 	}
 	fqc_apply(q, p);
 	return 0;
@@ -641,6 +764,7 @@ fqc_flush(void *impl, struct sh_pkt_list *out)
 				sh_pkt_list_push(out, pkt);
 			memset(&f->cv, 0, sizeof(f->cv));
 			f->deficit = 0;
+			f->flags = 0;
 		}
 	}
 }
@@ -679,6 +803,7 @@ fqc_flush_some(void *impl, struct sh_pkt_list *out, unsigned int max)
 			fqc_list_pop(lists[i]);
 			memset(&f->cv, 0, sizeof(f->cv));
 			f->deficit = 0;
+			f->flags = 0;
 		}
 	}
 	return n;
@@ -750,6 +875,8 @@ fqc_get_stats(const void *impl, struct sched_stats *st)
 	t->backlog_bytes = q->backlog;
 	t->drops = q->aqm_drops + q->drop_overlimit;
 	t->ecn_mark = q->ecn_mark + q->ce_mark;
+	t->ect1_packets = q->ect1_packets;
+	t->step_marks = q->step_marks;
 	t->sparse_flows = q->new_flows.len;
 	t->bulk_flows = q->old_flows.len;
 	t->max_pkt_len = q->maxpacket;
@@ -770,6 +897,7 @@ fqc_reset_stats(void *impl)
 	q->drop_overlimit = q->drop_overmemory = 0;
 	q->aqm_drops = 0;
 	q->ecn_mark = q->ce_mark = 0;
+	q->ect1_packets = q->step_marks = 0;
 	q->new_flow_count = 0;
 	q->accepted_pkts = q->accepted_bytes = 0;
 	q->maxpacket = 0;

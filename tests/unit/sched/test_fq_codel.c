@@ -2,7 +2,9 @@
  * fq_codel tests, through the public sched API: DRR fairness in bytes,
  * new-flow priority, the CoDel drop schedule (first drop after an interval
  * above target, then interval/sqrt(count)), its re-entry at count -
- * lastcount, ECN marking instead of drops, ce_threshold, overflow
+ * lastcount, ECN marking instead of drops, ce_threshold, the L4S step
+ * (ECT(1) marked past it whatever CoDel says, classic flows untouched,
+ * mixed queues, CE by flow history, live switch, l4s off as before), overflow
  * head-drops from the fattest flow (packet and memory limits), the
  * optional time-based shaper, live updates, and the identity enqueued =
  * dequeued + dropped + backlog.
@@ -551,6 +553,408 @@ test_ce_threshold(void **state)
 	sched_free(s);
 }
 
+/* ---- L4S ---- */
+
+#define US 1000ULL
+
+/* The ECN bits of a packet built by mk() (IPv4 TOS byte). */
+static inline uint8_t
+ecn_of(const struct sh_pkt *p)
+{
+	return p->data[15] & 3;
+}
+
+/*
+ * A scalable (ECT(1)) flow beside an ECT(0) and a Not-ECT one, every
+ * sojourn below CoDel's target: ECT(1) is CE-marked iff it waited past the
+ * step, the classic packets never.
+ */
+static void
+test_l4s_step(void **state)
+{
+	static const uint64_t waits_us[] = { 100, 499, 500, 501, 900, 4000 };
+	struct sched_params prm;
+	struct sched *s;
+	struct sh_pkt_list d;
+	struct sched_stats st;
+	uint64_t t = 0, marked = 0;
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	assert_false(prm.l4s);
+	assert_int_equal(prm.l4s_step_us, 500);
+	prm.l4s = true;
+	s = mk_sched(&prm);
+	sh_pkt_list_init(&d);
+	for (size_t k = 0; k < sizeof(waits_us) / sizeof(waits_us[0]); k++) {
+		for (int f = 1; f <= 3; f++)
+			sched_enqueue(s, mk(f, 1000, f == 1 ? 1 : f == 2 ? 2 : 0), t, &d);
+		for (int n = 0; n < 3; n++) {
+			struct sh_pkt *p = sched_dequeue(s, t + waits_us[k] * US, &d);
+			int f;
+
+			assert_non_null(p);
+			f = P->flow[idx_of(p)];
+			if (f == 1) {
+				assert_true(p->flags & SH_PKT_L4S);
+				assert_int_equal(ecn_of(p), waits_us[k] > 500 ? 3 : 1);
+				marked += waits_us[k] > 500;
+			} else {
+				assert_false(p->flags & SH_PKT_L4S);
+				assert_int_equal(ecn_of(p), f == 2 ? 2 : 0);
+			}
+			release(p);
+		}
+		t += 10 * MS;
+	}
+	sched_get_stats(s, &st);
+	print_message("l4s step: %llu of %zu ECT(1) packets marked at the 500 us step, "
+		      "%llu CoDel marks, %llu ECT(1) seen\n",
+		      (unsigned long long)st.tins[0].step_marks,
+		      sizeof(waits_us) / sizeof(waits_us[0]),
+		      (unsigned long long)st.tins[0].ecn_mark,
+		      (unsigned long long)st.tins[0].ect1_packets);
+	assert_int_equal(marked, 3);
+	assert_int_equal(st.tins[0].step_marks, 3);
+	assert_int_equal(st.tins[0].ect1_packets, 6);
+	assert_int_equal(st.tins[0].ecn_mark, 0); /* the step's marks are not CoDel's */
+	assert_int_equal(st.ecn_marked, 0);
+	assert_int_equal(d.count, 0);
+	sched_reset_stats(s);
+	sched_get_stats(s, &st);
+	assert_int_equal(st.tins[0].step_marks, 0);
+	assert_int_equal(st.tins[0].ect1_packets, 0);
+	check_identity(s);
+	sched_free(s);
+}
+
+/* What became of each packet of a run: delivered (with its ECN bits and time) or dropped. */
+struct fate {
+	uint64_t t;
+	uint8_t flow, ecn, dropped, reason;
+};
+
+struct mix_run {
+	struct fate *fate; /* by seq - seq0 */
+	uint32_t seq0, n;
+	uint64_t ect1_soj_over, ect1_soj_over_ce; /* ECT(1) delivered past the step, and CE */
+	uint64_t ce_delivered;
+	struct sched_stats st;
+};
+
+static void
+mix_note_drops(struct mix_run *r, struct sh_pkt_list *d, uint64_t now)
+{
+	struct sh_pkt *p;
+
+	while ((p = sh_pkt_list_pop(d)) != NULL) {
+		struct fate *fa = &r->fate[P->seq[idx_of(p)] - r->seq0];
+
+		fa->t = now;
+		fa->flow = (uint8_t)P->flow[idx_of(p)];
+		fa->dropped = 1;
+		fa->reason = p->drop_reason;
+		release(p);
+	}
+}
+
+/*
+ * Three flows, ECT(1), ECT(0) and Not-ECT, each sending 1000 bytes every
+ * 100 us into a discipline that serves two packets in that time: queues
+ * build, CoDel drops and marks, overflow head-drops. Every packet's fate
+ * is kept for comparing runs.
+ */
+static void
+run_mix(struct sched_params *prm, struct mix_run *r)
+{
+	enum {
+		STEPS = 6000
+	};
+	struct sched *s = mk_sched(prm);
+	struct sh_pkt_list d;
+	struct sh_pkt *p;
+	uint64_t now = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->fate = calloc(3 * STEPS, sizeof(*r->fate));
+	assert_non_null(r->fate);
+	r->seq0 = P->next_seq;
+	r->n = 3 * STEPS;
+	sh_pkt_list_init(&d);
+	for (int k = 0; k < STEPS; k++) {
+		now = (uint64_t)k * 100 * US;
+		for (int f = 1; f <= 3; f++)
+			sched_enqueue(s, mk(f, 1000, f == 1 ? 1 : f == 2 ? 2 : 0), now, &d);
+		mix_note_drops(r, &d, now);
+		for (int n = 0; n < 2; n++) {
+			uint64_t t = now + (uint64_t)n * 50 * US;
+
+			p = sched_dequeue(s, t, &d);
+			mix_note_drops(r, &d, t);
+			if (p == NULL)
+				continue;
+			struct fate *fa = &r->fate[P->seq[idx_of(p)] - r->seq0];
+
+			fa->t = t;
+			fa->flow = (uint8_t)P->flow[idx_of(p)];
+			fa->ecn = ecn_of(p);
+			r->ce_delivered += fa->ecn == 3;
+			if (fa->flow == 1 && t - p->enq_ns > 500 * US) {
+				r->ect1_soj_over++;
+				r->ect1_soj_over_ce += fa->ecn == 3;
+			}
+			release(p);
+		}
+	}
+	sched_get_stats(s, &r->st);
+	check_identity(s);
+	drain(s, now);
+	sched_free(s);
+}
+
+static uint64_t
+mix_diff(const struct mix_run *a, const struct mix_run *b, bool classic_only)
+{
+	uint64_t n = 0;
+
+	assert_int_equal(a->n, b->n);
+	for (uint32_t i = 0; i < a->n; i++) {
+		const struct fate *x = &a->fate[i], *y = &b->fate[i];
+
+		if (classic_only && (x->flow == 1 || y->flow == 1))
+			continue;
+		n += memcmp(x, y, sizeof(*x)) != 0;
+	}
+	return n;
+}
+
+/*
+ * The same overload with l4s on and off: the classic flows' packets meet
+ * exactly the same fate, each at the same time, while the scalable flow's
+ * are marked past the step on top of CoDel (CoDel still marks it: it does
+ * not respond here).
+ */
+static void
+test_l4s_classic_untouched(void **state)
+{
+	struct sched_params prm;
+	struct mix_run on, off;
+	uint64_t classic_diff;
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.fqc_limit = 3000;
+	run_mix(&prm, &off);
+	prm.l4s = true;
+	run_mix(&prm, &on);
+	classic_diff = mix_diff(&on, &off, true);
+	print_message("l4s beside classic: %llu classic packets differ; ECT(1) past the step "
+		      "%llu, CE %llu (off: %llu); step marks %llu, CoDel marks %llu (off: %llu), "
+		      "AQM drops %llu (off: %llu)\n",
+		      (unsigned long long)classic_diff, (unsigned long long)on.ect1_soj_over,
+		      (unsigned long long)on.ect1_soj_over_ce,
+		      (unsigned long long)off.ect1_soj_over_ce,
+		      (unsigned long long)on.st.tins[0].step_marks,
+		      (unsigned long long)on.st.tins[0].ecn_mark,
+		      (unsigned long long)off.st.tins[0].ecn_mark,
+		      (unsigned long long)on.st.dropped[SHAPER_DROP_AQM],
+		      (unsigned long long)off.st.dropped[SHAPER_DROP_AQM]);
+	assert_int_equal(classic_diff, 0);
+	assert_true(off.st.dropped[SHAPER_DROP_AQM] > 0 && off.st.tins[0].ecn_mark > 0);
+	assert_true(off.st.dropped[SHAPER_DROP_OVERFLOW] > 0);
+	/* on: every ECT(1) packet past the step leaves CE, off only CoDel's share */
+	assert_true(on.ect1_soj_over > 1000);
+	assert_int_equal(on.ect1_soj_over_ce, on.ect1_soj_over);
+	assert_true(off.ect1_soj_over_ce < off.ect1_soj_over / 2);
+	assert_true(on.st.tins[0].step_marks > 0);
+	assert_int_equal(on.st.tins[0].ect1_packets, on.n / 3);
+	assert_int_equal(on.st.tins[0].step_marks + on.st.tins[0].ecn_mark, on.ce_delivered);
+	assert_int_equal(off.st.tins[0].step_marks, 0);
+	assert_int_equal(off.st.tins[0].ect1_packets, 0);
+	free(on.fate);
+	free(off.fate);
+}
+
+/* l4s off, whatever its step: every packet's fate is the default's. */
+static void
+test_l4s_off_as_before(void **state)
+{
+	struct sched_params prm;
+	struct mix_run dflt, off;
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.fqc_limit = 3000;
+	run_mix(&prm, &dflt);
+	prm.l4s = false;
+	prm.l4s_step_us = 1;
+	run_mix(&prm, &off);
+	assert_int_equal(mix_diff(&dflt, &off, false), 0);
+	assert_memory_equal(&dflt.st.dropped, &off.st.dropped, sizeof(dflt.st.dropped));
+	assert_int_equal(dflt.st.ecn_marked, off.st.ecn_marked);
+	assert_int_equal(off.st.tins[0].step_marks, 0);
+	/* and with l4s on the scalable flow's fate does change */
+	prm.l4s = true;
+	prm.l4s_step_us = 500;
+	free(off.fate);
+	run_mix(&prm, &off);
+	assert_true(mix_diff(&dflt, &off, false) > 1000);
+	free(off.fate);
+	free(dflt.fate);
+}
+
+/*
+ * One queue holding both kinds (a tunnel): its L4S packets get no step mark
+ * while a classic packet is queued with them, and the step again once none
+ * is. The classic ones are judged by CoDel alone.
+ */
+static void
+test_l4s_mixed_queue(void **state)
+{
+	struct sched_params prm;
+	struct sched *s;
+	struct sh_pkt_list d;
+	struct sh_pkt *p;
+	struct sched_stats st;
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.l4s = true;
+	s = mk_sched(&prm);
+	sh_pkt_list_init(&d);
+	/* one 5-tuple: ECT(1), ECT(0), ECT(1), ECT(1) */
+	sched_enqueue(s, mk(7, 1000, 1), 0, &d);
+	sched_enqueue(s, mk(7, 1000, 2), 0, &d);
+	sched_enqueue(s, mk(7, 1000, 1), 0, &d);
+	sched_enqueue(s, mk(7, 1000, 1), 0, &d);
+	for (int k = 0; k < 4; k++) {
+		static const uint8_t want[] = { 1, 2, 3, 3 };
+
+		p = sched_dequeue(s, 2 * MS, &d);
+		assert_non_null(p);
+		/* the first is behind a classic packet; the last two are not */
+		assert_int_equal(ecn_of(p), want[k]);
+		release(p);
+	}
+	sched_get_stats(s, &st);
+	assert_int_equal(st.tins[0].step_marks, 2);
+	assert_int_equal(st.tins[0].ect1_packets, 3);
+	/* CE after ECT(0) in the same flow is classic; after ECT(1) it is L4S */
+	sched_enqueue(s, mk(8, 1000, 2), 10 * MS, &d);
+	p = mk(8, 1000, 3);
+	sched_enqueue(s, p, 10 * MS, &d);
+	assert_false(p->flags & SH_PKT_L4S);
+	sched_enqueue(s, mk(8, 1000, 1), 10 * MS, &d);
+	p = mk(8, 1000, 3);
+	sched_enqueue(s, p, 10 * MS, &d);
+	assert_true(p->flags & SH_PKT_L4S);
+	/* a new flow's CE packet is L4S (RFC 9331's classifier) */
+	p = mk(9, 1000, 3);
+	sched_enqueue(s, p, 10 * MS, &d);
+	assert_true(p->flags & SH_PKT_L4S);
+	check_identity(s);
+	drain(s, 10 * MS);
+	assert_int_equal(d.count, 0);
+	sched_free(s);
+}
+
+/*
+ * Switched live: packets queued while l4s was off count as classic until
+ * they leave; on a slow link the step is at least 1.5 MTU times; with
+ * ce_threshold too, a packet past both is counted once, as a step mark.
+ */
+static void
+test_l4s_update_floor(void **state)
+{
+	struct sched_params prm;
+	struct sched *s;
+	struct sh_pkt_list d;
+	struct sh_pkt *p;
+	struct sched_stats st;
+	char err[160] = "";
+
+	(void)state;
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.l4s = true;
+	s = mk_sched(&prm);
+	sh_pkt_list_init(&d);
+	sched_enqueue(s, mk(1, 1000, 1), 0, &d); /* L4S */
+	prm.l4s = false;
+	assert_int_equal(sched_update(s, &prm, err, sizeof(err)), 0);
+	sched_enqueue(s, mk(1, 1000, 1), 0, &d); /* queued while off: no verdict, classic */
+	prm.l4s = true;
+	assert_int_equal(sched_update(s, &prm, err, sizeof(err)), 0);
+	p = sched_dequeue(s, 2 * MS, &d);
+	assert_int_equal(ecn_of(p), 1); /* a classic packet is queued behind it */
+	release(p);
+	p = sched_dequeue(s, 2 * MS, &d);
+	assert_int_equal(ecn_of(p), 1); /* no verdict, no step */
+	release(p);
+	sched_enqueue(s, mk(1, 1000, 1), 3 * MS, &d);
+	p = sched_dequeue(s, 4 * MS, &d);
+	assert_int_equal(ecn_of(p), 3); /* the queue is L4S only again */
+	release(p);
+	/* off again with an L4S packet queued: nothing marks */
+	sched_enqueue(s, mk(1, 1000, 1), 5 * MS, &d);
+	prm.l4s = false;
+	assert_int_equal(sched_update(s, &prm, err, sizeof(err)), 0);
+	p = sched_dequeue(s, 7 * MS, &d);
+	assert_int_equal(ecn_of(p), 1);
+	release(p);
+	sched_get_stats(s, &st);
+	assert_int_equal(st.tins[0].step_marks, 1);
+	/* a step out of range is refused */
+	prm.l4s = true;
+	prm.l4s_step_us = 0;
+	assert_int_equal(sched_update(s, &prm, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "l4s step"));
+	check_identity(s);
+	sched_free(s);
+
+	/* 10 Mbit/s: the step is 1.5 x 1514 bytes' time, 1.817 ms, not 500 us */
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.l4s = true;
+	prm.rate = 1250000;
+	s = mk_sched(&prm);
+	sched_enqueue(s, mk(1, 1000, 1), 0, &d);
+	p = sched_dequeue(s, 1700 * US, &d); /* the first after idle is not held */
+	assert_non_null(p);
+	assert_int_equal(ecn_of(p), 1);
+	release(p);
+	sched_enqueue(s, mk(1, 1000, 1), 100 * MS, &d);
+	p = sched_dequeue(s, 101900 * US, &d);
+	assert_non_null(p);
+	assert_int_equal(ecn_of(p), 3);
+	release(p);
+	/* a rate set below it (autorate) raises the floor with it */
+	sched_set_rate(s, 625000, 200 * MS);
+	sched_enqueue(s, mk(1, 1000, 1), 200 * MS, &d);
+	p = sched_dequeue(s, 203 * MS, &d); /* 3 ms, under 3.634 */
+	assert_non_null(p);
+	assert_int_equal(ecn_of(p), 1);
+	release(p);
+	sched_free(s);
+
+	/* with ce_threshold too: each packet past both is counted once */
+	sched_params_default(&prm, SCHED_DISC_FQ_CODEL);
+	prm.l4s = true;
+	prm.fqc_ce_threshold_us = 1000;
+	s = mk_sched(&prm);
+	sched_enqueue(s, mk(1, 1000, 1), 0, &d);
+	sched_enqueue(s, mk(2, 1000, 2), 0, &d);
+	for (int k = 0; k < 2; k++) {
+		p = sched_dequeue(s, 2 * MS, &d);
+		assert_int_equal(ecn_of(p), 3);
+		release(p);
+	}
+	sched_get_stats(s, &st);
+	assert_int_equal(st.tins[0].step_marks, 1);
+	assert_int_equal(st.tins[0].ecn_mark, 1); /* ce_threshold's, on the ECT(0) packet */
+	assert_int_equal(d.count, 0);
+	check_identity(s);
+	sched_free(s);
+}
+
 /* ---- overflow ---- */
 
 static void
@@ -840,6 +1244,11 @@ main(void)
 		cmocka_unit_test(test_codel_reentry),
 		cmocka_unit_test(test_codel_quiet_below_target),
 		cmocka_unit_test(test_ce_threshold),
+		cmocka_unit_test(test_l4s_step),
+		cmocka_unit_test(test_l4s_classic_untouched),
+		cmocka_unit_test(test_l4s_off_as_before),
+		cmocka_unit_test(test_l4s_mixed_queue),
+		cmocka_unit_test(test_l4s_update_floor),
 		cmocka_unit_test(test_overflow_fattest),
 		cmocka_unit_test(test_memory_limit),
 		cmocka_unit_test(test_rate_no_burst_after_idle),
