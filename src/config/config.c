@@ -978,8 +978,8 @@ static const struct dir_key direction_keys[] = {
 	{ .key = "ecn",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(ecn) },
 	{ .key = "ack_filter",   .disciplines = D_CAKE,         .parse = key_ack_filter,
 	  FIELD(ack_filter), NAMES(ack_filter_names, "ACK filter mode") },
-	{ .key = "l4s",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(l4s) },
-	{ .key = "l4s_step",     .disciplines = D_CAKE,         .parse = key_time_us,
+	{ .key = "l4s",          .disciplines = D_CAKE | D_FQC, .parse = key_bool, FIELD(l4s) },
+	{ .key = "l4s_step",     .disciplines = D_CAKE | D_FQC, .parse = key_time_us,
 	  FIELD(l4s_step_us), .lo = 1000, .hi = 1000000000LL },
 	{ .key = "nqb",          .disciplines = D_CAKE,         .parse = key_bool, FIELD(nqb) },
 	{ .key = "memlimit",     .disciplines = D_CAKE,         .parse = key_size,
@@ -1174,6 +1174,9 @@ shaper_config_direction_to_json(const struct sched_params *p)
 		shaper_format_time((uint64_t)p->fqc_ce_threshold_us * 1000, buf, sizeof(buf));
 		json_object_set_new(o, "ce_threshold", json_string(buf));
 		json_object_set_new(o, "drop_batch", json_integer(p->fqc_drop_batch));
+		json_object_set_new(o, "l4s", json_boolean(p->l4s));
+		shaper_format_time((uint64_t)p->l4s_step_us * 1000, buf, sizeof(buf));
+		json_object_set_new(o, "l4s_step", json_string(buf));
 		break;
 	case SCHED_DISC_FIFO:
 		if (p->fifo_limit_bytes != 0) {

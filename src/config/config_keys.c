@@ -69,6 +69,8 @@ const struct shaper_config_key shaper_config_keys[] = {
 	{ "dir.fq_codel", "ecn", "true", "true", true },
 	{ "dir.fq_codel", "ce_threshold", "\"0s\"", "0s", true },
 	{ "dir.fq_codel", "drop_batch", "64", "64", true },
+	{ "dir.fq_codel", "l4s", "false", "false", true },
+	{ "dir.fq_codel", "l4s_step", "\"500us\"", "500us", true },
 
 	{ "dir.fifo", "limit", "1000", "1000", true },
 

@@ -129,9 +129,17 @@ fq_codel(struct out *o, const char *dev, const struct sched_params *p)
 	    "interval %uus memory_limit %" PRIu64 " %s",
 	    dev, at, p->fqc_limit, p->fqc_flows, p->fqc_quantum, p->fqc_target_us,
 	    p->fqc_interval_us, p->fqc_memory_limit, p->ecn ? "ecn" : "noecn");
-	if (p->fqc_ce_threshold_us != 0)
+	/* tc-fq_codel has one threshold: the selector narrows it to ECT(1) */
+	if (p->l4s)
+		put(o, " ce_threshold %uus ce_threshold_selector 0x1/0x3", p->l4s_step_us);
+	else if (p->fqc_ce_threshold_us != 0)
 		put(o, " ce_threshold %uus", p->fqc_ce_threshold_us);
 	put(o, " drop_batch %u\n", p->fqc_drop_batch);
+	if (p->l4s && p->fqc_ce_threshold_us != 0)
+		put(o, "# ce_threshold %uus for every ECT packet: tc-fq_codel has one threshold\n",
+		    p->fqc_ce_threshold_us);
+	if (p->l4s)
+		put(o, "# l4s: tc marks ECT(1) only, in mixed queues too, with no MTU floor\n");
 }
 
 static void

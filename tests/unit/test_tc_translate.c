@@ -65,6 +65,27 @@ test_fq_codel_under_htb(void **state)
 			       "tc qdisc replace dev WAN_IF parent 1:1 fq_codel limit 10240 "
 			       "flows 1024 quantum 1514 target 5000us interval 100000us "
 			       "memory_limit 33554432 noecn ce_threshold 1000us drop_batch 64\n"));
+	assert_null(strstr(out, "ce_threshold_selector"));
+	assert_null(strstr(out, "# l4s"));
+	/* l4s: tc's ce_threshold narrowed to ECT(1); a plain ce_threshold beside it is said */
+	load("{\"ports\": {\"wan\": \"a\", \"lan\": \"b\"},"
+	     " \"upstream\": {\"discipline\": \"fq_codel\", \"l4s\": true},"
+	     " \"downstream\": {\"discipline\": \"fq_codel\", \"l4s\": true,"
+	     "  \"l4s_step\": \"1ms\", \"ce_threshold\": \"3ms\"}}",
+	     &c);
+	assert_non_null(strstr(out, "memory_limit 33554432 ecn ce_threshold 500us "
+				    "ce_threshold_selector 0x1/0x3 drop_batch 64\n"));
+	assert_non_null(strstr(out,
+			       "memory_limit 33554432 ecn ce_threshold 1000us "
+			       "ce_threshold_selector 0x1/0x3 drop_batch 64\n"
+			       "# ce_threshold 3000us for every ECT packet: tc-fq_codel has one "
+			       "threshold\n"));
+	assert_non_null(strstr(out, "# l4s: tc marks ECT(1) only"));
+	load("{\"ports\": {\"wan\": \"0000:01:00.0\", \"lan\": \"0000:01:00.1\"},"
+	     " \"upstream\": {\"discipline\": \"fq_codel\", \"bandwidth\": \"10mbit\","
+	     "  \"ce_threshold\": \"1ms\", \"ecn\": false},"
+	     " \"downstream\": {\"discipline\": \"fifo\", \"limit\": 500}}",
+	     &c);
 	/* unshaped: no rate limiter, the FIFO at the root */
 	assert_non_null(strstr(out, "tc qdisc replace dev LAN_IF root pfifo limit 500\n"));
 	assert_null(strstr(out, "dev LAN_IF root handle 1: htb"));

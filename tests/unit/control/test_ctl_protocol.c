@@ -904,7 +904,7 @@ test_config_set_several(void **state)
 	/* downstream now runs fq_codel, which has no hosts to count */
 	assert_null(jpath(r, "downstream.vlan_hosts"));
 
-	/* L4S is switched live, its step with it; fq_codel has neither. */
+	/* L4S is switched live, its step with it; fq_codel has no nqb. */
 	r = ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"
 	       "{'l4s':true,'l4s_step':'300us','nqb':true}}}");
 	assert_int_equal(F.apply_dir, SHAPER_UP);
@@ -914,8 +914,15 @@ test_config_set_several(void **state)
 	assert_true(json_is_true(jpath(r, "upstream.l4s")));
 	assert_str_at(r, "upstream.l4s_step", "300us");
 	assert_true(json_is_true(jpath(r, "upstream.nqb")));
-	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'l4s':true}}}",
-	    "invalid_argument", "downstream.l4s: does not apply to discipline \"fq_codel\"");
+	err("{'cmd':'config.set','args':{'direction':'downstream','settings':{'nqb':true}}}",
+	    "invalid_argument", "downstream.nqb: does not apply to discipline \"fq_codel\"");
+	r = ok("{'cmd':'config.set','args':{'direction':'downstream','settings':"
+	       "{'l4s':true,'l4s_step':'1ms'}}}");
+	assert_int_equal(F.apply_dir, SHAPER_DOWN);
+	assert_true(F.applied.l4s);
+	assert_int_equal(F.applied.l4s_step_us, 1000);
+	assert_true(json_is_true(jpath(r, "downstream.l4s")));
+	assert_str_at(r, "downstream.l4s_step", "1ms");
 
 	/* "unlimited" is a rate of 0. */
 	r = ok("{'cmd':'config.set','args':{'direction':'upstream','settings':"

@@ -144,6 +144,8 @@ test_diff_each_applicable_key(void **state)
 		{ "fq_codel", "ecn", "false" },
 		{ "fq_codel", "ce_threshold", "\"1ms\"" },
 		{ "fq_codel", "drop_batch", "16" },
+		{ "fq_codel", "l4s", "true" },
+		{ "fq_codel", "l4s_step", "\"1ms\"" },
 		{ "fifo", "limit", "500" },
 		{ "fifo", "discipline", "\"cake\"" },
 	};
