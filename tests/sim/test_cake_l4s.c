@@ -1,16 +1,16 @@
 /*
- * CAKE's L4S step in simulated time: the marking law packet by packet
- * (ECT(1) marked past the step and only past it, ECT(0) left to COBALT,
- * CE judged by its flow's history, wash keeping ECT(1), DSCP 45 with nqb),
- * and closed-loop senders against it. A window sender here is ACK-clocked
- * over a fixed base RTT (the whole path's delay lumped after the shaper):
- * a scalable one is DCTCP-like (alpha, the EWMA of the marked fraction
- * with gain 1/16, and once a round trip cwnd *= 1 - alpha/2 if any mark
- * came), the classic one is Not-ECT with Reno's growth and CUBIC's 0.7
- * back-off once a round trip on a loss. Figures are printed ("# figure:")
- * and asserted: a scalable flow alone at <= 1 ms p99 sojourn with >= 95 %
- * of the rate, a scalable and a classic flow each within 10 % of half, and
- * a tunnel (one flow queue) carrying both kinds beside a scalable flow.
+ * The L4S step of CAKE and fq_codel in simulated time: the marking law
+ * packet by packet (ECT(1) marked past the step and only past it, ECT(0)
+ * left to COBALT or CoDel, CE judged by its flow's history, wash keeping
+ * ECT(1), DSCP 45 with nqb), and closed-loop senders against it; each test
+ * but nqb's runs once per discipline (fq_codel's figures say so). A window sender here is
+ * ACK-clocked over a fixed base RTT (the whole path's delay lumped after the shaper): a scalable
+ * one is DCTCP-like (alpha, the EWMA of the marked fraction with gain 1/16, and once a round trip
+ * cwnd *= 1 - alpha/2 if any mark came), the classic one is Not-ECT with Reno's growth and CUBIC's
+ * 0.7 back-off once a round trip on a loss. Figures are printed ("# figure:") and asserted: a
+ * scalable flow alone at <= 1 ms p99 sojourn with >= 95 % of the rate, a scalable and a classic
+ * flow each within 10 % of half, and a tunnel (one flow queue) carrying both kinds beside a
+ * scalable flow.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -34,10 +34,25 @@
 #define ECT0 2
 #define CE   3
 
-static void
-l4s_params(struct sched_params *p, uint64_t rate, bool l4s)
+static enum sched_discipline cake = SCHED_DISC_CAKE, fq_codel = SCHED_DISC_FQ_CODEL;
+
+/* The discipline a test runs (its prestate), and its figures' prefix. */
+static enum sched_discipline
+disc_of(void **state)
 {
-	sched_params_default(p, SCHED_DISC_CAKE);
+	return *(enum sched_discipline *)*state;
+}
+
+static const char *
+tag(enum sched_discipline d)
+{
+	return d == SCHED_DISC_FQ_CODEL ? "fq_codel " : "";
+}
+
+static void
+l4s_params(struct sched_params *p, enum sched_discipline d, uint64_t rate, bool l4s)
+{
+	sched_params_default(p, d);
 	p->rate = rate;
 	p->diffserv = SCHED_BESTEFFORT;
 	p->l4s = l4s;
@@ -45,7 +60,7 @@ l4s_params(struct sched_params *p, uint64_t rate, bool l4s)
 
 /* ----------------------------------------------------- the marking law */
 
-/* The step a tin at rate applies: l4s_step, at least 1.5 MTU times (COBALT's target floor). */
+/* The step at rate: l4s_step, at least 1.5 MTU times (COBALT's target floor; fq_codel's too). */
 static uint64_t
 step_at(uint64_t rate)
 {
@@ -99,10 +114,10 @@ test_marking_law(void **state)
 	struct sched_stats st;
 	struct sim *sim;
 	struct sim_src a, b;
+	enum sched_discipline d = disc_of(state);
 
-	(void)state;
-	l4s_params(&p, MBIT(20), true);
-	p.wash = true; /* wash rewrites the DSCP and keeps the ECN field */
+	l4s_params(&p, d, MBIT(20), true);
+	p.wash = d == SCHED_DISC_CAKE; /* wash rewrites the DSCP and keeps the ECN field */
 	sim = sim_new(&p, 20000, 4);
 	a = sim_src_udp(sim_ip(1, 0, 1), sim_ip(2, 0, 1), 1000, MBIT(12), 1000);
 	a.ecn = ECT1;
@@ -117,9 +132,9 @@ test_marking_law(void **state)
 	sim->ctx = &log;
 	sim_run(sim, SEC(2));
 	sched_get_stats(sim->s, &st);
-	SIM_FIGURE("l4s law: ECT(1) %llu delivered, %llu CE (step marks %llu), %llu misjudged; "
+	SIM_FIGURE("%sl4s law: ECT(1) %llu delivered, %llu CE (step marks %llu), %llu misjudged; "
 		   "ECT(0) %llu delivered, %llu CE, %llu within target",
-		   (unsigned long long)log.l4s_pkts, (unsigned long long)log.l4s_ce,
+		   tag(d), (unsigned long long)log.l4s_pkts, (unsigned long long)log.l4s_ce,
 		   (unsigned long long)st.tins[0].step_marks, (unsigned long long)log.l4s_wrong,
 		   (unsigned long long)log.classic_pkts, (unsigned long long)log.classic_ce,
 		   (unsigned long long)log.classic_early);
@@ -127,7 +142,7 @@ test_marking_law(void **state)
 	assert_true(log.l4s_ce > 100);
 	assert_int_equal(log.l4s_wrong, 0);
 	assert_true(log.ect1_kept > 10); /* neither washed nor bleached */
-	assert_true(log.classic_ce > 0); /* COBALT still marks ECT(0) */
+	assert_true(log.classic_ce > 0); /* COBALT (CoDel) still marks ECT(0) */
 	assert_int_equal(log.classic_early, 0);
 	assert_int_equal(st.tins[0].ect1_packets, sim->srcs[0].tx_pkts);
 	assert_true(st.tins[0].step_marks > 0 && st.tins[0].step_marks <= log.l4s_ce);
@@ -136,11 +151,11 @@ test_marking_law(void **state)
 	sim_check_accounting(sim);
 	sim_free(sim);
 
-	/* Off: ECT(1) is ECT(0) to CAKE, as in sch_cake; nothing counted. */
+	/* Off: ECT(1) is ECT(0), as in sch_cake and Linux's fq_codel; nothing counted. */
 	memset(&log, 0, sizeof(log));
 	log.step_ns = step_at(MBIT(20));
 	log.target_ns = MS(5);
-	l4s_params(&p, MBIT(20), false);
+	l4s_params(&p, d, MBIT(20), false);
 	sim = sim_new(&p, 20000, 4);
 	sim_add_src(sim, &a);
 	sim_add_src(sim, &b);
@@ -163,8 +178,8 @@ test_ce_history(void **state)
 		bool l4s;       /* then a CE packet is judged L4S */
 	} cases[] = { { ECT1, true }, { ECT0, false }, { 0, false }, { CE, true } };
 	struct sched_params p;
+	enum sched_discipline d = disc_of(state);
 
-	(void)state;
 	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct sched_stats st;
 		struct sim *sim;
@@ -172,7 +187,7 @@ test_ce_history(void **state)
 		struct sim_pkt *q;
 		uint32_t i;
 
-		l4s_params(&p, MBIT(10), true);
+		l4s_params(&p, d, MBIT(10), true);
 		sim = sim_new(&p, 64, 2);
 		s = sim_src_udp(sim_ip(1, 0, 1), sim_ip(2, 0, 1), 1000, 0, 1514);
 		s.ecn = cases[k].before;
@@ -212,7 +227,7 @@ test_nqb(void **state)
 			struct sim_pkt *q;
 			uint8_t be, va;
 
-			l4s_params(&p, MBIT(10), false);
+			l4s_params(&p, SCHED_DISC_CAKE, MBIT(10), false);
 			p.diffserv = modes[k].mode;
 			p.nqb = nqb;
 			sim = sim_new(&p, 64, 2);
@@ -498,34 +513,35 @@ test_scalable_alone(void **state)
 	struct sched_stats st;
 	struct world w;
 	double p99, sh, p99_off;
+	enum sched_discipline d = disc_of(state);
 
-	(void)state;
 	sim_watchdog(600, "test_scalable_alone");
-	l4s_params(&p, RATE, true);
+	l4s_params(&p, d, RATE, true);
 	world_init(&w, &p, 1, MEAS);
 	world_add(&w, true, RTT, 1);
 	world_run(&w, RUN);
 	sched_get_stats(w.sim->s, &st);
 	sh = share(&w, &w.f[0], RATE, RUN);
 	p99 = pctl_ms(&w.f[0], 99);
-	SIM_FIGURE("l4s alone: 100 Mbit/s, 20 ms RTT: %.3f of the rate, sojourn p50 %.3f ms "
-		   "p99 %.3f ms, %llu step marks, %llu COBALT marks, %llu losses",
-		   sh, pctl_ms(&w.f[0], 50), p99, (unsigned long long)st.tins[0].step_marks,
-		   (unsigned long long)st.tins[0].ecn_mark, (unsigned long long)w.f[0].losses);
+	SIM_FIGURE("%sl4s alone: 100 Mbit/s, 20 ms RTT: %.3f of the rate, sojourn p50 %.3f ms "
+		   "p99 %.3f ms, %llu step marks, %llu %s marks, %llu losses",
+		   tag(d), sh, pctl_ms(&w.f[0], 50), p99, (unsigned long long)st.tins[0].step_marks,
+		   (unsigned long long)st.tins[0].ecn_mark,
+		   d == SCHED_DISC_CAKE ? "COBALT" : "CoDel", (unsigned long long)w.f[0].losses);
 	assert_true(sh >= 0.95);
 	assert_true(p99 <= 1.0);
 	assert_true(st.tins[0].step_marks > 0);
 	assert_int_equal(w.f[0].losses, 0);
 	world_free(&w);
 
-	/* The same sender through CAKE without l4s: COBALT's 5 ms law. */
-	l4s_params(&p, RATE, false);
+	/* The same sender without l4s: COBALT's (CoDel's) 5 ms law. */
+	l4s_params(&p, d, RATE, false);
 	world_init(&w, &p, 1, MEAS);
 	world_add(&w, true, RTT, 1);
 	world_run(&w, RUN);
 	p99_off = pctl_ms(&w.f[0], 99);
-	SIM_FIGURE("l4s off, same sender: %.3f of the rate, sojourn p50 %.3f ms p99 %.3f ms",
-		   share(&w, &w.f[0], RATE, RUN), pctl_ms(&w.f[0], 50), p99_off);
+	SIM_FIGURE("%sl4s off, same sender: %.3f of the rate, sojourn p50 %.3f ms p99 %.3f ms",
+		   tag(d), share(&w, &w.f[0], RATE, RUN), pctl_ms(&w.f[0], 50), p99_off);
 	assert_true(p99_off > 3.0);
 	world_free(&w);
 }
@@ -538,10 +554,10 @@ test_scalable_and_classic(void **state)
 	struct sched_stats st;
 	struct world w;
 	double s0, s1, p99, c50;
+	enum sched_discipline d = disc_of(state);
 
-	(void)state;
 	sim_watchdog(600, "test_scalable_and_classic");
-	l4s_params(&p, RATE, true);
+	l4s_params(&p, d, RATE, true);
 	world_init(&w, &p, 2, MEAS);
 	world_add(&w, true, RTT, 1);
 	world_add(&w, false, RTT, 2);
@@ -551,13 +567,14 @@ test_scalable_and_classic(void **state)
 	s1 = share(&w, &w.f[1], RATE, RUN);
 	p99 = pctl_ms(&w.f[0], 99);
 	c50 = pctl_ms(&w.f[1], 50);
-	SIM_FIGURE("l4s + classic: scalable %.3f of the rate, p99 %.3f ms; classic %.3f, "
+	SIM_FIGURE("%sl4s + classic: scalable %.3f of the rate, p99 %.3f ms; classic %.3f, "
 		   "sojourn p50 %.3f ms p99 %.3f ms, %llu losses",
-		   s0, p99, s1, c50, pctl_ms(&w.f[1], 99), (unsigned long long)w.f[1].losses);
+		   tag(d), s0, p99, s1, c50, pctl_ms(&w.f[1], 99),
+		   (unsigned long long)w.f[1].losses);
 	assert_true(fabs(s0 - 0.5) <= 0.05);
 	assert_true(fabs(s1 - 0.5) <= 0.05);
 	assert_true(p99 <= 1.0);
-	/* COBALT holds the classic queue about its 5 ms target. */
+	/* COBALT (CoDel) holds the classic queue about its 5 ms target. */
 	assert_true(c50 >= 1.0 && c50 <= 7.5);
 	assert_true(w.f[1].losses > 0);
 	assert_int_equal(w.f[1].ce, 0);
@@ -579,10 +596,10 @@ test_tunnel(void **state)
 	struct world w;
 	double tun[3], out, out99, tun50;
 	uint32_t i;
+	enum sched_discipline d = disc_of(state);
 
-	(void)state;
 	sim_watchdog(600, "test_tunnel");
-	l4s_params(&p, RATE, true);
+	l4s_params(&p, d, RATE, true);
 	p.isolation = SCHED_FLOWS;
 	world_init(&w, &p, 4, MEAS);
 	world_add(&w, true, RTT, 1);
@@ -602,12 +619,14 @@ test_tunnel(void **state)
 	out = share(&w, &w.f[3], RATE, RUN);
 	out99 = pctl_ms(&w.f[3], 99);
 	tun50 = pctl_ms(&w.f[0], 50);
-	SIM_FIGURE("l4s tunnel: in it scalable %.3f (CE %llu, %llu of them step marks, %llu "
+	SIM_FIGURE("%sl4s tunnel: in it scalable %.3f (CE %llu, %llu of them step marks, %llu "
 		   "beside classic packets; sojourn p50 %.3f ms), classic %.3f and %.3f (p50 %.3f "
-		   "ms); beside it scalable %.3f, p99 %.3f ms; step marks %llu, COBALT marks %llu",
-		   tun[0], (unsigned long long)w.f[0].ce, (unsigned long long)w.tunnel_step_marks,
+		   "ms); beside it scalable %.3f, p99 %.3f ms; step marks %llu, %s marks %llu",
+		   tag(d), tun[0], (unsigned long long)w.f[0].ce,
+		   (unsigned long long)w.tunnel_step_marks,
 		   (unsigned long long)w.tunnel_mixed_marks, tun50, tun[1], tun[2],
 		   pctl_ms(&w.f[1], 50), out, out99, (unsigned long long)st.tins[0].step_marks,
+		   d == SCHED_DISC_CAKE ? "COBALT" : "CoDel",
 		   (unsigned long long)st.tins[0].ecn_mark);
 	/* Queue against queue: the tunnel and the flow beside it halve the link. */
 	assert_true(fabs(out - 0.5) <= 0.05);
@@ -626,13 +645,23 @@ test_tunnel(void **state)
 int
 main(void)
 {
+/* Each test's name says the discipline it runs; its state points at it. */
+#define L4S_TEST(fn, d)                                                                            \
+	{                                                                                          \
+#d "_" #fn, fn, NULL, NULL, &d                                                     \
+	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_marking_law),
-		cmocka_unit_test(test_ce_history),
+		L4S_TEST(test_marking_law, cake),
+		L4S_TEST(test_ce_history, cake),
 		cmocka_unit_test(test_nqb),
-		cmocka_unit_test(test_scalable_alone),
-		cmocka_unit_test(test_scalable_and_classic),
-		cmocka_unit_test(test_tunnel),
+		L4S_TEST(test_scalable_alone, cake),
+		L4S_TEST(test_scalable_and_classic, cake),
+		L4S_TEST(test_tunnel, cake),
+		L4S_TEST(test_marking_law, fq_codel),
+		L4S_TEST(test_ce_history, fq_codel),
+		L4S_TEST(test_scalable_alone, fq_codel),
+		L4S_TEST(test_scalable_and_classic, fq_codel),
+		L4S_TEST(test_tunnel, fq_codel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
