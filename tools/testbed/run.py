@@ -37,7 +37,7 @@ Disciplines: fifo (a bloated tail-drop queue of --fifo-limit packets at the
 same rates), cake (dual-dsthost + ingress downstream, dual-srchost + ACK
 filter upstream; triple-isolate in 'hosts'), fq_codel, or cake/ISOLATION
 (e.g. cake/flows) to force the isolation mode; a "+l4s" suffix (cake+l4s,
-cake/flows+l4s) turns CAKE's l4s on both ways. Default: cake,fifo; for l4s
+cake/flows+l4s, fq_codel+l4s) turns l4s on both ways. Default: cake,fifo; for l4s
 cake+l4s,cake.
 
 Also recorded: the shaper's L2 output per 100 ms (tx_bytes of the output veths),
@@ -309,12 +309,14 @@ def direction_cfg(disc, rate_bps, d, scenario, rtt_s, fifo_limit, l4s_step=None)
             c["ack_filter"] = True
         if "/" in disc:
             c["isolation"] = disc.split("/", 1)[1]
-        if l4s:
-            c["l4s"] = True
-            if l4s_step:
-                c["l4s_step"] = l4s_step
     else:
         raise SystemExit("unknown discipline %r (fifo, cake, cake/ISOLATION, fq_codel)" % disc)
+    if l4s:
+        if base == "fifo":
+            raise SystemExit("fifo has no l4s (cake+l4s, fq_codel+l4s)")
+        c["l4s"] = True
+        if l4s_step:
+            c["l4s_step"] = l4s_step
     c["emulate"] = {"delay": "%dus" % round(rtt_s / 2 * 1e6)}
     return c
 
@@ -1090,7 +1092,8 @@ def analyse(args, raw):
 def l4s_figures(args, raw, both):
     """Per phase (the scalable flow alone, then beside the cubic one): each flow's share
     of the rate, the scalable flow's queueing delay and marks, and the downstream Best
-    Effort tin by the shaper's own counters (its sojourn is the scalable flow's alone)."""
+    Effort tin (fq_codel's one) by the shaper's own counters (its sojourn is the scalable
+    flow's alone)."""
     s = raw["snaps"]
     sf, cf = raw["flows"]
     rate = args.down_bps / 1e6
@@ -1100,7 +1103,7 @@ def l4s_figures(args, raw, both):
         if x is None or y is None:
             continue
         d = delta((s.get(a) or {}).get("downstream"), (s.get(b) or {}).get("downstream")) or {}
-        tin = next((t for t in d.get("tins", []) if t["name"] == "Best Effort"), None)
+        tin = next((t for t in d.get("tins", []) if t["name"] in ("Best Effort", "fq_codel")), None)
         p = {"window_s": [rnd(x, 2), rnd(y, 2)],
              "scalable_mbit": rnd(mbit_in(sf.series.get("1", []), x, y)),
              "scalable_queueing": sf.queueing(x, y)}
