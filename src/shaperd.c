@@ -1,7 +1,8 @@
 /*
  * shaperd: wiring only. Parse our own options (after "--"), load and
- * validate the config before EAL touches any device, open the WAN and LAN
- * ports, start the workers, and on SIGINT/SIGTERM undo it all in reverse,
+ * validate the config before EAL touches any device, then start stage by
+ * stage (the table at the end: control socket, EAL, ports, workers, ...),
+ * and on SIGINT/SIGTERM or a stage that fails undo it all in reverse,
  * returning every mbuf to its pool.
  */
 #include <errno.h>
@@ -41,6 +42,8 @@
 #include "shaper/share.h"
 #include "shaper/log.h"
 
+#include "check_config.h"
+
 #define LINK_WATCH_MS 500u
 #define LINK_WAIT_MS  3000 /* how long start-up waits for the links */
 
@@ -74,6 +77,14 @@ struct app {
 	const char *programs[2];
 	struct dp_ar_group *ar_group; /* autorate with several workers */
 	bool subs_attached;           /* per-subscriber shaping on worker 0 (dp_subs_attach) */
+	/* Start-up and shutdown (the stages below). */
+	const char *config_path;
+	int eal_argc; /* EAL's options: argv[1..eal_argc - 1] */
+	char **argv;
+	bool eal_up, pdump_on;
+	unsigned int driver_held; /* mbufs af_xdp took at start and keeps (wait_links) */
+	json_t *counters;         /* the exit counters, read before anything is freed */
+	int exit_code;
 };
 
 static void
@@ -487,27 +498,6 @@ setup_dirs(struct app *a)
 }
 
 /*
- * The memory estimate for n workers: each has its own scheduler over every
- * subscriber (idle state, allocator, the set's own lookup) and its own pool
- * of CAKEs; the rte_lpm tables and the loaded set are there once.
- */
-static void
-subs_mem_shards(struct sub_mem *m, uint32_t n)
-{
-	if (n <= 1)
-		return;
-	/* And each worker's copy of the tree for sharing the link (dp_subs_share_tick). */
-	m->idle_bytes = m->idle_bytes * n + n * dp_subs_shard_bytes_for(m->configured, m->nodes);
-	m->alloc_bytes *= n;
-	m->lookup_bytes *= n;
-	m->pool_bytes *= n;
-	m->active *= n;
-	m->change_bytes = m->lpm_bytes + m->lookup_bytes + m->config_bytes;
-	m->total = m->config_bytes + m->idle_bytes + m->lookup_bytes + m->lpm_bytes +
-		   m->alloc_bytes + m->pool_bytes + m->change_bytes;
-}
-
-/*
  * Per-subscriber shaping around every worker's two schedulers: with several
  * workers each shapes the subscribers of its shard (dp_subs_attach_shards).
  * A discipline change is refused while it is on (the worker's
@@ -659,16 +649,6 @@ launch_workers(struct app *a)
 		}
 	}
 	return 0;
-}
-
-static void
-teardown(struct app *a)
-{
-	rte_eal_mp_wait_lcore();
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		for (unsigned int i = 0; i < a->n_shards; i++)
-			if (a->dir[d][i] != NULL && a->dir[d][i]->sched != NULL)
-				dp_dir_drain(a->dir[d][i]);
 }
 
 /*
@@ -923,9 +903,10 @@ fail_open_programs(struct app *a)
  * run_control serves them.
  */
 static int
-open_control(struct app *a, const char *config_path)
+open_control(struct app *a)
 {
 	const struct shaper_config *c = &a->cfg;
+	const char *config_path = a->config_path;
 	char err[SHAPER_ERR_LEN], dir[SHAPER_PATH_LEN];
 
 	if (!strict_modes)
@@ -1026,13 +1007,15 @@ prepare_fail_open(struct app *a)
 	return 0;
 }
 
-/* With the workers running: take the line from the bridge. */
+/* With fail-open, once the workers run: take the line from the bridge. */
 static int
 start_fail_open(struct app *a)
 {
 	const uint64_t *beats[SHAPER_MAX_WORKERS], *drained[SHAPER_MAX_WORKERS];
 	char err[SHAPER_ERR_LEN];
 
+	if (!a->cfg.fail_open)
+		return 0;
 	for (unsigned int i = 0; i < a->n_shards; i++) {
 		beats[i] = &a->lc[i]->w.heartbeat;
 		drained[i] = &a->lc[i]->w.drained_ns;
@@ -1049,57 +1032,50 @@ start_fail_open(struct app *a)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
-{
-	static struct app a;
-	char err[SHAPER_ERR_LEN];
-	const char *config_path = NULL;
-	bool check_only = false, pdump_on = false;
-	unsigned int in_use = 0, driver_held = 0, kept;
-	json_t *counters;
-	int eal_argc, app_first, rc, exit_code = 0;
+/* ---------------------------------------------------------------- start-up */
 
-	shaper_log_init("shaperd");
-	split_args(argc, argv, &eal_argc, &app_first);
-	/* --version/--help/--check-config work without EAL, before any device is touched. */
-	if (parse_app_args(argc - app_first + 1, argv + app_first - 1, &config_path, &check_only,
-			   &a.stats_file) != 0)
-		return 2;
-	if (shaper_config_load_file(config_path, &a.cfg, err, sizeof(err)) != 0) {
-		shaper_log_error("%s: %s", config_path, err);
-		return 1;
+/*
+ * Before EAL: the config file, and what it asks of the schedulers and the
+ * mbuf pools, refused here as --check-config refuses it.
+ */
+static int
+load_config(struct app *a)
+{
+	const char *path = a->config_path;
+	char err[SHAPER_ERR_LEN];
+
+	if (shaper_config_load_file(path, &a->cfg, err, sizeof(err)) != 0) {
+		shaper_log_error("%s: %s", path, err);
+		return -1;
 	}
 	if (!log_level_given)
-		shaper_log_set_level(a.cfg.log_level);
-	fail_open_programs(&a);
-	a.config_file = (struct ctl_config_file){ config_path, &a.cfg, strict_modes, a.programs,
-						  2 };
-	a.be.config_file = &a.config_file;
-	a.n_shards = a.cfg.n_workers;
-	for (int d = 0; d < SHAPER_NUM_DIRS && a.n_shards > 1; d++)
-		if (share_rate_check(a.cfg.dir[d].rate, a.n_shards, err, sizeof(err)) != 0) {
-			shaper_log_error("%s: %s.bandwidth: %s", config_path, shaper_dir_name[d],
-					 err);
-			return 1;
+		shaper_log_set_level(a->cfg.log_level);
+	fail_open_programs(a);
+	a->config_file = (struct ctl_config_file){ path, &a->cfg, strict_modes, a->programs, 2 };
+	a->be.config_file = &a->config_file;
+	a->n_shards = a->cfg.n_workers;
+	for (int d = 0; d < SHAPER_NUM_DIRS && a->n_shards > 1; d++)
+		if (share_rate_check(a->cfg.dir[d].rate, a->n_shards, err, sizeof(err)) != 0) {
+			shaper_log_error("%s: %s.bandwidth: %s", path, shaper_dir_name[d], err);
+			return -1;
 		}
 	/* CAKE counts a derived memory limit in packets of this footprint. */
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		a.cfg.dir[d].pkt_mem = dp_mbuf_truesize_planned();
+		a->cfg.dir[d].pkt_mem = dp_mbuf_truesize_planned();
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		struct sched *s = sched_create(&a.cfg.dir[d], err, sizeof(err));
+		struct sched *s = sched_create(&a->cfg.dir[d], err, sizeof(err));
 
 		if (s == NULL) {
-			shaper_log_error("%s: %s: %s", config_path, shaper_dir_name[d], err);
-			return 1;
+			shaper_log_error("%s: %s: %s", path, shaper_dir_name[d], err);
+			return -1;
 		}
 		sched_free(s);
-		if (dp_pool_size(&a.cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
-				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
-			shaper_log_error("%s: %s", config_path, err);
-			return 1;
+		if (dp_pool_size(&a->cfg, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
+				 &a->pool_mbufs[d], err, sizeof(err)) != 0) {
+			shaper_log_error("%s: %s", path, err);
+			return -1;
 		}
-		if (a.cfg.dir[d].nat)
+		if (a->cfg.dir[d].nat)
 			shaper_log_warning(
 					"%s.nat: accepted, but a bridge has no connection "
 					"tracking to look through: per-host fairness sees the addresses on the "
@@ -1107,219 +1083,254 @@ main(int argc, char **argv)
 					"(inside the NAT)",
 					shaper_dir_name[d]);
 	}
-	if (print_tc) {
-		static char tc[8192];
+	return 0;
+}
 
-		if (shaper_config_tc(&a.cfg, tc, sizeof(tc)) != 0) {
-			shaper_log_error("the tc commands do not fit in %zu bytes", sizeof(tc));
-			return 1;
-		}
-		fputs(tc, stdout);
-		return 0;
-	}
-	if (check_only) {
-		for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-			struct dp_mbuf_budget b;
+static int
+print_tc_commands(const struct shaper_config *c)
+{
+	static char tc[8192];
 
-			dp_mbuf_budget_dir(&a.cfg, (enum shaper_dir)d, &a.cfg.dir[d],
-					   dp_mbuf_truesize_planned(), &b);
-			printf("%s: mbuf pool of %u (holds up to %llu at once, %u bytes each)\n",
-			       shaper_dir_name[d], a.pool_mbufs[d], (unsigned long long)b.total,
-			       dp_mbuf_truesize_planned());
-		}
-		if (shaper_subscribers_enabled(&a.cfg)) {
-			struct sub_set set;
-			struct sched_params sp;
-			struct sub_mem m;
-			char line[512];
-
-			if (sub_config_load(&a.cfg, &set, err, sizeof(err)) != 0) {
-				shaper_log_error("%s", err);
-				sub_set_free(&set);
-				return 1;
-			}
-			sub_config_sched_params(&a.cfg, &set, SHAPER_DOWN, &sp);
-			if (sub_mem_estimate_set(&set, a.cfg.subscribers.active,
-						 a.cfg.subscribers.unknown_addresses, &sp, &m, err,
-						 sizeof(err)) != 0) {
-				shaper_log_error("subscribers: %s", err);
-				sub_set_free(&set);
-				return 1;
-			}
-			subs_mem_shards(&m, a.cfg.n_workers);
-			sub_mem_format(&m, line, sizeof(line));
-			printf("subscribers: %u under %u nodes from %s\n", set.nsubs,
-			       set.nnodes - 1, set.subs_file);
-			printf("subscribers: memory %s\n", line);
-			if (set.not_applied[0] != '\0')
-				printf("subscribers: read but not applied: %s\n", set.not_applied);
-			if (a.cfg.n_workers > 1)
-				printf("subscribers: %u workers, each with a scheduler over every "
-				       "subscriber and a pool of %u CAKEs per direction (counted "
-				       "above); the address tables are shared\n",
-				       a.cfg.n_workers, m.active / a.cfg.n_workers);
-			if (set.mins_scaled != 0)
-				printf("subscribers: mins above a node's capacity at %u nodes "
-				       "(scaled, as scale_mins asks)\n",
-				       set.mins_scaled);
-			if (a.cfg.n_workers > 1 && a.cfg.subscribers.shard_by_subscriber)
-				printf("subscribers: each on a worker by its id; every node's "
-				       "capacity shared among the workers\n");
-			if (set.unknown == SUB_UNKNOWN_PLAN)
-				printf("subscribers: addresses no subscriber owns get a plan "
-				       "each (%.1f/%.1f Mbit/s), up to %u at once per worker, "
-				       "their CAKEs from the pool\n",
-				       set.unknown_plan[SUB_DOWN].max / 1e6,
-				       set.unknown_plan[SUB_UP].max / 1e6, m.unknown_slots);
-			sub_set_free(&set);
-		}
-		printf("%s: configuration is valid\n", config_path);
-		return 0;
-	}
-
-	if (open_control(&a, config_path) != 0)
+	if (shaper_config_tc(c, tc, sizeof(tc)) != 0) {
+		shaper_log_error("the tc commands do not fit in %zu bytes", sizeof(tc));
 		return 1;
+	}
+	fputs(tc, stdout);
+	return 0;
+}
+
+static void
+close_control(struct app *a)
+{
+	ctl_server_close(a->srv);
+	a->srv = NULL;
+}
+
+static int
+start_eal(struct app *a)
+{
 	/* DPDK's own messages at their levels, through the same filter and stream. */
 	if (shaper_log_route_rte() != 0)
 		shaper_log_warning("cannot route DPDK's log: it keeps its own stream");
-	rc = rte_eal_init(eal_argc, argv);
-	if (rc < 0) {
+	if (rte_eal_init(a->eal_argc, a->argv) < 0) {
 		/* EAL says why above; rte_errno is not always set (e.g. a --file-prefix in use). */
 		shaper_log_error(
 				"EAL initialisation failed: %s",
 				rte_errno != 0 ? rte_strerror(rte_errno)
 					       : "see EAL's message above (is --file-prefix in use?)");
-		ctl_server_close(a.srv);
-		return 1;
+		return -1;
 	}
+	a->eal_up = true;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, ctl_reload_on_sighup); /* only notes it: run_control reloads */
 	dp_clock_begin();                     /* the TSC's calibration runs while the ports start */
-	if (a.cfg.pdump) {
-		if (dp_pdump_init(err, sizeof(err)) != 0) {
-			shaper_log_error("dataplane.pdump: %s", err);
-			exit_code = 1;
-			goto out_pools;
-		}
-		pdump_on = true;
-	}
+	return 0;
+}
 
-	a.sized = a.cfg;
-	if (a.cfg.fail_open && prepare_fail_open(&a) != 0) {
-		exit_code = 1;
-		goto out_ports;
+static void
+stop_eal(struct app *a)
+{
+	if (a->eal_up)
+		rte_eal_cleanup();
+}
+
+static int
+start_pdump(struct app *a)
+{
+	char err[SHAPER_ERR_LEN];
+
+	if (!a->cfg.pdump)
+		return 0;
+	if (dp_pdump_init(err, sizeof(err)) != 0) {
+		shaper_log_error("dataplane.pdump: %s", err);
+		return -1;
 	}
-	/*
-	 * The ports first: the descriptor counts their drivers really use and
-	 * their NUMA nodes decide each direction's pool, which goes on the node
-	 * of the port that receives into it.
-	 */
-	for (int r = 0; r < shaper_n_ports(&a.cfg); r++) {
+	a->pdump_on = true;
+	return 0;
+}
+
+static void
+stop_pdump(struct app *a)
+{
+	if (a->pdump_on)
+		dp_pdump_uninit();
+}
+
+/*
+ * The ports first: the descriptor counts their drivers really use and
+ * their NUMA nodes decide each direction's pool, which goes on the node
+ * of the port that receives into it.
+ */
+static int
+configure_ports(struct app *a)
+{
+	char err[SHAPER_ERR_LEN];
+
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++) {
 		/* A bridge carries the same frames both ways: the larger mtu. */
-		uint32_t max_frame = a.cfg.dir[SHAPER_UP].mtu > a.cfg.dir[SHAPER_DOWN].mtu
-						     ? a.cfg.dir[SHAPER_UP].mtu
-						     : a.cfg.dir[SHAPER_DOWN].mtu;
+		uint32_t max_frame = a->cfg.dir[SHAPER_UP].mtu > a->cfg.dir[SHAPER_DOWN].mtu
+						     ? a->cfg.dir[SHAPER_UP].mtu
+						     : a->cfg.dir[SHAPER_DOWN].mtu;
 		struct dp_port_queues q = {
-			.n = (uint16_t)a.n_shards,
-			.by = a.cfg.shard_by,
+			.n = (uint16_t)a->n_shards,
+			.by = a->cfg.shard_by,
 			.lan_side = r == SHAPER_PORT_LAN,
 		};
 
-		if (dp_port_configure(&a.port[r], &a.sized.port[r], max_frame, &q, err,
+		if (dp_port_configure(&a->port[r], &a->sized.port[r], max_frame, &q, err,
 				      sizeof(err)) != 0) {
-			shaper_log_error("ports.%s: %s", shaper_port_label(&a.cfg, r), err);
-			exit_code = 1;
-			goto out_ports;
+			shaper_log_error("ports.%s: %s", shaper_port_label(&a->cfg, r), err);
+			return -1;
 		}
-		a.port_open[r] = true;
+		a->port_open[r] = true;
 		/* One hash for both sides' frames cannot keep a host on its shard. */
-		if (a.cfg.single_port)
-			a.port[r].rss_sharded = false;
-		if (a.port[r].nb_rxd != a.cfg.port[r].rx_desc ||
-		    a.port[r].nb_txd != a.cfg.port[r].tx_desc)
+		if (a->cfg.single_port)
+			a->port[r].rss_sharded = false;
+		if (a->port[r].nb_rxd != a->cfg.port[r].rx_desc ||
+		    a->port[r].nb_txd != a->cfg.port[r].tx_desc)
 			shaper_log_info("ports.%s: the driver uses %u rx and %u tx descriptors "
 					"(asked %u and %u)",
-					shaper_port_label(&a.cfg, r), a.port[r].nb_rxd,
-					a.port[r].nb_txd, a.cfg.port[r].rx_desc,
-					a.cfg.port[r].tx_desc);
-		a.sized.port[r].rx_desc = a.port[r].nb_rxd;
-		a.sized.port[r].tx_desc = a.port[r].nb_txd;
+					shaper_port_label(&a->cfg, r), a->port[r].nb_rxd,
+					a->port[r].nb_txd, a->cfg.port[r].rx_desc,
+					a->cfg.port[r].tx_desc);
+		a->sized.port[r].rx_desc = a->port[r].nb_rxd;
+		a->sized.port[r].tx_desc = a->port[r].nb_txd;
 	}
-	if (a.cfg.single_port) {
+	if (a->cfg.single_port) {
 		/* The one port is each direction's input and output. */
-		a.port[SHAPER_PORT_LAN] = a.port[SHAPER_PORT_WAN];
-		a.sized.port[SHAPER_PORT_LAN] = a.sized.port[SHAPER_PORT_WAN];
+		a->port[SHAPER_PORT_LAN] = a->port[SHAPER_PORT_WAN];
+		a->sized.port[SHAPER_PORT_LAN] = a->sized.port[SHAPER_PORT_WAN];
 	}
+	return 0;
+}
+
+static int
+create_pools(struct app *a)
+{
+	char err[SHAPER_ERR_LEN];
+
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		const struct dp_port *in = &a.port[dir_input_port(&a, d)];
+		const struct dp_port *in = &a->port[dir_input_port(a, d)];
 		char name[RTE_MEMPOOL_NAMESIZE];
 
 		/* Sized again with the descriptor counts the drivers settled on. */
-		if (dp_pool_size(&a.sized, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
-				 &a.pool_mbufs[d], err, sizeof(err)) != 0) {
-			shaper_log_error("%s: %s", config_path, err);
-			exit_code = 1;
-			goto out_ports;
+		if (dp_pool_size(&a->sized, (enum shaper_dir)d, dp_mbuf_truesize_planned(),
+				 &a->pool_mbufs[d], err, sizeof(err)) != 0) {
+			shaper_log_error("%s: %s", a->config_path, err);
+			return -1;
 		}
-		if (pool_shared(&a, d))
+		if (pool_shared(a, d))
 			continue; /* the downstream's, made with room for both */
-		if (a.cfg.single_port) {
+		if (a->cfg.single_port) {
 			uint32_t up;
 
-			if (dp_pool_size(&a.sized, SHAPER_UP, dp_mbuf_truesize_planned(), &up, err,
+			if (dp_pool_size(&a->sized, SHAPER_UP, dp_mbuf_truesize_planned(), &up, err,
 					 sizeof(err)) != 0) {
-				shaper_log_error("%s: %s", config_path, err);
-				exit_code = 1;
-				goto out_ports;
+				shaper_log_error("%s: %s", a->config_path, err);
+				return -1;
 			}
-			a.pool_mbufs[d] += up;
+			a->pool_mbufs[d] += up;
 		}
 		snprintf(name, sizeof(name), "shaper_%s", shaper_dir_name[d]);
-		a.pool[d] = dp_pool_create(name, a.pool_mbufs[d], in->socket);
-		if (a.pool[d] == NULL) {
+		a->pool[d] = dp_pool_create(name, a->pool_mbufs[d], in->socket);
+		if (a->pool[d] == NULL) {
 			shaper_log_error("cannot create the %s pool of %u mbufs on socket %d: %s "
 					 "(give EAL more memory, -m, or lower dataplane.mbufs)",
-					 shaper_dir_name[d], a.pool_mbufs[d], in->socket,
+					 shaper_dir_name[d], a->pool_mbufs[d], in->socket,
 					 rte_strerror(rte_errno));
-			exit_code = 1;
-			goto out_ports;
+			return -1;
 		}
 	}
-	if (a.cfg.single_port) {
-		a.pool[SHAPER_UP] = a.pool[SHAPER_DOWN];
-		a.pool_mbufs[SHAPER_UP] = a.pool_mbufs[SHAPER_DOWN];
+	if (a->cfg.single_port) {
+		a->pool[SHAPER_UP] = a->pool[SHAPER_DOWN];
+		a->pool_mbufs[SHAPER_UP] = a->pool_mbufs[SHAPER_DOWN];
 	}
-	for (int r = 0; r < shaper_n_ports(&a.cfg); r++) {
+	return 0;
+}
+
+static int
+start_ports(struct app *a)
+{
+	char err[SHAPER_ERR_LEN];
+
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++) {
 		/* A port receives the direction it is the input of (on a stick, both). */
 		enum shaper_dir in_dir = r == SHAPER_PORT_LAN ? SHAPER_UP : SHAPER_DOWN;
 
-		if (dp_port_start(&a.port[r], a.pool[in_dir], err, sizeof(err)) != 0) {
-			shaper_log_error("ports.%s: %s", shaper_port_label(&a.cfg, r), err);
-			a.port_open[r] = false; /* closed by dp_port_start */
-			exit_code = 1;
-			goto out_ports;
+		if (dp_port_start(&a->port[r], a->pool[in_dir], err, sizeof(err)) != 0) {
+			shaper_log_error("ports.%s: %s", shaper_port_label(&a->cfg, r), err);
+			a->port_open[r] = false; /* closed by dp_port_start */
+			return -1;
 		}
-		shaper_log_info("%s port %u is %s", shaper_port_label(&a.cfg, r), a.port[r].port_id,
-				a.port[r].name);
+		shaper_log_info("%s port %u is %s", shaper_port_label(&a->cfg, r),
+				a->port[r].port_id, a->port[r].name);
 	}
-	if (a.cfg.single_port) {
-		a.port[SHAPER_PORT_LAN] = a.port[SHAPER_PORT_WAN];
+	if (a->cfg.single_port) {
+		a->port[SHAPER_PORT_LAN] = a->port[SHAPER_PORT_WAN];
 		shaper_log_info("single port: the WAN on VLAN %u, the LAN on VLAN %u",
-				a.cfg.vlan[SHAPER_PORT_WAN], a.cfg.vlan[SHAPER_PORT_LAN]);
+				a->cfg.vlan[SHAPER_PORT_WAN], a->cfg.vlan[SHAPER_PORT_LAN]);
 	}
-	if (choose_steering(&a) != 0) {
-		exit_code = 1;
-		goto out_ports;
-	}
-	if (dp_ports_wait_link(a.port, (unsigned int)shaper_n_ports(&a.cfg), LINK_WAIT_MS) != 0)
-		for (int r = 0; r < shaper_n_ports(&a.cfg); r++)
-			if (!a.port[r].link_up)
+	return 0;
+}
+
+/* With fail-open its programs first (they carry the line meanwhile), then the ports and pools. */
+static int
+open_ports(struct app *a)
+{
+	a->sized = a->cfg;
+	if (a->cfg.fail_open && prepare_fail_open(a) != 0)
+		return -1;
+	if (configure_ports(a) != 0 || create_pools(a) != 0 || start_ports(a) != 0)
+		return -1;
+	return 0;
+}
+
+/* The workers have stopped: the counters at exit, while the ports and shards exist. */
+static void
+read_exit_counters(struct app *a)
+{
+	/* A start that failed leaves no program of ours on the ports (a second call is a no-op). */
+	if (a->cfg.fail_open)
+		dp_failopen_stop(&a->failopen);
+	/* Telemetry answers until rte_eal_cleanup: stop it reaching what is freed next. */
+	dp_telemetry_shutdown();
+	a->counters = collect_counters(a);
+}
+
+/* Every mbuf should be back in its pool once the ports are closed: the report says. */
+static void
+close_ports(struct app *a)
+{
+	unsigned int in_use = 0, kept;
+
+	for (int r = 0; r < shaper_n_ports(&a->cfg); r++)
+		if (a->port_open[r])
+			dp_port_close(&a->port[r]);
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (a->pool[d] != NULL && !pool_shared(a, d))
+			in_use += (unsigned int)rte_mempool_in_use_count(a->pool[d]);
+	kept = in_use < a->driver_held ? in_use : a->driver_held;
+	report(a, a->counters, in_use - kept, kept);
+	a->counters = NULL;
+	if (in_use - kept != 0)
+		a->exit_code = 3;
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
+		if (!pool_shared(a, d))
+			rte_mempool_free(a->pool[d]);
+}
+
+static int
+wait_links(struct app *a)
+{
+	if (dp_ports_wait_link(a->port, (unsigned int)shaper_n_ports(&a->cfg), LINK_WAIT_MS) != 0)
+		for (int r = 0; r < shaper_n_ports(&a->cfg); r++)
+			if (!a->port[r].link_up)
 				shaper_log_ratelimited(
 						SHAPER_LOG_NOTICE,
 						"%s port %s: link down after %u ms; forwarding "
 						"starts when it comes up",
-						shaper_port_label(&a.cfg, r), a.port[r].name,
+						shaper_port_label(&a->cfg, r), a->port[r].name,
 						LINK_WAIT_MS);
 	/*
 	 * net_af_xdp fills its fill ring from the rx pool at start and does not
@@ -1327,84 +1338,165 @@ main(int argc, char **argv)
 	 * frame moved, so the exit count can tell them from a leak of ours.
 	 */
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a.pool[d] != NULL && !pool_shared(&a, d) &&
-		    dp_port_keeps_rx_mbufs(&a.port[dir_input_port(&a, d)]))
-			driver_held += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
+		if (a->pool[d] != NULL && !pool_shared(a, d) &&
+		    dp_port_keeps_rx_mbufs(&a->port[dir_input_port(a, d)]))
+			a->driver_held += (unsigned int)rte_mempool_in_use_count(a->pool[d]);
 	dp_clock_init();
-	if (create_workers(&a) != 0 || setup_dirs(&a) != 0 || attach_subscribers(&a) != 0 ||
-	    launch_workers(&a) != 0) {
-		exit_code = 1;
-		goto out_run;
-	}
-	if (a.cfg.fail_open && start_fail_open(&a) != 0) {
-		exit_code = 1;
-		goto out_run;
-	}
-	shaper_log_info("bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops",
-			shaper_discipline_name(a.cfg.dir[SHAPER_UP].discipline),
-			shaper_discipline_name(a.cfg.dir[SHAPER_DOWN].discipline));
-	fflush(stdout);
-	sd_notify(0, "READY=1\nSTATUS=bridging");
+	return 0;
+}
 
-	run_control(&a);
-	sd_notify(0, "STOPPING=1");
-
-out_run:
-	/* The bridge takes the line before the workers stop, not a lease later. */
-	if (a.cfg.fail_open)
-		dp_failopen_stop(&a.failopen);
+/*
+ * Launched or not (waiting for none is at once): the bridge takes the line
+ * before the workers stop, not a lease later; then every shard is drained.
+ */
+static void
+stop_workers(struct app *a)
+{
+	if (a->cfg.fail_open)
+		dp_failopen_stop(&a->failopen);
 	dp_request_stop();
-	teardown(&a);
-out_ports:
-	/* A start that failed leaves no program of ours on the ports (a second call is a no-op). */
-	if (a.cfg.fail_open)
-		dp_failopen_stop(&a.failopen);
-	/* Telemetry answers until rte_eal_cleanup: stop it reaching what is freed below. */
-	dp_telemetry_shutdown();
-	counters = collect_counters(&a);
-	for (int r = 0; r < shaper_n_ports(&a.cfg); r++)
-		if (a.port_open[r])
-			dp_port_close(&a.port[r]);
-	/* Ports closed: every mbuf should be back in the pool now. */
+	rte_eal_mp_wait_lcore();
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (a.pool[d] != NULL && !pool_shared(&a, d))
-			in_use += (unsigned int)rte_mempool_in_use_count(a.pool[d]);
-	kept = in_use < driver_held ? in_use : driver_held;
-	report(&a, counters, in_use - kept, kept);
-	if (in_use - kept != 0)
-		exit_code = 3;
-	if (a.subs_attached) /* drained by teardown; before the link's schedulers go */
-		dp_subs_detach_shards(a.dir[SHAPER_DOWN], a.dir[SHAPER_UP], a.n_shards);
+		for (unsigned int i = 0; i < a->n_shards; i++)
+			if (a->dir[d][i] != NULL && a->dir[d][i]->sched != NULL)
+				dp_dir_drain(a->dir[d][i]);
+}
+
+static void
+free_workers(struct app *a)
+{
+	for (unsigned int i = 0; i < a->n_shards; i++)
+		dp_lcore_free(a->lc[i]);
+}
+
+static void
+free_dirs(struct app *a)
+{
 	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
 		struct dp_dir *shards[SHAPER_MAX_WORKERS];
 		unsigned int made = 0;
 
 		/* The contexts are made in order: those after a failed one are not there. */
-		while (made < a.n_shards && a.dir[d][made] != NULL) {
-			shards[made] = a.dir[d][made];
+		while (made < a->n_shards && a->dir[d][made] != NULL) {
+			shards[made] = a->dir[d][made];
 			sched_free(shards[made]->sched);
 			emu_free(shards[made]->emu);
 			dp_dir_control_free(shards[made]);
 			made++;
 		}
 		dp_steer_free(shards, made);
-		rte_free(a.share[d]);
+		rte_free(a->share[d]);
 	}
-	dp_rtt_group_free(a.ar_group);
-	for (unsigned int i = 0; i < a.n_shards; i++) {
-		if (a.dir[SHAPER_UP][i] != NULL)
-			dp_stick_free(a.dir[SHAPER_UP][i]->stick);
-		dp_rtt_free(a.rtt[i]);
-		dp_lcore_free(a.lc[i]);
+	dp_rtt_group_free(a->ar_group);
+	for (unsigned int i = 0; i < a->n_shards; i++) {
+		if (a->dir[SHAPER_UP][i] != NULL)
+			dp_stick_free(a->dir[SHAPER_UP][i]->stick);
+		dp_rtt_free(a->rtt[i]);
 	}
-out_pools:
-	if (pdump_on)
-		dp_pdump_uninit();
-	ctl_server_close(a.srv);
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++)
-		if (!pool_shared(&a, d))
-			rte_mempool_free(a.pool[d]);
+}
 
-	rte_eal_cleanup();
-	return exit_code;
+static void
+detach_subscribers(struct app *a)
+{
+	if (a->subs_attached) /* drained by stop_workers; before the link's schedulers go */
+		dp_subs_detach_shards(a->dir[SHAPER_DOWN], a->dir[SHAPER_UP], a->n_shards);
+}
+
+/*
+ * Start-up, stage by stage. A stage that fails returns -1 having said why,
+ * and is unwound with those before it: its stop and undo cope with a start
+ * cut short. Unwinding (at a failure, or once a signal stops the bridge)
+ * takes two passes, each in reverse: every stop first, after which nothing
+ * moves a frame or a counter and the exit counters are read, then every
+ * undo, which frees what its stage made. So the exit report comes once the
+ * shards are freed (they hold no mbuf after the drain) and the ports closed.
+ */
+struct stage {
+	const char *name;
+	int (*start)(struct app *a);
+	void (*stop)(struct app *a); /* NULL: nothing of it runs */
+	void (*undo)(struct app *a); /* NULL: nothing of its own to free */
+};
+
+static const struct stage stages[] = {
+	{ "control socket", open_control, NULL, close_control },
+	{ "EAL", start_eal, NULL, stop_eal },
+	{ "packet capture", start_pdump, NULL, stop_pdump },
+	{ "ports", open_ports, read_exit_counters, close_ports },
+	{ "steering", choose_steering, NULL, NULL },
+	{ "links", wait_links, NULL, NULL },
+	{ "workers", create_workers, stop_workers, free_workers },
+	{ "shards", setup_dirs, NULL, free_dirs },
+	{ "subscribers", attach_subscribers, NULL, detach_subscribers },
+	{ "launch", launch_workers, NULL, NULL },
+	{ "fail-open", start_fail_open, NULL, NULL },
+};
+
+/* How many stages began: all, or up to the one that failed (*failed then true). */
+static size_t
+start_stages(struct app *a, bool *failed)
+{
+	for (size_t i = 0; i < RTE_DIM(stages); i++) {
+		shaper_log_debug("start-up: %s", stages[i].name);
+		if (stages[i].start(a) != 0) {
+			*failed = true;
+			return i + 1;
+		}
+	}
+	*failed = false;
+	return RTE_DIM(stages);
+}
+
+static void
+unwind_stages(struct app *a, size_t begun)
+{
+	for (size_t i = begun; i-- > 0;)
+		if (stages[i].stop != NULL)
+			stages[i].stop(a);
+	for (size_t i = begun; i-- > 0;)
+		if (stages[i].undo != NULL) {
+			shaper_log_debug("shutdown: %s", stages[i].name);
+			stages[i].undo(a);
+		}
+}
+
+static void
+bridge(struct app *a)
+{
+	shaper_log_info("bridging (upstream %s, downstream %s); SIGINT or SIGTERM stops",
+			shaper_discipline_name(a->cfg.dir[SHAPER_UP].discipline),
+			shaper_discipline_name(a->cfg.dir[SHAPER_DOWN].discipline));
+	fflush(stdout);
+	sd_notify(0, "READY=1\nSTATUS=bridging");
+	run_control(a);
+	sd_notify(0, "STOPPING=1");
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct app a;
+	bool check_only = false, failed;
+	int app_first;
+	size_t begun;
+
+	shaper_log_init("shaperd");
+	split_args(argc, argv, &a.eal_argc, &app_first);
+	a.argv = argv;
+	/* --version/--help/--check-config work without EAL, before any device is touched. */
+	if (parse_app_args(argc - app_first + 1, argv + app_first - 1, &a.config_path, &check_only,
+			   &a.stats_file) != 0)
+		return 2;
+	if (load_config(&a) != 0)
+		return 1;
+	if (print_tc)
+		return print_tc_commands(&a.cfg);
+	if (check_only)
+		return check_config_report(&a.cfg, a.pool_mbufs, a.config_path);
+	begun = start_stages(&a, &failed);
+	if (!failed)
+		bridge(&a);
+	a.exit_code = failed ? 1 : 0; /* 3 instead if an mbuf is missing at exit */
+	unwind_stages(&a, begun);
+	return a.exit_code;
 }
