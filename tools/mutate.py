@@ -881,10 +881,13 @@ def test_programs(build):
         suite = next((s for s in SUITES if s in suites), None)
         if suite is None or t["name"] == "clang_format":
             continue  # a mutant's formatting is not a test result
-        prog = os.path.realpath(t["cmd"][0])
-        rel = os.path.relpath(prog, os.path.realpath(build))
+        rels = [os.path.relpath(os.path.realpath(a), os.path.realpath(build))
+                for a in t["cmd"] if os.path.isabs(a)]
+        rel = os.path.relpath(os.path.realpath(t["cmd"][0]), os.path.realpath(build))
+        # A script's arguments may be programs meson builds (units_py's oracle).
+        deps = [r for r in rels if not r.startswith("..")]
         tests.append(dict(name=f"{suite}/{t['name']}", cmd=t["cmd"], env=t["env"] or {},
-                          workdir=t["workdir"] or build,
+                          workdir=t["workdir"] or build, deps=deps,
                           target=None if rel.startswith("..") else rel))
     return tests
 
@@ -902,7 +905,9 @@ def fingerprint(build, tests):
 
 
 def build_tests(build, tests):
-    targets = sorted({t["target"] for t in tests if t["target"] is not None})
+    rc, out = run(["ninja", "-C", build, "-t", "targets", "all"], build, 120)
+    known = {line.rsplit(": ", 1)[0] for line in out.splitlines()} if rc == 0 else set()
+    targets = sorted({d for t in tests for d in t["deps"] if d in known})
     # Through ccache (when meson found it), keyed relative to the scratch tree
     # and without the directory: objects the main build made are reused.
     env = dict(os.environ, CCACHE_NOHASHDIR="1",
