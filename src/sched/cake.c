@@ -51,6 +51,7 @@
 #include "shaper/rand.h"
 #include "sched/ack_filter.h"
 #include "sched/cobalt.h"
+#include "sched/l4s.h"
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
@@ -79,10 +80,6 @@ enum cake_set {
 /* Flow flags. */
 #define CAKE_FLOW_REHOST  1u /* host slots stale after an isolation change */
 #define CAKE_FLOW_CLASSIC 2u /* l4s: its latest packet not CE was ECT(0) or Not-ECT */
-
-/* The ECN field (RFC 3168; ECT(1) is L4S's, RFC 9331). */
-#define CAKE_ECT1 1u
-#define CAKE_CE   3u
 
 struct cake_flow {
 	struct sh_pkt_list pkts; /* the queued packets; pkts.count is the packet count */
@@ -1635,33 +1632,6 @@ cake_ack_filter(struct cake *c, struct cake_tin *b, struct cake_flow *f, struct 
 	sh_pkt_list_push(dropped, ack);
 }
 
-/*
- * l4s: is pkt an L4S packet (RFC 9331 section 5.3)? ECT(1) is, ECT(0) and
- * Not-ECT are not, and CE is, as RFC 9331 classifies it, unless the flow's
- * latest packet not CE was classic (a CE packet was ECT before a bottleneck
- * upstream marked it; the flow says which ECT). The verdict rides in the
- * packet, so the queue's count of classic packets stays exact however the
- * flow's history moves on.
- */
-static inline void
-cake_l4s_classify(struct cake_tin *b, struct cake_flow *f, struct sh_pkt *pkt)
-{
-	uint8_t ecn = pkt->ecn & 3u;
-
-	if (ecn == CAKE_ECT1) {
-		f->flags &= (uint8_t)~CAKE_FLOW_CLASSIC;
-		b->ect1_packets++;
-	} else if (ecn != CAKE_CE) {
-		f->flags |= CAKE_FLOW_CLASSIC;
-	}
-	if (!(f->flags & CAKE_FLOW_CLASSIC)) {
-		pkt->flags |= SH_PKT_L4S;
-	} else {
-		pkt->flags &= (uint8_t)~SH_PKT_L4S;
-		f->classic++;
-	}
-}
-
 /* The tin pkt goes to: its DSCP's, or the first for a DSCP the mode leaves out. */
 static inline uint32_t
 cake_tin_of(const struct cake *c, const struct sh_pkt *pkt)
@@ -1709,7 +1679,7 @@ cake_enqueue_one(struct cake *c, struct sh_pkt *pkt, uint64_t now, uint64_t stam
 	pkt->queue = idx;
 	pkt->adj_len = cake_overhead(c, pkt);
 	if (c->p.l4s)
-		cake_l4s_classify(b, f, pkt);
+		l4s_classify(pkt, &f->flags, CAKE_FLOW_CLASSIC, &f->classic, &b->ect1_packets);
 	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
 	b->backlog += pkt->len;

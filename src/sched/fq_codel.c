@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "shaper/classify.h"
+#include "sched/l4s.h"
 #include "sched/rate.h"
 #include "sched/sched_impl.h"
 
@@ -38,10 +39,6 @@
 
 /* Flow flags. */
 #define FQC_FLOW_CLASSIC 1u /* l4s: its latest packet not CE was ECT(0) or Not-ECT */
-
-/* The ECN field (RFC 3168; ECT(1) is L4S's, RFC 9331). */
-#define FQC_ECT1 1u
-#define FQC_CE   3u
 
 enum fqc_list {
 	FQC_LIST_NONE = 0,
@@ -280,32 +277,6 @@ fqc_flow_pop(struct fq_codel *q, struct fqc_flow *f)
 	if (q->c.l4s && !(pkt->flags & SH_PKT_L4S))
 		f->classic--;
 	return pkt;
-}
-
-/*
- * l4s: is pkt an L4S packet (RFC 9331 section 5.3)? ECT(1) is, ECT(0) and
- * Not-ECT are not, and CE is unless the flow's latest packet not CE was
- * classic (a CE packet was ECT before a bottleneck upstream marked it; the
- * flow says which ECT). The verdict rides in the packet, so the queue's
- * count of classic packets stays exact however the flow's history moves on.
- */
-static inline void
-fqc_l4s_classify(struct fq_codel *q, struct fqc_flow *f, struct sh_pkt *pkt)
-{
-	uint8_t ecn = pkt->ecn & 3u;
-
-	if (ecn == FQC_ECT1) {
-		f->flags &= (uint8_t)~FQC_FLOW_CLASSIC;
-		q->ect1_packets++;
-	} else if (ecn != FQC_CE) {
-		f->flags |= FQC_FLOW_CLASSIC;
-	}
-	if (!(f->flags & FQC_FLOW_CLASSIC)) {
-		pkt->flags |= SH_PKT_L4S;
-	} else {
-		pkt->flags &= (uint8_t)~SH_PKT_L4S;
-		f->classic++;
-	}
 }
 
 static inline void
@@ -585,7 +556,7 @@ fqc_enqueue(void *impl, struct sh_pkt *pkt, uint64_t now, uint64_t stamp,
 	pkt->tin = 0;
 	pkt->adj_len = sched_adjust_len(&q->p, pkt->len, pkt->net_off, NULL);
 	if (q->c.l4s)
-		fqc_l4s_classify(q, f, pkt);
+		l4s_classify(pkt, &f->flags, FQC_FLOW_CLASSIC, &f->classic, &q->ect1_packets);
 	sh_pkt_list_push(&f->pkts, pkt);
 	f->backlog += pkt->len;
 	q->backlog += pkt->len;
