@@ -17,6 +17,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "shaper/hist_quantile.h"
 #include "shaper/rtt.h"
 
 #define TCP_OPT_EOL    0
@@ -300,27 +301,12 @@ rtt_hist_lower_ns(unsigned int bucket)
 uint64_t
 rtt_hist_percentile(const struct rtt_hist *h, double p)
 {
-	uint64_t total = 0, seen = 0;
-	double want;
+	uint64_t edge[RTT_HIST_BUCKETS + 1];
 
 	for (unsigned int i = 0; i < RTT_HIST_BUCKETS; i++)
-		total += h->count[i];
-	if (total == 0)
-		return 0;
-	want = p / 100.0 * (double)total;
-	for (unsigned int i = 0; i < RTT_HIST_BUCKETS; i++) {
-		uint64_t lo, hi;
-
-		if (h->count[i] == 0 || (double)(seen + h->count[i]) < want) {
-			seen += h->count[i];
-			continue;
-		}
-		lo = rtt_hist_lower_ns(i);
-		hi = i + 1 < RTT_HIST_BUCKETS ? rtt_hist_lower_ns(i + 1) : lo * 2;
-		return lo + (uint64_t)((double)(hi - lo) *
-				       ((want - (double)seen) / (double)h->count[i]));
-	}
-	return rtt_hist_lower_ns(RTT_HIST_BUCKETS - 1);
+		edge[i] = rtt_hist_lower_ns(i);
+	edge[RTT_HIST_BUCKETS] = edge[RTT_HIST_BUCKETS - 1] * 2; /* the last: one more octave */
+	return sh_hist_quantile(h->count, edge, RTT_HIST_BUCKETS, p / 100.0);
 }
 
 void

@@ -3,6 +3,7 @@
  */
 #include <string.h>
 
+#include "shaper/hist_quantile.h"
 #include "shaper/subscriber_rtt.h"
 
 #define RTT_SET(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -77,28 +78,15 @@ sub_rtt_merge(const struct sub_rtt *r, uint32_t win, uint32_t h[SUB_RTT_BUCKETS]
 uint64_t
 sub_rtt_quantile(const uint32_t h[SUB_RTT_BUCKETS], double q)
 {
-	uint64_t total = 0, seen = 0;
-	double want;
+	uint64_t count[SUB_RTT_BUCKETS], edge[SUB_RTT_BUCKETS + 1];
 
-	for (unsigned int i = 0; i < SUB_RTT_BUCKETS; i++)
-		total += h[i];
-	if (total == 0)
-		return 0;
-	want = q * (double)total;
 	for (unsigned int i = 0; i < SUB_RTT_BUCKETS; i++) {
-		uint64_t lo, hi;
-
-		if (h[i] == 0 || (double)(seen + h[i]) < want) {
-			seen += h[i];
-			continue;
-		}
-		lo = sub_rtt_lower_ns(i);
-		if (i + 1 == SUB_RTT_BUCKETS)
-			return lo; /* open above: its lower edge is all it says */
-		hi = sub_rtt_lower_ns(i + 1);
-		return lo + (uint64_t)((double)(hi - lo) * ((want - (double)seen) / (double)h[i]));
+		count[i] = h[i];
+		edge[i] = sub_rtt_lower_ns(i);
 	}
-	return sub_rtt_lower_ns(SUB_RTT_BUCKETS - 1);
+	edge[SUB_RTT_BUCKETS] =
+			edge[SUB_RTT_BUCKETS - 1]; /* open above: its lower edge is all it says */
+	return sh_hist_quantile(count, edge, SUB_RTT_BUCKETS, q);
 }
 
 void
