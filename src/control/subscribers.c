@@ -597,6 +597,190 @@ busy_up(const struct sub_set *set, struct sub_qoe_acc *node_busy, uint32_t at,
 				node_busy[k].h[s][b] += acc->h[s][b];
 }
 
+/* h's samples added to side's RTT of every node from at up to the link. */
+static void
+rtt_up(const struct sub_set *set, uint32_t (*node_rtt)[SUB_RTT_SIDES][SUB_RTT_BUCKETS], uint32_t at,
+       int side, const uint32_t h[SUB_RTT_BUCKETS])
+{
+	uint32_t any = 0;
+
+	for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+		any |= h[b];
+	for (uint32_t k = at; any != 0 && k != SUB_NONE; k = set->nodes[k].parent)
+		for (int b = 0; b < SUB_RTT_BUCKETS; b++)
+			node_rtt[k][side][b] += h[b];
+}
+
+/* What subscribers.metrics adds up over the set before it writes a line. */
+struct metrics_acc {
+	const struct ctl_backend *be;
+	const struct sub_set *set;
+	const struct sub_sched *ss;
+	struct metric_sums (*node)[SUB_DIRS];
+	uint32_t (*node_rtt)[SUB_RTT_SIDES][SUB_RTT_BUCKETS];
+	struct sub_qoe_acc *node_busy;
+	struct ranked *rb, *rw; /* by bytes of the last minute, by busy LAN p95 */
+	bool *listed;
+	uint32_t used, nworst; /* entries in rb, rw */
+};
+
+static void
+metrics_acc_free(struct metrics_acc *a)
+{
+	free(a->node);
+	free(a->node_rtt);
+	free(a->node_busy);
+	free(a->rb);
+	free(a->rw);
+	free(a->listed);
+}
+
+/* -1 when out of memory (what was allocated is a's to free). */
+static int
+metrics_acc_alloc(struct metrics_acc *a)
+{
+	uint32_t n = a->set->nsubs != 0 ? a->set->nsubs : 1;
+
+	a->node = calloc(a->set->nnodes, sizeof(*a->node));
+	a->node_rtt = calloc(a->set->nnodes, sizeof(*a->node_rtt));
+	a->node_busy = calloc(a->set->nnodes, sizeof(*a->node_busy));
+	a->rb = calloc(n, sizeof(*a->rb));
+	a->rw = calloc(n, sizeof(*a->rw));
+	a->listed = calloc(n, sizeof(*a->listed));
+	if (a->node == NULL || a->node_rtt == NULL || a->node_busy == NULL || a->rb == NULL ||
+	    a->rw == NULL || a->listed == NULL)
+		return -1;
+	return 0;
+}
+
+/*
+ * Slot i of the set (i == nsubs: the link's own entry) added up its node's
+ * path to the link, and a subscriber ranked by bytes and by busy LAN p95.
+ */
+static void
+metrics_add_slot(struct metrics_acc *a, uint32_t i)
+{
+	const struct sub_set *set = a->set;
+	struct sub_qoe_acc q = { 0 };
+	struct sub_qoe_summary lan;
+	uint32_t at = SUB_ROOT, slot = i;
+
+	if (i < set->nsubs) {
+		if (!sub_slot_used(&set->subs[i]))
+			return;
+		at = set->subs[i].node;
+	} else {
+		slot = sub_sched_nsubs(a->ss); /* the link's entry */
+	}
+	for (int d = 0; d < SUB_DIRS; d++) {
+		struct sub_counters c;
+
+		counters(a->be, a->ss, slot, (enum sub_dir)d, &c);
+		for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent)
+			sums_add(&a->node[k][d], &c);
+	}
+	/* A node's RTT is its subscribers' samples together (the link's: everyone's). */
+	for (int k = 0; k < SUB_RTT_SIDES; k++) {
+		uint32_t h[SUB_RTT_BUCKETS] = { 0 };
+
+		rtt_hist(a->be, a->ss, slot, (enum sub_rtt_side)k, h);
+		rtt_up(set, a->node_rtt, at, k, h);
+	}
+	qoe_of(a->be, a->ss, slot, &q);
+	busy_up(set, a->node_busy, at, &q);
+	if (i == set->nsubs)
+		return;
+	a->rb[a->used].sub = i;
+	a->rb[a->used++].key = q.last_bytes;
+	sub_qoe_summarize(&q, SUB_RTT_LAN, &lan);
+	if (lan.samples >= CTL_BUSY_RANK_SAMPLES) {
+		a->rw[a->nworst].sub = i;
+		a->rw[a->nworst++].key = lan.p95_ns;
+	}
+}
+
+/*
+ * Unknown addresses with a plan each are the link's too (each on one
+ * shard). Not ranked among the top N: they are named by address, and
+ * this request is open to the user level.
+ */
+static void
+metrics_add_unknown(struct metrics_acc *a)
+{
+	for (unsigned int sh = 0; sh < shards(a->be); sh++) {
+		const struct sub_sched *os = shard_of(a->be, a->ss, sh);
+
+		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
+			struct sub_qoe_acc q = { 0 };
+			struct sub_prefix key;
+			uint32_t sub = sub_sched_nsubs(os) + 1 + k;
+
+			if (!sub_sched_unknown_key(os, k, &key))
+				continue;
+			for (int d = 0; d < SUB_DIRS; d++) {
+				struct sub_counters c;
+
+				sub_sched_counters(os, sub, (enum sub_dir)d, &c);
+				sums_add(&a->node[SUB_ROOT][d], &c);
+			}
+			for (int side = 0; side < SUB_RTT_SIDES; side++)
+				sub_sched_rtt(os, sub, (enum sub_rtt_side)side,
+					      a->node_rtt[SUB_ROOT][side]);
+			sub_sched_qoe(os, sub, &q);
+			busy_up(a->set, a->node_busy, SUB_ROOT, &q);
+		}
+	}
+}
+
+/* Every node's sums, RTT and busy RTT into nodes. */
+static void
+metrics_nodes_json(const struct metrics_acc *a, json_t *nodes)
+{
+	char path[512];
+
+	for (uint32_t k = 0; k < a->set->nnodes; k++) {
+		json_t *rtt = json_object();
+
+		for (int side = SUB_RTT_SIDES; side-- > 0;) {
+			struct sub_rtt_summary sum;
+
+			sub_rtt_summarize(a->node_rtt[k][side], &sum);
+			json_object_set_new(rtt, rtt_side_name[side], rtt_side_json(&sum));
+		}
+		sub_node_path(a->set, k, path, sizeof(path));
+		json_array_append_new(nodes, json_pack("{s:s, s:o, s:o, s:o, s:o}", "node", path,
+						       "download", sums_json(&a->node[k][SUB_DOWN]),
+						       "upload", sums_json(&a->node[k][SUB_UP]),
+						       "rtt", rtt, "busy_rtt",
+						       busy_json(&a->node_busy[k], false)));
+	}
+}
+
+/* Subscriber sub's own series into subs. */
+static void
+metrics_sub_json(const struct metrics_acc *a, uint32_t sub, json_t *subs)
+{
+	const struct sub_subscriber *s = &a->set->subs[sub];
+	struct metric_sums m[SUB_DIRS] = { { 0 } };
+	struct sub_qoe_acc q = { 0 };
+	char path[512];
+
+	for (int d = 0; d < SUB_DIRS; d++) {
+		struct sub_counters c;
+
+		counters(a->be, a->ss, sub, (enum sub_dir)d, &c);
+		sums_add(&m[d], &c);
+	}
+	qoe_of(a->be, a->ss, sub, &q);
+	sub_node_path(a->set, s->node, path, sizeof(path));
+	json_array_append_new(subs,
+			      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", s->id, "node",
+					path, "minute_bytes", J_U64(q.last_bytes), "download",
+					sums_json(&m[SUB_DOWN]), "upload", sums_json(&m[SUB_UP]),
+					"rtt", rtt_json(a->be, a->ss, sub), "busy_rtt",
+					busy_json(&q, true)));
+}
+
 /*
  * Which subscribers get series of their own is decided from the data
  * plane's figures alone, the same for every caller at the same moment: the
@@ -614,16 +798,9 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	const json_t *args = argsv;
 	const struct shaper_config *started =
 			be->config_file != NULL ? be->config_file->started : NULL;
-	const struct sub_set *set = NULL;
-	const struct sub_sched *ss;
-	struct metric_sums(*node)[SUB_DIRS] = NULL;
-	uint32_t(*node_rtt)[SUB_RTT_SIDES][SUB_RTT_BUCKETS] = NULL;
-	struct sub_qoe_acc *node_busy = NULL;
-	struct ranked *rb = NULL, *rw = NULL;
-	bool *listed = NULL;
-	uint32_t want = 0, worst = 0, n, used = 0, nworst = 0;
+	struct metrics_acc a = { .be = be };
+	uint32_t want = 0, worst = 0;
 	json_t *o, *nodes, *subs;
-	char path[512];
 
 	if (ctl_check_args(args, known, err, msg, len) != 0)
 		return NULL;
@@ -635,155 +812,41 @@ ctl_subscribers_metrics(const struct ctl_backend *be, const void *argsv, enum ct
 	nodes = json_array();
 	subs = json_array();
 	o = json_pack("{s:o, s:o}", "nodes", nodes, "subscribers", subs);
-	ss = be->subs != NULL ? be->subs(be->opaque, &set) : NULL;
-	if (ss == NULL) {
+	a.ss = be->subs != NULL ? be->subs(be->opaque, &a.set) : NULL;
+	if (a.ss == NULL) {
 		json_object_set_new(o, "top", J_U64(0));
 		json_object_set_new(o, "worst", J_U64(0));
 		return o;
 	}
-	n = set->nsubs; /* the set by its own count, as in subscribers.list */
-	node = calloc(set->nnodes, sizeof(*node));
-	node_rtt = calloc(set->nnodes, sizeof(*node_rtt));
-	node_busy = calloc(set->nnodes, sizeof(*node_busy));
-	rb = calloc(n != 0 ? n : 1, sizeof(*rb));
-	rw = calloc(n != 0 ? n : 1, sizeof(*rw));
-	listed = calloc(n != 0 ? n : 1, sizeof(*listed));
-	if (node == NULL || node_rtt == NULL || node_busy == NULL || rb == NULL || rw == NULL ||
-	    listed == NULL) {
+	if (metrics_acc_alloc(&a) != 0) {
 		json_decref(o);
 		o = fail(err, msg, len, CTL_ERR_INTERNAL, "out of memory");
 		goto out;
 	}
-	/* Every slot, the link's own entry included: up its node's path to the link. */
-	for (uint32_t i = 0; i <= n; i++) {
-		struct sub_counters c[SUB_DIRS];
-		struct sub_qoe_acc q = { 0 };
-		uint32_t at = SUB_ROOT, slot = i;
-
-		if (i < n) {
-			if (!sub_slot_used(&set->subs[i]))
-				continue;
-			at = set->subs[i].node;
-		} else {
-			slot = sub_sched_nsubs(ss); /* the link's entry */
-		}
-		for (int d = 0; d < SUB_DIRS; d++) {
-			counters(be, ss, slot, (enum sub_dir)d, &c[d]);
-			for (uint32_t k = at; k != SUB_NONE; k = set->nodes[k].parent)
-				sums_add(&node[k][d], &c[d]);
-		}
-		/* A node's RTT is its subscribers' samples together (the link's: everyone's). */
-		for (int k = 0; k < SUB_RTT_SIDES; k++) {
-			uint32_t h[SUB_RTT_BUCKETS] = { 0 }, any = 0;
-
-			rtt_hist(be, ss, slot, (enum sub_rtt_side)k, h);
-			for (int b = 0; b < SUB_RTT_BUCKETS; b++)
-				any |= h[b];
-			for (uint32_t at2 = at; any != 0 && at2 != SUB_NONE;
-			     at2 = set->nodes[at2].parent)
-				for (int b = 0; b < SUB_RTT_BUCKETS; b++)
-					node_rtt[at2][k][b] += h[b];
-		}
-		qoe_of(be, ss, slot, &q);
-		busy_up(set, node_busy, at, &q);
-		if (i == n)
-			break;
-		rb[used].sub = i;
-		rb[used++].key = q.last_bytes;
-		{
-			struct sub_qoe_summary lan;
-
-			sub_qoe_summarize(&q, SUB_RTT_LAN, &lan);
-			if (lan.samples >= CTL_BUSY_RANK_SAMPLES) {
-				rw[nworst].sub = i;
-				rw[nworst++].key = lan.p95_ns;
-			}
-		}
-	}
-	/*
-	 * Unknown addresses with a plan each are the link's too (each on one
-	 * shard). Not ranked among the top N: they are named by address, and
-	 * this request is open to the user level.
-	 */
-	for (unsigned int sh = 0; sh < shards(be); sh++) {
-		const struct sub_sched *os = shard_of(be, ss, sh);
-
-		for (uint32_t k = 0; os != NULL && k < sub_sched_unknown_slots(os); k++) {
-			struct sub_qoe_acc q = { 0 };
-			struct sub_prefix key;
-			uint32_t sub = sub_sched_nsubs(os) + 1 + k;
-
-			if (!sub_sched_unknown_key(os, k, &key))
-				continue;
-			for (int d = 0; d < SUB_DIRS; d++) {
-				struct sub_counters c;
-
-				sub_sched_counters(os, sub, (enum sub_dir)d, &c);
-				sums_add(&node[SUB_ROOT][d], &c);
-			}
-			for (int side = 0; side < SUB_RTT_SIDES; side++)
-				sub_sched_rtt(os, sub, (enum sub_rtt_side)side,
-					      node_rtt[SUB_ROOT][side]);
-			sub_sched_qoe(os, sub, &q);
-			busy_up(set, node_busy, SUB_ROOT, &q);
-		}
-	}
-	for (uint32_t k = 0; k < set->nnodes; k++) {
-		json_t *rtt = json_object();
-
-		for (int side = SUB_RTT_SIDES; side-- > 0;) {
-			struct sub_rtt_summary sum;
-
-			sub_rtt_summarize(node_rtt[k][side], &sum);
-			json_object_set_new(rtt, rtt_side_name[side], rtt_side_json(&sum));
-		}
-		sub_node_path(set, k, path, sizeof(path));
-		json_array_append_new(nodes,
-				      json_pack("{s:s, s:o, s:o, s:o, s:o}", "node", path,
-						"download", sums_json(&node[k][SUB_DOWN]), "upload",
-						sums_json(&node[k][SUB_UP]), "rtt", rtt, "busy_rtt",
-						busy_json(&node_busy[k], false)));
-	}
-	if (want > used)
-		want = used;
-	if (worst > nworst)
-		worst = nworst;
-	qsort(rb, used, sizeof(*rb), by_key_desc);
-	qsort(rw, nworst, sizeof(*rw), by_key_desc);
+	/* Every slot (the set by its own count, as in subscribers.list), then the link's entry. */
+	for (uint32_t i = 0; i <= a.set->nsubs; i++)
+		metrics_add_slot(&a, i);
+	metrics_add_unknown(&a);
+	metrics_nodes_json(&a, nodes);
+	if (want > a.used)
+		want = a.used;
+	if (worst > a.nworst)
+		worst = a.nworst;
+	qsort(a.rb, a.used, sizeof(*a.rb), by_key_desc);
+	qsort(a.rw, a.nworst, sizeof(*a.rw), by_key_desc);
 	/* The busiest first, then the worst not among them: each subscriber's series once. */
 	for (uint32_t j = 0; j < want + worst; j++) {
-		uint32_t sub = j < want ? rb[j].sub : rw[j - want].sub;
-		const struct sub_subscriber *s = &set->subs[sub];
-		struct metric_sums m[SUB_DIRS] = { { 0 } };
-		struct sub_qoe_acc q = { 0 };
+		uint32_t sub = j < want ? a.rb[j].sub : a.rw[j - want].sub;
 
-		if (listed[sub])
+		if (a.listed[sub])
 			continue;
-		listed[sub] = true;
-		for (int d = 0; d < SUB_DIRS; d++) {
-			struct sub_counters c;
-
-			counters(be, ss, sub, (enum sub_dir)d, &c);
-			sums_add(&m[d], &c);
-		}
-		qoe_of(be, ss, sub, &q);
-		sub_node_path(set, s->node, path, sizeof(path));
-		json_array_append_new(subs,
-				      json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", s->id,
-						"node", path, "minute_bytes", J_U64(q.last_bytes),
-						"download", sums_json(&m[SUB_DOWN]), "upload",
-						sums_json(&m[SUB_UP]), "rtt", rtt_json(be, ss, sub),
-						"busy_rtt", busy_json(&q, true)));
+		a.listed[sub] = true;
+		metrics_sub_json(&a, sub, subs);
 	}
 	json_object_set_new(o, "top", J_U64(want));
 	json_object_set_new(o, "worst", J_U64(worst));
 out:
-	free(node);
-	free(node_rtt);
-	free(node_busy);
-	free(rb);
-	free(rw);
-	free(listed);
+	metrics_acc_free(&a);
 	return o;
 }
 
