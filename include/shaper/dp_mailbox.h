@@ -123,6 +123,13 @@ int dp_snapshot_read(const struct dp_dir *d, struct dp_snapshot *out);
 int dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms);
 
 /*
+ * Why a change posted with dp_dir_call did not take (rc != 0, its result or
+ * m->rc), into err: m NULL means the worker took it but did not answer in
+ * time, so it will still apply it.
+ */
+void dp_call_error(int rc, const struct dp_msg *m, char *err, size_t errlen);
+
+/*
  * Whether d's mailbox can take a request now (control thread): an answer
  * nobody collected is freed on the way.
  */

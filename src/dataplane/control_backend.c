@@ -210,6 +210,21 @@ dp_dir_call(struct dp_dir *d, struct dp_msg **mp, unsigned int timeout_ms)
 	}
 }
 
+void
+dp_call_error(int rc, const struct dp_msg *m, char *err, size_t errlen)
+{
+	if (m == NULL)
+		snprintf(err, errlen,
+			 "the data plane did not answer in time; the change is "
+			 "still being applied");
+	else if (rc == -ETIMEDOUT)
+		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
+	else if (rc == -EBUSY)
+		snprintf(err, errlen, "the data plane is still busy with an earlier request");
+	else if (rc != 0)
+		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
+}
+
 /* The backend the control server calls. */
 static int
 be_shard_snapshot(void *opaque, enum shaper_dir dir, unsigned int shard, struct ctl_dir_counters *c,
@@ -353,26 +368,6 @@ call_timeout(const struct dp_control *ctl)
 }
 
 /*
- * Why a change posted with dp_dir_call did not take (rc != 0), into err. m
- * NULL: the worker took it but did not answer in time, so it will still
- * apply it.
- */
-static void
-call_error(int rc, const struct dp_msg *m, char *err, size_t errlen)
-{
-	if (m == NULL)
-		snprintf(err, errlen,
-			 "the data plane did not answer in time; the change is "
-			 "still being applied");
-	else if (rc == -ETIMEDOUT)
-		snprintf(err, errlen, "the data plane did not answer in time; nothing changed");
-	else if (rc == -EBUSY)
-		snprintf(err, errlen, "the data plane is still busy with an earlier request");
-	else if (rc != 0)
-		snprintf(err, errlen, "%s", m->err[0] != '\0' ? m->err : strerror(-rc));
-}
-
-/*
  * Apply p to one shard of a direction (its worker applies it between
  * bursts). *pending is set when the worker took the change but did not
  * answer in time: it will still apply it.
@@ -414,7 +409,7 @@ apply_shard(struct dp_control *ctl, struct dp_dir *d, const struct sched_params 
 	if (rc == 0)
 		rc = m->rc;
 	*pending = m == NULL;
-	call_error(rc, m, err, errlen);
+	dp_call_error(rc, m, err, errlen);
 	/* The old scheduler after a swap (now empty), or the unused new one. */
 	dp_msg_free(m);
 	rte_free(s);
@@ -679,7 +674,7 @@ be_emulate_set(void *opaque, enum shaper_dir dir, const struct shaper_emulate_co
 		if (rc == 0) {
 			d->emu_path = m->emu;
 		} else {
-			call_error(rc, m, err, errlen);
+			dp_call_error(rc, m, err, errlen);
 			if (ctl->n_shards > 1)
 				err_append(err, errlen, "on worker", i, ctl->n_shards);
 		}

@@ -1053,19 +1053,7 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 			r = m[i]->rc;
 		if (r == 0)
 			continue;
-		if (m[i] == NULL)
-			snprintf(one, sizeof(one),
-				 "the data plane did not answer in time; the change is still "
-				 "being applied");
-		else if (r == -ETIMEDOUT)
-			snprintf(one, sizeof(one),
-				 "the data plane did not answer in time; nothing changed");
-		else if (r == -EBUSY)
-			snprintf(one, sizeof(one),
-				 "the data plane is still busy with an earlier request");
-		else
-			snprintf(one, sizeof(one), "%s",
-				 m[i]->err[0] != '\0' ? m[i]->err : strerror(-r));
+		dp_call_error(r, m[i], one, sizeof(one));
 		if (rc == 0) {
 			rc = r;
 			if (n > 1)
