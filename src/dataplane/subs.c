@@ -967,35 +967,41 @@ dp_subs_set_limit(struct dp_dir *d, const struct sched_params *p)
 	sub_sched_set_limit(d->subs, sub_dir_of(d), one);
 }
 
-int
-dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool addresses,
-	       const uint32_t *reset, uint32_t nreset, unsigned int timeout_ms, char *err,
-	       size_t errlen)
+/* The likeliest refusals, found before anything is built or changed (set freed then). */
+static int
+subs_change_refused(struct dp_dir *const *down, uint32_t n, struct sub_set *set, char *err,
+		    size_t errlen)
 {
-	struct dp_sub_lpm *ctx[SHAPER_MAX_WORKERS] = { NULL };
-	struct dp_msg *m[SHAPER_MAX_WORKERS] = { NULL };
-	struct dp_sub_nodeshare *ns = NULL; /* the contexts' once joined */
-	const struct dp_sub_lpm *cur;
-	const struct sub_set *nset;
-	uint32_t i, built = 0;
-	int rc = 0;
-
 	if (down[0]->subs == NULL) {
 		sub_set_free(set);
 		snprintf(err, errlen, "subscribers are not shaped");
 		return -EINVAL;
 	}
-	/* The likeliest refusal, found before anything is built or changed. */
-	for (i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n; i++)
 		if (!dp_dir_mailbox_free(down[i])) {
 			sub_set_free(set);
 			snprintf(err, errlen,
 				 "the data plane is still busy with an earlier request");
 			return -EBUSY;
 		}
-	cur = sub_sched_lookup_ctx(down[0]->subs);
+	return 0;
+}
+
+/*
+ * Each shard's lookup context for set (taken): shard 0's with new address
+ * tables (built here: the workers only swap a pointer) or the running
+ * ones, the others sharing shard 0's; each mapped onto its shard's running
+ * slots, with the nodes shared among shards (*ns) if the running set's
+ * are. -ENOMEM: what was built is in ctx and *ns, for the caller to free.
+ */
+static int
+subs_change_contexts(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool addresses,
+		     struct dp_sub_lpm **ctx, struct dp_sub_nodeshare **ns, char *err,
+		     size_t errlen)
+{
+	const struct dp_sub_lpm *cur = sub_sched_lookup_ctx(down[0]->subs);
+
 	if (addresses) {
-		/* New tables, built here: the workers only swap a pointer. */
 		ctx[0] = lpm_build(set, dp_dir_socket(down[0]), err, errlen);
 		if (ctx[0] != NULL)
 			ctx[0]->set = *set;
@@ -1004,48 +1010,65 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 	} else {
 		ctx[0] = lpm_share(cur, set);
 	}
-	if (ctx[0] == NULL) {
-		if (err[0] == '\0')
-			snprintf(err, errlen, "subscribers: out of memory");
+	if (ctx[0] == NULL)
 		return -ENOMEM;
-	}
-	for (i = 1; i < n; i++) {
+	for (uint32_t i = 1; i < n; i++) {
 		struct sub_set none;
 
 		sub_set_init(&none);
 		ctx[i] = lpm_share(ctx[0], &none);
 		if (ctx[i] == NULL)
-			goto nomem;
+			return -ENOMEM;
 	}
 	/* Nodes shared among shards: new lines for the new set's nodes. */
-	if (cur->ns != NULL && (ns = nodeshare_create(&ctx[0]->set, n)) == NULL)
-		goto nomem;
-	for (i = 0; i < n; i++)
+	if (cur->ns != NULL && (*ns = nodeshare_create(&ctx[0]->set, n)) == NULL)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
 		if (shard_map(ctx[i], &ctx[0]->set, sub_sched_lookup_ctx(down[i]->subs), &cur->set,
-			      n, sub_sched_unknown_slots(down[i]->subs), ns, i) != 0)
-			goto nomem;
-	/* Every message built before any is posted: a failure here changes nothing. */
-	nset = &ctx[0]->set; /* ctx[0] is the first change's once built, and lives on in it */
-	for (; built < n; built++) {
-		i = built;
+			      n, sub_sched_unknown_slots(down[i]->subs), *ns, i) != 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * Every shard's message, built before any is posted so that a failure
+ * here changes nothing; each takes its context (ctx[i] NULL once it has).
+ * -ENOMEM: what was built is in m and ctx, for the caller to free.
+ */
+static int
+subs_change_messages(struct dp_dir *const *down, uint32_t n, const uint32_t *reset, uint32_t nreset,
+		     struct dp_sub_lpm **ctx, struct dp_msg **m, char *err, size_t errlen)
+{
+	const struct sub_set *nset = &ctx[0]->set; /* the first change's once built, lives on */
+
+	for (uint32_t i = 0; i < n; i++) {
 		m[i] = rte_zmalloc(NULL, sizeof(*m[i]), 0);
 		if (m[i] == NULL)
-			goto nomem;
+			return -ENOMEM;
 		m[i]->type = DP_MSG_SUBS;
 		/* ctx[0]'s set is read here only: the change copies what it keeps. */
 		m[i]->subs_change = sub_sched_change_build(down[i]->subs, nset, reset, nreset,
 							   ctx[i], lpm_free_ctx, err, errlen);
 		if (m[i]->subs_change == NULL)
-			goto nomem;
+			return -ENOMEM;
 		ctx[i] = NULL; /* the change's now */
 	}
-	/*
-	 * Shard by shard. The mailboxes were free, so a refusal means a worker
-	 * that did not take the change in time; the others still take it (a
-	 * change carries the whole set, so the next one brings that shard
-	 * level with the rest), and the reply names the worker.
-	 */
-	for (i = 0; i < n; i++) {
+	return 0;
+}
+
+/*
+ * Post shard by shard. The mailboxes were free, so a refusal means a
+ * worker that did not take the change in time; the others still take it (a
+ * change carries the whole set, so the next one brings that shard level
+ * with the rest), and err names the first worker that refused.
+ */
+static int
+subs_change_post(struct dp_dir *const *down, uint32_t n, struct dp_msg **m, unsigned int timeout_ms,
+		 char *err, size_t errlen)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
 		char one[256] = "";
 		int r = dp_dir_call(down[i], &m[i], timeout_ms);
 
@@ -1062,14 +1085,35 @@ dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool
 				snprintf(err, errlen, "%s", one);
 		}
 	}
-	/* The old state once applied (the old context and its tables' reference), else the new.
-	 * The last shard first: shard 0's context holds the set. */
-	for (i = n; i-- > 0;)
-		dp_msg_free(m[i]);
-	nodeshare_put(ns); /* the contexts hold it now */
 	return rc;
-nomem:
-	for (i = n; i-- > 0;) {
+}
+
+int
+dp_subs_change(struct dp_dir *const *down, uint32_t n, struct sub_set *set, bool addresses,
+	       const uint32_t *reset, uint32_t nreset, unsigned int timeout_ms, char *err,
+	       size_t errlen)
+{
+	struct dp_sub_lpm *ctx[SHAPER_MAX_WORKERS] = { NULL };
+	struct dp_msg *m[SHAPER_MAX_WORKERS] = { NULL };
+	struct dp_sub_nodeshare *ns = NULL; /* the contexts' once joined */
+	int rc = subs_change_refused(down, n, set, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	if (subs_change_contexts(down, n, set, addresses, ctx, &ns, err, errlen) == 0 &&
+	    subs_change_messages(down, n, reset, nreset, ctx, m, err, errlen) == 0) {
+		rc = subs_change_post(down, n, m, timeout_ms, err, errlen);
+		/*
+		 * The old state once applied (the old context and its tables'
+		 * reference), else the new. The last shard first: shard 0's
+		 * context holds the set.
+		 */
+		for (uint32_t i = n; i-- > 0;)
+			dp_msg_free(m[i]);
+		nodeshare_put(ns); /* the contexts hold it now */
+		return rc;
+	}
+	for (uint32_t i = n; i-- > 0;) {
 		dp_msg_free(m[i]); /* frees its context too */
 		lpm_free(ctx[i]);
 	}
