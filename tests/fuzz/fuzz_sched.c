@@ -11,6 +11,7 @@
  *   - the counters add up: enqueued, dequeued (sent + flushed), dropped by
  *     reason, backlog packets and bytes match the harness's own tally, and
  *     enqueued = dequeued + dropped + backlog since the last reset;
+ *   - with l4s on (cake or fq_codel), each ECT(1) arrival is counted once;
  *   - a packet of one flow and DSCP never overtakes an older one queued
  *     under the same parameters (a live update may put new packets of a
  *     flow in another tin or queue, which may go first);
@@ -104,6 +105,7 @@ struct state {
 	uint64_t now, seq;
 	/* tally since the last stats reset */
 	uint64_t enq, enq_bytes, deq, deq_bytes, drops[SHAPER_DROP_MAX];
+	uint64_t ect1;         /* ECT(1) packets enqueued with l4s on */
 	uint64_t base_backlog; /* packets queued at the last reset */
 	/* absolute */
 	uint64_t queued, queued_bytes;
@@ -157,7 +159,7 @@ tweak(struct in *in, struct sched_params *p)
 {
 	uint8_t b;
 
-	switch (u8(in) % 24) {
+	switch (u8(in) % 25) {
 	case 0:
 		p->rate = PICK64(in, rates);
 		break;
@@ -240,6 +242,15 @@ tweak(struct in *in, struct sched_params *p)
 		break;
 	case 23:
 		p->seed = u32(in);
+		break;
+	case 24:
+		/* L4S, as the config allows it: cake and fq_codel, a 1 us to 1 s step */
+		if (p->discipline == SCHED_DISC_FIFO)
+			break;
+		b = u8(in);
+		p->l4s = b & 1;
+		p->l4s_step_us = b & 2 ? SCHED_L4S_STEP_US : 1 + u32(in) % 1000000;
+		p->nqb = p->discipline == SCHED_DISC_CAKE && (b & 4);
 		break;
 	}
 }
@@ -484,6 +495,7 @@ make(struct in *in, uint8_t flow_byte)
 	S.queued_bytes += len;
 	S.enq++;
 	S.enq_bytes += len;
+	S.ect1 += S.p.l4s && fp->pkt.ecn == 1;
 	return fp;
 }
 
@@ -510,6 +522,14 @@ check_counters(void)
 	for (uint32_t t = 0; t < st.tin_count; t++)
 		tin_backlog += st.tins[t].backlog_bytes;
 	CHECK(tin_backlog <= st.backlog_bytes);
+	{
+		/* l4s counts each ECT(1) arrival once, in the tin it went to */
+		uint64_t ect1 = 0;
+
+		for (uint32_t t = 0; t < st.tin_count; t++)
+			ect1 += st.tins[t].ect1_packets;
+		CHECK(S.tins_changed ? ect1 <= S.ect1 : ect1 == S.ect1);
+	}
 	if (S.p.discipline == SCHED_DISC_CAKE && !S.tins_changed) {
 		/* CAKE's per-tin drop counters add up to the direction's, by reason */
 		uint64_t tin_drops = 0, tin_ack_drops = 0;
@@ -704,7 +724,7 @@ run(struct in *in)
 			break;
 		case 10:
 			sched_reset_stats(S.s);
-			S.enq = S.enq_bytes = S.deq = S.deq_bytes = 0;
+			S.enq = S.enq_bytes = S.deq = S.deq_bytes = S.ect1 = 0;
 			memset(S.drops, 0, sizeof(S.drops));
 			S.base_backlog = S.queued;
 			S.tins_changed &= S.queued != 0;
