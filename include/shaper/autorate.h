@@ -157,6 +157,7 @@ struct autorate_interval {
 	uint64_t start;     /* when it began (0 before the first tick: see started) */
 	uint64_t sent;      /* the running count of bytes sent then */
 	uint64_t arrived;   /* ... and of bytes arrived */
+	uint64_t lost;      /* ... and of time the shaper wrote off (autorate_tick's lost_ns) */
 	uint64_t delay_min; /* lowest RTT above baseline among its samples */
 	uint32_t nsamples;
 	uint32_t nbelow;  /* ... of them below path.ns */
@@ -303,8 +304,13 @@ uint64_t autorate_threshold(const struct autorate *a, uint64_t t);
  * Call often (every worker turn is fine): at the end of each interval it
  * decides. sent_bytes is the direction's running count of bytes sent (what
  * the shaper let through), arrived_bytes of bytes received to be shaped
- * (downstream: what the modem delivered). Returns true when a->rate changed.
+ * (downstream: what the modem delivered), lost_ns of the time the shaper
+ * wrote off, its worker away while packets waited (sched_lag_skipped_ns;
+ * 0 if not known): an interval lasts its length of the time the shaper
+ * ran, and what was sent is a rate over that time. Returns true when
+ * a->rate changed.
  */
-bool autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes);
+bool autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes,
+		   uint64_t lost_ns);
 
 #endif

@@ -184,6 +184,12 @@ struct dp_dir {
 	 * "packets", "bytes", "overlimits"... carry on instead of restarting.
 	 */
 	struct sched_stats carried; /* only the fields sched_counters_add sums */
+	/*
+	 * Autorate: the time this shard's schedulers wrote off (its worker
+	 * away while packets waited), as of its last control turn, for the
+	 * group's leader (dp_rtt_autorate).
+	 */
+	uint64_t ar_lost_ns;
 	/* The direction's own mbuf pool (rx of its input port) and its budget. */
 	struct rte_mempool *pool;
 	uint32_t truesize;   /* buffer memory one of its mbufs pins */

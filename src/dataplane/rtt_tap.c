@@ -317,13 +317,16 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 	struct dp_rtt *r = d->rtt;
 	struct dp_ar_group *g;
 	struct autorate *a;
-	uint64_t from, sent, arrived, want;
+	uint64_t from, sent, arrived, lost, want;
 	bool moved;
 
 	if (r == NULL || !r->ar_on[d->dir] || sched_move_active(&d->move))
 		return;
 	g = r->group;
 	a = &r->ar[d->dir];
+	lost = sched_lag_skipped_ns(d->sched) + d->carried.lag_skipped_ns;
+	if (g != NULL)
+		__atomic_store_n(&d->ar_lost_ns, lost, __ATOMIC_RELAXED);
 	if (g == NULL || r->shard == 0) {
 		if (g != NULL)
 			ar_drain(r);
@@ -332,14 +335,23 @@ dp_rtt_autorate(struct dp_dir *d, uint64_t now)
 		from = a->rate;
 		sent = d->stats.tx_bytes;
 		arrived = d->stats.rx_bytes;
-		/* The leader judges what the whole line carried, every shard's part. */
+		/*
+		 * The leader judges what the whole line carried, every shard's
+		 * part; the time written off, only as far as every shard's worker
+		 * was away (the others sent meanwhile).
+		 */
 		for (unsigned int i = 1; g != NULL && i < g->n; i++) {
+			uint64_t l = __atomic_load_n(&g->dir[d->dir][i]->ar_lost_ns,
+						     __ATOMIC_RELAXED);
+
 			sent += __atomic_load_n(&g->dir[d->dir][i]->stats.tx_bytes,
 						__ATOMIC_RELAXED);
 			arrived += __atomic_load_n(&g->dir[d->dir][i]->stats.rx_bytes,
 						   __ATOMIC_RELAXED);
+			if (l < lost)
+				lost = l;
 		}
-		moved = autorate_tick(a, now, sent, arrived);
+		moved = autorate_tick(a, now, sent, arrived, lost);
 		/* At debug level every decision (an interval ended), for a trace of a run. */
 		if (a->in.start == now && shaper_log_enabled(SHAPER_LOG_DEBUG))
 			log_push(&r->log[d->dir], a, from, now);

@@ -286,7 +286,7 @@ enum band {
  * the action of the rule that decides changes the controller's state.
  */
 struct ar_iv {
-	uint64_t now, dt;
+	uint64_t now, dt;   /* its end, and the time the shaper ran in it */
 	uint64_t old;       /* the rate before the decision */
 	uint32_t n, below;  /* its samples, and of them those below path.ns */
 	uint32_t mid;       /* series.mid_intervals before it */
@@ -1089,30 +1089,50 @@ not_bottleneck(const struct autorate *a, uint64_t now)
 	return mine < other || (mine == other && a->load_rate > a->other.load_rate);
 }
 
-/* Close the interval at now, if it is over, into iv (false: it runs on). */
+/*
+ * Close the interval at now, if it is over, into iv (false: it runs on).
+ *
+ * Its length is the time the shaper ran: time it wrote off (lost_ns, its
+ * worker away while packets waited, as stolen time does it) is no time
+ * the line was watched. What we sent, we sent only while we ran: a cut
+ * sized from it over the whole interval took a 50 ms stall for a line at
+ * half its rate. What arrived waited in the port's ring meanwhile and was
+ * counted after: over the whole interval. And the interval runs on until
+ * it has run its length: an interval that was most of it a stall would
+ * end, early, on the samples the stall held back, every one of them late
+ * by up to its length.
+ */
 static bool
 close_interval(struct autorate *a, struct ar_iv *iv, uint64_t now, uint64_t sent_bytes,
-	       uint64_t arrived_bytes)
+	       uint64_t arrived_bytes, uint64_t lost_ns)
 {
+	uint64_t wall, off, ran;
+
 	if (!a->in.started) {
 		a->in.started = true;
 		a->in.start = now;
 		a->in.sent = sent_bytes;
 		a->in.arrived = arrived_bytes;
+		a->in.lost = lost_ns;
 		return false;
 	}
+	wall = now - a->in.start;
+	off = lost_ns > a->in.lost ? lost_ns - a->in.lost : 0; /* went back: statistics reset */
+	ran = wall - (off < wall ? off : wall);
 	/*
 	 * An interval ends early when its first early_samples samples, half
 	 * of it on, all show bloat: a queue growing at TCP's additive increase
 	 * gains 25 ms in 100 ms on a 10 Mbit/s line.
 	 */
-	if (now - a->in.start < a->p.interval_ns &&
+	if (ran < a->p.interval_ns &&
 	    (a->p.early_samples == 0 || a->in.nsamples < a->p.early_samples ||
-	     now - a->in.start < a->p.interval_ns / 2 ||
+	     ran < a->p.interval_ns / 2 ||
 	     less(a->in.delay_min, a->path.ns) < autorate_threshold(a, a->p.bloat_ns)))
 		return false;
+	if (ran == 0)
+		ran = 1;
 	*iv = (struct ar_iv){ .now = now,
-			      .dt = now - a->in.start,
+			      .dt = ran,
 			      .old = a->rate,
 			      .n = a->in.nsamples,
 			      .below = a->in.nbelow,
@@ -1120,12 +1140,12 @@ close_interval(struct autorate *a, struct ar_iv *iv, uint64_t now, uint64_t sent
 			      .low = a->series.doubt_rate,
 			      .last_sent = a->delivered_rate,
 			      .raw = a->in.delay_min };
-	a->delivered_rate = (uint64_t)((double)(sent_bytes - a->in.sent) * 1e9 / (double)iv->dt);
-	a->arrived_rate =
-			(uint64_t)((double)(arrived_bytes - a->in.arrived) * 1e9 / (double)iv->dt);
+	a->delivered_rate = (uint64_t)((double)(sent_bytes - a->in.sent) * 1e9 / (double)ran);
+	a->arrived_rate = (uint64_t)((double)(arrived_bytes - a->in.arrived) * 1e9 / (double)wall);
 	a->in.start = now;
 	a->in.sent = sent_bytes;
 	a->in.arrived = arrived_bytes;
+	a->in.lost = lost_ns;
 	a->in.delay_min = UINT64_MAX;
 	a->in.nsamples = a->in.nbelow = 0;
 	a->last_samples = iv->n;
@@ -1322,11 +1342,12 @@ attribute(struct autorate *a, struct ar_iv *iv)
 
 /* An interval is closed, attributed, then judged by the rules. */
 bool
-autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes)
+autorate_tick(struct autorate *a, uint64_t now, uint64_t sent_bytes, uint64_t arrived_bytes,
+	      uint64_t lost_ns)
 {
 	struct ar_iv iv;
 
-	if (!close_interval(a, &iv, now, sent_bytes, arrived_bytes))
+	if (!close_interval(a, &iv, now, sent_bytes, arrived_bytes, lost_ns))
 		return false;
 	attribute(a, &iv);
 	judge(a, &iv);

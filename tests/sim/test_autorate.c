@@ -24,7 +24,8 @@
  * (one direction, or both at once under RRUL), steady load both ways,
  * halving and recovery, a satellite path stepping +25 ms and back every
  * 15 s (and every 5 s on the way up, with a flow joining within each step,
- * or the step dipping a few ms now and then), a far-end server whose queue grows on one flow,
+ * or the step dipping a few ms now and then, or the shaper's core stalling 50-80 ms now and
+ * then), a far-end server whose queue grows on one flow,
  * churning short flows (with long ones, and only short ones beside downloads without timestamps),
  * upload only, one direction falling while the other stays, idle then load, flows without
  * timestamps, a queue standing in the modem (drained, not taken as the path's), uploads backing off
@@ -69,7 +70,7 @@ enum {
 };
 
 #ifdef AR_OLD
-#define TICK(a, now, sent, arrived) autorate_tick(a, now, sent)
+#define TICK(a, now, sent, arrived, lost) autorate_tick(a, now, sent)
 /* Against the old controller: say which bound fails, and go on to the next figure. */
 #define CHECK(x)                                                                                   \
 	do {                                                                                       \
@@ -80,8 +81,8 @@ enum {
 #define AR_WHY_PATH       5
 #define AR_WHY_OTHER_DIR  8
 #else
-#define CHECK(x)                    assert_true(x)
-#define TICK(a, now, sent, arrived) autorate_tick(a, now, sent, arrived)
+#define CHECK(x)                          assert_true(x)
+#define TICK(a, now, sent, arrived, lost) autorate_tick(a, now, sent, arrived, lost)
 #endif
 
 struct flow {
@@ -106,8 +107,14 @@ struct scen {
 	double (*modem)(int dir, uint32_t t); /* Mbit/s */
 	double (*path)(uint32_t t);           /* extra round trip, ms (split half each way) */
 	uint32_t (*outage)(uint32_t t);       /* ms left of an outage: both modems carry nothing */
-	bool path_up_only;                    /* ... all of it on the way up (the bed's) */
-	double (*far)(int flow, uint32_t t);  /* a server's own queue on a flow, ms */
+	/*
+	 * ms left of a stall of the shaper's core (stolen time): it sends
+	 * nothing either way and does not tick; what its taps would have seen
+	 * meanwhile is timed when it runs again, that much later.
+	 */
+	uint32_t (*stall)(uint32_t t);
+	bool path_up_only;                   /* ... all of it on the way up (the bed's) */
+	double (*far)(int flow, uint32_t t); /* a server's own queue on a flow, ms */
 	void (*flows)(struct flow *f, uint32_t t, uint32_t *seed); /* switch flows on/off */
 	bool autorate[2];
 	double fixed[2];                /* Mbit/s: autorate off, a fixed shaper (and AQM) at this */
@@ -322,6 +329,12 @@ jsonl_line(FILE *f, const struct run *r, uint64_t now, const double *m, const do
 	fprintf(f, "}}\n");
 }
 
+/* A sample a stalled core's tap took: an RTT's (a, its baseline b) or a one-way rise (a). */
+struct late_sample {
+	bool owd;
+	uint64_t a, b;
+};
+
 static bool
 trace_decisions(const struct scen *s)
 {
@@ -338,9 +351,12 @@ simulate(const struct scen *s, struct run *r)
 	double hist[2][HIST_MS];
 	uint32_t count[2] = { 0 },
 		 seed = getenv("AR_SEED") ? (uint32_t)atol(getenv("AR_SEED")) : 12345;
-	uint64_t sent[2] = { 0 }, arrived[2] = { 0 };
+	uint64_t sent[2] = { 0 }, arrived[2] = { 0 }, lost[2] = { 0 }; /* lost: ns written off */
 	double sent_frac[2] = { 0 }, arr_frac[2] = { 0 };
 	bool up_first = getenv("AR_UP_FIRST") != NULL;
+	/* What a stall's taps saw, fed to the controllers when the core runs again. */
+	static struct late_sample late[NF_MAX * 1024];
+	uint32_t nlate = 0;
 
 	FILE *jsonl = NULL;
 
@@ -387,7 +403,20 @@ simulate(const struct scen *s, struct run *r)
 					   path = s->path != NULL ? s->path(t) : 0;
 		uint64_t now = MS(t);
 		uint32_t out_left = s->outage != NULL ? s->outage(t) : 0;
+		uint32_t st_left = s->stall != NULL ? s->stall(t) : 0;
 
+		if (st_left == 0) {
+			for (uint32_t k = 0; k < nlate; k++) {
+				if (late[k].owd)
+					autorate_owd_sample(&r->a[DOWN], late[k].a);
+				else
+					for (int d = 0; d < 2; d++)
+						if (s->autorate[d])
+							autorate_sample(&r->a[d], late[k].a,
+									late[k].b);
+			}
+			nlate = 0;
+		}
 		s->flows(fl, t, &seed);
 		for (int d = 0; d < 2; d++) {
 			m[d] = MBIT(s->modem(d, t)) / 1000.0; /* bytes per ms */
@@ -444,7 +473,7 @@ simulate(const struct scen *s, struct run *r)
 				double seen = hist[UP][(t - back) % HIST_MS] +
 					      hist[DOWN][(t - back / 2) % HIST_MS];
 				double smp = f->base_ms + path + far + seen +
-					     rnd(&seed, 2000) / 1000.0;
+					     rnd(&seed, 2000) / 1000.0 + st_left;
 
 				/* AR_SEQ_AT_ENQUEUE=1: as before, sequence samples timed at
 				 * enqueue. */
@@ -462,7 +491,11 @@ simulate(const struct scen *s, struct run *r)
 				 */
 				if ((f->ts || d == UP || (hs && !no_handshake)) &&
 				    base_of(f, smp, t, &base)) {
-					for (int k = 0; k < 2; k++)
+					if (st_left != 0 && nlate < NF_MAX * 1024)
+						late[nlate++] = (struct late_sample){ false,
+										      MS(smp),
+										      MS(base) };
+					for (int k = 0; k < 2 && st_left == 0; k++)
 						if (s->autorate[k])
 							autorate_sample(&r->a[k], MS(smp),
 									MS(base));
@@ -489,14 +522,18 @@ simulate(const struct scen *s, struct run *r)
 				double ppm = s->clock_mixed && i % 2 ? -s->clock_ppm : s->clock_ppm;
 				uint64_t at = MS(t) +
 					      rnd(&seed, 1000) * 1000ull; /* within the ms */
+				uint64_t seen_at = at + MS(st_left);      /* a stall: read later */
 				double sent_ms = (double)at / 1e6 - owd;
 				uint32_t tsval = (uint32_t)(int64_t)floor(
 						1000000.0 + f->start_ms +
 						(sent_ms - f->start_ms) * (1.0 - ppm * 1e-6));
-				int64_t rise = owd_observe(&owds, f->id, tsval, at);
+				int64_t rise = owd_observe(&owds, f->id, tsval, seen_at);
 
 				(void)owd_rise;
-				if (rise >= 0)
+				if (rise >= 0 && st_left != 0 && nlate < NF_MAX * 1024)
+					late[nlate++] = (struct late_sample){ true, (uint64_t)rise,
+									      0 };
+				else if (rise >= 0 && st_left == 0)
 					autorate_owd_sample(&r->a[DOWN], (uint64_t)rise);
 #endif
 			}
@@ -513,7 +550,7 @@ simulate(const struct scen *s, struct run *r)
 			if (d == UP) {
 				arr_frac[d] += in[d];
 				sq[d] += in[d];
-				out = sq[d] < rt[d] ? sq[d] : rt[d];
+				out = st_left != 0 ? 0 : sq[d] < rt[d] ? sq[d] : rt[d];
 				sq[d] -= out;
 				mq[d] += out;
 				sent_frac[d] += out;
@@ -540,7 +577,7 @@ simulate(const struct scen *s, struct run *r)
 				mq[d] -= ms_out;
 				arr_frac[d] += ms_out;
 				sq[d] += ms_out;
-				out = sq[d] < rt[d] ? sq[d] : rt[d];
+				out = st_left != 0 ? 0 : sq[d] < rt[d] ? sq[d] : rt[d];
 				sq[d] -= out;
 				sent_frac[d] += out;
 				r->good[d][t] = out * 8.0 / 1000.0;
@@ -567,6 +604,9 @@ simulate(const struct scen *s, struct run *r)
 			r->qd[d][t] = mq[d] / m[d] + out_left;
 			r->rate[d][t] = s->autorate[d] ? (double)r->a[d].rate / 125000.0
 						       : s->fixed[d];
+			/* The shaper writes a stall off while packets wait (its lag limit). */
+			if (st_left != 0 && sq[d] > 0)
+				lost[d] += MS(1);
 			sent[d] = (uint64_t)sent_frac[d];
 			arrived[d] = (uint64_t)arr_frac[d];
 		}
@@ -582,6 +622,14 @@ simulate(const struct scen *s, struct run *r)
 #endif
 		if (jsonl != NULL && t % 100 == 0)
 			jsonl_line(jsonl, r, now, m, dq);
+		if (st_left != 0) { /* the core does not run: no tick */
+#ifndef AR_OLD
+			for (int d = 0; d < 2; d++)
+				r->path[d][t] = r->a[d].path.ns / 1e6;
+			r->owd[t] = t > 0 ? r->owd[t - 1] : -1;
+#endif
+			continue;
+		}
 		/*
 		 * The downstream first, then the upstream seeing its decision, as
 		 * the daemon's worker turns them (AR_UP_FIRST=1: the other order,
@@ -590,10 +638,10 @@ simulate(const struct scen *s, struct run *r)
 		 */
 		if (up_first && s->autorate[UP]) {
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
-			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
+			TICK(&r->a[UP], now, sent[UP], arrived[UP], lost[UP]);
 		}
 		if (s->autorate[DOWN])
-			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN]);
+			TICK(&r->a[DOWN], now, sent[DOWN], arrived[DOWN], lost[DOWN]);
 #ifndef AR_OLD
 		r->owd[t] = r->a[DOWN].path.owd_last_ns != UINT64_MAX
 					    ? r->a[DOWN].path.owd_last_ns / 1e6
@@ -601,7 +649,7 @@ simulate(const struct scen *s, struct run *r)
 #endif
 		if (!up_first && s->autorate[UP]) {
 			autorate_attribute(&r->a[UP], s->autorate[DOWN] ? &r->a[DOWN] : NULL);
-			TICK(&r->a[UP], now, sent[UP], arrived[UP]);
+			TICK(&r->a[UP], now, sent[UP], arrived[UP], lost[UP]);
 		}
 #ifndef AR_OLD
 		for (int d = 0; d < 2; d++) {
@@ -613,7 +661,7 @@ simulate(const struct scen *s, struct run *r)
 					"%6u %s %-15s %6.2f -> %6.2f Mbit/s modem %6.2f "
 					"line %6.2f sent %6.2f rise %5.1f own %5.1f q %6.1f ms\n",
 					t, d ? "down" : "up  ",
-					autorate_reason_name(r->a[d].last_why), r->rate[d][t],
+					autorate_rule_name(r->a[d].last_rule), r->rate[d][t],
 					r->a[d].rate / 125000.0, r->cap[d][t],
 					r->a[d].through_rate / 125000.0,
 					r->a[d].delivered_rate / 125000.0,
@@ -1140,28 +1188,44 @@ flows_rrul_joined(struct flow *f, uint32_t t, uint32_t *seed)
  */
 struct path_run {
 	double lo[2];   /* each direction's lowest rate from 5 s on, over the modem's */
-	double held[2]; /* ... from 2 s into each step up to its end */
+	double late[2]; /* ... from 2 s into each step up to its end */
 	double absorb;  /* the latest time (s into a step up) the upload's step was not yet,
 			   or no longer, taken as the path's */
 };
 
+/* AR_STALL=at,ms[,every]: a stall of the shaper's core (exploration of the path scenarios). */
+static uint32_t stall_at, stall_ms, stall_every;
+
+static uint32_t
+stall_env(uint32_t t)
+{
+	uint32_t at = stall_at;
+
+	if (stall_every != 0 && t >= stall_at)
+		at = stall_at + (t - stall_at) / stall_every * stall_every;
+	return t >= at && t < at + stall_ms ? at + stall_ms - t : 0;
+}
+
 static void
 path_steps_5s(struct scen *s, struct run *r, struct path_run *p)
 {
+	if (getenv("AR_STALL") != NULL &&
+	    sscanf(getenv("AR_STALL"), "%u,%u,%u", &stall_at, &stall_ms, &stall_every) >= 2)
+		s->stall = stall_env;
 	s->path = s->path != NULL ? s->path : path_5s;
 	s->path_up_only = true;
-	s->max[DOWN] = 100;
-	s->max[UP] = 20;
+	s->max[DOWN] = s->modem(DOWN, 0);
+	s->max[UP] = s->modem(UP, 0);
 	simulate(s, r);
 	p->absorb = 0;
 	for (int d = 0; d < 2; d++) {
-		p->lo[d] = p->held[d] = 1e9;
+		p->lo[d] = p->late[d] = 1e9;
 		for (uint32_t t = 5000; t < s->run_ms; t++) {
 			double f = r->rate[d][t] / r->cap[d][t], in = (t % 10000) / 1000.0 - 5.0;
 
 			p->lo[d] = f < p->lo[d] ? f : p->lo[d];
-			if (in >= 2.0 && f < p->held[d])
-				p->held[d] = f;
+			if (in >= 2.0 && f < p->late[d])
+				p->late[d] = f;
 			/* Downstream the step is not in the one-way rise it is judged on. */
 			if (d == UP && in >= 0 && r->path[d][t] < 20.0 && in > p->absorb)
 				p->absorb = in;
@@ -1176,7 +1240,7 @@ path_steps_check(const char *what, struct run *r, const struct path_run *p)
 		   "up of the modem, from 2 s into a step %.3f / %.3f; the upload's step taken "
 		   "as the path's for good %.2f s into it at the latest; %llu cuts up, %llu path "
 		   "decisions",
-		   what, p->lo[DOWN], p->lo[UP], p->held[DOWN], p->held[UP], p->absorb,
+		   what, p->lo[DOWN], p->lo[UP], p->late[DOWN], p->late[UP], p->absorb,
 		   (unsigned long long)r->a[UP].downs,
 		   (unsigned long long)why(&r->a[UP], AR_WHY_PATH));
 	/*
@@ -1186,7 +1250,7 @@ path_steps_check(const char *what, struct run *r, const struct path_run *p)
 	 * rise it is judged on (cut for its own probes only).
 	 */
 	CHECK(p->lo[UP] >= 0.3 && p->lo[DOWN] >= 0.5);
-	CHECK(p->held[UP] >= 0.9);
+	CHECK(p->late[UP] >= 0.9);
 	CHECK(p->absorb <= 2.0);
 	run_free(r);
 }
@@ -1216,6 +1280,40 @@ test_path_steps_dips(void **state)
 	s.path = path_5s_dips;
 	path_steps_5s(&s, &r, &p);
 	path_steps_check("dipping 3 ms for 150 ms every 450 ms", &r, &p);
+}
+
+/*
+ * Stolen time: the shaper's core stalls 50 ms in the first refractory
+ * period of the step up at 5 s (the next cut read what was sent over an
+ * interval half of it stalled: a line at half), 80 ms as an interval
+ * begins at 17.6 s, that step already taken (every sample of the interval
+ * came late, at bloat, and next to nothing was sent), and 50 ms in the
+ * third step's first refractory period.
+ */
+static uint32_t
+stalls_3(uint32_t t)
+{
+	static const uint32_t at[3][2] = { { 5380, 50 }, { 17593, 80 }, { 25367, 50 } };
+
+	for (int i = 0; i < 3; i++)
+		if (t >= at[i][0] && t < at[i][0] + at[i][1])
+			return at[i][0] + at[i][1] - t;
+	return 0;
+}
+
+/* The time the core was away is no time the line was watched. */
+static void
+test_path_steps_stalls(void **state)
+{
+	struct scen s = scen("path_stalls", 30000, modem_steady, flows_rrul_joined);
+	struct run r;
+	struct path_run p;
+
+	(void)state;
+	s.stall = stalls_3;
+	path_steps_5s(&s, &r, &p);
+	path_steps_check("an upload joining 2 s into each, the core stalling 50-80 ms thrice", &r,
+			 &p);
 }
 
 /*
@@ -2103,6 +2201,7 @@ main(void)
 		cmocka_unit_test(test_path_steps),
 		cmocka_unit_test(test_path_steps_flow_joins),
 		cmocka_unit_test(test_path_steps_dips),
+		cmocka_unit_test(test_path_steps_stalls),
 		cmocka_unit_test(test_far_end_queue),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_churn),

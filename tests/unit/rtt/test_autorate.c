@@ -34,7 +34,7 @@ start(struct drive *d, uint64_t min, uint64_t max)
 	autorate_init(&d->a, &p);
 	d->now = MS(1000);
 	d->bytes = d->arrived = 0;
-	autorate_tick(&d->a, d->now, d->bytes, d->bytes);
+	autorate_tick(&d->a, d->now, d->bytes, d->bytes, 0);
 }
 
 /*
@@ -51,7 +51,7 @@ interval_arrived(struct drive *d, uint32_t share_pct, uint64_t arrived, int64_t 
 	d->bytes += sent;
 	d->arrived += arrived == UINT64_MAX ? sent : arrived / 10;
 	d->now += MS(100);
-	return autorate_tick(&d->a, d->now, d->bytes, d->arrived);
+	return autorate_tick(&d->a, d->now, d->bytes, d->arrived, 0);
 }
 
 static bool
@@ -77,7 +77,7 @@ test_hold(void **state)
 	/* Not before a whole interval has passed. */
 	autorate_sample(&d.a, MS(100), MS(30));
 	d.now += MS(50);
-	assert_false(autorate_tick(&d.a, d.now, d.bytes + MBIT(100), d.bytes + MBIT(100)));
+	assert_false(autorate_tick(&d.a, d.now, d.bytes + MBIT(100), d.bytes + MBIT(100), 0));
 }
 
 static void
@@ -106,6 +106,45 @@ test_down(void **state)
 	for (int i = 0; i < 40; i++)
 		interval(&d, 100, 100);
 	assert_int_equal(d.a.rate, MBIT(10));
+}
+
+/* Time the shaper wrote off (its worker away) is no time the line was watched. */
+static void
+test_stall(void **state)
+{
+	struct drive d;
+	uint64_t lost = 0;
+
+	(void)state;
+	start(&d, MBIT(10), MBIT(100));
+	/* 60 ms of 100 away, every sample late: it runs on (not ended early on them). */
+	for (int i = 0; i < 4; i++)
+		autorate_sample(&d.a, MS(30) + MS(40), MS(30));
+	d.bytes += MBIT(100) * 40 / 1000;
+	d.now += MS(100);
+	lost += MS(60);
+	assert_false(autorate_tick(&d.a, d.now, d.bytes, d.bytes, lost));
+	/* Its length run, the samples since at baseline, at the rate: clear, no cut. */
+	autorate_sample(&d.a, MS(31), MS(30));
+	d.bytes += MBIT(100) * 60 / 1000;
+	d.now += MS(60);
+	assert_false(autorate_tick(&d.a, d.now, d.bytes, d.bytes, lost));
+	assert_int_equal(d.a.last_why, AR_WHY_RAISE);
+	assert_in_range(d.a.delivered_rate, MBIT(99), MBIT(101));
+	/* Bloat, half the interval away: cut from the rate it sent at while it ran. */
+	for (int i = 0; i < 4; i++)
+		autorate_sample(&d.a, MS(30) + MS(40), MS(30));
+	d.bytes += MBIT(100) * 50 / 1000;
+	d.now += MS(100);
+	lost += MS(50);
+	assert_true(autorate_tick(&d.a, d.now, d.bytes, d.bytes, lost));
+	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
+	assert_in_range(d.a.rate, MBIT(69), MBIT(71));
+	/* A count that went back (statistics reset): the interval is its wall time. */
+	d.bytes += d.a.rate / 10;
+	d.now += MS(100);
+	assert_false(autorate_tick(&d.a, d.now, d.bytes, d.bytes, 0));
+	assert_int_equal(d.a.last_why, AR_WHY_NO_SAMPLES);
 }
 
 static void
@@ -261,7 +300,7 @@ start_dir(struct drive *d, bool after_modem)
 	autorate_init(&d->a, &p);
 	d->now = MS(1000);
 	d->bytes = d->arrived = 0;
-	autorate_tick(&d->a, d->now, d->bytes, d->bytes);
+	autorate_tick(&d->a, d->now, d->bytes, d->bytes, 0);
 }
 
 static void
@@ -326,7 +365,7 @@ test_cut_at_any_load(void **state)
 	autorate_sample(&d.a, MS(30) + MS(40), MS(30));
 	d.bytes += MBIT(100) / 10 / 10;
 	d.now += MS(100);
-	assert_true(autorate_tick(&d.a, d.now, d.bytes / 2, d.bytes));
+	assert_true(autorate_tick(&d.a, d.now, d.bytes / 2, d.bytes, 0));
 	assert_in_range(d.a.rate, MBIT(7) - 1000, MBIT(7) + 1000);
 	/* A queue that takes long to drain is cut by more, up to cut_max_pct. */
 	start(&d, MBIT(1), MBIT(100));
@@ -580,7 +619,7 @@ test_decay_to_base(void **state)
 	autorate_init(&d.a, &p);
 	d.now = MS(1000);
 	d.bytes = 0;
-	autorate_tick(&d.a, d.now, 0, 0);
+	autorate_tick(&d.a, d.now, 0, 0, 0);
 	assert_int_equal(d.a.rate, MBIT(100));
 	assert_true(interval(&d, 2, 0));
 	assert_int_equal(d.a.rate, MBIT(99));
@@ -617,14 +656,14 @@ test_early(void **state)
 	for (int i = 0; i < 4; i++)
 		autorate_sample(&d.a, MS(30) + MS(20), MS(30));
 	d.bytes += MBIT(100) / 40;
-	assert_false(autorate_tick(&d.a, d.now + MS(25), d.bytes, d.bytes)); /* too soon */
-	assert_true(autorate_tick(&d.a, d.now + MS(50), d.bytes, d.bytes));
+	assert_false(autorate_tick(&d.a, d.now + MS(25), d.bytes, d.bytes, 0)); /* too soon */
+	assert_true(autorate_tick(&d.a, d.now + MS(50), d.bytes, d.bytes, 0));
 	assert_int_equal(d.a.last_why, AR_WHY_CUT_BLOAT);
 	/* Three are not enough. */
 	start(&d, MBIT(5), MBIT(100));
 	for (int i = 0; i < 3; i++)
 		autorate_sample(&d.a, MS(30) + MS(20), MS(30));
-	assert_false(autorate_tick(&d.a, d.now + MS(60), d.bytes, d.bytes));
+	assert_false(autorate_tick(&d.a, d.now + MS(60), d.bytes, d.bytes, 0));
 }
 
 /*
@@ -1177,6 +1216,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_down),
+		cmocka_unit_test(test_stall),
 		cmocka_unit_test(test_up),
 		cmocka_unit_test(test_owd),
 		cmocka_unit_test(test_owd_flows),
