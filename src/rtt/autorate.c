@@ -500,6 +500,22 @@ when_other_share(const struct autorate *a, const struct ar_iv *iv)
 	return iv->own < iv->bloat / 2;
 }
 
+static bool again(const struct autorate *a, const struct ar_iv *iv);
+static bool when_cut_rising_fast(const struct autorate *a, const struct ar_iv *iv);
+static bool when_modem_draining(const struct autorate *a, const struct ar_iv *iv);
+
+/*
+ * In a series of cuts, the check a refractory period on that cuts nothing:
+ * jitter, a drain, a flat rise, or the path decision that puts the rate
+ * back (the rules after other_acks that would cut are the ones left out).
+ */
+static bool
+series_check_holds(const struct autorate *a, const struct ar_iv *iv)
+{
+	return in_series(a) && !in_refractory(a, iv) && !iv->confirmed && !again(a, iv) &&
+	       !when_cut_rising_fast(a, iv) && !when_modem_draining(a, iv);
+}
+
 /*
  * A direction that carries only the other's ACKs (next to nothing, or far
  * less of its rate than the other of its own, and far fewer bytes) is cut
@@ -508,6 +524,16 @@ when_other_share(const struct autorate *a, const struct ar_iv *iv)
  * that fell far below the rate carries a small share of it, and is no less
  * the bottleneck (with nothing known of the other direction, the share
  * alone).
+ *
+ * Its own series of cuts still gets the checks that cut nothing: those
+ * cuts are what left it carrying so few bytes. Held here instead, a
+ * 10 Mbit/s upload beside a 100 Mbit/s download, cut twice for a path
+ * step, never took the step as the path's and stayed at 0.44 of its modem
+ * to the step's end; a stall that read its line at half did the same to a
+ * 20 Mbit/s one. A check that would cut again is held, and the next one is
+ * a refractory period on against the rise it held for (as after a cut):
+ * against the rise of the cut before, a step read short at first rose at
+ * every check, and was never flat.
  */
 static bool
 when_other_acks(const struct autorate *a, const struct ar_iv *iv)
@@ -519,7 +545,20 @@ when_other_acks(const struct autorate *a, const struct ar_iv *iv)
 	bool lesser = ((iv->idle || few) && fewer_bytes) || a->acks_only;
 
 	return lesser &&
-	       (a->path.owd_last_ns == UINT64_MAX || iv->own < a->p.lesser_ratio * iv->bloat);
+	       (a->path.owd_last_ns == UINT64_MAX || iv->own < a->p.lesser_ratio * iv->bloat) &&
+	       !series_check_holds(a, iv);
+}
+
+static enum autorate_action
+act_other_acks(struct autorate *a, const struct ar_iv *iv)
+{
+	if (in_series(a) && !in_refractory(a, iv)) {
+		a->series.last_down_ns = iv->now;
+		a->series.jitter_from_ns = 0;
+		a->series.cut_delay_ns = iv->own;
+		a->series.flat_checks = 0;
+	}
+	return AUTORATE_HOLD;
 }
 
 static bool
@@ -923,7 +962,7 @@ static const struct ar_rule rules[R_N] = {
 	     "bloat, but this direction is evidently not the bottleneck: the other's queue, held"),
 	RULE(R_OTHER_SHARE, "other_share", B_BLOAT, AR_WHY_OTHER_DIR, when_other_share, act_hold,
 	     "bloat, but this direction's share of the rise is under half of it: held"),
-	RULE(R_OTHER_ACKS, "other_acks", B_BLOAT, AR_WHY_OTHER_DIR, when_other_acks, act_hold,
+	RULE(R_OTHER_ACKS, "other_acks", B_BLOAT, AR_WHY_OTHER_DIR, when_other_acks, act_other_acks,
 	     "bloat, but this direction carries only the other's ACKs: held"),
 	RULE(R_CUT_CONFIRMED, "cut_confirmed", B_BLOAT, AR_WHY_CUT_BLOAT, when_cut_confirmed,
 	     act_cut_confirmed,

@@ -25,7 +25,7 @@
  * halving and recovery, a satellite path stepping +25 ms and back every
  * 15 s (and every 5 s on the way up, with a flow joining within each step,
  * or the step dipping a few ms now and then, or the shaper's core stalling 50-80 ms now and
- * then), a far-end server whose queue grows on one flow,
+ * then, or on 100/10 and 100/6 lines), a far-end server whose queue grows on one flow,
  * churning short flows (with long ones, and only short ones beside downloads without timestamps),
  * upload only, one direction falling while the other stays, idle then load, flows without
  * timestamps, a queue standing in the modem (drained, not taken as the path's), uploads backing off
@@ -1316,6 +1316,40 @@ test_path_steps_stalls(void **state)
 			 &p);
 }
 
+static double up_mbit; /* modem_100_up's upload */
+
+static double
+modem_100_up(int d, uint32_t t)
+{
+	(void)t;
+	return d == UP ? up_mbit : 100;
+}
+
+/*
+ * 100/10 and 100/6: two cuts for a step leave the upload carrying under a
+ * sixteenth of the download's bytes, as its ACKs would (lesser_ratio
+ * squared), or it did at the step's first reading: its series of cuts
+ * must still end in a path decision.
+ */
+static void
+test_path_steps_acks(void **state)
+{
+	static const double ups[] = { 10, 6 };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct scen s = scen("path_acks", 30000, modem_100_up, flows_rrul_joined);
+		struct run r;
+		struct path_run p;
+		char what[64];
+
+		up_mbit = ups[i];
+		snprintf(what, sizeof(what), "100/%.0f, an upload joining 2 s into each", ups[i]);
+		path_steps_5s(&s, &r, &p);
+		path_steps_check(what, &r, &p);
+	}
+}
+
 /*
  * A queue standing in the modem: the shaper's bound is the modem's rate, so
  * once 20 ms of queue is there (a burst of someone else's at 10 s), TCP
@@ -2202,6 +2236,7 @@ main(void)
 		cmocka_unit_test(test_path_steps_flow_joins),
 		cmocka_unit_test(test_path_steps_dips),
 		cmocka_unit_test(test_path_steps_stalls),
+		cmocka_unit_test(test_path_steps_acks),
 		cmocka_unit_test(test_far_end_queue),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_churn),
