@@ -566,6 +566,14 @@ sim_watchdog(unsigned int seconds, const char *what)
 	alarm(seconds);
 }
 
+bool
+sim_short(void)
+{
+	const char *v = getenv("SHAPER_SIM_SHORT");
+
+	return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
 void
 sim_check_accounting(struct sim *sim)
 {

@@ -225,6 +225,11 @@ uint64_t sim_percentile(uint64_t *v, uint32_t n, double p);
  */
 void sim_watchdog(unsigned int seconds, const char *what);
 
+/* True when SHAPER_SIM_SHORT is set: the sanitizer builds' run of the longest
+ * scenarios (tests/sim/meson.build), which checks the same code over less
+ * simulated time, since instrumented code runs several times slower. */
+bool sim_short(void);
+
 /* Print a measured figure for the report (greppable "# figure:"). */
 #define SIM_FIGURE(...)                                                                            \
 	do {                                                                                       \
