@@ -2,16 +2,20 @@
 # Every test: installs what is missing and builds; then the timing-sensitive
 # suites run in the foreground (unit, simulation, integration, end to end and
 # pktgen on build/, then the integration suite again under ASan+UBSan on
-# build-asan/, the soak test there only), while everything that only needs CPU runs beside them at the
-# lowest priority (nice 19, idle I/O class): the ASan+UBSan build and its unit
-# and simulation suites, the Debian package (tools/build-deb.sh into build/deb,
-# with lintian) and the install suite on it, a release build (-O3, NDEBUG,
-# -Werror) with its unit and simulation suites, the fuzz suite (25 s per
-# libFuzzer harness), the mutation sample and the container image
-# (tools/container-check.sh). The foreground suites are built to stay green
-# with a niced CPU hog on both cores beside them, and this is one.
-# Integration and e2e need root, pktgen needs pktgen-dpdk (tools/pktgen/README.md),
-# fuzz needs clang; each is skipped otherwise.
+# build-asan/, the soak test there only, and last the guest bed's smoke),
+# while everything that only needs CPU, disk or the network runs beside them
+# at the lowest priority (nice 19, idle I/O class), in two chains:
+#  - the ASan+UBSan build and its unit and simulation suites, a release build
+#    (-O3, NDEBUG, -Werror) with its unit and simulation suites, the fuzz
+#    suite (25 s per libFuzzer harness) and the mutation sample;
+#  - the Debian package (tools/build-deb.sh into build/deb, with lintian), the
+#    install suite on it, the guest bed's image for it (QEMU and mmdebstrap
+#    installed when missing; tests/guest/guest_smoke.py --prepare) and the
+#    container image (tools/container-check.sh).
+# The foreground suites are built to stay green with a niced CPU hog on both
+# cores beside them, and this is one.
+# Integration, e2e and the guest bed need root, pktgen needs pktgen-dpdk
+# (tools/pktgen/README.md), fuzz needs clang; each is skipped otherwise.
 #
 # A stage that fails does not stop the run: every other stage still runs and
 # reports, the summary at the end lists each stage's time and result and the
@@ -23,9 +27,13 @@ start=$(date +%s)
 mkdir -p build
 results=build/run-tests-stages.txt
 bglog=build/run-tests-background.log
+pkglog=build/run-tests-package.log
 asan_ready=build/run-tests-asan-built
+# Written when the package chain is over: the package's path once its guest
+# image is ready, empty otherwise.
+guest_ready=build/run-tests-guest-image
 : >"$results"
-rm -f "$asan_ready"
+rm -f "$asan_ready" "$guest_ready"
 
 # stage NAME CMD...: runs CMD, records its wall time and result (in a file, so
 # that the background chain's stages are counted too), carries on.
@@ -118,26 +126,49 @@ release() {
 		meson test -C build-release --no-rebuild --print-errorlogs --num-processes 2 \
 			--suite unit --suite sim --no-suite style --logbase release $bg_timeouts
 }
+newest_deb() {
+	ls -t build/deb/shaper_*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -1
+}
 container() {
 	local deb
-	deb=$(ls -t build/deb/shaper_*_"$(dpkg --print-architecture)".deb 2>/dev/null | head -1)
+	deb=$(newest_deb)
 	[ -n "$deb" ] || {
 		echo "run-tests: no package in build/deb to put in the container" >&2
 		return 1
 	}
 	bash tools/container-check.sh "$deb"
 }
+# The guest bed's image for this package, built beside the foreground so
+# that the smoke at its end only boots it (exit 77, not root: skipped).
+guest_image() {
+	local deb rc
+	deb=$(newest_deb)
+	[ -n "$deb" ] || {
+		echo "run-tests: no package in build/deb for the guest image" >&2
+		return 1
+	}
+	/usr/bin/python3 tests/guest/guest_smoke.py "$PWD" "$PWD/build" --deb "$PWD/$deb" --prepare
+	rc=$?
+	[ "$rc" = 77 ] && rc=0
+	[ "$rc" = 0 ] && echo "$PWD/$deb" >"$guest_ready"
+	return "$rc"
+}
+guest_smoke() {
+	[ -s "$guest_ready" ] || {
+		echo "run-tests: the guest image was not built (see $pkglog)" >&2
+		return 1
+	}
+	meson test -C build --no-rebuild --print-errorlogs --suite guest --logbase guest \
+		--test-args "--deb $(cat "$guest_ready")"
+}
 # At the lowest priority beside the foreground, a background test takes what
 # CPU is left: its timeouts (which guard against a hang, not a speed) are
 # stretched to match.
 bg_timeouts="--timeout-multiplier 4"
-background() {
+background_cpu() {
 	stage "ASan build" asan_build
 	touch "$asan_ready"
 	stage "ASan unit and sim" asan_offline
-	stage "package and lintian" package
-	stage "install suite" meson test -C build --no-rebuild --print-errorlogs \
-		--suite install --logbase install $bg_timeouts
 	stage "release build and tests" release
 	# The fuzzers use a whole core each for 25 s, two at a time (tools/fuzz.sh
 	# builds them with clang in build-fuzz/).
@@ -145,17 +176,28 @@ background() {
 		--suite fuzz --logbase fuzz $bg_timeouts
 	stage "mutation sample" meson test -C build --no-rebuild --print-errorlogs \
 		--suite mutation --logbase mutation $bg_timeouts
+}
+# Mostly the network and the disk: it overlaps the CPU chain well.
+background_package() {
+	stage "package and lintian" package
+	stage "install suite" meson test -C build --no-rebuild --print-errorlogs \
+		--suite install --logbase install $bg_timeouts
+	stage "guest image" guest_image
+	touch "$guest_ready"
 	stage "container" container
 }
-echo "run-tests: CPU-only stages run beside the others at nice 19; their log: $bglog"
+echo "run-tests: the CPU-only stages run beside the others at nice 19; their logs: $bglog, $pkglog"
 # In a process group of its own (job control on for the moment), so that it
 # can be held as a whole while pktgen runs.
 set -m
 (
 	renice -n 19 -p $BASHPID >/dev/null
 	ionice -c 3 -p $BASHPID 2>/dev/null
-	background
-) >"$bglog" 2>&1 &
+	set +m # both chains in this group
+	background_cpu >"$bglog" 2>&1 &
+	background_package >"$pkglog" 2>&1 &
+	wait
+) &
 bg=$!
 set +m
 
@@ -174,10 +216,17 @@ while [ ! -e "$asan_ready" ] && kill -0 "$bg" 2>/dev/null; do
 done
 stage "ASan integration" "${asan_env[@]}" meson test -C build-asan --no-rebuild --print-errorlogs \
 	--suite integration --no-suite bench --no-suite style --logbase asan
+# The guest bed last: a TCG guest takes both cores while it boots.
+while [ ! -e "$guest_ready" ] && kill -0 "$bg" 2>/dev/null; do
+	sleep 2
+done
+stage "guest smoke" guest_smoke
 wait "$bg"
-echo "run-tests: ---- the background stages' log ($bglog)"
-cat "$bglog"
-echo "run-tests: ---- end of the background stages' log"
+for log in "$bglog" "$pkglog"; do
+	echo "run-tests: ---- a background chain's log ($log)"
+	cat "$log"
+	echo "run-tests: ---- end of $log"
+done
 
 echo "run-tests: stages (wall time; the background ones ran beside the others)"
 failed=()
@@ -190,7 +239,7 @@ echo "run-tests: the ten slowest tests"
 slowest build/meson-logs/main.json build/meson-logs/pktgen.json build-asan/meson-logs/asan.json \
 	build-asan/meson-logs/asan-offline.json build/meson-logs/install.json \
 	build-release/meson-logs/release.json build/meson-logs/fuzz.json \
-	build/meson-logs/mutation.json
+	build/meson-logs/mutation.json build/meson-logs/guest.json
 total=$(($(date +%s) - start))
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "run-tests: FAILED in $total s: ${failed[*]}"
