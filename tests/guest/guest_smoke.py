@@ -39,7 +39,22 @@ With --prepare it only installs what the bed needs on the host and builds
 the guest image for the package (the test command does this beside its
 timing-sensitive stages, then runs the smoke on the cached image).
 
-usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE] [--workers 2 | --prepare]
+With --full, after the smoke's checks, the rest of the operator's path:
+- a guest reboot, after which shaper-pci@vm and shaperd@vm shape again with
+  no hand step (both ports on uio_pci_generic, the rate held);
+- a downgrade to this tree built as VERSION~prev1 and the upgrade back,
+  each under a 10 ms numbered probe (the maintainer scripts restart shaperd;
+  the line is dark while it restarts: figures printed; the package's
+  version, shaperd active, the line back, nothing answered twice);
+- fail-open by rebind: the package's drop-in (examples/fail-open.conf) in
+  place, the file broken and shaperd killed; after three failed starts
+  shaper-rebind@vm hands the ports to their kernel drivers and bridges
+  them: how long the probe was dark, and a ping across the kernel bridge;
+  then the way back to shaperd (shaper-pci@vm restarted, shaperd started),
+  shaping again;
+- `apt purge shaper`: no shaperd process, no shaper unit left.
+
+usage: guest_smoke.py SOURCE_ROOT BUILD_ROOT [--deb FILE] [--workers 2 | --full | --prepare]
   (root; 77 otherwise. A bed that cannot start fails, saying what is missing.)
 """
 import json
@@ -52,7 +67,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
 from shaperlib import check, check_accounting, failures  # noqa: E402
-from shaperlib import vmbed  # noqa: E402
+from shaperlib import probe, vmbed  # noqa: E402
 
 UP_RATE, DOWN_RATE, UP_RELOADED = 8e6, 12e6, 4e6
 SOCK = "/run/shaper/vm.sock"
@@ -284,6 +299,141 @@ def two_worker_check(g, direction, rate, hosts):
                 "10 %% of their mean)" % (direction, " and ".join("%d" % b_ for b_ in bits)))
     return ok
 
+PROBE_PORT = 7001
+
+
+def wait_active(g, unit, timeout):
+    """Seconds until systemd says unit is active; BedError past timeout."""
+    t0 = time.monotonic()
+    while True:
+        _, out, _ = g.run("systemctl is-active %s" % unit, timeout=30)
+        if out.strip() == "active":
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            raise vmbed.BedError("%s is %s %.0f s on" % (unit, out.strip(), timeout))
+        time.sleep(1)
+
+
+def under_probe(g, label, window_s, action):
+    """action() while a numbered UDP probe every 10 ms crosses the guest from
+    the client to the server for window_s seconds (from a second before it):
+    the probe's result (lost, dups, dark_ms: tools/shaperlib/probe.py)."""
+    echo = probe.Echo(g.srv, PROBE_PORT)
+    p = probe.start_probe(g.cli, vmbed.SRV_IP, PROBE_PORT, 0.01, int(window_s / 0.01))
+    try:
+        time.sleep(1.0)
+        t0 = time.monotonic()
+        action()
+        took = time.monotonic() - t0
+        check(took < window_s - 5, "%s: done in %.1f s, inside the probe's %d s" %
+              (label, took, window_s))
+        res = probe.probe_result(p, timeout=window_s + 60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        echo.stop()
+    print("vmbed: %s under a 10 ms probe: %d of %d lost, %d answered twice, longest dark "
+          "%.0f ms" % (label, res["lost"], res["sent"], res["dups"], res["dark_ms"]))
+    return res
+
+
+def pkg_version(g):
+    _, out, _ = g.run("dpkg-query -W -f '${Version} ${Status}' shaper", timeout=30)
+    return out.strip()
+
+
+def full_run(g, step, src, cache, deb):
+    """The rest of the operator's path after the smoke: a reboot, a
+    downgrade to a lower version and the upgrade back under traffic, the
+    package's fail-open rebind when shaperd fails for good, the way back to
+    shaperd, and remove and purge."""
+    # A reboot: hugepages and the ports' driver come back by shaper-pci@vm,
+    # and shaperd@vm shapes again with no hand step.
+    back = g.reboot()
+    up = wait_active(g, "shaperd@vm", 300)
+    print("vmbed: rebooted: the agent answered in %.1f s, shaperd@vm active %.1f s later" %
+          (back, up))
+    _, bound, _ = g.run("for d in %s %s; do basename $(readlink /sys/bus/pci/devices/$d/driver);"
+                        " done" % (vmbed.LAN_PCI, vmbed.WAN_PCI))
+    check(bound.split() == ["uio_pci_generic"] * 2,
+          "after the reboot both ports are on %s" % " ".join(bound.split()))
+    rate_check(g, "upstream", UP_RELOADED, "cake 4mbit upstream after the reboot")
+
+    # A lower version (this tree built as VERSION~prev1) and the upgrade back
+    # to this one, each under a 10 ms probe: the maintainer scripts restart
+    # shaperd@vm, and on uio_pci_generic the line is dark while it restarts.
+    cur_v = subprocess.run(["dpkg-deb", "-f", deb, "Version"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    prev = vmbed.package(src, os.path.join(cache, "deb-prev"), version=cur_v + "~prev1")
+    for f in (prev, deb):
+        subprocess.run(["cp", f, os.path.join(g.share, os.path.basename(f))], check=True)
+    step("mkdir -p /mnt/bed && mount -t 9p -o trans=virtio,version=9p2000.L,ro bed /mnt/bed"
+         " && cp /mnt/bed/*.deb /root/")
+    for label, f, opt in (("downgrade", prev, " --allow-downgrades"), ("upgrade", deb, "")):
+        name = os.path.basename(f)
+        res = under_probe(g, label, 150, lambda: step(
+            "cd /root && DEBIAN_FRONTEND=noninteractive apt install -y -q%s ./%s" % (opt, name),
+            240, name="apt install%s ./%s" % (opt, name)))
+        v = pkg_version(g)
+        up = wait_active(g, "shaperd@vm", 120)
+        check(v.startswith(name.split("_")[1] + " ") and "installed" in v,
+              "%s: the package is %s, shaperd@vm active" % (label, v))
+        check(res["lost"] < res["sent"] and res["dups"] == 0,
+              "%s: the line came back (%d of %d probes lost, longest dark %.0f ms), none "
+              "answered twice" % (label, res["lost"], res["sent"], res["dark_ms"]))
+    rate_check(g, "downstream", DOWN_RATE, "cake 12mbit downstream after the upgrade")
+
+    # shaperd fails for good (a broken file, then its process killed): with
+    # the package's fail-open drop-in, three failed starts leave the unit
+    # failed and shaper-rebind@vm hands the ports back to their kernel drivers
+    # and bridges them, so the line runs unshaped.
+    step("mkdir -p /etc/systemd/system/shaperd@vm.service.d && "
+         "cp /usr/share/doc/shaper/examples/fail-open.conf /etc/systemd/system/shaperd@vm.service.d/"
+         " && systemctl daemon-reload")
+    step("cp /etc/shaper/vm.json /root/vm.json.good && echo '{' >/etc/shaper/vm.json")
+
+    def kill_for_good():
+        step("systemctl kill -s KILL shaperd@vm")
+        wait_active(g, "shaper-rebind@vm", 120)
+
+    res = under_probe(g, "shaperd killed for good, the rebind", 150, kill_for_good)
+    _, out, _ = g.run("systemctl is-failed shaperd@vm; journalctl -b -o cat --no-pager "
+                      "-u shaper-rebind@vm | grep shaper-rebind:", timeout=60)
+    print("vmbed: %s" % out.strip().replace("\n", " | "))
+    check("failed" in out and "br-vm bridges" in out,
+          "shaperd@vm failed and shaper-rebind@vm bridged its ports: %s" %
+          out.strip().replace("\n", " | "))
+    r = g.in_ns("cli", ["ping", "-c", "3", "-i", "0.2", "-W", "2", vmbed.SRV_IP],
+                capture_output=True, text=True)
+    check(r.returncode == 0 and res["lost"] < res["sent"],
+          "the kernel bridge carries the line: dark %.0f ms from the kill (%d of %d probes "
+          "lost)" % (res["dark_ms"], res["lost"], res["sent"]))
+
+    # Back to shaperd as the drop-in's comment says.
+    step("cp /root/vm.json.good /etc/shaper/vm.json && systemctl restart shaper-pci@vm && "
+         "systemctl reset-failed shaperd@vm && systemctl start shaperd@vm", 300)
+    _, bound, _ = g.run("for d in %s %s; do basename $(readlink /sys/bus/pci/devices/$d/driver);"
+                        " done" % (vmbed.LAN_PCI, vmbed.WAN_PCI))
+    r = g.in_ns("cli", ["ping", "-c", "3", "-i", "0.2", "-W", "2", vmbed.SRV_IP],
+                capture_output=True, text=True)
+    check(bound.split() == ["uio_pci_generic"] * 2 and r.returncode == 0,
+          "shaperd@vm shapes again on %s, a ping crosses" % " ".join(bound.split()))
+    rate_check(g, "upstream", UP_RELOADED, "cake 4mbit upstream, back from the rebind")
+
+    # Remove and purge: the instances stopped, nothing of the package left
+    # but the instance's own files in /etc/shaper.
+    step("DEBIAN_FRONTEND=noninteractive apt purge -y -q shaper", 240, name="apt purge shaper")
+    _, out, _ = g.run("dpkg-query -W -f '${Status}' shaper 2>&1; echo; pgrep -c shaperd; "
+                      "systemctl list-unit-files --no-legend 'shaper*' | wc -l; ls /etc/shaper",
+                      timeout=60)
+    lines = out.strip().splitlines()
+    check(len(lines) >= 3 and "installed" not in lines[0].replace("not-installed", "") and
+          lines[1].strip() == "0" and lines[2].strip() == "0",
+          "purged: status %r, %s shaperd processes, %s shaper units; /etc/shaper keeps: %s" %
+          (lines[0] if lines else "", lines[1] if len(lines) > 1 else "?",
+           lines[2] if len(lines) > 2 else "?", " ".join(lines[3:]) or "nothing"))
+
 
 def main():
     if os.geteuid() != 0:
@@ -439,6 +589,8 @@ def main():
             link_check(g, role, pci, int(now) - 1)
         time.sleep(1)
         check_accounting(stats(g), "final stats")
+        if "--full" in sys.argv:
+            full_run(g, step, src, cache, deb)
     except Done:
         pass
     except (vmbed.BedError, subprocess.SubprocessError, OSError, ValueError, KeyError) as e:

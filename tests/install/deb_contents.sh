@@ -32,7 +32,9 @@ want=(/usr/bin/shaperd /usr/bin/shapectl /usr/bin/shaper-import-libreqos
 	/usr/share/man/man8/shaperd.8.gz /usr/share/man/man8/shapectl.8.gz
 	/usr/share/man/man1/shaper-import-libreqos.1.gz
 	/usr/share/man/man5/shaper.json.5.gz
-	/lib/systemd/system/shaperd@.service
+	/lib/systemd/system/shaperd@.service /lib/systemd/system/shaper-pci@.service
+	/lib/systemd/system/shaper-rebind@.service /usr/lib/shaper/shaper-pci-setup
+	/usr/lib/shaper/shaper-pci-rebind /usr/share/doc/shaper/examples/fail-open.conf
 	/usr/lib/sysusers.d/shaper.conf /usr/lib/tmpfiles.d/shaper.conf
 	/usr/share/shaper/grafana/shaper-dashboard.json /usr/lib/shaper/failopen.bpf.o /usr/lib/shaper/failopen_tc.bpf.o
 	/usr/share/doc/shaper/copyright /etc/shaper/)

@@ -89,11 +89,12 @@ def deb_dependencies(deb):
     return sorted(names)
 
 
-def package(src, out_dir):
+def package(src, out_dir, version=None):
     """The Debian package of the tree at src (tools/build-deb.sh, without its
-    unit run), built into out_dir unless the one there is of the same tree:
-    the committed files and the changes to tracked files, less the tests,
-    the beds and the docs. Its path."""
+    unit run; as version instead of debian/changelog's when given), built
+    into out_dir unless the one there is of the same tree: the committed
+    files and the changes to tracked files, less the tests, the beds and the
+    docs. Its path."""
     # What the package is not built from does not rebuild it: the tests (off
     # in a nocheck build), the beds' Python and the docs.
     keep = ["--", ".", ":(exclude)tests", ":(exclude)tools/vmbed", ":(exclude)tools/shaperlib",
@@ -103,7 +104,7 @@ def package(src, out_dir):
                           capture_output=True).stdout
     diff = subprocess.run(["git", "-C", src, "diff", "HEAD", "--binary"] + keep,
                           capture_output=True).stdout
-    key = hashlib.sha256(tree + diff).hexdigest()[:16] if tree else None
+    key = hashlib.sha256(tree + diff + (version or "").encode()).hexdigest()[:16] if tree else None
     stamp = os.path.join(out_dir, "tree.key")
     debs = lambda: sorted((os.path.join(out_dir, f) for f in os.listdir(out_dir)  # noqa: E731
                            if f.startswith("shaper_") and f.endswith(".deb")),
@@ -114,7 +115,7 @@ def package(src, out_dir):
     log("building the package from the tree (tools/build-deb.sh %s)" % out_dir)
     env = dict(os.environ, DEB_BUILD_OPTIONS="nocheck")
     r = subprocess.run(["nice", "-n", "19", "bash", os.path.join(src, "tools", "build-deb.sh"),
-                        out_dir], env=env)
+                        out_dir] + (["--version", version] if version else []), env=env)
     if r.returncode != 0 or not debs():
         raise BedError("the package could not be built (tools/build-deb.sh %s)" % out_dir)
     if key:
@@ -410,6 +411,33 @@ class Guest:
                            "console:\n%s" % (boot_timeout, tail))
         self.boot_s = time.monotonic() - t0
         return self.boot_s
+
+    def reboot(self, boot_timeout=600):
+        """Reboot the guest as an operator would (`systemctl reboot`; QEMU
+        boots the same disk again): the seconds until its agent answers
+        from the new boot (its kernel's boot_id changed)."""
+        boot_id = lambda: self.run("cat /proc/sys/kernel/random/boot_id", timeout=20,  # noqa
+                                   check=True)[1].strip()
+        before = boot_id()
+        t0 = time.monotonic()
+        try:
+            self.agent.call("guest-exec", {"path": "/bin/systemctl", "arg": ["reboot"]},
+                            timeout=30)
+        except BedError:
+            pass  # the agent may go before it answers
+        deadline = t0 + boot_timeout
+        while time.monotonic() < deadline:
+            self.agent.close()
+            if self.agent.sync(max(1.0, min(30.0, deadline - time.monotonic()))):
+                self.agent.stale = False
+                try:
+                    if boot_id() != before:
+                        return time.monotonic() - t0
+                except BedError:
+                    pass  # the old agent went while answering
+            time.sleep(1)
+        raise BedError("the guest did not come back from its reboot within %d s; console:\n%s"
+                       % (boot_timeout, self._tail(self.console)))
 
     @staticmethod
     def _tail(path, n=30):
