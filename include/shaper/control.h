@@ -133,6 +133,14 @@ struct ctl_dir_counters {
 	 * (lag_skipped). Summed over shards, so it can exceed wall time.
 	 */
 	uint64_t backlogged_ns;
+	/*
+	 * Bytes handed to the output port in turns that followed one that left
+	 * frames waiting: what was sent in the backlogged time. A frame that
+	 * finds the queue empty and leaves at once is in tx_bytes, not here, so
+	 * this over (backlogged_ns - lag_skipped) is the rate kept while owed,
+	 * however seldom the sender keeps a queue.
+	 */
+	uint64_t backlogged_tx_bytes;
 	uint64_t dropped[SHAPER_DROP_MAX];
 	uint64_t emulator_qlen; /* packets held by the WAN emulator */
 	uint64_t time_ns;       /* the worker's clock when these were taken */

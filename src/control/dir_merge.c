@@ -100,6 +100,7 @@ ctl_dir_counters_merge(struct ctl_dir_counters *into, const struct ctl_dir_count
 	into->turn_max_ns = max_u64(into->turn_max_ns, from->turn_max_ns);
 	into->control_max_ns = max_u64(into->control_max_ns, from->control_max_ns);
 	into->backlogged_ns += from->backlogged_ns;
+	into->backlogged_tx_bytes += from->backlogged_tx_bytes;
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		into->dropped[r] += from->dropped[r];
 	into->emulator_qlen += from->emulator_qlen;

@@ -84,6 +84,9 @@ static const struct metric metrics[] = {
 	  "Longest slice of control work in one worker turn since the last reset" },
 	{ "shaper_direction_backlogged_seconds_total", "counter", S_DIR, "backlogged_us", V_US_TO_S,
 	  "Time the direction held frames to send (summed over shards)" },
+	{ "shaper_direction_backlogged_transmit_bytes_total", "counter", S_DIR,
+	  "backlogged_tx_bytes", V_INT,
+	  "Bytes sent in the time the direction held frames to send" },
 	/* directions: the scheduler, named like node_exporter's qdisc collector */
 	{ "shaper_qdisc_packets_total", "counter", S_DIR, "packets", V_INT,
 	  "Packets dequeued by the scheduler" },

@@ -242,6 +242,7 @@ ctl_dir_stats_json(const struct ctl_dir_counters *c, const struct sched_stats *s
 	json_object_set_new(o, "turn_max_ns", J_U64(c->turn_max_ns));
 	json_object_set_new(o, "control_max_ns", J_U64(c->control_max_ns));
 	json_object_set_new(o, "backlogged_us", J_U64(c->backlogged_ns / 1000));
+	json_object_set_new(o, "backlogged_tx_bytes", J_U64(c->backlogged_tx_bytes));
 	json_object_set_new(o, "emulator_qlen", J_U64(c->emulator_qlen));
 	if (c->rtt.on)
 		json_object_set_new(o, "rtt", ctl_rtt_json(&c->rtt));

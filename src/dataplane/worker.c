@@ -397,10 +397,12 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
 	struct sh_pkt_list drops;
 	unsigned int n_rx, n_enq, n_out, room, want;
+	const bool owed = d->backlogged;
+	const uint64_t tx_bytes0 = d->stats.tx_bytes;
 	uint64_t t;
 
 	sh_pkt_list_init(&drops);
-	if (d->backlogged && now > d->turn_ns)
+	if (owed && now > d->turn_ns)
 		d->stats.backlogged_ns += now - d->turn_ns;
 	d->turn_ns = now;
 	flush_pending(d);
@@ -417,6 +419,9 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	if (room > want)
 		room = want;
 	n_out = dir_tx(d, now, burst, room, pkts, &drops);
+	/* What this turn sent is what the backlogged time since the last one owed. */
+	if (owed)
+		d->stats.backlogged_tx_bytes += d->stats.tx_bytes - tx_bytes0;
 
 	if (drops.count != 0)
 		free_drops(d, &drops);

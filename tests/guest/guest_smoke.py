@@ -152,7 +152,7 @@ def rate_check(g, direction, rate, label):
     span = (b["time_ns"] - a["time_ns"]) / 1e9
     skipped = (b["lag_skipped_us"] - a["lag_skipped_us"]) / 1e6
     owed = (b["backlogged_us"] - a["backlogged_us"]) / 1e6 - skipped
-    own = (b["tx_bytes"] - a["tx_bytes"]) * 8 / owed if owed > 0 else 0.0
+    own = (b["backlogged_tx_bytes"] - a["backlogged_tx_bytes"]) * 8 / owed if owed > 0 else 0.0
     err = own / rate - 1
     # One frame is 1242 bytes: a second owed at 4 Mbit/s is 400 of them.
     ok = check(abs(err) <= 0.01 and owed >= 1.0,
@@ -278,7 +278,7 @@ def two_worker_check(g, direction, rate, hosts):
     for x, y in zip(a, b):
         owed = (y["backlogged_us"] - x["backlogged_us"] - y["lag_skipped_us"] +
                 x["lag_skipped_us"]) / 1e6
-        sent = (y["tx_bytes"] - x["tx_bytes"]) * 8
+        sent = (y["backlogged_tx_bytes"] - x["backlogged_tx_bytes"]) * 8
         r = sent / owed if owed > 0 else 0.0
         total += r
         parts.append((y["shard"], r, owed, sent, y.get("share_rate", 0) * 8))

@@ -65,6 +65,7 @@ fake_fill_dir(struct fake *f, enum shaper_dir d)
 	c->tx_bytes = 1200000 + b;
 	c->tx_retries = 7 + b;
 	c->backlogged_ns = (98765 + b) * 1000;
+	c->backlogged_tx_bytes = 1100000 + b;
 	for (int r = 0; r < SHAPER_DROP_MAX; r++)
 		c->dropped[r] = 11 + (uint64_t)r + b; /* aqm 11, overflow 12, ... */
 	c->emulator_qlen = 9 + b;

@@ -318,6 +318,7 @@ static const char *const dir_keys[] = {
 	"turn_max_ns",
 	"control_max_ns",
 	"backlogged_us",
+	"backlogged_tx_bytes",
 	"tx_port_errors",
 	"emulator_qlen",
 	"accounting",
@@ -435,6 +436,7 @@ check_dir_stats(json_t *r, enum shaper_dir d)
 	assert_int_at(r, AT("%s", "turn_max_ns"), (long long)c->turn_max_ns);
 	assert_int_at(r, AT("%s", "control_max_ns"), (long long)c->control_max_ns);
 	assert_int_at(r, AT("%s", "backlogged_us"), (long long)(c->backlogged_ns / 1000));
+	assert_int_at(r, AT("%s", "backlogged_tx_bytes"), (long long)c->backlogged_tx_bytes);
 	/* the output port's failures, shown beside the direction's tx */
 	assert_int_at(r, AT("%s", "tx_port_errors"),
 		      (long long)F.port[shaper_dir_output(d)].tx_errors);
