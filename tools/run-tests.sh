@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: installs what is missing and builds; then the timing-sensitive
-# suites run in the foreground (unit, simulation, integration, end to end and
-# pktgen on build/, then the integration suite again under ASan+UBSan on
+# suites run in the foreground (unit, integration, end to end and pktgen on
+# build/, then the integration suite again under ASan+UBSan on
 # build-asan/, the soak test there only, and last the guest bed's smoke),
 # while everything that only needs CPU, disk or the network runs beside them
 # at the lowest priority (nice 19, idle I/O class), in two chains:
@@ -201,9 +201,11 @@ set -m
 bg=$!
 set +m
 
-stage "unit, sim, integration, e2e" meson test -C build --no-rebuild --print-errorlogs \
+# The simulation suite is deterministic (simulated time): the CPU chain runs
+# it in the ASan and release builds, and the foreground leaves it to them.
+stage "unit, integration, e2e" meson test -C build --no-rebuild --print-errorlogs \
 	--num-processes 2 --no-suite fuzz --no-suite mutation --no-suite install \
-	--no-suite pktgen --no-suite soak --no-suite guest --logbase main
+	--no-suite pktgen --no-suite soak --no-suite guest --no-suite sim --logbase main
 # pktgen is the load generator on the same two cores: the test fails a run
 # whose generator falls short of the load it was asked for (that says nothing
 # about the shaper), and a compiler beside it takes it short of a million
