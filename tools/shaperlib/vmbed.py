@@ -361,7 +361,7 @@ class Guest:
         q = self.lan_queues
         rss = ",rss=on" if self.rss else ""
         argv = [
-            "nice", "-n", "19", "qemu-system-x86_64", "-name", "shaperbox",
+            "qemu-system-x86_64", "-name", "shaperbox",
             "-accel", self.accel, "-cpu", self.cpu, "-smp", str(self.smp),
             "-m", str(self.mem_mb), "-nographic", "-no-user-config", "-nodefaults",
             "-S", "-qmp", "unix:%s,server=on,wait=off" % qmp_path,
