@@ -424,15 +424,18 @@ def full_run(g, step, src, cache, deb):
     # Remove and purge: the instances stopped, nothing of the package left
     # but the instance's own files in /etc/shaper.
     step("DEBIAN_FRONTEND=noninteractive apt purge -y -q shaper", 240, name="apt purge shaper")
-    _, out, _ = g.run("dpkg-query -W -f '${Status}' shaper 2>&1; echo; pgrep -c shaperd; "
-                      "systemctl list-unit-files --no-legend 'shaper*' | wc -l; ls /etc/shaper",
+    _, out, _ = g.run("printf 'status=%s\\n' \"$(dpkg-query -W -f '${Status}' shaper 2>&1)\"; "
+                      "printf 'procs=%s\\n' \"$(pgrep -c shaperd)\"; "
+                      "printf 'units=%s\\n' \"$(systemctl list-unit-files --no-legend 'shaper*' "
+                      "| wc -l)\"; printf 'etc=%s\\n' \"$(ls /etc/shaper | tr '\\n' ' ')\"",
                       timeout=60)
-    lines = out.strip().splitlines()
-    check(len(lines) >= 3 and "installed" not in lines[0].replace("not-installed", "") and
-          lines[1].strip() == "0" and lines[2].strip() == "0",
-          "purged: status %r, %s shaperd processes, %s shaper units; /etc/shaper keeps: %s" %
-          (lines[0] if lines else "", lines[1] if len(lines) > 1 else "?",
-           lines[2] if len(lines) > 2 else "?", " ".join(lines[3:]) or "nothing"))
+    left = dict(ln.split("=", 1) for ln in out.splitlines() if "=" in ln)
+    status = left.get("status", "?")
+    check(("no packages found" in status or status.startswith("unknown ok not-installed")) and
+          left.get("procs") == "0" and left.get("units") == "0",
+          "purged: %r, %s shaperd processes, %s shaper unit files; /etc/shaper keeps the "
+          "instance's own files: %s" % (status, left.get("procs"), left.get("units"),
+                                        left.get("etc", "").strip() or "nothing"))
 
 
 def main():
