@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test: installs what is missing and builds; then the timing-sensitive
-# suites run in the foreground (unit, integration, end to end and pktgen on
-# build/, then the integration suite again under ASan+UBSan on
-# build-asan/, the soak test there only, and last the guest bed's smoke),
+# suites run in the foreground (unit, config, end to end and pktgen on build/,
+# then the integration suite under ASan+UBSan on build-asan/, the soak test
+# with it, and last the guest bed's smoke),
 # while everything that only needs CPU, disk or the network runs beside them
 # at the lowest priority (nice 19, idle I/O class), in two chains:
 #  - the ASan+UBSan build and its unit and simulation suites, a release build
@@ -201,11 +201,13 @@ set -m
 bg=$!
 set +m
 
-# The simulation suite is deterministic (simulated time): the CPU chain runs
-# it in the ASan and release builds, and the foreground leaves it to them.
-stage "unit, integration, e2e" meson test -C build --no-rebuild --print-errorlogs \
-	--num-processes 2 --no-suite fuzz --no-suite mutation --no-suite install \
-	--no-suite pktgen --no-suite soak --no-suite guest --no-suite sim --logbase main
+# Each suite runs once where it says most: the simulation suite (simulated
+# time) in the ASan and release builds of the CPU chain, the integration
+# suite under ASan+UBSan below (the same tests, run twice before, took the same
+# time in both builds); the benchmark harness's smoke test here.
+stage "unit, config, e2e" meson test -C build --no-rebuild --print-errorlogs \
+	--num-processes 2 --suite unit --suite config --suite e2e --suite bench \
+	--no-suite install --logbase main
 # pktgen is the load generator on the same two cores: the test fails a run
 # whose generator falls short of the load it was asked for (that says nothing
 # about the shaper), and a compiler beside it takes it short of a million
