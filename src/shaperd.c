@@ -1021,7 +1021,7 @@ start_fail_open(struct app *a)
 		drained[i] = &a->lc[i]->w.drained_ns;
 	}
 	if (dp_failopen_start(&a->failopen, beats, drained, a->n_shards, a->cfg.fail_open_lease_ns,
-			      err, sizeof(err)) != 0) {
+			      a->cfg.rt_priority, err, sizeof(err)) != 0) {
 		shaper_log_error("fail_open: %s", err);
 		return -1;
 	}

@@ -231,13 +231,16 @@ struct ctl_config_file {
 
 /* The fail-open lease (docs/deployment.md, "Fail-open"), for stats. */
 struct ctl_fail_open_counters {
-	bool holding;         /* shaperd held the line at the lease thread's last look */
-	uint64_t renewals;    /* leases granted */
-	uint64_t takeovers;   /* grants after the bridge had the line (the first one too) */
-	uint64_t lapses;      /* grants that came after the lease had run out */
-	uint64_t lapsed_ns;   /* time the bridge forwarded because of them */
-	uint64_t withheld;    /* looks at which a worker had not turned */
-	uint64_t drain_waits; /* looks at which a worker still held frames the bridge sent */
+	bool holding;             /* shaperd held the line at the lease thread's last look */
+	uint64_t renewals;        /* leases granted */
+	uint64_t takeovers;       /* grants after the bridge had the line (the first one too) */
+	uint64_t lapses;          /* times the lease ran out while shaperd ran */
+	uint64_t lapses_late;     /* ... because the lease thread did not look in time */
+	uint64_t lapses_withheld; /* ... because a worker had not turned */
+	uint64_t lapsed_ns;       /* time the bridge forwarded because of them */
+	uint64_t look_gap_max_ns; /* the longest time between two looks of the lease thread */
+	uint64_t withheld;        /* looks at which a worker had not turned */
+	uint64_t drain_waits;     /* looks at which a worker still held frames the bridge sent */
 };
 
 struct ctl_backend {

@@ -60,13 +60,17 @@ struct dp_failopen_port {
 /* What the lease thread did, for the stats. */
 struct dp_failopen_counters {
 	uint64_t renewals;
-	uint64_t lapses;      /* renewals that came after the lease had run out */
-	uint64_t lapsed_ns;   /* time the bridge forwarded because of them */
-	uint64_t withheld;    /* looks at which a worker had not turned: not renewed */
-	uint64_t takeovers;   /* grants after the bridge had the line (the first one too) */
-	uint64_t drain_waits; /* looks that found a worker's rx queues not yet emptied of
-				 what the bridge forwarded: not granted */
-	bool holding;         /* the lease was valid at the last look */
+	uint64_t lapses;          /* times the lease ran out while shaperd ran (the two below) */
+	uint64_t lapses_late;     /* ... because the thread did not look in time: the process
+				     was stopped, or the thread kept off its CPU */
+	uint64_t lapses_withheld; /* ... because a worker had not turned for a lease */
+	uint64_t lapsed_ns;       /* time the bridge forwarded because of them */
+	uint64_t look_gap_max_ns; /* the longest time between two of the thread's looks */
+	uint64_t withheld;        /* looks at which a worker had not turned: not renewed */
+	uint64_t takeovers;       /* grants after the bridge had the line (the first one too) */
+	uint64_t drain_waits;     /* looks that found a worker's rx queues not yet emptied of
+				     what the bridge forwarded: not granted */
+	bool holding;             /* the lease was valid at the last look */
 };
 
 /*
@@ -86,11 +90,15 @@ struct dp_failopen_counters {
 struct dp_failopen {
 	struct dp_failopen_port port[SHAPER_NUM_PORTS];
 	uint64_t lease_ns;
+	unsigned int rt_priority; /* the workers' (dataplane.rt_priority) */
 	unsigned int n_workers;
 	const uint64_t *beats[SHAPER_MAX_WORKERS];   /* each worker's heartbeat */
 	uint64_t last_beat[SHAPER_MAX_WORKERS];      /* at the previous look */
 	const uint64_t *drained[SHAPER_MAX_WORKERS]; /* each worker's drained_ns */
 	uint64_t until_ns;                           /* the lease last granted */
+	uint64_t last_look_ns;                       /* the previous look, 0 before the first */
+	bool withheld_since_grant; /* a look since until_ns was granted did not renew */
+	bool lapse_noted;          /* the lapse of until_ns is counted */
 	/*
 	 * For the workers (struct dp_worker's line_until): the lease's end on
 	 * dp_now_ns()'s clock, less DP_FAILOPEN_MARGIN_NS; 0 = not held. Set
@@ -100,7 +108,12 @@ struct dp_failopen {
 	uint64_t line_until;
 	uint64_t line_next;
 	struct dp_failopen_counters c;
-	pthread_mutex_t lock; /* c, between the thread and stats readers */
+	/*
+	 * c, between the thread and stats readers; priority-inheriting: a
+	 * reader kept off its CPU while holding it must not hold up the
+	 * real-time lease thread.
+	 */
+	pthread_mutex_t lock;
 	pthread_t thread;
 	bool running;
 	volatile bool stop;
@@ -158,11 +171,18 @@ bool dp_failopen_in_bridge(const char *ifname);
  * every quarter of it) for as long as every heartbeat in beats moves. The
  * line is taken, at start and after every lapse, only once each worker's
  * drained (its drained_ns) says its rx queues are empty of what came while
- * the bridge had it. Returns 0 or -1 with err.
+ * the bridge had it. The thread runs under SCHED_FIFO, one above the
+ * workers' rt_priority (1 when they have none), so that the lease lapses
+ * when the workers stop turning and not when other work keeps the thread
+ * itself from its CPU; a kernel that refuses it is logged. Returns 0 or -1
+ * with err.
  */
 int dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats,
-		      const uint64_t *const *drained, unsigned int n, uint64_t lease_ns, char *err,
-		      size_t errlen);
+		      const uint64_t *const *drained, unsigned int n, uint64_t lease_ns,
+		      unsigned int rt_priority, char *err, size_t errlen);
+
+/* The SCHED_FIFO priority of the lease thread for workers at rt_priority (0 = none). */
+unsigned int dp_failopen_thread_priority(unsigned int rt_priority);
 
 /*
  * Hand the line to the bridge now (the lease revoked), before the workers
@@ -172,16 +192,28 @@ void dp_failopen_stop(struct dp_failopen *fo);
 
 void dp_failopen_counters(struct dp_failopen *fo, struct dp_failopen_counters *out);
 
+/* What one look found, for the thread's log. */
+struct dp_failopen_look {
+	uint64_t gap_ns;  /* since the previous look */
+	bool lapsed;      /* the lease was found run out at this look, for the first time */
+	bool late;        /* ... and no look had withheld it: the thread looked too late */
+	bool took;        /* this look took the line from the bridge */
+	uint64_t dark_ns; /* ... after the lease had been out this long (0: the first) */
+};
+
 /*
  * The lease thread's decision at one look, apart from the kernel: whether to
  * renew (every worker turned since the last look and, if the workers had
  * lost the line, each emptied its rx queues since, and within
  * DP_FAILOPEN_DRAIN_FRESH_NS: drained, their drained_ns), updating the
- * counters and line_next. now_ns is
- * CLOCK_MONOTONIC's (the kernel's), now_dp dp_now_ns()'s. Returns the new
- * lease end, or 0 to let the lease run out.
+ * counters and line_next. A lease found run out is counted as a lapse once,
+ * at the first look after it, and told apart by its cause: late (no look
+ * since the grant withheld it, so none came in time) or withheld. now_ns is
+ * CLOCK_MONOTONIC's (the kernel's), now_dp dp_now_ns()'s; look (may be NULL)
+ * says what happened. Returns the new lease end, or 0 to let the lease run
+ * out.
  */
 uint64_t dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, const uint64_t *drained,
-			    uint64_t now_ns, uint64_t now_dp);
+			    uint64_t now_ns, uint64_t now_dp, struct dp_failopen_look *look);
 
 #endif

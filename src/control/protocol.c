@@ -423,15 +423,20 @@ cmd_stats(const struct ctl_backend *be, const json_t *args, struct reply *r)
 
 		memset(&fo, 0, sizeof(fo));
 		if (be->fail_open(be->opaque, &fo) == 0)
-			json_object_set_new(r->result, "fail_open",
-					    json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I}",
-						      "holding", fo.holding, "renewals",
-						      (json_int_t)fo.renewals, "takeovers",
-						      (json_int_t)fo.takeovers, "lapses",
-						      (json_int_t)fo.lapses, "lapsed_us",
-						      (json_int_t)(fo.lapsed_ns / 1000u),
-						      "withheld", (json_int_t)fo.withheld,
-						      "drain_waits", (json_int_t)fo.drain_waits));
+			json_object_set_new(
+					r->result, "fail_open",
+					json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+						  "s:I}",
+						  "holding", fo.holding, "renewals",
+						  (json_int_t)fo.renewals, "takeovers",
+						  (json_int_t)fo.takeovers, "lapses",
+						  (json_int_t)fo.lapses, "lapses_late",
+						  (json_int_t)fo.lapses_late, "lapses_withheld",
+						  (json_int_t)fo.lapses_withheld, "lapsed_us",
+						  (json_int_t)(fo.lapsed_ns / 1000u), "withheld",
+						  (json_int_t)fo.withheld, "drain_waits",
+						  (json_int_t)fo.drain_waits, "look_gap_max_us",
+						  (json_int_t)(fo.look_gap_max_ns / 1000u)));
 	}
 	return 0;
 err:

@@ -340,7 +340,10 @@ be_fail_open(void *opaque, struct ctl_fail_open_counters *c)
 	c->renewals = fc.renewals;
 	c->takeovers = fc.takeovers;
 	c->lapses = fc.lapses;
+	c->lapses_late = fc.lapses_late;
+	c->lapses_withheld = fc.lapses_withheld;
 	c->lapsed_ns = fc.lapsed_ns;
+	c->look_gap_max_ns = fc.look_gap_max_ns;
 	c->withheld = fc.withheld;
 	c->drain_waits = fc.drain_waits;
 	return 0;

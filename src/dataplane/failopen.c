@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -300,8 +301,13 @@ int
 dp_failopen_prepare(struct dp_failopen *fo, const struct shaper_config *cfg, char *err,
 		    size_t errlen)
 {
+	pthread_mutexattr_t attr;
+
 	memset(fo, 0, sizeof(*fo));
-	pthread_mutex_init(&fo->lock, NULL);
+	pthread_mutexattr_init(&attr);
+	(void)pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&fo->lock, &attr);
+	pthread_mutexattr_destroy(&attr);
 	for (int r = 0; r < SHAPER_NUM_PORTS; r++) {
 		struct dp_failopen_port *p = &fo->port[r];
 
@@ -460,10 +466,11 @@ grant(struct dp_failopen *fo, uint64_t until_ns)
 
 uint64_t
 dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, const uint64_t *drained,
-		   uint64_t now_ns, uint64_t now_dp)
+		   uint64_t now_ns, uint64_t now_dp, struct dp_failopen_look *look)
 {
 	uint64_t line = __atomic_load_n(&fo->line_until, __ATOMIC_RELAXED);
 	bool turned = true, lost = line == 0 || now_dp >= line, drained_all = true;
+	struct dp_failopen_look l = { 0 };
 
 	for (unsigned int i = 0; i < fo->n_workers; i++) {
 		if (beats[i] == fo->last_beat[i])
@@ -479,28 +486,117 @@ dp_failopen_decide(struct dp_failopen *fo, const uint64_t *beats, const uint64_t
 			drained_all = false;
 	}
 	pthread_mutex_lock(&fo->lock);
-	if (!turned || (lost && !drained_all)) {
-		if (!turned)
-			fo->c.withheld++;
+	if (fo->last_look_ns != 0 && now_ns > fo->last_look_ns) {
+		l.gap_ns = now_ns - fo->last_look_ns;
+		if (l.gap_ns > fo->c.look_gap_max_ns)
+			fo->c.look_gap_max_ns = l.gap_ns;
+	}
+	fo->last_look_ns = now_ns;
+	if (fo->until_ns != 0 && now_ns > fo->until_ns && !fo->lapse_noted) {
+		/*
+		 * Run out while shaperd runs. A look since the grant that found
+		 * every worker turning renewed it, so if none withheld it, none
+		 * came in time: the thread was stopped or kept from its CPU.
+		 */
+		fo->lapse_noted = true;
+		l.lapsed = true;
+		l.late = !fo->withheld_since_grant;
+		fo->c.lapses++;
+		if (l.late)
+			fo->c.lapses_late++;
 		else
+			fo->c.lapses_withheld++;
+	}
+	if (!turned || (lost && !drained_all)) {
+		if (!turned) {
+			fo->c.withheld++;
+			fo->withheld_since_grant = true;
+		} else {
 			fo->c.drain_waits++;
+		}
 		fo->c.holding = fo->until_ns > now_ns;
 		pthread_mutex_unlock(&fo->lock);
+		if (look != NULL)
+			*look = l;
 		return 0;
 	}
-	if (lost)
+	if (lost) {
 		fo->c.takeovers++;
+		l.took = true;
+	}
 	if (fo->until_ns != 0 && now_ns > fo->until_ns) {
-		/* Renewed late (the thread did not run in time): the bridge had the line. */
-		fo->c.lapses++;
-		fo->c.lapsed_ns += now_ns - fo->until_ns;
+		/* the time the bridge had the line */
+		l.dark_ns = now_ns - fo->until_ns;
+		fo->c.lapsed_ns += l.dark_ns;
 	}
 	fo->c.renewals++;
 	fo->c.holding = true;
 	fo->until_ns = now_ns + fo->lease_ns;
+	fo->withheld_since_grant = false;
+	fo->lapse_noted = false;
 	fo->line_next = now_dp + fo->lease_ns - DP_FAILOPEN_MARGIN_NS;
 	pthread_mutex_unlock(&fo->lock);
+	if (look != NULL)
+		*look = l;
 	return fo->until_ns;
+}
+
+unsigned int
+dp_failopen_thread_priority(unsigned int rt_priority)
+{
+	/* Above the workers: its few microseconds a look must not wait behind a busy one. */
+	if (rt_priority == 0)
+		return 1;
+	return rt_priority < 99 ? rt_priority + 1 : 99;
+}
+
+/*
+ * Under SCHED_FIFO, so that what the lease says is whether the workers turn:
+ * at the normal priority a CPU kept busy by other work (a build, a hog, a
+ * noisy neighbour) could hold the thread past the lease while the workers
+ * forward, and hand the line to the bridge for nothing.
+ */
+static void
+lease_thread_realtime(const struct dp_failopen *fo)
+{
+	struct sched_param sp = {
+		.sched_priority = (int)dp_failopen_thread_priority(fo->rt_priority),
+	};
+	int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+
+	if (rc != 0)
+		shaper_log_warning("fail-open: the lease thread runs under the normal scheduler "
+				   "(SCHED_FIFO priority %d refused: %s): other work that keeps it "
+				   "from its CPU for a lease hands the line to the bridge",
+				   sp.sched_priority, strerror(rc));
+	else
+		shaper_log_info("fail-open: the lease thread runs under SCHED_FIFO priority %d",
+				sp.sched_priority);
+}
+
+/*
+ * The thread logs only once the lease is out (a lapse) or fresh (a
+ * takeover): a write that blocks then cannot cost a renewal.
+ */
+static void
+log_look(const struct dp_failopen *fo, const struct dp_failopen_look *l)
+{
+	if (l->lapsed && l->late)
+		shaper_log_ratelimited(SHAPER_LOG_WARNING,
+				       "fail-open: the lease ran out: its thread looked %llu ms "
+				       "after the look before (shaperd was stopped, or kept from "
+				       "its CPU); the bridge forwards",
+				       (unsigned long long)(l->gap_ns / 1000000u));
+	else if (l->lapsed)
+		shaper_log_ratelimited(SHAPER_LOG_WARNING,
+				       "fail-open: the lease ran out: a worker has not turned for "
+				       "%llu ms; the bridge forwards",
+				       (unsigned long long)(fo->lease_ns / 1000000u));
+	if (l->took && l->dark_ns != 0)
+		shaper_log_ratelimited(SHAPER_LOG_NOTICE,
+				       "fail-open: every worker turns and has emptied its queues; "
+				       "shaperd takes the line back from the bridge after %llu ms",
+				       (unsigned long long)(l->dark_ns / 1000000u));
 }
 
 static void *
@@ -513,53 +609,41 @@ lease_thread(void *arg)
 	};
 	/* While the workers empty their queues, look again soon: the bridge has the line. */
 	const struct timespec soon = { .tv_sec = 0, .tv_nsec = 1000000 };
-	bool withheld = false;
 
+	lease_thread_realtime(fo);
 	while (!fo->stop) {
 		uint64_t beats[SHAPER_MAX_WORKERS], drained[SHAPER_MAX_WORKERS];
 		/* only this thread writes the counters */
-		uint64_t until, waits = fo->c.drain_waits, takeovers = fo->c.takeovers;
+		uint64_t until, waits = fo->c.drain_waits;
+		struct dp_failopen_look look;
 
 		for (unsigned int i = 0; i < fo->n_workers; i++) {
 			beats[i] = __atomic_load_n(fo->beats[i], __ATOMIC_RELAXED);
 			drained[i] = __atomic_load_n(fo->drained[i], __ATOMIC_ACQUIRE);
 		}
-		until = dp_failopen_decide(fo, beats, drained, shaper_monotonic_ns(), dp_now_ns());
+		until = dp_failopen_decide(fo, beats, drained, shaper_monotonic_ns(), dp_now_ns(),
+					   &look);
 		if (until != 0) {
 			/* The kernel's program first: until it has the lease, the bridge sends. */
 			grant(fo, until);
 			__atomic_store_n(&fo->line_until, fo->line_next, __ATOMIC_RELEASE);
-			if (withheld)
-				shaper_log_notice("fail-open: every worker turns again; shaperd "
-						  "takes the line back from the bridge");
-			else if (fo->c.takeovers != takeovers && takeovers != 0)
-				shaper_log_ratelimited(SHAPER_LOG_NOTICE,
-						       "fail-open: the lease had run out; shaperd "
-						       "takes the line back from the bridge");
-			withheld = false;
-		} else if (fo->c.drain_waits != waits) {
-			clock_nanosleep(CLOCK_MONOTONIC, 0, &soon, NULL);
-			continue;
-		} else if (!withheld) {
-			shaper_log_ratelimited(SHAPER_LOG_WARNING,
-					       "fail-open: a worker has not turned for %llu ms; "
-					       "the lease runs out and the bridge forwards",
-					       (unsigned long long)(fo->lease_ns / 4 / 1000000u));
-			withheld = true;
 		}
-		clock_nanosleep(CLOCK_MONOTONIC, 0, &step, NULL);
+		log_look(fo, &look);
+		clock_nanosleep(CLOCK_MONOTONIC, 0, fo->c.drain_waits != waits ? &soon : &step,
+				NULL);
 	}
 	return NULL;
 }
 
 int
 dp_failopen_start(struct dp_failopen *fo, const uint64_t *const *beats,
-		  const uint64_t *const *drained, unsigned int n, uint64_t lease_ns, char *err,
-		  size_t errlen)
+		  const uint64_t *const *drained, unsigned int n, uint64_t lease_ns,
+		  unsigned int rt_priority, char *err, size_t errlen)
 {
 	int rc;
 
 	fo->lease_ns = lease_ns;
+	fo->rt_priority = rt_priority;
 	fo->n_workers = n < SHAPER_MAX_WORKERS ? n : SHAPER_MAX_WORKERS;
 	for (unsigned int i = 0; i < fo->n_workers; i++) {
 		fo->beats[i] = beats[i];

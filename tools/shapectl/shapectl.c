@@ -431,12 +431,13 @@ print_fail_open(const json_t *fo)
 {
 	if (!json_is_object(fo))
 		return;
-	printf("fail-open: %s; taken over %lld time(s), lapsed %lld (%.1f ms), withheld %lld, "
-	       "waited for drains %lld\n",
+	printf("fail-open: %s; taken over %lld time(s), lapsed %lld (%lld late, %lld withheld; "
+	       "%.1f ms), withheld %lld, waited for drains %lld, longest look gap %.1f ms\n",
 	       json_is_true(json_object_get(fo, "holding")) ? "shaperd holds the line"
 							    : "the bridge carries the line",
-	       sc_int(fo, "takeovers"), sc_int(fo, "lapses"), sc_int(fo, "lapsed_us") / 1e3,
-	       sc_int(fo, "withheld"), sc_int(fo, "drain_waits"));
+	       sc_int(fo, "takeovers"), sc_int(fo, "lapses"), sc_int(fo, "lapses_late"),
+	       sc_int(fo, "lapses_withheld"), sc_int(fo, "lapsed_us") / 1e3, sc_int(fo, "withheld"),
+	       sc_int(fo, "drain_waits"), sc_int(fo, "look_gap_max_us") / 1e3);
 }
 
 static int

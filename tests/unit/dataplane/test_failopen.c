@@ -86,18 +86,20 @@ test_decide(void **state)
 	fo.n_workers = 2;
 	fo.lease_ns = 100 * ms;
 	/* workers that never turned hold no lease */
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1000 * ms, 1000 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1000 * ms, 1000 * ms, NULL), 0);
 	beats[0] = 5;
 	beats[1] = 9;
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1025 * ms, 1025 * ms), 1125 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1025 * ms, 1025 * ms, NULL),
+			 1125 * ms);
 	beats[0] = 6;
 	beats[1] = 10;
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1050 * ms, 1050 * ms), 1150 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1050 * ms, 1050 * ms, NULL),
+			 1150 * ms);
 	/* worker 1 stuck: not renewed, whatever worker 0 does */
 	beats[0] = 7;
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1075 * ms, 1075 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1075 * ms, 1075 * ms, NULL), 0);
 	beats[0] = 8;
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1100 * ms, 1100 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1100 * ms, 1100 * ms, NULL), 0);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.withheld, 3);
 	assert_true(c.holding); /* 1150 not reached yet */
@@ -105,9 +107,14 @@ test_decide(void **state)
 	/* it turns again after the lease ran out: a lapse of 1200 - 1150 ms */
 	beats[0] = 9;
 	beats[1] = 11;
-	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1200 * ms, 1200 * ms), 1300 * ms);
+	assert_int_equal(dp_failopen_decide(&fo, beats, fresh, 1200 * ms, 1200 * ms, NULL),
+			 1300 * ms);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.lapses, 1);
+	/* looks came in time and withheld it: the workers' doing, not the thread's */
+	assert_int_equal(c.lapses_withheld, 1);
+	assert_int_equal(c.lapses_late, 0);
+	assert_int_equal(c.look_gap_max_ns, 100 * ms);
 	assert_int_equal(c.lapsed_ns, 50 * ms);
 	assert_int_equal(c.renewals, 3);
 	assert_true(c.holding);
@@ -134,10 +141,10 @@ test_takeover_after_drain(void **state)
 	fo.n_workers = 2;
 	fo.lease_ns = lease;
 	/* start: the workers turn but have not emptied their queues yet */
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1000 * ms, dp0), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1000 * ms, dp0, NULL), 0);
 	drained[0] = dp0 + 1;
 	beats[0] = beats[1] = 2;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1001 * ms, dp0 + 1 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1001 * ms, dp0 + 1 * ms, NULL), 0);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.drain_waits, 2);
 	assert_int_equal(c.withheld, 0);
@@ -145,36 +152,107 @@ test_takeover_after_drain(void **state)
 	/* worker 0's word is too old by the time worker 1 has emptied its queues */
 	drained[1] = dp0 + 2 * ms;
 	beats[0] = beats[1] = 3;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms, NULL), 0);
 	/* both emptied just now: taken, the workers' end a margin before the kernel's */
 	drained[0] = dp0 + 2 * ms;
 	beats[0] = beats[1] = 4;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms),
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1002 * ms, dp0 + 2 * ms, NULL),
 			 1102 * ms);
 	assert_int_equal(fo.line_next, dp0 + 2 * ms + lease - DP_FAILOPEN_MARGIN_NS);
 	fo.line_until = fo.line_next; /* published, as the thread does after the kernel's map */
 	/* held: renewals need no new drain */
 	beats[0] = beats[1] = 5;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1027 * ms, dp0 + 27 * ms),
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1027 * ms, dp0 + 27 * ms, NULL),
 			 1127 * ms);
 	fo.line_until = fo.line_next;
 	/* the process stopped for 600 ms: on resume the queues are full of what the bridge sent */
 	beats[0] = beats[1] = 6;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1627 * ms, dp0 + 627 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1627 * ms, dp0 + 627 * ms, NULL),
+			 0);
 	/* one worker has emptied its queue since it lost the line, the other not yet */
 	drained[0] = dp0 + 628 * ms;
 	beats[0] = beats[1] = 7;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1628 * ms, dp0 + 628 * ms), 0);
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1628 * ms, dp0 + 628 * ms, NULL),
+			 0);
 	drained[1] = dp0 + 628 * ms;
 	beats[0] = beats[1] = 8;
-	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1629 * ms, dp0 + 629 * ms),
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1629 * ms, dp0 + 629 * ms, NULL),
 			 1729 * ms);
 	dp_failopen_counters(&fo, &c);
 	assert_int_equal(c.takeovers, 2);
 	assert_int_equal(c.drain_waits, 5);
 	assert_int_equal(c.lapses, 1);
+	/* no look between 1027 and 1627: the thread was stopped with the rest */
+	assert_int_equal(c.lapses_late, 1);
+	assert_int_equal(c.look_gap_max_ns, 600 * ms);
 	assert_int_equal(c.lapsed_ns, 1629 * ms - 1127 * ms);
 	pthread_mutex_destroy(&fo.lock);
+}
+
+/*
+ * A lapse is counted once, at the first look that finds the lease out, with
+ * its cause; the look says so, and the takeover says how long the bridge
+ * had the line.
+ */
+static void
+test_lapse_once(void **state)
+{
+	struct dp_failopen fo;
+	struct dp_failopen_counters c;
+	struct dp_failopen_look l;
+	uint64_t beats[1] = { 1 }, drained[1] = { 0 };
+	const uint64_t ms = 1000000u, lease = 100 * ms;
+
+	(void)state;
+	memset(&fo, 0, sizeof(fo));
+	pthread_mutex_init(&fo.lock, NULL);
+	fo.n_workers = 1;
+	fo.lease_ns = lease;
+	/* the first look: nothing to compare with, so no gap and no lapse */
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1000 * ms, 1000 * ms, &l), 0);
+	assert_false(l.lapsed);
+	assert_int_equal(l.gap_ns, 0);
+	drained[0] = 1001 * ms;
+	beats[0] = 2;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1001 * ms, 1001 * ms, &l),
+			 1101 * ms);
+	assert_true(l.took);
+	assert_int_equal(l.dark_ns, 0); /* the first: the bridge had it before shaperd ran */
+	fo.line_until = fo.line_next;
+	/* the thread kept from its CPU for 150 ms: out at this look, and late */
+	beats[0] = 3;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1151 * ms, 1151 * ms, &l), 0);
+	assert_true(l.lapsed);
+	assert_true(l.late);
+	assert_int_equal(l.gap_ns, 150 * ms);
+	/* still draining: the same lapse, not another */
+	beats[0] = 4;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1152 * ms, 1152 * ms, &l), 0);
+	assert_false(l.lapsed);
+	drained[0] = 1153 * ms;
+	beats[0] = 5;
+	assert_int_equal(dp_failopen_decide(&fo, beats, drained, 1153 * ms, 1153 * ms, &l),
+			 1253 * ms);
+	assert_true(l.took);
+	assert_int_equal(l.dark_ns, 52 * ms);
+	dp_failopen_counters(&fo, &c);
+	assert_int_equal(c.lapses, 1);
+	assert_int_equal(c.lapses_late, 1);
+	assert_int_equal(c.lapses_withheld, 0);
+	assert_int_equal(c.takeovers, 2);
+	assert_int_equal(c.drain_waits, 3); /* at 1000, 1151 and 1152 ms */
+	pthread_mutex_destroy(&fo.lock);
+}
+
+/* The lease thread sits one above the workers, and real-time even when they are not. */
+static void
+test_thread_priority(void **state)
+{
+	(void)state;
+	assert_int_equal(dp_failopen_thread_priority(0), 1);
+	assert_int_equal(dp_failopen_thread_priority(50), 51);
+	assert_int_equal(dp_failopen_thread_priority(98), 99);
+	assert_int_equal(dp_failopen_thread_priority(99), 99);
 }
 
 /* AF_XDP with fail-open: every rx queue of the interface needs a socket of shaperd's. */
@@ -213,8 +291,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_iface),  cmocka_unit_test(test_devargs),
-		cmocka_unit_test(test_decide), cmocka_unit_test(test_takeover_after_drain),
+		cmocka_unit_test(test_iface),      cmocka_unit_test(test_devargs),
+		cmocka_unit_test(test_decide),     cmocka_unit_test(test_takeover_after_drain),
+		cmocka_unit_test(test_lapse_once), cmocka_unit_test(test_thread_priority),
 		cmocka_unit_test(test_queues),
 	};
 
