@@ -43,12 +43,19 @@ clock: a sender that fell behind with nothing lost is not dark); "shaping"
 whether shaperd forwards again by the end of the window (its rx counters move
 by at least the 20 echo requests a ping sends through it then).
 
+shaperd's workers run under SCHED_FIFO (dataplane.rt_priority, as
+docs/deployment.md has it for a core shared with other work), and so does its
+lease thread; the probe's sender and echo too, below them. A reply's time is
+the kernel's receive stamp; "late" counts the lost probes whose reply came
+after 100 ms.
+
 Asserted: with fail-open no event keeps the line dark more than 200 ms
-(the lease is 100 ms) or loses more than 40 probes (200 ms of them) for each
-time it hands the line between shaperd and the bridge (a kill, a pause, a
-restart or an upgrade twice: the lapse and the takeover), and none sends a probe
-twice on AF_XDP (on af_packet at most 3: see the check); a reload, one or a storm, loses no probe and applies the rate, with
-or without the bridge; the broken file is refused naming its JSON path, and
+(the lease is 100 ms) or loses more than 40 probes (200 ms of them), none
+sends a probe twice on AF_XDP (on af_packet at most 3: see the check), and
+stats' fail_open shows the lease held at the end with no lapse of its own (a
+pause lapses it once, and shaperd takes it back); a reload, one or a storm,
+loses no probe and applies the rate, with or without the bridge; the broken
+file is refused naming its JSON path, and
 with fail-open the refused start loses no probe (no shaperd runs in that
 window, so its dark time is the bridge's and the machine's, not judged);
 shaping resumes after every event that starts shaperd again. The table is
@@ -82,11 +89,14 @@ WINDOW = 4.0  # s of probes per row
 EVENT_AT = 1.0  # s into the window
 ECHO_PORT = 7007
 DARK_BOUND_MS = 200.0
-LOST_BOUND = 40  # probes per handover: the 200 ms dark bound at one probe a 5 ms
-# How often an event hands the line between shaperd and the bridge: a lapse
-# and a takeover each (the reloads none: they are held to 0 lost apart).
-HANDOVERS = {"kill -9": 2, "SIGSTOP": 2, "pause 300ms": 2, "pause 1s": 2, "stop": 1,
-             "start": 1, "restart": 2, "upgrade": 2}
+LOST_BOUND = 40  # probes per event: the 200 ms dark bound at one probe a 5 ms
+# The workers (and so the lease thread, one above them) under SCHED_FIFO, as
+# docs/deployment.md has it for a core shared with other work: this machine's
+# two cores are.
+RT_PRIORITY = 50
+# The probe's sender and echo under SCHED_FIFO too, below shaperd (as the
+# testbed's probes): they measure the line, not their own wait for a CPU.
+PROBE_RT = 10
 DUP_BOUND_AF_PACKET = 3
 PING_COUNT = 20  # echo requests sent through shaperd to see it forward
 EVENTS = ["kill -9", "SIGSTOP", "pause 300ms", "pause 1s", "stop", "start", "restart", "reload",
@@ -142,7 +152,7 @@ def config(tmp, name, rate, fail_open, broken=False, pmd="af_xdp"):
         "upstream": {"bandwidth": rate},
         "downstream": {"bandwidth": rate},
         "control": {"socket": os.path.join(tmp, name + ".sock")},
-        "dataplane": {"idle_sleep": "20us"},
+        "dataplane": {"idle_sleep": "20us", "rt_priority": RT_PRIORITY},
         "fail_open": {"enabled": fail_open},
     }
     if broken:
@@ -200,7 +210,7 @@ def start_load(tmp):
             stdout=open(os.path.join(tmp, "iperf%s.txt" % port), "w"), stderr=subprocess.STDOUT))
     time.sleep(0.3)
     n = int(WINDOW / INTERVAL)
-    return probe.start_probe(CLI, SRV_ADDR, ECHO_PORT, INTERVAL, n), iperfs, n
+    return probe.start_probe(CLI, SRV_ADDR, ECHO_PORT, INTERVAL, n, rt=PROBE_RT), iperfs, n
 
 
 def finish_load(sender, iperfs, echo_pid):
@@ -308,8 +318,9 @@ def run_row(setup, event, binary, tmp, echo_pid):
                     if n:
                         row["drops"][reason] = row["drops"].get(reason, 0) + n
             if "fail_open" in st:
-                row["holding"] = st["fail_open"]["holding"]
-                row["takeovers"] = st["fail_open"]["takeovers"]
+                for k in ("holding", "takeovers", "lapses", "lapses_late", "lapses_withheld",
+                          "look_gap_max_us"):
+                    row[k] = st["fail_open"][k]
             if event.startswith("reload"):
                 st = request(d.sock, "config.get", timeout=5)
                 row["rate_after"] = st["upstream"]["bandwidth"]
@@ -319,7 +330,7 @@ def run_row(setup, event, binary, tmp, echo_pid):
     else:
         row["shaping"] = None
     r = finish_load(sender, iperfs, echo_pid)
-    row.update({"dark_ms": r["dark_ms"], "lost": r["lost"], "dups": r["dups"],
+    row.update({"dark_ms": r["dark_ms"], "lost": r["lost"], "late": r["late"], "dups": r["dups"],
                 "reordered": r["reordered"], "probes": r["sent"],
                 "lost_seqs": r.get("lost_seqs", [])})
     if d is not None:
@@ -333,15 +344,15 @@ def main():
         return 2
     binary = os.path.abspath(sys.argv[1])
     out_path = sys.argv[2] if len(sys.argv) > 2 else None
-    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "iperf3")):
-        print("SKIP: needs root, iproute2 and iperf3")
+    if os.geteuid() != 0 or not all(shutil.which(t) for t in ("ip", "iperf3", "chrt")):
+        print("SKIP: needs root, iproute2, iperf3 and chrt")
         return 77
     tmp = tempfile.mkdtemp(prefix="shaper_matrix.")
     rows = []
     echo = None
     try:
         sh("bash", BED, "up", PFX)
-        echo = probe.Echo(SRV, ECHO_PORT)
+        echo = probe.Echo(SRV, ECHO_PORT, rt=PROBE_RT)
         for setup in SETUPS:
             bridge(setup != "no bridge")
             time.sleep(0.5)
@@ -350,11 +361,17 @@ def main():
                     continue
                 row = run_row(setup, event, binary, tmp, echo.proc.pid)
                 rows.append(row)
-                print("%-20s %-14s dark %6.0f ms  lost %3d/%d  dup %3d  reord %3d  stale %5s  "
-                      "shaping %s%s" % (
-                          setup, event, row["dark_ms"], row["lost"], row["probes"], row["dups"],
+                print("%-20s %-14s dark %6.0f ms  lost %3d/%d (late %d)  dup %3d  reord %3d  "
+                      "stale %5s  shaping %s  lapses %s (late %s, withheld %s), look gap %s ms"
+                      "%s" % (
+                          setup, event, row["dark_ms"], row["lost"], row["probes"], row["late"],
+                          row["dups"],
                           row["reordered"], row.get("stale", "-"),
                           {True: "yes", False: "NO", None: "-"}[row["shaping"]],
+                          row.get("lapses", "-"), row.get("lapses_late", "-"),
+                          row.get("lapses_withheld", "-"),
+                          "%.1f" % (row["look_gap_max_us"] / 1e3)
+                          if "look_gap_max_us" in row else "-",
                           "  (refused: %s)" % row["refused"] if "refused" in row else ""),
                       flush=True)
                 if setup == "plain bridge":
@@ -405,9 +422,8 @@ def main():
                 continue
             check(r["dark_ms"] <= DARK_BOUND_MS,
                   "%s, %s: dark %.0f ms (bound %.0f)" % (s, e, r["dark_ms"], DARK_BOUND_MS))
-            bound = LOST_BOUND * HANDOVERS.get(e, 1)
-            check(r["lost"] <= bound,
-                  "%s, %s: %d probes lost (bound %d)" % (s, e, r["lost"], bound))
+            check(r["lost"] <= LOST_BOUND, "%s, %s: %d probes lost (bound %d; seq %s)" % (
+                s, e, r["lost"], LOST_BOUND, r["lost_seqs"]))
             # AF_XDP: the XDP program gives each frame to the socket or to the
             # bridge, never both. af_packet's socket reads a copy of every
             # frame before tc decides, and DPDK 22.11's af_packet PMD gives no
@@ -417,12 +433,18 @@ def main():
             # a resumed worker's queue repeats tens of probes.
             if r.get("shaping") is not None:
                 # the lease says what the probe saw: held at the end, taken
-                # again after a pause (the start's takeover and the resume's)
+                # again after a pause (the start's takeover and the resume's),
+                # and never lapsed on its own: a pause lapses it once, and
+                # the process that runs at the end saw no other event
                 want = 2 if e.startswith("pause") else 1
-                check(r.get("holding") is True and r.get("takeovers", 0) >= want,
-                      "%s, %s: stats' fail_open holds the line after %s takeover(s) "
-                      "(holding %s, takeovers %s)" % (s, e, want, r.get("holding"),
-                                                       r.get("takeovers")))
+                check(r.get("holding") is True and r.get("takeovers") == want and
+                      r.get("lapses") == want - 1,
+                      "%s, %s: stats' fail_open holds the line after %s takeover(s) and %d "
+                      "lapse(s) (holding %s, takeovers %s, lapses %s: %s late, %s withheld; "
+                      "longest look gap %s us)" % (
+                          s, e, want, want - 1, r.get("holding"), r.get("takeovers"),
+                          r.get("lapses"), r.get("lapses_late"), r.get("lapses_withheld"),
+                          r.get("look_gap_max_us")))
             bound = DUP_BOUND_AF_PACKET if s.endswith("af_packet") else 0
             check(r["dups"] <= bound, "%s, %s: %d probes answered twice (bound %d)" % (
                 s, e, r["dups"], bound))
@@ -434,8 +456,9 @@ def main():
                      "reload", "reload storm", "upgrade"):
                 check(r["shaping"] is True, "%s, %s: shaperd forwards again" % (s, e))
             if e.startswith("reload"):
-                check(r["lost"] == 0, "%s, %s: %d probes lost (seq %s; shaperd's drops %s)"
-                      % (s, e, r["lost"], r["lost_seqs"], r.get("drops")))
+                check(r["lost"] == 0, "%s, %s: %d probes lost (%d of them late; seq %s; "
+                      "shaperd's drops %s)" % (s, e, r["lost"], r["late"], r["lost_seqs"],
+                                               r.get("drops")))
                 check(str(r.get("rate_after")).lower() == "30mbit",
                       "%s, %s: the new rate applies (%s)" % (s, e, r.get("rate_after")))
             if e == "broken config":
