@@ -134,7 +134,7 @@ start_daemon shaped '{"discipline": "fifo", "bandwidth": "40mbit", "limit": 200}
 # leaves the queue empty, which is not the shaper's time) over that time less
 # the time its worker was not scheduled (lag_skipped_us: a stall is written
 # off, never made up in a burst), against the 40 Mbit/s setting, once it has
-# owed the rate for a second (read for up to 4 s).
+# owed the rate for two seconds (read for up to 4.5 s).
 rate_check() { # direction
 	/usr/bin/python3 "$here/../../tools/shaperlib/owed.py" "$tmp/shaped.sock" "$1" 40 \
 		"shaped 40mbit $1"

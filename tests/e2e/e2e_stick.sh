@@ -91,8 +91,8 @@ ip -n "${pfx}cli" neigh show 10.99.0.2 | grep -q lladdr &&
 
 # 2. Each direction at its own rate: the frame bytes the shaper sent in the
 # time it held a backlog over that time, less the time its worker was not
-# scheduled (written off, never made up), once it has owed the rate for a
-# second, as e2e_bridge.sh judges it (tools/shaperlib/owed.py).
+# scheduled (written off, never made up), once it has owed the rate for two
+# seconds, as e2e_bridge.sh judges it (tools/shaperlib/owed.py).
 rate_check() { # direction, Mbit/s
 	/usr/bin/python3 "$here/../../tools/shaperlib/owed.py" "$tmp/s.sock" "$1" "$2" \
 		"shaped $1 at $2 Mbit/s"

@@ -17,8 +17,8 @@ import socket
 import sys
 import time
 
-MIN_OWED_S = 1.0
-MAX_SPAN_S = 4.0
+MIN_OWED_S = 2.0
+MAX_SPAN_S = 4.5
 BOUND = 0.01
 
 
