@@ -459,9 +459,10 @@ def main():
             if e.startswith("reload"):
                 # A reload changes the rate in place: no port pause, flush or
                 # queue swap. Yet one probe of the 800 is sometimes lost while
-                # shaperd carries the line on AF_XDP, reload or not (1 in 4
-                # runs beside a CPU hog, never late, never two); its cause is
-                # not found. More than one is a reload's loss.
+                # shaperd carries the line on AF_XDP, reload or not (in one
+                # of four runs, three of them beside a CPU hog: never late,
+                # never two); its cause is not found. More than one is a
+                # reload's loss.
                 check(r["lost"] <= RELOAD_LOST_BOUND,
                       "%s, %s: %d probes lost (bound %d; %d of them late; seq %s; "
                       "shaperd's drops %s)" % (s, e, r["lost"], RELOAD_LOST_BOUND, r["late"],
