@@ -186,7 +186,7 @@ background_package() {
 	touch "$guest_ready"
 	stage "container" container
 }
-echo "run-tests: the CPU-only stages run beside the others at nice 19; their logs: $bglog, $pkglog"
+echo "run-tests: the background chains run beside the others at nice 19; their logs: $bglog, $pkglog"
 # In a process group of its own (job control on for the moment), so that it
 # can be held as a whole while pktgen runs.
 set -m
@@ -203,8 +203,9 @@ set +m
 
 # Each suite runs once where it says most: the simulation suite (simulated
 # time) in the ASan and release builds of the CPU chain, the integration
-# suite under ASan+UBSan below (the same tests, run twice before, took the same
-# time in both builds); the benchmark harness's smoke test here.
+# suite under ASan+UBSan below (the sanitizers see what a plain run sees, and
+# its tests take about as long with them); the benchmark harness's smoke test
+# here.
 stage "unit, config, e2e" meson test -C build --no-rebuild --print-errorlogs \
 	--num-processes 2 --suite unit --suite config --suite e2e --suite bench \
 	--no-suite install --logbase main
