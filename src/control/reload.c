@@ -407,6 +407,105 @@ reload_fail(enum ctl_error *code, char *msg, size_t msglen, enum ctl_error c, co
 	return -1;
 }
 
+/* A plan with keys only a restart applies: refused, the keys named in the reply. */
+static int
+refuse_restart(const struct ctl_reload_plan *pl, const char *path, const char *via,
+	       enum ctl_error *code, char *msg, size_t msglen, void **keys)
+{
+	char list[SHAPER_ERR_LEN];
+
+	join_restart(pl, list, sizeof(list));
+	reload_fail(code, msg, msglen, CTL_ERR_RESTART_REQUIRED, via,
+		    "%s: %s %s changed and only a restart applies %s; nothing was applied", path,
+		    list, pl->n_restart > 1 ? "have" : "has", pl->n_restart > 1 ? "them" : "it");
+	if (keys != NULL) {
+		json_t *a = json_array();
+
+		for (unsigned int i = 0; i < pl->n_restart; i++)
+			json_array_append_new(a, json_string(pl->restart[i]));
+		*keys = a;
+	}
+	return -1;
+}
+
+/*
+ * Each changed direction, then the subscribers (last: the one step that
+ * cannot be put back once taken). All of the file or nothing: on a failure
+ * the directions that took it go back to running.
+ */
+static int
+apply_plan(const struct ctl_backend *be, const struct ctl_reload_plan *pl,
+	   const struct sched_params running[SHAPER_NUM_DIRS], struct ctl_subs_reload *subs,
+	   const char *via, enum ctl_error *code, char *msg, size_t msglen)
+{
+	const char *path = be->config_file->path;
+	bool done[SHAPER_NUM_DIRS] = { false, false };
+	char err[SHAPER_ERR_LEN];
+	const char *what = NULL;
+	int rc = 0;
+
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		if (!pl->change[d])
+			continue;
+		rc = be->apply(be->opaque, (enum shaper_dir)d, &pl->params[d], err, sizeof(err));
+		if (rc != 0) {
+			what = shaper_dir_name[d];
+			break;
+		}
+		done[d] = true;
+	}
+	if (what == NULL && subs != NULL) {
+		rc = ctl_subscribers_reload_apply(be, subs, err, sizeof(err));
+		if (rc != 0)
+			what = "subscribers";
+	}
+	if (what == NULL)
+		return 0;
+	for (int u = 0; u < SHAPER_NUM_DIRS; u++) {
+		char undo[256];
+
+		if (done[u] &&
+		    be->apply(be->opaque, (enum shaper_dir)u, &running[u], undo, sizeof(undo)) != 0)
+			return reload_fail(code, msg, msglen, CTL_ERR_BUSY, via,
+					   "%s: %s: %s; and %s could not be put back (%s): it "
+					   "runs the file's settings, %s its old ones",
+					   path, what, err, shaper_dir_name[u], undo, what);
+	}
+	return reload_fail(code, msg, msglen,
+			   rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY, via,
+			   "%s: %s: %s; nothing was applied", path, what, err);
+}
+
+/* The reply of a reload that took: what changed and each direction's settings now. */
+static json_t *
+reload_result(const struct ctl_reload_plan *pl, const struct sched_params running[SHAPER_NUM_DIRS],
+	      struct ctl_subs_reload *subs, const char *path, const char *via)
+{
+	json_t *applied = json_object(), *cfg = json_object(), *result;
+	char list[SHAPER_ERR_LEN];
+
+	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
+		json_t *a = json_array();
+
+		for (unsigned int i = 0; i < pl->n_changed[d]; i++)
+			json_array_append_new(a, json_string(pl->changed[d][i]));
+		json_object_set_new(applied, shaper_dir_name[d], a);
+		json_object_set_new(cfg, shaper_dir_name[d],
+				    shaper_config_direction_to_json(pl->change[d] ? &pl->params[d]
+										  : &running[d]));
+	}
+	join_changed(pl, list, sizeof(list));
+	shaper_log_notice("reload (%s): %s: %s%s", via, path, list[0] != '\0' ? "applied " : "",
+			  list[0] != '\0' ? list : "no change");
+	result = json_pack("{s:s, s:o, s:o}", "file", path, "applied", applied, "config", cfg);
+	if (subs != NULL) {
+		json_object_set_new(result, "subscribers", ctl_subscribers_reload_summary(subs));
+		ctl_subscribers_reload_describe(subs, list, sizeof(list));
+		shaper_log_notice("reload (%s): subscribers: %s", via, list);
+	}
+	return result;
+}
+
 int
 ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enum ctl_error *code,
 	       char *msg, size_t msglen, void **keys)
@@ -414,10 +513,8 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 	const struct ctl_config_file *cf = be->config_file;
 	struct sched_params running[SHAPER_NUM_DIRS];
 	struct ctl_reload_plan *pl;
-	char err[SHAPER_ERR_LEN], list[SHAPER_ERR_LEN];
-	bool done[SHAPER_NUM_DIRS] = { false, false };
+	char err[SHAPER_ERR_LEN];
 	struct ctl_subs_reload *subs = NULL;
-	json_t *applied, *cfg;
 	int rc;
 
 	*result = NULL;
@@ -442,18 +539,7 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 		return -1;
 	}
 	if (pl->n_restart > 0) {
-		join_restart(pl, list, sizeof(list));
-		reload_fail(code, msg, msglen, CTL_ERR_RESTART_REQUIRED, via,
-			    "%s: %s %s changed and only a restart applies %s; nothing was applied",
-			    cf->path, list, pl->n_restart > 1 ? "have" : "has",
-			    pl->n_restart > 1 ? "them" : "it");
-		if (keys != NULL) {
-			json_t *a = json_array();
-
-			for (unsigned int i = 0; i < pl->n_restart; i++)
-				json_array_append_new(a, json_string(pl->restart[i]));
-			*keys = a;
-		}
+		refuse_restart(pl, cf->path, via, code, msg, msglen, keys);
 		free(pl);
 		return -1;
 	}
@@ -466,73 +552,14 @@ ctl_reload_run(const struct ctl_backend *be, const char *via, void **result, enu
 		free(pl);
 		return -1;
 	}
-	for (int d = 0; d <= SHAPER_NUM_DIRS; d++) {
-		const char *what = d < SHAPER_NUM_DIRS ? shaper_dir_name[d] : "subscribers";
-
-		if (d == SHAPER_NUM_DIRS) {
-			/* Last: the one step that cannot be put back once taken. */
-			if (subs == NULL)
-				break;
-			rc = ctl_subscribers_reload_apply(be, subs, err, sizeof(err));
-			if (rc == 0)
-				break;
-		} else if (!pl->change[d]) {
-			continue;
-		} else {
-			rc = be->apply(be->opaque, (enum shaper_dir)d, &pl->params[d], err,
-				       sizeof(err));
-			if (rc == 0) {
-				done[d] = true;
-				continue;
-			}
-		}
-		/* All of the file or nothing: the direction that took it goes back. */
-		for (int u = 0; u < SHAPER_NUM_DIRS; u++) {
-			char undo[256];
-
-			if (done[u] && be->apply(be->opaque, (enum shaper_dir)u, &running[u], undo,
-						 sizeof(undo)) != 0) {
-				reload_fail(code, msg, msglen, CTL_ERR_BUSY, via,
-					    "%s: %s: %s; and %s could not be put back (%s): it "
-					    "runs the file's settings, %s its old ones",
-					    cf->path, what, err, shaper_dir_name[u], undo, what);
-				ctl_subscribers_reload_free(subs);
-				free(pl);
-				return -1;
-			}
-		}
-		reload_fail(code, msg, msglen,
-			    rc == -EINVAL ? CTL_ERR_INVALID_ARGUMENT : CTL_ERR_BUSY, via,
-			    "%s: %s: %s; nothing was applied", cf->path, what, err);
-		ctl_subscribers_reload_free(subs);
-		free(pl);
-		return -1;
+	rc = apply_plan(be, pl, running, subs, via, code, msg, msglen);
+	if (rc == 0) {
+		*result = reload_result(pl, running, subs, cf->path, via);
+		fflush(stdout);
 	}
-	applied = json_object();
-	cfg = json_object();
-	for (int d = 0; d < SHAPER_NUM_DIRS; d++) {
-		json_t *a = json_array();
-
-		for (unsigned int i = 0; i < pl->n_changed[d]; i++)
-			json_array_append_new(a, json_string(pl->changed[d][i]));
-		json_object_set_new(applied, shaper_dir_name[d], a);
-		json_object_set_new(cfg, shaper_dir_name[d],
-				    shaper_config_direction_to_json(pl->change[d] ? &pl->params[d]
-										  : &running[d]));
-	}
-	join_changed(pl, list, sizeof(list));
-	shaper_log_notice("reload (%s): %s: %s%s", via, cf->path, list[0] != '\0' ? "applied " : "",
-			  list[0] != '\0' ? list : "no change");
-	*result = json_pack("{s:s, s:o, s:o}", "file", cf->path, "applied", applied, "config", cfg);
-	if (subs != NULL) {
-		json_object_set_new(*result, "subscribers", ctl_subscribers_reload_summary(subs));
-		ctl_subscribers_reload_describe(subs, list, sizeof(list));
-		shaper_log_notice("reload (%s): subscribers: %s", via, list);
-	}
-	fflush(stdout);
 	ctl_subscribers_reload_free(subs);
 	free(pl);
-	return 0;
+	return rc;
 }
 
 static volatile sig_atomic_t hup_pending;

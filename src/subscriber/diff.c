@@ -81,66 +81,108 @@ map_nodes(const struct sub_set *cur, const struct sub_set *file, uint32_t *cmap,
 	return 0;
 }
 
-int
-sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
+/* The scratch of one diff: the node maps, the prefixes by subscriber, the slots kept. */
+struct diff_work {
+	uint32_t *cmap, *up, *slot_of, *cfirst, *corder, *ffirst, *forder;
+	bool *kept;
+	struct sub_names ids;
+};
+
+static int
+diff_work_init(struct diff_work *w, const struct sub_set *cur, const struct sub_set *file,
+	       struct sub_diff *d)
+{
+	w->cmap = calloc(cur->nnodes, sizeof(*w->cmap));
+	w->up = calloc(cur->nnodes, sizeof(*w->up));
+	w->slot_of = calloc((size_t)file->nsubs + 1, sizeof(*w->slot_of));
+	w->kept = calloc((size_t)cur->nsubs + 1, sizeof(*w->kept));
+	d->reset = calloc((size_t)file->nsubs + 1, sizeof(*d->reset));
+	w->cfirst = prefixes_by_sub(cur, &w->corder);
+	w->ffirst = prefixes_by_sub(file, &w->forder);
+	if (w->cmap == NULL || w->up == NULL || w->slot_of == NULL || w->kept == NULL ||
+	    d->reset == NULL || w->cfirst == NULL || w->ffirst == NULL ||
+	    sub_names_init(&w->ids, cur->nsubs) != 0)
+		return -ENOMEM;
+	if (map_nodes(cur, file, w->cmap, w->up, d) != 0)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cur->nsubs; i++)
+		if (sub_slot_used(&cur->subs[i]) && sub_names_put(&w->ids, cur->subs[i].id, i) != 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static void
+diff_work_free(struct diff_work *w)
+{
+	sub_names_free(&w->ids);
+	free(w->cmap);
+	free(w->up);
+	free(w->slot_of);
+	free(w->kept);
+	free(w->cfirst);
+	free(w->corder);
+	free(w->ffirst);
+	free(w->forder);
+}
+
+/*
+ * Too few free slots for the new ones: more at the end (the scheduler grows
+ * with them). -E2BIG (err set) when no more can be made.
+ */
+static int
+grow_for_new(struct diff_work *w, const struct sub_set *cur, const struct sub_set *file,
 	     bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,
 	     struct sub_set *out, struct sub_diff *d, char *err, size_t errlen)
 {
-	uint32_t *cmap = NULL, *up = NULL, *slot_of = NULL, *cfirst = NULL, *corder = NULL,
-		 *ffirst = NULL, *forder = NULL, next_free = 0, i;
-	bool *kept = NULL;
-	struct sub_names ids = { 0 };
-	int rc = -ENOMEM;
+	uint32_t nnew = 0, nfree = 0;
+	bool *k;
+	int rc;
 
-	memset(d, 0, sizeof(*d));
-	memset(out, 0, sizeof(*out));
-	cmap = calloc(cur->nnodes, sizeof(*cmap));
-	up = calloc(cur->nnodes, sizeof(*up));
-	slot_of = calloc((size_t)file->nsubs + 1, sizeof(*slot_of));
-	kept = calloc((size_t)cur->nsubs + 1, sizeof(*kept));
-	d->reset = calloc((size_t)file->nsubs + 1, sizeof(*d->reset));
-	cfirst = prefixes_by_sub(cur, &corder);
-	ffirst = prefixes_by_sub(file, &forder);
-	if (cmap == NULL || up == NULL || slot_of == NULL || kept == NULL || d->reset == NULL ||
-	    cfirst == NULL || ffirst == NULL || sub_names_init(&ids, cur->nsubs) != 0)
-		goto nomem;
-	if (map_nodes(cur, file, cmap, up, d) != 0)
-		goto nomem;
-	for (i = 0; i < cur->nsubs; i++)
-		if (sub_slot_used(&cur->subs[i]) && sub_names_put(&ids, cur->subs[i].id, i) != 0)
-			goto nomem;
-	if (sub_set_copy(out, cur) != 0)
-		goto nomem;
-	/* Too few free slots for the new ones: more at the end (the scheduler grows with them). */
-	{
-		uint32_t nnew = 0, nfree = 0;
-
-		for (uint32_t j = 0; j < file->nsubs; j++)
-			nnew += sub_names_get(&ids, file->subs[j].id) == SUB_NONE;
-		for (i = 0; i < cur->nsubs && nfree < nnew; i++)
-			nfree += !sub_slot_used(&cur->subs[i]) && slot_free(ctx, i);
-		if (nfree < nnew) {
-			bool *k;
-
-			rc = sub_set_grow_slots(out, nnew - nfree, &d->slots_added);
-			if (rc == -E2BIG) {
-				sub_errf(err, errlen,
-					 "%u subscribers are new, %u slots are free and no more "
-					 "than %u can be made",
-					 nnew, nfree, SUB_MAX_SUBS);
-				goto out;
-			}
-			k = realloc(kept, ((size_t)out->nsubs + 1) * sizeof(*kept));
-			if (rc != 0 || k == NULL)
-				goto nomem;
-			kept = k;
-			memset(kept + cur->nsubs, 0,
-			       (size_t)(out->nsubs - cur->nsubs) * sizeof(*kept));
-		}
+	for (uint32_t j = 0; j < file->nsubs; j++)
+		nnew += sub_names_get(&w->ids, file->subs[j].id) == SUB_NONE;
+	for (uint32_t i = 0; i < cur->nsubs && nfree < nnew; i++)
+		nfree += !sub_slot_used(&cur->subs[i]) && slot_free(ctx, i);
+	if (nfree >= nnew)
+		return 0;
+	rc = sub_set_grow_slots(out, nnew - nfree, &d->slots_added);
+	if (rc == -E2BIG) {
+		sub_errf(err, errlen,
+			 "%u subscribers are new, %u slots are free and no more "
+			 "than %u can be made",
+			 nnew, nfree, SUB_MAX_SUBS);
+		return rc;
 	}
-	/* Where each subscriber of the file goes. */
+	k = realloc(w->kept, ((size_t)out->nsubs + 1) * sizeof(*w->kept));
+	if (rc != 0 || k == NULL)
+		return -ENOMEM;
+	w->kept = k;
+	memset(w->kept + cur->nsubs, 0, (size_t)(out->nsubs - cur->nsubs) * sizeof(*w->kept));
+	return 0;
+}
+
+/* Whether running subscriber s and the file's j have the same prefixes, in order. */
+static bool
+same_prefixes(const struct diff_work *w, const struct sub_set *cur, uint32_t s,
+	      const struct sub_set *file, uint32_t j)
+{
+	bool addrs = w->cfirst[s + 1] - w->cfirst[s] == w->ffirst[j + 1] - w->ffirst[j];
+
+	for (uint32_t k = 0; addrs && k < w->cfirst[s + 1] - w->cfirst[s]; k++)
+		addrs = same_prefix(&cur->prefixes[w->corder[w->cfirst[s] + k]],
+				    &file->prefixes[w->forder[w->ffirst[j] + k]]);
+	return addrs;
+}
+
+/* Where each subscriber of the file goes. */
+static void
+place_file_subs(struct diff_work *w, const struct sub_set *cur, const struct sub_set *file,
+		bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,
+		struct sub_set *out, struct sub_diff *d)
+{
+	uint32_t next_free = 0;
+
 	for (uint32_t j = 0; j < file->nsubs; j++) {
-		uint32_t s = sub_names_get(&ids, file->subs[j].id);
+		uint32_t s = sub_names_get(&w->ids, file->subs[j].id);
 
 		if (s == SUB_NONE) {
 			/* A slot of cur's that is free, else one just added (free by birth). */
@@ -153,14 +195,11 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 			d->addresses = true;
 		} else {
 			const struct sub_subscriber *a = &cur->subs[s], *b = &file->subs[j];
-			bool same = cmap[a->node] == b->node && strcmp(a->name, b->name) == 0 &&
+			bool same = w->cmap[a->node] == b->node && strcmp(a->name, b->name) == 0 &&
 				    memcmp(a->plan, b->plan, sizeof(a->plan)) == 0 &&
 				    memcmp(a->sqm, b->sqm, sizeof(a->sqm)) == 0;
-			bool addrs = cfirst[s + 1] - cfirst[s] == ffirst[j + 1] - ffirst[j];
+			bool addrs = same_prefixes(w, cur, s, file, j);
 
-			for (uint32_t k = 0; addrs && k < cfirst[s + 1] - cfirst[s]; k++)
-				addrs = same_prefix(&cur->prefixes[corder[cfirst[s] + k]],
-						    &file->prefixes[forder[ffirst[j] + k]]);
 			if (!addrs)
 				d->addresses = true;
 			if (same && addrs)
@@ -168,14 +207,20 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 			else
 				d->changed++;
 		}
-		slot_of[j] = s;
-		kept[s] = true;
+		w->slot_of[j] = s;
+		w->kept[s] = true;
 		out->subs[s] = file->subs[j]; /* its node: the file's tree is out's */
-		out->subs[s].nprefixes = ffirst[j + 1] - ffirst[j];
+		out->subs[s].nprefixes = w->ffirst[j + 1] - w->ffirst[j];
 	}
-	/* The running ones the file no longer has: no address, drain at their plan. */
-	for (i = 0; i < cur->nsubs; i++)
-		if (sub_slot_used(&cur->subs[i]) && !kept[i]) {
+}
+
+/* The running ones the file no longer has: no address, drain at their plan. */
+static void
+drain_removed(const struct diff_work *w, const struct sub_set *cur, struct sub_set *out,
+	      struct sub_diff *d)
+{
+	for (uint32_t i = 0; i < cur->nsubs; i++)
+		if (sub_slot_used(&cur->subs[i]) && !w->kept[i]) {
 			struct sub_subscriber *s = &out->subs[i];
 
 			s->id[0] = s->name[0] = '\0';
@@ -184,33 +229,51 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 			d->removed++;
 			d->addresses = true;
 		}
-	/* The file's prefixes, each on its subscriber's slot. */
+}
+
+/* The file's prefixes, each on its subscriber's slot. */
+static int
+take_prefixes(const struct diff_work *w, const struct sub_set *file, struct sub_set *out)
+{
 	free(out->prefixes);
 	out->prefixes = malloc(((size_t)file->nprefixes + 1) * sizeof(*out->prefixes));
 	if (out->prefixes == NULL)
-		goto nomem;
+		return -ENOMEM;
 	out->nprefixes = out->prefixes_cap = file->nprefixes;
-	for (i = 0; i < file->nprefixes; i++) {
+	for (uint32_t i = 0; i < file->nprefixes; i++) {
 		out->prefixes[i] = file->prefixes[i];
-		out->prefixes[i].sub = slot_of[file->prefixes[i].sub];
+		out->prefixes[i].sub = w->slot_of[file->prefixes[i].sub];
 	}
-	/*
-	 * The file's tree (capacities, the link's too, and nodes added, moved or
-	 * removed); what drains under a removed node goes up to the nearest
-	 * node that stays.
-	 */
-	for (i = 0; i < cur->nsubs; i++)
-		if (!kept[i])
-			out->subs[i].node = up[cur->subs[i].node];
+	return 0;
+}
+
+/*
+ * The file's tree (capacities, the link's too, and nodes added, moved or
+ * removed); what drains under a removed node goes up to the nearest
+ * node that stays.
+ */
+static int
+take_tree(const struct diff_work *w, const struct sub_set *cur, const struct sub_set *file,
+	  struct sub_set *out)
+{
+	for (uint32_t i = 0; i < cur->nsubs; i++)
+		if (!w->kept[i])
+			out->subs[i].node = w->up[cur->subs[i].node];
 	free(out->nodes);
 	out->nodes = malloc((size_t)file->nnodes * sizeof(*out->nodes));
 	if (out->nodes == NULL)
-		goto nomem;
+		return -ENOMEM;
 	memcpy(out->nodes, file->nodes, (size_t)file->nnodes * sizeof(*out->nodes));
 	out->nnodes = out->nodes_cap = file->nnodes;
 	out->scale_mins = file->scale_mins;
-	/* The file's treatment of unknown addresses (the scheduler refuses what needs a restart).
-	 */
+	return 0;
+}
+
+/* The file's treatment of unknown addresses (the scheduler refuses what needs a restart). */
+static void
+take_unknown_and_files(const struct sub_set *cur, const struct sub_set *file, struct sub_set *out,
+		       struct sub_diff *d)
+{
 	d->unknown_changed = cur->unknown != file->unknown ||
 			     (file->unknown == SUB_UNKNOWN_PLAN &&
 			      memcmp(cur->unknown_plan, file->unknown_plan,
@@ -220,25 +283,42 @@ sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
 	memcpy(out->subs_file, file->subs_file, sizeof(out->subs_file));
 	memcpy(out->nodes_file, file->nodes_file, sizeof(out->nodes_file));
 	out->subs_csv = file->subs_csv;
-	rc = sub_set_validate(out, err, errlen);
-	goto out;
-nomem:
-	rc = -ENOMEM;
-	sub_errf(err, errlen, "out of memory");
-out:
+}
+
+int
+sub_set_diff(const struct sub_set *cur, const struct sub_set *file,
+	     bool (*slot_free)(const void *ctx, uint32_t slot), const void *ctx,
+	     struct sub_set *out, struct sub_diff *d, char *err, size_t errlen)
+{
+	struct diff_work w = { 0 };
+	int rc;
+
+	memset(d, 0, sizeof(*d));
+	memset(out, 0, sizeof(*out));
+	rc = diff_work_init(&w, cur, file, d);
+	if (rc == 0)
+		rc = sub_set_copy(out, cur);
+	if (rc == 0)
+		rc = grow_for_new(&w, cur, file, slot_free, ctx, out, d, err, errlen);
+	if (rc == 0) {
+		place_file_subs(&w, cur, file, slot_free, ctx, out, d);
+		drain_removed(&w, cur, out, d);
+		rc = take_prefixes(&w, file, out);
+	}
+	if (rc == 0)
+		rc = take_tree(&w, cur, file, out);
+	if (rc == 0) {
+		take_unknown_and_files(cur, file, out, d);
+		rc = sub_set_validate(out, err, errlen);
+	} else if (rc != -E2BIG) {
+		rc = -ENOMEM;
+		sub_errf(err, errlen, "out of memory");
+	}
 	if (rc != 0) {
 		sub_set_free(out);
 		free(d->reset);
 		d->reset = NULL;
 	}
-	sub_names_free(&ids);
-	free(cmap);
-	free(up);
-	free(slot_of);
-	free(kept);
-	free(cfirst);
-	free(corder);
-	free(ffirst);
-	free(forder);
+	diff_work_free(&w);
 	return rc;
 }

@@ -117,6 +117,69 @@ sub_net_add_virtual(struct sub_virtuals *virt, uint32_t *idx)
 	return 0;
 }
 
+/* A node's name: an object's, 1..SUB_ID_LEN-1 characters, unique among nodes and virtual ones. */
+static int
+sub_net_name(const struct sub_set *set, const json_t *node, const char *key, const char *file,
+	     const char *sub, const struct sub_names *names, const struct sub_virtuals *virt,
+	     char *err, size_t errlen)
+{
+	uint32_t other;
+
+	if (!json_is_object(node)) {
+		sub_errf(err, errlen, "%s: %s: a node must be an object", file, sub);
+		return -EINVAL;
+	}
+	if (key[0] == '\0' || strlen(key) >= SUB_ID_LEN) {
+		sub_errf(err, errlen, "%s: %s: a node name must have 1..%u characters", file, sub,
+			 SUB_ID_LEN - 1);
+		return -EINVAL;
+	}
+	other = sub_names_get(names, key);
+	if (other != SUB_NONE) {
+		char op[256];
+
+		if (other & SUB_NET_VIRTUAL)
+			snprintf(op, sizeof(op), "virtual node %s",
+				 virt->v[other & ~SUB_NET_VIRTUAL].name);
+		else
+			sub_node_path(set, other, op, sizeof(op));
+		sub_errf(err, errlen,
+			 "%s: %s: duplicate node name \"%s\" (also at %s): circuits name "
+			 "their parent node, so names must be unique",
+			 file, sub, key, op);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A node's capacities, type and id. */
+static int
+sub_net_fields(struct sub_set *set, uint32_t idx, const json_t *node, const char *file,
+	       const char *sub, char *err, size_t errlen)
+{
+	const json_t *v;
+	int rc;
+
+	rc = sub_net_mbps(node, "downloadBandwidthMbps", file, sub,
+			  &set->nodes[idx].capacity[SUB_DOWN], err, errlen);
+	if (rc == 0)
+		rc = sub_net_mbps(node, "uploadBandwidthMbps", file, sub,
+				  &set->nodes[idx].capacity[SUB_UP], err, errlen);
+	if (rc != 0)
+		return rc;
+	v = json_object_get(node, "type");
+	if (v != NULL && !json_is_null(v)) {
+		if (!json_is_string(v)) {
+			sub_errf(err, errlen, "%s: %s.type: must be a string", file, sub);
+			return -EINVAL;
+		}
+		snprintf(set->nodes[idx].type, sizeof(set->nodes[idx].type), "%s",
+			 json_string_value(v));
+	}
+	/* An "id" (LibreQoS 2.x, from its integrations): what Parent Node ID names. */
+	return sub_net_id(node, file, sub, set->nodes[idx].id, err, errlen);
+}
+
 /*
  * One level of the tree under parent, the nearest non-virtual node above
  * it; depth is that of the level's nodes (virtual ones count, as LibreQoS
@@ -139,35 +202,14 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, uint32_t 
 	json_object_foreach ((json_t *)obj, key, node) {
 		char sub[512];
 		const json_t *v;
-		uint32_t idx, other;
+		uint32_t idx;
 		struct sub_node *n;
 		bool is_virtual;
 
 		snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? ".children." : "", key);
-		if (!json_is_object(node)) {
-			sub_errf(err, errlen, "%s: %s: a node must be an object", file, sub);
-			return -EINVAL;
-		}
-		if (key[0] == '\0' || strlen(key) >= SUB_ID_LEN) {
-			sub_errf(err, errlen, "%s: %s: a node name must have 1..%u characters",
-				 file, sub, SUB_ID_LEN - 1);
-			return -EINVAL;
-		}
-		other = sub_names_get(names, key);
-		if (other != SUB_NONE) {
-			char op[256];
-
-			if (other & SUB_NET_VIRTUAL)
-				snprintf(op, sizeof(op), "virtual node %s",
-					 virt->v[other & ~SUB_NET_VIRTUAL].name);
-			else
-				sub_node_path(set, other, op, sizeof(op));
-			sub_errf(err, errlen,
-				 "%s: %s: duplicate node name \"%s\" (also at %s): circuits name "
-				 "their parent node, so names must be unique",
-				 file, sub, key, op);
-			return -EINVAL;
-		}
+		rc = sub_net_name(set, node, key, file, sub, names, virt, err, errlen);
+		if (rc != 0)
+			return rc;
 		rc = sub_net_virtual(node, file, sub, &is_virtual, err, errlen);
 		if (rc != 0)
 			return rc;
@@ -214,24 +256,7 @@ sub_net_level(struct sub_set *set, const json_t *obj, uint32_t parent, uint32_t 
 			sub_errf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-		rc = sub_net_mbps(node, "downloadBandwidthMbps", file, sub, &n->capacity[SUB_DOWN],
-				  err, errlen);
-		if (rc == 0)
-			rc = sub_net_mbps(node, "uploadBandwidthMbps", file, sub,
-					  &set->nodes[idx].capacity[SUB_UP], err, errlen);
-		if (rc != 0)
-			return rc;
-		v = json_object_get(node, "type");
-		if (v != NULL && !json_is_null(v)) {
-			if (!json_is_string(v)) {
-				sub_errf(err, errlen, "%s: %s.type: must be a string", file, sub);
-				return -EINVAL;
-			}
-			snprintf(set->nodes[idx].type, sizeof(set->nodes[idx].type), "%s",
-				 json_string_value(v));
-		}
-		/* An "id" (LibreQoS 2.x, from its integrations): what Parent Node ID names. */
-		rc = sub_net_id(node, file, sub, set->nodes[idx].id, err, errlen);
+		rc = sub_net_fields(set, idx, node, file, sub, err, errlen);
 		if (rc != 0)
 			return rc;
 		v = json_object_get(node, "children");

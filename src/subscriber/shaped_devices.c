@@ -552,80 +552,65 @@ sub_read_file(const char *path, size_t *len, char *err, size_t errlen)
 	return buf;
 }
 
-int
-sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *network_json, char *err,
-		  size_t errlen)
+/*
+ * The nodes' ids, for Parent Node ID: unique, as the names are. A virtual
+ * node's id names the node it stands for (the link: SUB_ROOT).
+ */
+static int
+sub_node_ids(const struct sub_set *set, const struct sub_virtuals *virt, struct sub_names *ids,
+	     char *err, size_t errlen)
 {
-	struct sub_names nodes = { 0 }, circuits = { 0 }, devices = { 0 }, ids = { 0 };
-	struct sub_virtuals virt = { 0 };
-	struct sub_csv_cols cols = { .n = 0 };
-	struct sub_csv c;
-	char *fields[SUB_CSV_MAX_FIELDS], *cell[COL_COUNT], *last = NULL;
-	bool header = false;
-	uint32_t line, i;
-	size_t len;
-	char *buf;
-	int n, rc = 0;
+	uint32_t i, other;
 
-	snprintf(set->subs_file, sizeof(set->subs_file), "%s", devices_csv);
-	set->subs_csv = true;
-	buf = sub_read_file(devices_csv, &len, err, errlen);
-	if (buf == NULL)
-		return -errno;
-	if (sub_names_init(&nodes, 64) != 0 || sub_names_init(&circuits, 1024) != 0 ||
-	    sub_names_init(&devices, 1024) != 0 || sub_names_init(&ids, 64) != 0) {
-		rc = -ENOMEM;
-		sub_errf(err, errlen, "out of memory");
-		goto out;
-	}
-	if (network_json != NULL) {
-		rc = sub_load_network(set, network_json, &nodes, &virt, err, errlen);
-		if (rc != 0)
-			goto out;
-	}
-	/* The nodes' ids, for Parent Node ID: unique, as the names are. */
 	for (i = 1; i < set->nnodes; i++) {
-		uint32_t other;
-
 		if (set->nodes[i].id[0] == '\0')
 			continue;
-		other = sub_names_get(&ids, set->nodes[i].id);
+		other = sub_names_get(ids, set->nodes[i].id);
 		if (other != SUB_NONE) {
 			sub_errf(err, errlen, "%s: nodes \"%s\" and \"%s\" have the same id \"%s\"",
 				 set->nodes_file, set->nodes[other].name, set->nodes[i].name,
 				 set->nodes[i].id);
-			rc = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
-		if (sub_names_put(&ids, set->nodes[i].id, i) != 0) {
-			rc = -ENOMEM;
-			sub_errf(err, errlen, "out of memory");
-			goto out;
-		}
+		if (sub_names_put(ids, set->nodes[i].id, i) != 0)
+			goto nomem;
 	}
-	/* A virtual node's id names the node it stands for (the link: SUB_ROOT). */
-	for (i = 0; i < virt.n; i++) {
-		uint32_t other;
-
-		if (virt.v[i].id[0] == '\0')
+	for (i = 0; i < virt->n; i++) {
+		if (virt->v[i].id[0] == '\0')
 			continue;
-		other = sub_names_get(&ids, virt.v[i].id);
+		other = sub_names_get(ids, virt->v[i].id);
 		if (other != SUB_NONE) {
 			sub_errf(err, errlen,
 				 "%s: virtual node \"%s\" has the id \"%s\" of another node",
-				 set->nodes_file, virt.v[i].name, virt.v[i].id);
-			rc = -EINVAL;
-			goto out;
+				 set->nodes_file, virt->v[i].name, virt->v[i].id);
+			return -EINVAL;
 		}
-		if (sub_names_put(&ids, virt.v[i].id, virt.v[i].node) != 0) {
-			rc = -ENOMEM;
-			sub_errf(err, errlen, "out of memory");
-			goto out;
-		}
+		if (sub_names_put(ids, virt->v[i].id, virt->v[i].node) != 0)
+			goto nomem;
 	}
-	c.p = buf;
-	c.end = buf + len;
-	c.line = 1;
+	return 0;
+nomem:
+	sub_errf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+/* The names a file's rows are checked against as they are read. */
+struct sub_csv_names {
+	struct sub_names nodes, circuits, devices, ids;
+};
+
+/* The header, then every row of the file, each a device of a circuit. */
+static int
+sub_csv_rows(struct sub_set *set, char *buf, size_t len, const char *devices_csv,
+	     struct sub_csv_names *nm, char *err, size_t errlen)
+{
+	struct sub_csv_cols cols = { .n = 0 };
+	struct sub_csv c = { .p = buf, .end = buf + len, .line = 1 };
+	char *fields[SUB_CSV_MAX_FIELDS], *cell[COL_COUNT], *last = NULL;
+	bool header = false;
+	uint32_t line;
+	int n, rc;
+
 	while ((n = sub_csv_record(&c, fields, SUB_CSV_MAX_FIELDS, &line, &last)) > 0) {
 		char empty[1] = "";
 
@@ -634,12 +619,11 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 				sub_errf(err, errlen,
 					 "%s:%u: the header has %d columns (at most %d)",
 					 devices_csv, line, n, SUB_CSV_MAX_FIELDS);
-				rc = -EINVAL;
-				goto out;
+				return -EINVAL;
 			}
 			rc = sub_csv_header(set, fields, n, devices_csv, line, &cols, err, errlen);
 			if (rc != 0)
-				goto out;
+				return rc;
 			header = true;
 			continue;
 		}
@@ -648,28 +632,60 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 				 "%s:%u: %d fields, the header has %d (more only where a Comment "
 				 "holds commas, and at most %d)",
 				 devices_csv, line, n, cols.n, SUB_CSV_MAX_FIELDS);
-			rc = -EINVAL;
-			goto out;
+			return -EINVAL;
 		}
-		rc = sub_csv_row(set, cell, devices_csv, line, &circuits, &devices, &nodes, &ids,
-				 err, errlen);
+		rc = sub_csv_row(set, cell, devices_csv, line, &nm->circuits, &nm->devices,
+				 &nm->nodes, &nm->ids, err, errlen);
 		if (rc != 0)
-			goto out;
+			return rc;
 	}
 	if (n < 0) {
 		sub_errf(err, errlen,
 			 "%s:%u: a quoted field is not closed, or text follows its closing quote",
 			 devices_csv, c.line);
-		rc = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
 	if (!header) {
 		sub_errf(err, errlen, "%s: no header row (Circuit ID, Circuit Name, ...)",
 			 devices_csv);
-		rc = -EINVAL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *network_json, char *err,
+		  size_t errlen)
+{
+	struct sub_csv_names nm = { 0 };
+	struct sub_virtuals virt = { 0 };
+	size_t len;
+	char *buf;
+	int rc = 0;
+
+	snprintf(set->subs_file, sizeof(set->subs_file), "%s", devices_csv);
+	set->subs_csv = true;
+	buf = sub_read_file(devices_csv, &len, err, errlen);
+	if (buf == NULL)
+		return -errno;
+	if (sub_names_init(&nm.nodes, 64) != 0 || sub_names_init(&nm.circuits, 1024) != 0 ||
+	    sub_names_init(&nm.devices, 1024) != 0 || sub_names_init(&nm.ids, 64) != 0) {
+		rc = -ENOMEM;
+		sub_errf(err, errlen, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < set->nsubs; i++)
+	if (network_json != NULL) {
+		rc = sub_load_network(set, network_json, &nm.nodes, &virt, err, errlen);
+		if (rc != 0)
+			goto out;
+	}
+	rc = sub_node_ids(set, &virt, &nm.ids, err, errlen);
+	if (rc != 0)
+		goto out;
+	rc = sub_csv_rows(set, buf, len, devices_csv, &nm, err, errlen);
+	if (rc != 0)
+		goto out;
+	for (uint32_t i = 0; i < set->nsubs; i++)
 		if (set->subs[i].nprefixes == 0) {
 			sub_errf(err, errlen, "%s:%u: circuit \"%s\" has no IPv4 or IPv6 address",
 				 devices_csv, set->subs[i].origin, set->subs[i].id);
@@ -678,10 +694,10 @@ sub_load_libreqos(struct sub_set *set, const char *devices_csv, const char *netw
 		}
 	rc = sub_set_validate(set, err, errlen);
 out:
-	sub_names_free(&nodes);
-	sub_names_free(&circuits);
-	sub_names_free(&devices);
-	sub_names_free(&ids);
+	sub_names_free(&nm.nodes);
+	sub_names_free(&nm.circuits);
+	sub_names_free(&nm.devices);
+	sub_names_free(&nm.ids);
 	free(virt.v);
 	free(buf);
 	return rc;
