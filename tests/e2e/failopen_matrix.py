@@ -142,6 +142,50 @@ def bridge(on):
         sh("ip", "link", "del", BR, check_rc=False)
 
 
+def kernel_counters():
+    """Every drop and error counter the kernel keeps on the bed's path: each
+    interface in the root namespace and both hosts' (ip -s), the hosts' UDP
+    and IP discards (nstat), the CPUs' input backlogs, and the XDP sockets'
+    own statistics (ss --xdp), so that a lost probe says where it went."""
+    out = {}
+    for ns in (None, CLI, SRV):
+        pre = ["ip", "netns", "exec", ns] if ns else []
+        try:
+            links = json.loads(sh(*(pre + ["ip", "-j", "-s", "link", "show"]), check_rc=False))
+        except ValueError:
+            links = []
+        for ln in links:
+            for way in ("rx", "tx"):
+                for k, v in ln.get("stats64", {}).get(way, {}).items():
+                    if k not in ("bytes", "packets", "multicast") and isinstance(v, int):
+                        out["%s/%s %s_%s" % (ns or "root", ln["ifname"], way, k)] = v
+        for ln in sh(*(pre + ["nstat", "-asz", "--json"]), check_rc=False).splitlines()[:1]:
+            try:
+                for k, v in json.loads(ln).get("kernel", {}).items():
+                    if "Err" in k or "Discard" in k or "Drop" in k or "Ovfl" in k:
+                        out["%s/%s" % (ns or "root", k)] = v
+            except ValueError:
+                pass
+    # the CPUs' input backlogs: frames dropped there (a full backlog) and
+    # the softirq runs cut short (hex columns 2 and 3)
+    with open("/proc/net/softnet_stat") as f:
+        for cpu, ln in enumerate(f):
+            cols = ln.split()
+            out["softnet/cpu%d dropped" % cpu] = int(cols[1], 16)
+            out["softnet/cpu%d time_squeeze" % cpu] = int(cols[2], 16)
+    xdp = sh("ss", "--xdp", "-a", "-e", "-m", "-n", check_rc=False)
+    for m in re.finditer(r"([a-z_]+(?: [a-z_]+)*)[: ]+(\d+)", xdp):
+        if any(w in m.group(1) for w in ("drop", "full", "empty", "invalid")):
+            key = "xdp/" + m.group(1).replace(" ", "_")
+            out[key] = out.get(key, 0) + int(m.group(2))
+    return out
+
+
+def moved(before, after):
+    """The counters of kernel_counters() that grew."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v > before.get(k, 0)}
+
+
 def config(tmp, name, rate, fail_open, broken=False, pmd="af_xdp"):
     if pmd == "af_packet":
         ports = {"lan": "net_af_packet0,iface=%s" % LAN, "wan": "net_af_packet1,iface=%s" % WAN}
@@ -249,6 +293,7 @@ def run_row(setup, event, binary, tmp, echo_pid):
         d = Daemon(binary, tmp, name, fail_open, pmd)
         if event not in NO_DAEMON_BEFORE:
             d.start()
+    counters = kernel_counters()
     sender, iperfs, n = start_load(tmp)
     t0 = time.monotonic()
     time.sleep(EVENT_AT)
@@ -318,6 +363,12 @@ def run_row(setup, event, binary, tmp, echo_pid):
                 for reason, n in x["drop_reasons"].items():
                     if n:
                         row["drops"][reason] = row["drops"].get(reason, 0) + n
+            # the ports' own drops and errors (DPDK's counters)
+            row["port_drops"] = {}
+            for pname, pc in st.get("ports", {}).items():
+                for k in ("rx_missed", "rx_errors", "tx_errors", "rx_nombuf"):
+                    if pc.get(k):
+                        row["port_drops"]["%s %s" % (pname, k)] = pc[k]
             if "fail_open" in st:
                 for k in ("holding", "takeovers", "lapses", "lapses_late", "lapses_withheld",
                           "look_gap_max_us"):
@@ -331,6 +382,7 @@ def run_row(setup, event, binary, tmp, echo_pid):
     else:
         row["shaping"] = None
     r = finish_load(sender, iperfs, echo_pid)
+    row["kernel_drops"] = moved(counters, kernel_counters())
     row.update({"dark_ms": r["dark_ms"], "lost": r["lost"], "late": r["late"], "dups": r["dups"],
                 "reordered": r["reordered"], "probes": r["sent"],
                 "lost_seqs": r.get("lost_seqs", [])})
@@ -375,6 +427,10 @@ def main():
                           if "look_gap_max_us" in row else "-",
                           "  (refused: %s)" % row["refused"] if "refused" in row else ""),
                       flush=True)
+                if row["lost"]:
+                    print("    lost seq %s; shaperd's drops %s, its ports' %s; the kernel's %s"
+                          % (row["lost_seqs"], row.get("drops"), row.get("port_drops"),
+                             row["kernel_drops"]), flush=True)
                 if setup == "plain bridge":
                     break  # one window: nothing happens to a plain bridge
             bridge(False)
@@ -465,8 +521,9 @@ def main():
                 # reload's loss.
                 check(r["lost"] <= RELOAD_LOST_BOUND,
                       "%s, %s: %d probes lost (bound %d; %d of them late; seq %s; "
-                      "shaperd's drops %s)" % (s, e, r["lost"], RELOAD_LOST_BOUND, r["late"],
-                                               r["lost_seqs"], r.get("drops")))
+                      "shaperd's drops %s, its ports' %s; the kernel's %s)" % (
+                          s, e, r["lost"], RELOAD_LOST_BOUND, r["late"], r["lost_seqs"],
+                          r.get("drops"), r.get("port_drops"), r["kernel_drops"]))
                 check(str(r.get("rate_after")).lower() == "30mbit",
                       "%s, %s: the new rate applies (%s)" % (s, e, r.get("rate_after")))
             if e == "broken config":
