@@ -128,17 +128,18 @@ struct ctl_dir_counters {
 	uint64_t turn_max_ns;    /* the serving worker's longest turn since the last reset */
 	uint64_t control_max_ns; /* the longest slice of control work in one turn, same */
 	/*
-	 * Time the direction held frames in its scheduler or tx pending queue:
-	 * while it does, the shaper owes the rate, less the stalls it wrote off
+	 * Time the direction held frames in its scheduler or tx pending queue,
+	 * from the first frame it released while others waited: while it
+	 * does, the shaper owes the rate, less the stalls it wrote off
 	 * (lag_skipped). Summed over shards, so it can exceed wall time.
 	 */
 	uint64_t backlogged_ns;
 	/*
-	 * Bytes handed to the output port in turns that followed one that left
-	 * frames waiting: what was sent in the backlogged time. A frame that
-	 * finds the queue empty and leaves at once is in tx_bytes, not here, so
-	 * this over (backlogged_ns - lag_skipped) is the rate kept while owed,
-	 * however seldom the sender keeps a queue.
+	 * Bytes handed to the output port in that time. The first frame of a
+	 * backlog (one that finds the queue empty and leaves at once, or waits
+	 * behind the last frame of the one before) is in tx_bytes, not here,
+	 * so this over (backlogged_ns - lag_skipped) is the rate kept while
+	 * owed, however seldom the sender keeps a queue.
 	 */
 	uint64_t backlogged_tx_bytes;
 	uint64_t dropped[SHAPER_DROP_MAX];

@@ -165,6 +165,7 @@ struct dp_dir {
 	struct classify_key key;
 	uint16_t n_pending; /* frames the output port refused, sent first next turn */
 	bool backlogged;    /* scheduler or pending frames at the end of the last turn */
+	bool owing;         /* and it released one since the backlog began (backlogged_ns) */
 	/*
 	 * Fail-open: its worker's line_until (NULL without fail-open). Each rx
 	 * burst is judged by the clock read after it: a frame read while

@@ -397,7 +397,7 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	struct sh_pkt *pkts[2 * SHAPER_BURST_MAX]; /* a dequeue takes up to 2 bursts */
 	struct sh_pkt_list drops;
 	unsigned int n_rx, n_enq, n_out, room, want;
-	const bool owed = d->backlogged;
+	const bool owed = d->owing;
 	const uint64_t tx_bytes0 = d->stats.tx_bytes;
 	uint64_t t;
 
@@ -435,6 +435,12 @@ dp_dir_turn(struct dp_dir *d, uint64_t now, uint32_t burst, uint64_t *next_due)
 	d->backlogged = (d->subs != NULL ? sub_sched_backlog_pkts(d->subs, sub_dir_of(d)) != 0
 					 : t != UINT64_MAX) ||
 			d->n_pending != 0;
+	/*
+	 * The rate is owed from the first frame released with others left
+	 * waiting. Frames that arrive while the last one of a backlog is still
+	 * on the wire wait without being owed: their time is that frame's.
+	 */
+	d->owing = d->backlogged && (owed || d->stats.tx_bytes != tx_bytes0);
 	if (d->emu != NULL && emu_next_time(d->emu) < t)
 		t = emu_next_time(d->emu);
 	if (d->n_pending != 0)
