@@ -1,5 +1,7 @@
 """The ok/FAIL check list of a test script, and small statistics."""
 
+import math
+
 failures = []
 
 
@@ -22,6 +24,11 @@ def slope(ts, ys):
 
 
 def percentile(xs, p):
-    """The p-th percentile (nearest rank) of xs."""
+    """The p-th percentile of xs by nearest rank: the smallest value with at least p %
+    of xs at or below it; None for no values."""
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, max(0, int(round(p / 100.0 * len(xs) + 0.5)) - 1))]
+    if not xs:
+        return None
+    # the rank rounded to 1e-9 first: 28 % of 25 is the 7th value, not the 8th
+    rank = math.ceil(round(p * len(xs) / 100.0, 9))
+    return xs[max(0, min(len(xs) - 1, rank - 1))]

@@ -68,8 +68,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 BED = os.path.join(HERE, "bed.sh")
 sys.path.insert(0, os.path.dirname(HERE))
-from shaperlib import (ControlError, favour_session, request, shaperd_argv, start_logged,  # noqa: E402
-                       stop_process, units, write_config)
+from shaperlib import (ControlError, favour_session, percentile, request, shaperd_argv,  # noqa: E402
+                       start_logged, stop_process, units, write_config)
 CLI_ADDR, SRV_ADDR = "10.99.0.1", "10.99.0.2"
 HOST_A, HOST_B = "10.99.0.11", "10.99.0.12"
 SRV_B = "10.99.0.22"  # hosts: host B's server, unless --shared-server
@@ -114,14 +114,6 @@ def parse_time(s):
         return units.parse_time(s) / 1e9
     except units.UnitError as e:
         raise argparse.ArgumentTypeError(str(e))
-
-
-def pct(sorted_vals, q):
-    """Nearest-rank percentile of an already sorted list (q in 0..100)."""
-    if not sorted_vals:
-        return None
-    k = max(0, min(len(sorted_vals) - 1, math.ceil(q / 100.0 * len(sorted_vals)) - 1))
-    return sorted_vals[k]
 
 
 def jain(xs):
@@ -415,8 +407,8 @@ def latency_stats(pts, a, b):
     lost = sum(1 for t, r in pts if a <= t < b and r is None)
     if not vals:
         return {"n": 0, "lost": lost}
-    return {"n": len(vals), "lost": lost, "min": rnd(vals[0]), "median": rnd(pct(vals, 50)),
-            "p90": rnd(pct(vals, 90)), "p99": rnd(pct(vals, 99)), "max": rnd(vals[-1])}
+    return {"n": len(vals), "lost": lost, "min": rnd(vals[0]), "median": rnd(percentile(vals, 50)),
+            "p90": rnd(percentile(vals, 90)), "p99": rnd(percentile(vals, 99)), "max": rnd(vals[-1])}
 
 
 # ---------------------------------------------------------------- flows
@@ -536,7 +528,7 @@ class ScalableFlow:
         bins = [x for x in r.get("bins", []) if x[0] >= a and x[1] <= b]
         pk, ce = sum(x[3] for x in bins), sum(x[4] for x in bins)
         tr = [(w, al) for t, w, al in r.get("cwnd", []) if a <= t < b]
-        return {"samples": len(q), "base_rtt_ms": base, "p50_ms": rnd(pct(q, 50)), "p99_ms": rnd(pct(q, 99)),
+        return {"samples": len(q), "base_rtt_ms": base, "p50_ms": rnd(percentile(q, 50)), "p99_ms": rnd(percentile(q, 99)),
                 "ce_fraction": rnd(ce / pk, 4) if pk else None,
                 "mean_cwnd": rnd(sum(w for w, _ in tr) / len(tr), 1) if tr else None,
                 "mean_alpha": rnd(sum(al for _, al in tr) / len(tr), 4) if tr else None,
@@ -1216,7 +1208,7 @@ def plot(args, result, path):
             ax.plot(t, v, ".", ms=1.5, label={"icmp": "ICMP", "udp_BE": "UDP BE", "udp_EF": "UDP EF"}.get(name, name))
         vals = sorted(p[1] for pts in r["series"]["latency"].values() for p in pts if p[1] is not None)
         if vals:
-            ax.set_ylim(min(vals) * 0.98, max(pct(vals, 99.9) * 1.15, min(vals) + 2))
+            ax.set_ylim(min(vals) * 0.98, max(percentile(vals, 99.9) * 1.15, min(vals) + 2))
         ax.set_ylabel("RTT ms (top 0.1 % cut)")
         ax.set_xlabel("seconds")
         ax.set_title("%s: latency (base RTT %g ms)" % (disc, args.rtt_s * 1000), fontsize=9)

@@ -165,8 +165,8 @@ def leg_summary(legs, a, b):
     out = {"n": len(sel)}
     for i, name in ((1, "up"), (2, "server"), (3, "down")):
         v = sorted(x[i] for x in sel)
-        out[name] = {"median": bed_run.rnd(bed_run.pct(v, 50)), "p90": bed_run.rnd(bed_run.pct(v, 90)),
-                     "p99": bed_run.rnd(bed_run.pct(v, 99)), "max": bed_run.rnd(v[-1])}
+        out[name] = {"median": bed_run.rnd(bed_run.percentile(v, 50)), "p90": bed_run.rnd(bed_run.percentile(v, 90)),
+                     "p99": bed_run.rnd(bed_run.percentile(v, 99)), "max": bed_run.rnd(v[-1])}
     slow = sorted(sel, key=lambda x: -(x[1] + x[2] + x[3]))[:max(1, len(sel) // 100)]
     out["slowest_1pct_mean"] = {name: bed_run.rnd(sum(x[i] for x in slow) / len(slow))
                                 for i, name in ((1, "up"), (2, "server"), (3, "down"))}
@@ -178,7 +178,7 @@ def backlog_summary(samples, a, b):
     for i, name in ((1, "up"), (2, "down")):
         v = sorted(s[i] for s in samples if a <= s[0] < b and s[i] is not None)
         if v:
-            out[name] = {"median_bytes": bed_run.pct(v, 50), "p99_bytes": bed_run.pct(v, 99), "max_bytes": v[-1]}
+            out[name] = {"median_bytes": bed_run.percentile(v, 50), "p99_bytes": bed_run.percentile(v, 99), "max_bytes": v[-1]}
     return out
 
 
