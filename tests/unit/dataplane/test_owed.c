@@ -116,7 +116,7 @@ test_backlogs_behind_the_last_frame(void **state)
 		uint64_t in = now - t0;
 
 		if (in == 0 || (in >= 5 * MS / 2 && (in - 5 * MS / 2) % (3 * MS) == 0 &&
-					in < (cycles - 1) * 3 * MS))
+				in < (cycles - 1) * 3 * MS))
 			arrive(3);
 		next = UINT64_MAX;
 		dp_dir_turn(&d, now, 32, &next);
